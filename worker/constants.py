@@ -1,0 +1,34 @@
+"""Constants shared across memworker, each declared once with the reason for its value."""
+
+from __future__ import annotations
+
+import re
+from typing import Final
+
+#: IDs (users, assistants, orgs, threads, traces) are restricted to a safe alphabet so they can
+#: be embedded in Redis keys, SQL rows and LangGraph store labels without escaping, and never
+#: contain a ``{``/``}`` (which would break Redis Cluster hash tags) or a path separator.
+ID_PATTERN: Final = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@\-]{0,127}$")
+
+#: Longest accepted id; 128 characters fits UUIDs, e-mail addresses and provider thread ids.
+MAX_ID_LENGTH: Final = 128
+
+#: Every memory file lives under this route, the way a deepagents ``StoreBackend`` is mounted.
+MEMORY_ROUTE: Final = "/memories/"
+
+#: Longest normalised memory path; long enough for nested topics, short enough for an index.
+MAX_PATH_LENGTH: Final = 200
+
+#: Topic/path segments: lower-case-friendly names; no dots at the start, so no ``..`` traversal.
+PATH_SEGMENT_PATTERN: Final = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_\-.]{0,63}$")
+
+#: A ``key`` names a slot such as ``preference.language`` for deterministic supersession.
+KEY_PATTERN: Final = re.compile(r"^[a-z0-9][a-z0-9_.\-]{0,99}$")
+
+#: Namespace UUID for deterministic candidate ids (uuid5 over namespace + idempotency key), so
+#: a retried capture with the same key yields the same id and the ledger dedupes it.
+CANDIDATE_ID_NAMESPACE: Final = "6f1c1f47-3b7e-4a8e-9d55-8f2b0d6a7c11"
+
+#: Default memory files the rules consolidator routes to.
+PREFERENCES_PATH: Final = "/memories/preferences.md"
+FACTS_PATH: Final = "/memories/facts.md"

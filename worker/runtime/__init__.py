@@ -1,0 +1,1 @@
+"""Process-level plumbing: the embedded Redis server and connection factories."""

@@ -1,0 +1,216 @@
+"""Configuration, read once at the edge (CLI, Celery app) and passed into the core.
+
+The core never reads ``os.environ``: build a :class:`Settings` and hand it over.
+
+>>> from worker.settings import Settings
+>>> s = Settings(redis_url="redis://127.0.0.1:6379/0", debounce_seconds=5)
+>>> s.debounce_seconds
+5.0
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+from pydantic import Field, field_validator, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from worker.errors import ConfigurationError
+
+#: Where ``memworker run`` keeps its embedded Redis socket, SQLite file and files sink by default.
+DEFAULT_DATA_DIR = Path.home() / ".memworker"
+
+
+class Settings(BaseSettings):
+    """Every knob of memworker, with its default and the reason for it.
+
+    Environment variables use the ``MEMWORKER_`` prefix, e.g. ``MEMWORKER_REDIS_URL``.
+    """
+
+    model_config = SettingsConfigDict(env_prefix="MEMWORKER_", extra="forbid", frozen=True)
+
+    # --- where things live -------------------------------------------------------------------
+    redis_url: str | None = Field(
+        default=None,
+        description="Redis for the queue and the Celery broker. Unset: the embedded server that "
+        "`memworker run` starts in the data directory.",
+    )
+    database_url: str | None = Field(
+        default=None,
+        description="SQLAlchemy URL of the memory store. Unset: SQLite in the data directory. "
+        "Production: postgresql+psycopg://…",
+    )
+    data_dir: Path = Field(
+        default=DEFAULT_DATA_DIR,
+        description="Embedded mode's home: redis socket, SQLite file, files sink, beat heartbeat.",
+    )
+    key_prefix: str = Field(
+        default="mw",
+        pattern=r"^[A-Za-z0-9_\-]{1,32}$",
+        description="Prefix of every Redis key, so several deployments can share one Redis.",
+    )
+
+    # --- the debounced queue -----------------------------------------------------------------
+    queue_shards: Annotated[int, Field(ge=1, le=1024)] = Field(
+        default=16,
+        description="Due/lease sets are split into this many hash-tagged shards so each script "
+        "touches one Redis Cluster slot and no single sorted set gets hot. Changing it requires "
+        "an empty queue.",
+    )
+    debounce_seconds: Annotated[float, Field(gt=0)] = Field(
+        default=30.0,
+        description="Quiet period: a namespace is due this long after its last candidate, so a "
+        "burst of turns in one conversation becomes one batch.",
+    )
+    max_wait_seconds: Annotated[float, Field(gt=0)] = Field(
+        default=300.0,
+        description="Cap on debouncing: a namespace is due at most this long after its first "
+        "pending candidate, so a chatty user still gets consolidated.",
+    )
+    lease_seconds: Annotated[float, Field(gt=0)] = Field(
+        default=120.0,
+        description="How long a claimed batch is reserved for one worker; heartbeats extend it. "
+        "A crashed worker's batch is re-claimable after this long.",
+    )
+    max_attempts: Annotated[int, Field(ge=1)] = Field(
+        default=5,
+        description="Failed (or abandoned) attempts before a namespace's batch is dead-lettered.",
+    )
+    retry_backoff_seconds: Annotated[float, Field(ge=0)] = Field(
+        default=10.0,
+        description="First retry delay after a failed batch; doubles per attempt.",
+    )
+    max_batch: Annotated[int, Field(ge=1, le=10_000)] = Field(
+        default=200,
+        description="Most candidates one claim covers; bounds a merge's memory and prompt size.",
+    )
+    claim_limit: Annotated[int, Field(ge=1, le=10_000)] = Field(
+        default=100,
+        description="Most namespaces one sweep claims per shard.",
+    )
+    max_pending_per_namespace: Annotated[int, Field(ge=1)] = Field(
+        default=10_000,
+        description="Backpressure: enqueue refuses (BacklogFull) past this many pending "
+        "candidates in one namespace, so one runaway client cannot fill Redis.",
+    )
+    max_text_bytes: Annotated[int, Field(ge=16, le=1_048_576)] = Field(
+        default=8192,
+        description="Largest candidate text in UTF-8 bytes.",
+    )
+    socket_timeout_seconds: Annotated[float, Field(gt=0, le=30)] = Field(
+        default=0.25,
+        description="Hot-path Redis socket/connect timeout: Redis trouble becomes a fast "
+        "QueueUnavailable instead of a hung chat reply.",
+    )
+    sweep_interval_seconds: Annotated[float, Field(gt=0)] = Field(
+        default=2.0,
+        description="How often beat sweeps for due namespaces; bounds the extra debounce lag.",
+    )
+
+    # --- consolidation -------------------------------------------------------------------------
+    consolidator: str = Field(
+        default="worker.consolidation.rules:RulesConsolidator",
+        description="Dotted path `package.module:Class` of the consolidator. When `model` is "
+        "set and this is left at its default, the LLM agent is used.",
+    )
+    model: str | None = Field(
+        default=None,
+        description="LangChain chat model as `provider:model` (init_chat_model); enables the "
+        "LLM consolidation agent.",
+    )
+    model_token_budget: Annotated[int, Field(ge=512)] = Field(
+        default=12_000,
+        description="Prompt tokens per LLM call; bigger batches are split and merged serially.",
+    )
+    file_budget_bytes: Annotated[int, Field(ge=256)] = Field(
+        default=8192,
+        description="Largest rendered memory file; past it the least confirmed, oldest entries "
+        "are evicted (kept in history).",
+    )
+    max_removals_per_run: Annotated[int, Field(ge=0)] = Field(
+        default=20,
+        description="Guard rail: a plan that invalidates more entries than this is rejected.",
+    )
+    sensitive_paths: list[str] = Field(
+        default_factory=list,
+        description="Memory paths whose changes wait for operator approval.",
+    )
+
+    # --- scheduling, sinks, sources, metrics -------------------------------------------------
+    schedules_dir: Path | None = Field(
+        default=None,
+        description="Folder of schedule TOML files. Unset: the package's bundled defaults.",
+    )
+    sinks: list[str] = Field(
+        default_factory=list,
+        description="Sinks to publish committed versions to: `files`, `langgraph`, or a dotted "
+        "path `package.module:Class`.",
+    )
+    files_dir: Path | None = Field(
+        default=None,
+        description="Root of the files sink. Unset: `<data_dir>/files`.",
+    )
+    langgraph_url: str | None = Field(
+        default=None,
+        description="LangGraph API server for the store sink and the thread-scan source.",
+    )
+    langgraph_api_key: str | None = Field(default=None, description="API key for that server.")
+    store_namespace: tuple[str, ...] = Field(
+        default=("{assistant_id}", "{user_id}", "memories"),
+        description="LangGraph store namespace template for the store sink.",
+    )
+    metrics_port: int | None = Field(
+        default=None,
+        ge=1,
+        le=65535,
+        description="Port the worker serves Prometheus metrics on; unset disables it.",
+    )
+
+    @field_validator("sensitive_paths")
+    @classmethod
+    def _paths_under_route(cls, value: list[str]) -> list[str]:
+        from worker.models import normalise_path
+
+        return [normalise_path(p) for p in value]
+
+    @model_validator(mode="after")
+    def _wait_covers_debounce(self) -> Settings:
+        if self.max_wait_seconds < self.debounce_seconds:
+            raise ValueError(
+                f"max_wait_seconds ({self.max_wait_seconds}) must be >= debounce_seconds "
+                f"({self.debounce_seconds})"
+            )
+        return self
+
+    # --- derived ---------------------------------------------------------------------------
+    @property
+    def sqlite_path(self) -> Path:
+        return self.data_dir / "memworker.sqlite3"
+
+    @property
+    def effective_database_url(self) -> str:
+        """The configured database, or SQLite in the data directory."""
+        return self.database_url or f"sqlite:///{self.sqlite_path}"
+
+    @property
+    def embedded_redis_socket(self) -> Path:
+        return self.data_dir / "redis.sock"
+
+    @property
+    def effective_files_dir(self) -> Path:
+        return self.files_dir or (self.data_dir / "files")
+
+
+def load_settings(**overrides: object) -> Settings:
+    """Build settings from the environment (the edge), turning validation errors into one line."""
+    from pydantic import ValidationError
+
+    try:
+        return Settings(**overrides)  # type: ignore[arg-type]
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"MEMWORKER_{'_'.join(str(p) for p in e['loc']).upper()}: {e['msg']}"
+            for e in exc.errors()
+        )
+        raise ConfigurationError(f"invalid configuration: {problems}") from None
