@@ -1,0 +1,33 @@
+"""The ``memworker`` command: one Typer app, commands registered from one module per area.
+
+Every command builds :class:`~worker.settings.Settings` here, at the edge, and turns any
+:class:`~worker.errors.MemworkerError` into one clear line on stderr and a non-zero exit code.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+import typer
+
+app = typer.Typer(
+    name="memworker",
+    help="Background memory consolidation for LLM chat services.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+
+#: Modules that add commands to ``app``; each exposes ``register(app)``.
+COMMAND_MODULES: tuple[str, ...] = (
+    "worker.cli.queue_cmds",
+    "worker.cli.db_cmds",
+)
+
+for _module in COMMAND_MODULES:
+    importlib.import_module(_module).register(app)
+
+
+def main() -> None:
+    """Console-script entry point."""
+    app()

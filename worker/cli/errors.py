@@ -1,0 +1,46 @@
+"""How every CLI command reports failure: one line, what was wrong and what to do; no traceback."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+
+import typer
+from rich.console import Console
+
+from worker.errors import (
+    ConfigurationError,
+    InvalidCandidate,
+    MemworkerError,
+    NotFound,
+    QueueUnavailable,
+    StoreError,
+)
+
+#: Exit codes, so scripts can tell a usage mistake from an outage.
+EXIT_FAILURE = 1  #: the operation failed (e.g. a plan was rejected)
+EXIT_USAGE = 2  #: bad input or configuration: fix the command or the settings
+EXIT_NOT_FOUND = 3  #: the user, file or version asked for does not exist
+EXIT_UNAVAILABLE = 4  #: Redis or the database could not be reached
+
+stderr = Console(stderr=True, highlight=False)
+
+
+def exit_code_for(exc: MemworkerError) -> int:
+    if isinstance(exc, InvalidCandidate | ConfigurationError):
+        return EXIT_USAGE
+    if isinstance(exc, NotFound):
+        return EXIT_NOT_FOUND
+    if isinstance(exc, QueueUnavailable | StoreError):
+        return EXIT_UNAVAILABLE
+    return EXIT_FAILURE
+
+
+@contextlib.contextmanager
+def cli_errors() -> Iterator[None]:
+    """Turn memworker errors into ``error: …`` on stderr and the matching exit code."""
+    try:
+        yield
+    except MemworkerError as exc:
+        stderr.print(f"[red]error:[/red] {exc}", soft_wrap=True)
+        raise typer.Exit(exit_code_for(exc)) from None
