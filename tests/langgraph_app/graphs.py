@@ -1,0 +1,59 @@
+"""Graphs the test LangGraph server serves. This module is an edge: it reads its environment.
+
+- ``capture``: a LangChain agent (scripted model, one tool) with the capture middleware,
+  enqueuing to the test session's Redis under the key prefix the run passes in
+  ``configurable["mw_key_prefix"]`` (each test has its own prefix; the server is shared).
+- ``deep``: a deep agent with a ``StoreBackend`` mounted at ``/memories/`` over the server's
+  store, in the namespace the store sink writes, and ``memory=["/memories/preferences.md"]``.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from deepagents import create_deep_agent
+from deepagents.backends import CompositeBackend, StateBackend, StoreBackend
+from langchain.agents import create_agent
+from langchain_core.runnables import RunnableConfig
+from langchain_core.tools import tool
+from langgraph.config import get_config
+
+from tests.langgraph_app.scripted import RuleChatModel
+from tests.support.memory_queue import make_enqueuer
+from worker.integrations.capture import MemoryCaptureMiddleware
+from worker.models import Namespace
+from worker.sinks.langgraph_store import store_namespace
+
+#: Set by the server fixture; the Redis the capture middleware enqueues to.
+REDIS_URL = os.environ.get("MEMWORKER_TEST_GRAPH_REDIS_URL", "redis://127.0.0.1:6379/0")
+PREFIX_KEY = "mw_key_prefix"
+
+
+@tool
+def get_weather(city: str) -> str:
+    """The weather in a city."""
+    return f"sunny in {city}"
+
+
+def capture(config: RunnableConfig) -> Any:
+    prefix = (config.get("configurable") or {}).get(PREFIX_KEY, "mwt-unset")
+    return create_agent(
+        RuleChatModel(),
+        tools=[get_weather],
+        middleware=[MemoryCaptureMiddleware(make_enqueuer(REDIS_URL, prefix))],
+    )
+
+
+def _user_namespace(runtime: Any) -> tuple[str, ...]:
+    user_id = (get_config().get("configurable") or {}).get("user_id", "anonymous")
+    return store_namespace(Namespace.for_user(str(user_id)))
+
+
+deep = create_deep_agent(
+    model=RuleChatModel(),
+    memory=["/memories/preferences.md"],
+    backend=CompositeBackend(
+        default=StateBackend(), routes={"/memories/": StoreBackend(namespace=_user_namespace)}
+    ),
+)

@@ -1,0 +1,1 @@
+"""Real, in-memory implementations of store protocols for pure tests (not mocks)."""

@@ -1,0 +1,32 @@
+"""The hot-path client the integration tests enqueue through, and reading candidates back."""
+
+from __future__ import annotations
+
+import redis
+
+from worker.hotpath.client import MemoryClient
+from worker.models import Candidate
+from worker.queue.redis_queue import RedisQueue
+from worker.settings import Settings
+
+
+def queue_settings(redis_url: str, key_prefix: str) -> Settings:
+    """The settings both sides use: the client enqueues and the reader reads the same keys."""
+    return Settings(redis_url=redis_url, key_prefix=key_prefix)
+
+
+def make_enqueuer(redis_url: str, key_prefix: str) -> MemoryClient:
+    """The real hot-path client for this Redis and key prefix."""
+    return MemoryClient(queue_settings(redis_url, key_prefix))
+
+
+def queued(redis_url: str, key_prefix: str, namespace: str) -> list[Candidate]:
+    """Every candidate pending in ``namespace``, oldest first."""
+    client = redis.Redis.from_url(redis_url)
+    try:
+        return [
+            c
+            for _, c in RedisQueue(client, queue_settings(redis_url, key_prefix)).pending(namespace)
+        ]
+    finally:
+        client.close()

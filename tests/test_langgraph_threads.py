@@ -1,0 +1,86 @@
+"""The thread-scan source against threads of a real LangGraph server."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+
+import pytest
+from langgraph_sdk.client import SyncLangGraphClient
+
+from tests.langgraph_fixtures import langgraph_client, langgraph_url
+from tests.support.cursors import InMemoryCursorStore
+from tests.support.memory_queue import queued
+from worker.sources.langgraph_threads import scan_threads
+
+__all__ = ["langgraph_client", "langgraph_url"]
+
+pytestmark = pytest.mark.langgraph
+
+
+def _converse(client: SyncLangGraphClient, key_prefix: str, user_id: str, text: str) -> str:
+    """One finished run on a new thread; returns the thread id."""
+    thread = client.threads.create(metadata={"user_id": user_id})
+    run = client.runs.create(
+        thread["thread_id"],
+        "capture",
+        input={"messages": [{"role": "user", "content": text}]},
+        config={"configurable": {"user_id": user_id, "mw_key_prefix": key_prefix}},
+    )
+    client.runs.join(thread["thread_id"], run["run_id"])
+    return str(thread["thread_id"])
+
+
+def _updated_at(client: SyncLangGraphClient, thread_id: str) -> datetime:
+    value = client.threads.get(thread_id)["updated_at"]
+    return value if isinstance(value, datetime) else datetime.fromisoformat(str(value))
+
+
+@pytest.fixture
+def three_threads(langgraph_client: SyncLangGraphClient, key_prefix: str) -> list[str]:
+    """Three threads of one user, finished one after the other."""
+    user = "u-scan-" + uuid.uuid4().hex[:8]
+    return [
+        _converse(langgraph_client, key_prefix, user, f"hello {n}") for n in ("one", "two", "three")
+    ]
+
+
+def test_scan_finds_exactly_the_threads_updated_in_the_window(
+    langgraph_client: SyncLangGraphClient, three_threads: list[str]
+) -> None:
+    first, second, _third = three_threads
+    start, end = _updated_at(langgraph_client, first), _updated_at(langgraph_client, second)
+
+    found = scan_threads(langgraph_client, start, end, cursors=InMemoryCursorStore())
+
+    assert [(c.thread_id, c.text, c.source) for c in found] == [
+        (second, "user: hello two\nassistant: echo: hello two", "thread_scan")
+    ]
+
+
+def test_a_second_scan_of_the_same_window_adds_nothing(
+    langgraph_client: SyncLangGraphClient, three_threads: list[str]
+) -> None:
+    first, _second, third = three_threads
+    start, end = _updated_at(langgraph_client, first), _updated_at(langgraph_client, third)
+    cursors = InMemoryCursorStore()
+    scan_threads(langgraph_client, start, end, cursors=cursors)
+
+    assert scan_threads(langgraph_client, start, end, cursors=cursors) == []
+
+
+def test_a_scanned_turn_has_the_id_the_capture_middleware_gave_it(
+    langgraph_client: SyncLangGraphClient, redis_url: str, key_prefix: str
+) -> None:
+    user = "u-same-" + uuid.uuid4().hex[:8]
+    before = datetime.fromisoformat("2000-01-01T00:00:00+00:00")
+    thread_id = _converse(langgraph_client, key_prefix, user, "hello again")
+    end = _updated_at(langgraph_client, thread_id)
+
+    scanned = [
+        c
+        for c in scan_threads(langgraph_client, before, end, cursors=InMemoryCursorStore())
+        if c.thread_id == thread_id
+    ]
+
+    assert [c.id for c in scanned] == [c.id for c in queued(redis_url, key_prefix, f"user:{user}")]

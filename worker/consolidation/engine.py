@@ -1,0 +1,78 @@
+"""One batch through the consolidator: merge → validate → apply, for the pipeline to commit.
+
+>>> from datetime import UTC, datetime
+>>> from worker.consolidation.rules import RulesConsolidator
+>>> from worker.consolidation.types import NamespaceState
+>>> from worker.models import make_candidate
+>>> from worker.settings import Settings
+>>> t = datetime(2025, 1, 1, tzinfo=UTC)
+>>> c = make_candidate(user_id="u1", trace_id="t1", text="I prefer tea", now=t)
+>>> plan, applied = consolidate_batch(RulesConsolidator(), NamespaceState("user:u1", 0, None),
+...     [c], now=t, settings=Settings(), current_files={})
+>>> print(applied.files[0].content, end="")
+# Preferences
+<BLANKLINE>
+- I prefer tea
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping, Sequence
+from datetime import datetime
+from typing import Protocol
+
+from worker.consolidation.apply import apply_plan
+from worker.consolidation.base import Consolidator
+from worker.consolidation.types import AppliedPlan, NamespaceState, Plan
+from worker.consolidation.validate import validate_plan
+from worker.errors import ConsolidatorError, InvalidPlan, MemworkerError
+from worker.models import Candidate
+
+
+class Limits(Protocol):
+    """The settings a batch is held to; :class:`~worker.settings.Settings` satisfies it."""
+
+    @property
+    def max_removals_per_run(self) -> int: ...
+    @property
+    def max_text_bytes(self) -> int: ...
+    @property
+    def file_budget_bytes(self) -> int: ...
+    @property
+    def sensitive_paths(self) -> Collection[str]: ...
+
+
+def consolidate_batch(
+    consolidator: Consolidator,
+    state: NamespaceState,
+    batch: Sequence[Candidate],
+    *,
+    now: datetime,
+    settings: Limits,
+    current_files: Mapping[str, str],
+) -> tuple[Plan, AppliedPlan]:
+    """Merge ``batch`` into ``state``; raise InvalidPlan (batch stays pending) on any problem.
+
+    A consolidator's unexpected exception becomes :class:`ConsolidatorError`, so the pipeline
+    handles one family of errors.
+    """
+    try:
+        plan = consolidator.merge(state, batch, now=now)
+    except MemworkerError:
+        raise
+    except Exception as exc:
+        raise ConsolidatorError(
+            f"consolidator {consolidator.name!r} failed on {state.namespace}: "
+            f"{type(exc).__name__}: {exc}"
+        ) from exc
+    problems = validate_plan(
+        state, batch, plan,
+        max_removals=settings.max_removals_per_run, max_text_bytes=settings.max_text_bytes,
+    )  # fmt: skip
+    if problems:
+        raise InvalidPlan(problems)
+    applied = apply_plan(
+        state, batch, plan, now=now, current_files=current_files,
+        file_budget_bytes=settings.file_budget_bytes, sensitive_paths=settings.sensitive_paths,
+    )  # fmt: skip
+    return plan, applied

@@ -1,0 +1,119 @@
+"""Build the configured consolidator at start-up, refusing mismatches before any batch runs.
+
+- ``MEMWORKER_CONSOLIDATOR`` is a dotted path ``package.module:Class``. A class with a
+  ``from_settings(settings, *, model=None)`` classmethod is built through it; otherwise it is
+  called with no arguments, or with the model when it needs one.
+- When ``MEMWORKER_MODEL`` (``provider:model``) is set and the consolidator is the default, the
+  LLM agent is used with ``init_chat_model(settings.model)``; the provider package is imported
+  only then.
+- A bad path, a class that is not a consolidator, a consolidator that needs a model with none
+  configured (or a model configured for one that does not use it), or one that cannot read
+  turns when turns are required, raise :class:`~worker.errors.ConfigurationError` naming the
+  setting.
+
+>>> from worker.settings import Settings
+>>> load_consolidator(Settings()).name
+'rules'
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any, Final
+
+from worker.consolidation.base import Consolidator
+from worker.errors import ConfigurationError
+
+if TYPE_CHECKING:
+    from langchain_core.language_models import BaseChatModel
+
+    from worker.settings import Settings
+
+#: The default consolidator; with a model configured it is replaced by the LLM agent.
+DEFAULT_CONSOLIDATOR: Final = "worker.consolidation.rules:RulesConsolidator"
+LLM_CONSOLIDATOR: Final = "worker.consolidation.llm:LLMConsolidator"
+
+
+def import_class(path: str, setting: str) -> type[Any]:
+    """The class named by ``package.module:Class``; ConfigurationError naming ``setting``."""
+    module_name, sep, attr = path.partition(":")
+    if not sep or not module_name or not attr:
+        raise ConfigurationError(f"{setting}={path!r} must look like 'package.module:Class'")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise ConfigurationError(
+            f"{setting}={path!r}: cannot import {module_name}: {exc}"
+        ) from None
+    cls = getattr(module, attr, None)
+    if not isinstance(cls, type):
+        raise ConfigurationError(f"{setting}={path!r}: {module_name} has no class {attr}")
+    return cls
+
+
+def chat_model(spec: str) -> BaseChatModel:
+    """``init_chat_model(spec)``; a missing provider package is a ConfigurationError."""
+    from langchain.chat_models import init_chat_model
+
+    try:
+        return init_chat_model(spec)
+    except (ImportError, ValueError) as exc:
+        raise ConfigurationError(
+            f"MEMWORKER_MODEL={spec!r} could not be loaded ({exc}); use 'provider:model' and "
+            "install the provider package, e.g. `pip install memworker[openai]`"
+        ) from None
+
+
+def load_consolidator(
+    settings: Settings,
+    *,
+    model: BaseChatModel | None = None,
+    require_turns: bool = False,
+) -> Consolidator:
+    """The consolidator ``settings`` ask for (see the module docs).
+
+    ``model`` overrides ``settings.model`` (tests pass a scripted model); ``require_turns`` is
+    set by callers that will feed ``turn`` candidates (thread scans).
+    """
+    path = settings.consolidator
+    if path == DEFAULT_CONSOLIDATOR and (model is not None or settings.model):
+        path = LLM_CONSOLIDATOR
+    cls = import_class(path, "MEMWORKER_CONSOLIDATOR")
+    missing = [n for n in ("name", "needs_model", "handles_turns", "merge") if not hasattr(cls, n)]
+    if missing:
+        raise ConfigurationError(
+            f"MEMWORKER_CONSOLIDATOR={path!r} is not a consolidator: it lacks "
+            f"{', '.join(missing)} (see worker.consolidation.base.Consolidator)"
+        )
+    if cls.needs_model and model is None and not settings.model:
+        raise ConfigurationError(
+            f"MEMWORKER_CONSOLIDATOR={path!r} needs a chat model; set MEMWORKER_MODEL "
+            "to 'provider:model'"
+        )
+    if not cls.needs_model and (model is not None or settings.model):
+        raise ConfigurationError(
+            f"MEMWORKER_MODEL is set but MEMWORKER_CONSOLIDATOR={path!r} does not use a model; "
+            "unset one of them"
+        )
+    if require_turns and not cls.handles_turns:
+        raise ConfigurationError(
+            f"MEMWORKER_CONSOLIDATOR={path!r} cannot read 'turn' candidates, which the "
+            "configured thread-scan schedules produce; pick one that can"
+        )
+    if cls.needs_model and model is None:
+        assert settings.model is not None
+        model = chat_model(settings.model)
+    try:
+        if hasattr(cls, "from_settings"):
+            built = cls.from_settings(settings, model=model)
+        else:
+            built = cls(model) if cls.needs_model else cls()
+    except ConfigurationError:
+        raise
+    except Exception as exc:
+        raise ConfigurationError(
+            f"MEMWORKER_CONSOLIDATOR={path!r} could not be built: {type(exc).__name__}: {exc}"
+        ) from None
+    if not isinstance(built, Consolidator):
+        raise ConfigurationError(f"MEMWORKER_CONSOLIDATOR={path!r} did not build a consolidator")
+    return built

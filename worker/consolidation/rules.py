@@ -1,0 +1,254 @@
+"""The rules consolidator: deterministic merging without a model (the default).
+
+For each candidate, oldest first (``created_at``, then id):
+
+- ``fact``: rejected if a guard trips (:mod:`~worker.consolidation.guards`) or it is too long;
+  a normalised or fuzzy duplicate of an active entry (:func:`~.text.is_near_duplicate`)
+  *confirms* that entry; a ``key`` already held by an active entry *supersedes* it (newer wins,
+  the old entry stays in history; a candidate older than the held value is rejected as stale);
+  otherwise it is added.
+- ``forget``: invalidates the active entries holding its ``key``, or else those whose text
+  contains the forget target on word boundaries (:func:`~.extract.forget_target`) or nearly
+  equals it; nothing matching is a reject ("nothing to forget").
+- ``turn``: the explicit statements of its user lines (:mod:`~worker.consolidation.extract`) go
+  through the two rules above; a turn with none is rejected ("no explicit statement").
+
+Routing: the candidate's ``path`` if given; else ``/memories/preferences.md`` for keys starting
+``preference.`` and preference-like statements ("I prefer …", "call me …"); else
+``/memories/facts.md``. Candidates of one batch see each other: the second of two duplicates
+confirms the entry the first one adds. Removals are capped at ``max_removals`` per batch (the
+guard rail :func:`~.validate.validate_plan` enforces); a candidate that would pass the cap is
+rejected with that reason rather than failing the whole batch.
+
+>>> from datetime import UTC, datetime
+>>> from worker.consolidation.types import NamespaceState
+>>> from worker.models import make_candidate
+>>> t = datetime(2025, 1, 1, tzinfo=UTC)
+>>> batch = [make_candidate(user_id="u1", trace_id="t1", text=s, now=t, idempotency_key=s)
+...          for s in ("I prefer tea", "i prefer TEA!")]
+>>> plan = RulesConsolidator().merge(NamespaceState("user:u1", 0, None), batch, now=t)
+>>> [op.op for op in plan.ops]
+['add', 'confirm']
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import ClassVar, Final
+
+from worker.consolidation import extract, guards, text
+from worker.consolidation.ids import EntryIds
+from worker.consolidation.types import (
+    Add,
+    Confirm,
+    Invalidate,
+    NamespaceState,
+    Operation,
+    Plan,
+    Reject,
+    Supersede,
+)
+from worker.constants import FACTS_PATH, PREFERENCES_PATH
+from worker.models import Candidate, Kind
+from worker.settings import Settings
+
+#: Shortest normalised forget target matched by text; a shorter one ("it", "me") would match
+#: entries by accident, so it only works through a ``key``.
+MIN_FORGET_CHARS: Final = 4
+
+#: Defaults when built without settings; the same values as the Settings defaults.
+DEFAULT_MAX_REMOVALS: Final = 20
+DEFAULT_MAX_TEXT_BYTES: Final = 8192
+
+
+@dataclass
+class _Live:
+    """An entry active at this point of the plan (existing or created earlier in it)."""
+
+    id: str
+    path: str
+    text: str
+    key: str | None
+    valid_from: datetime
+    existing: bool
+
+
+class RulesConsolidator:
+    """Deterministic de-duplication, supersession, forgetting and routing (see module docs)."""
+
+    name: ClassVar[str] = "rules"
+    needs_model: ClassVar[bool] = False
+    handles_turns: ClassVar[bool] = True
+
+    def __init__(
+        self,
+        *,
+        max_removals: int = DEFAULT_MAX_REMOVALS,
+        max_text_bytes: int = DEFAULT_MAX_TEXT_BYTES,
+    ) -> None:
+        self.max_removals = max_removals
+        self.max_text_bytes = max_text_bytes
+
+    @classmethod
+    def from_settings(cls, settings: Settings, *, model: object | None = None) -> RulesConsolidator:
+        """Build from settings (``model`` is refused by the loader before this is called)."""
+        return cls(
+            max_removals=settings.max_removals_per_run, max_text_bytes=settings.max_text_bytes
+        )
+
+    def merge(self, state: NamespaceState, batch: Sequence[Candidate], *, now: datetime) -> Plan:
+        return _Merge(self, state).run(batch)
+
+
+class _Merge:
+    """The working state of one ``merge`` call."""
+
+    def __init__(self, owner: RulesConsolidator, state: NamespaceState) -> None:
+        self.owner = owner
+        self.ids = EntryIds(state.namespace)
+        self.ops: list[Operation] = []
+        self.removals = 0
+        ordered = sorted((e for e in state.entries if e.active), key=lambda e: (e.created_at, e.id))
+        self.live: dict[str, _Live] = {
+            e.id: _Live(e.id, e.path, e.text, e.key, e.valid_from, existing=True) for e in ordered
+        }
+
+    def run(self, batch: Sequence[Candidate]) -> Plan:
+        seen: set[str] = set()
+        for cand in sorted(batch, key=lambda c: (c.created_at, c.id)):
+            if cand.id in seen:  # a redelivered copy of the same candidate: one account
+                continue
+            seen.add(cand.id)
+            self._candidate(cand)
+        return Plan(ops=self.ops)
+
+    # --- per candidate -------------------------------------------------------------------
+    def _candidate(self, cand: Candidate) -> None:
+        if cand.kind is Kind.FORGET:
+            reason = self._forget(cand, key=cand.key, target=extract.forget_target(cand.text))
+            if reason:
+                self._reject(cand, reason)
+        elif cand.kind is Kind.TURN:
+            self._turn(cand)
+        else:
+            reason = guards.violation(cand.text)
+            if reason is None:
+                preference = extract.is_preference_like(cand.text)
+                reason = self._store(cand, cand.text.strip(), cand.key, preference)
+            if reason:
+                self._reject(cand, reason)
+
+    def _turn(self, cand: Candidate) -> None:
+        statements = extract.extract_statements(cand.text)
+        if not statements:
+            self._reject(cand, "no explicit statement in the user's lines")
+            return
+        stored, reasons = 0, []
+        for st in statements:
+            if st.kind == "forget":
+                reason = self._forget(cand, key=None, target=st.text)
+            else:
+                reason = guards.violation(st.text) or self._store(
+                    cand, st.text, st.key, st.preference
+                )
+            if reason:
+                reasons.append(reason)
+            else:
+                stored += 1
+        if not stored:
+            self._reject(cand, "; ".join(dict.fromkeys(reasons)))
+
+    def _reject(self, cand: Candidate, reason: str) -> None:
+        self.ops.append(Reject(candidate_ids=[cand.id], reason=reason))
+
+    # --- the two rules -------------------------------------------------------------------
+    def _store(self, cand: Candidate, body: str, key: str | None, preference: bool) -> str | None:
+        """Add, confirm or supersede; the reason when the statement is rejected instead."""
+        size = len(body.encode("utf-8"))
+        if size > self.owner.max_text_bytes:
+            return f"text is {size} bytes; the limit is {self.owner.max_text_bytes}"
+        duplicate = self._duplicate_of(body, key)
+        if duplicate is not None:
+            self.ops.append(Confirm(candidate_ids=[cand.id], entry_id=duplicate.id))
+            return None
+        path = cand.path or (
+            PREFERENCES_PATH if preference or (key or "").startswith("preference.") else FACTS_PATH
+        )
+        held = [e for e in self.live.values() if key is not None and e.key == key]
+        if held:
+            newest = max(held, key=lambda e: (e.valid_from, e.id))
+            if cand.created_at < newest.valid_from:
+                return f"stale: the entry for key {key} is newer than this candidate"
+            existing = sum(e.existing for e in held)
+            if self.removals + existing > self.owner.max_removals:
+                return _over_cap(self.owner.max_removals)
+            self.removals += existing
+            reason = f"superseded: newer value for key {key}"
+            for old in sorted(held, key=lambda e: (e.valid_from, e.id)):
+                if old is not newest:
+                    self.ops.append(
+                        Invalidate(candidate_ids=[cand.id], entry_id=old.id, reason=reason)
+                    )
+                del self.live[old.id]
+            self.ops.append(
+                Supersede(
+                    candidate_ids=[cand.id],
+                    entry_id=newest.id,
+                    text=body,
+                    key=key,
+                    path=path,
+                    reason=reason,
+                )
+            )
+        else:
+            self.ops.append(Add(candidate_ids=[cand.id], path=path, text=body, key=key))
+        new_id = self.ids.next(cand.id)
+        self.live[new_id] = _Live(new_id, path, body, key, cand.created_at, existing=False)
+        return None
+
+    def _duplicate_of(self, body: str, key: str | None) -> _Live | None:
+        comparable = [e for e in self.live.values() if key is None or e.key in (None, key)]
+        wanted = text.normalise(body)
+        for entry in comparable:  # an exact (normalised) match wins over a fuzzy one
+            if text.normalise(entry.text) == wanted:
+                return entry
+        for entry in comparable:
+            if text.is_near_duplicate(entry.text, body):
+                return entry
+        return None
+
+    def _forget(self, cand: Candidate, *, key: str | None, target: str) -> str | None:
+        """Invalidate what ``key`` or ``target`` names; the reason when nothing is removed."""
+        if key is not None:
+            matches = [e for e in self.live.values() if e.key == key]
+        elif len(text.normalise(target)) < MIN_FORGET_CHARS:
+            return "forget target too short to match safely; forget by key instead"
+        else:
+            matches = [
+                e
+                for e in self.live.values()
+                if text.contains_phrase(e.text, target) or text.is_near_duplicate(e.text, target)
+            ]
+        if not matches:
+            return "nothing to forget: no active entry matches"
+        existing = sum(e.existing for e in matches)
+        if self.removals + existing > self.owner.max_removals:
+            return _over_cap(self.owner.max_removals)
+        self.removals += existing
+        for entry in matches:
+            self.ops.append(
+                Invalidate(
+                    candidate_ids=[cand.id], entry_id=entry.id, reason="forgotten on request"
+                )
+            )
+            del self.live[entry.id]
+        return None
+
+
+def _over_cap(limit: int) -> str:
+    return (
+        f"would remove more than {limit} entries in one batch (max_removals_per_run); "
+        "send it again in a later batch or raise the limit"
+    )

@@ -1,0 +1,137 @@
+"""Check a plan before anything is written: the guard rails every consolidator passes through.
+
+:func:`validate_plan` walks the operations in order over the namespace's active entries (so an
+operation may refer to an entry an earlier operation of the same plan creates, see
+:mod:`~worker.consolidation.ids`) and lists every problem in plain words; an empty list means
+the plan may be applied. The problems are fed back to an LLM for its one repair attempt, so each
+names the operation and what to change.
+
+Accounting: every candidate of the batch is named by at least one operation; one candidate may
+back several (a turn yields several memories, a forget removes several entries) but a rejected
+candidate backs nothing else, and each gets exactly one ledger row.
+
+>>> from worker.consolidation.types import NamespaceState, Plan
+>>> validate_plan(NamespaceState("user:u1", 0, None), [], Plan(), max_removals=5,
+...               max_text_bytes=100)
+[]
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+
+from worker.consolidation import guards
+from worker.consolidation.ids import created_ids
+from worker.consolidation.types import (
+    Add,
+    Confirm,
+    Invalidate,
+    NamespaceState,
+    Operation,
+    Plan,
+    Reject,
+    Supersede,
+)
+from worker.constants import KEY_PATTERN
+from worker.errors import InvalidCandidate
+from worker.models import Candidate, normalise_path
+
+
+def validate_plan(
+    state: NamespaceState,
+    batch: Sequence[Candidate],
+    plan: Plan,
+    *,
+    max_removals: int,
+    max_text_bytes: int,
+) -> list[str]:
+    """Every problem of ``plan`` for ``batch`` against ``state``; empty when it is valid."""
+    problems: list[str] = []
+    batch_ids = {c.id for c in batch}
+    for cand in batch:
+        if cand.namespace != state.namespace:
+            problems.append(
+                f"candidate {cand.id} belongs to namespace {cand.namespace}, not "
+                f"{state.namespace}; batches never mix namespaces"
+            )
+    live = {e.id for e in state.entries if e.active}
+    existing = {e.id for e in state.entries}
+    gone: set[str] = set()  # entries invalidated earlier in this plan
+    uses: dict[str, list[str]] = defaultdict(list)
+    removals = 0
+    for index, (op, new_id) in enumerate(
+        zip(plan.ops, created_ids(state.namespace, plan.ops), strict=True), 1
+    ):
+        label = f"operation {index} ({op.op})"
+        problems += _candidates(label, op, batch_ids, uses)
+        if isinstance(op, Confirm | Supersede | Invalidate):
+            if op.entry_id in live:
+                if not isinstance(op, Confirm):
+                    live.discard(op.entry_id)
+                    gone.add(op.entry_id)
+                    removals += op.entry_id in existing
+            elif op.entry_id in gone or op.entry_id in existing:
+                problems.append(f"{label}: entry {op.entry_id} is no longer active")
+            else:
+                problems.append(
+                    f"{label}: unknown entry id {op.entry_id}; refer only to entries of this "
+                    "namespace shown to you"
+                )
+        if isinstance(op, Add | Supersede):
+            problems += _content(label, op, max_text_bytes)
+        if isinstance(op, Invalidate | Reject | Supersede) and not op.reason.strip():
+            problems.append(f"{label}: give a reason")
+        if new_id is not None:
+            live.add(new_id)
+    for cid in sorted(batch_ids - uses.keys()):
+        problems.append(f"candidate {cid} is not accounted for; add, confirm or reject it")
+    for cid, kinds in sorted(uses.items()):
+        if "reject" in kinds and len(kinds) > 1:
+            problems.append(f"candidate {cid} is rejected and also used by another operation")
+    if removals > max_removals:
+        problems.append(
+            f"the plan removes {removals} existing entries; at most {max_removals} may be "
+            "invalidated or superseded per batch"
+        )
+    return problems
+
+
+def _candidates(
+    label: str, op: Operation, batch_ids: set[str], uses: dict[str, list[str]]
+) -> list[str]:
+    problems = []
+    if not op.candidate_ids and not isinstance(op, Invalidate):
+        problems.append(f"{label}: name the candidate ids it accounts for")
+    if len(set(op.candidate_ids)) != len(op.candidate_ids):
+        problems.append(f"{label}: a candidate id is listed twice")
+    for cid in dict.fromkeys(op.candidate_ids):
+        if cid in batch_ids:
+            uses[cid].append(op.op)
+        else:
+            problems.append(f"{label}: unknown candidate id {cid}; use only ids of this batch")
+    return problems
+
+
+def _content(label: str, op: Add | Supersede, max_text_bytes: int) -> list[str]:
+    problems = []
+    body = op.text.strip()
+    size = len(body.encode("utf-8", errors="surrogatepass"))
+    if not body:
+        problems.append(f"{label}: text is empty")
+    elif size > max_text_bytes:
+        problems.append(f"{label}: text is {size} bytes; the limit is {max_text_bytes}")
+    reason = guards.violation(op.text)
+    if reason is not None:
+        problems.append(f"{label}: text is not storable ({reason}); reject that candidate")
+    if op.path is not None:
+        try:
+            normal = normalise_path(op.path)
+        except InvalidCandidate as exc:
+            problems.append(f"{label}: bad path: {exc}")
+        else:
+            if normal != op.path:
+                problems.append(f"{label}: path {op.path!r} is not normalised; use {normal!r}")
+    if op.key is not None and not KEY_PATTERN.fullmatch(op.key):
+        problems.append(f"{label}: key {op.key!r} must match [a-z0-9][a-z0-9_.-]*")
+    return problems

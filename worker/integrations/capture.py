@@ -1,0 +1,209 @@
+"""Capture conversations for memory from inside a LangChain agent.
+
+:class:`MemoryCaptureMiddleware` goes into ``create_agent(middleware=[...])`` (or a deep
+agent's ``middleware``). After each agent run it enqueues ONE ``turn`` candidate: the run's
+last user input and its final assistant reply, never tool calls or tool results. The
+consolidation worker later decides what, if anything, is worth remembering.
+
+:func:`make_memory_tools` gives the model ``remember`` and ``forget`` tools that enqueue
+``fact`` / ``forget`` candidates; consolidation still decides what is stored.
+
+Neither ever raises into the agent: queue trouble is logged and counted (see
+:mod:`worker.integrations.enqueuer`) and the reply goes on.
+
+>>> from langchain.agents import create_agent                       # doctest: +SKIP
+>>> from worker.hotpath.client import MemoryClient                  # doctest: +SKIP
+>>> client = MemoryClient.from_url("redis://127.0.0.1:6379/0")      # doctest: +SKIP
+>>> agent = create_agent(                                           # doctest: +SKIP
+...     model,
+...     tools=make_memory_tools(client),
+...     middleware=[MemoryCaptureMiddleware(client)],
+... )
+>>> agent.invoke({"messages": [("user", "I prefer tea")]},          # doctest: +SKIP
+...              {"configurable": {"user_id": "u1", "thread_id": "t1"}})
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from langchain.agents.middleware import AgentMiddleware, AgentState
+from langchain.tools import ToolRuntime
+from langchain_core.tools import BaseTool, StructuredTool
+from langgraph.runtime import Runtime
+
+from worker.integrations.enqueuer import AsyncEnqueuer, EnqueueArgs, Enqueuer, asubmit, submit
+from worker.integrations.exchanges import DEFAULT_MAX_TEXT_BYTES, split_exchanges
+from worker.integrations.run_context import RunIds, current_config, read_run_ids
+
+#: Label of this integration in logs and in the capture-error counter.
+CAPTURE_INTEGRATION = "capture_middleware"
+TOOLS_INTEGRATION = "memory_tools"
+
+#: Default key naming the user in the run's context / ``configurable`` / metadata.
+DEFAULT_USER_KEY = "user_id"
+
+
+class MemoryCaptureMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
+    """Enqueue the run's last exchange as one ``turn`` candidate after every agent run.
+
+    Args:
+        enqueuer: the hot-path client (``MemoryClient`` or ``AsyncMemoryClient``). A synchronous
+            client also serves async runs (in a worker thread); an async-only client serves only
+            async runs (a synchronous run logs and counts the skipped capture).
+        user_key: the key naming the user in the run's context, ``configurable`` or metadata.
+        assistant_id: puts the memories in the per-assistant user namespace
+            ``user:<user>:<assistant_id>``; use the same value in the thread-scan source so
+            both produce the same candidate ids for the same exchange.
+        max_text_bytes: the rendered exchange is shortened to this many bytes.
+
+    The idempotency key is ``thread:<thread_id>:<final message id>``: a retried run that
+    produced the same final message enqueues a candidate with the same id, and the ledger keeps
+    one. Without a thread id (an agent without a checkpointer) the candidate id is random.
+    """
+
+    def __init__(
+        self,
+        enqueuer: Enqueuer | AsyncEnqueuer,
+        *,
+        user_key: str = DEFAULT_USER_KEY,
+        assistant_id: str | None = None,
+        max_text_bytes: int = DEFAULT_MAX_TEXT_BYTES,
+    ) -> None:
+        super().__init__()
+        self.enqueuer = enqueuer
+        self.user_key = user_key
+        self.assistant_id = assistant_id
+        self.max_text_bytes = max_text_bytes
+
+    def after_agent(self, state: AgentState[Any], runtime: Runtime[Any]) -> dict[str, Any] | None:
+        args = self._candidate(state, runtime)
+        if args is not None:
+            submit(self.enqueuer, CAPTURE_INTEGRATION, **args)
+        return None
+
+    async def aafter_agent(
+        self, state: AgentState[Any], runtime: Runtime[Any]
+    ) -> dict[str, Any] | None:
+        args = self._candidate(state, runtime)
+        if args is not None:
+            await asubmit(self.enqueuer, CAPTURE_INTEGRATION, **args)
+        return None
+
+    def _candidate(self, state: Mapping[str, Any], runtime: Runtime[Any]) -> EnqueueArgs | None:
+        """The enqueue arguments for this run's last exchange, or ``None`` if there is none."""
+        exchanges = split_exchanges(state.get("messages") or [])
+        if not exchanges or not exchanges[-1].complete:
+            # No final reply (interrupted, or ended on a tool call): nothing to remember yet.
+            return None
+        last = exchanges[-1]
+        ids = read_run_ids(runtime, current_config(), user_key=self.user_key)
+        return EnqueueArgs(
+            user_id=ids.user_id,
+            trace_id=ids.trace_id,
+            text=last.render(self.max_text_bytes),
+            kind="turn",
+            assistant_id=self.assistant_id,
+            thread_id=ids.thread_id,
+            idempotency_key=last.idempotency_key(ids.thread_id) if ids.thread_id else None,
+            source="middleware",
+        )
+
+
+UserIdFrom = Callable[[ToolRuntime[Any, Any]], str | None]
+
+
+def user_id_from_runtime(user_key: str = DEFAULT_USER_KEY) -> UserIdFrom:
+    """A ``user_id_from`` reading ``user_key`` from the tool's context, configurable or metadata."""
+
+    def read(runtime: ToolRuntime[Any, Any]) -> str | None:
+        return read_run_ids(runtime, runtime.config, user_key=user_key).user_id
+
+    return read
+
+
+def make_memory_tools(
+    enqueuer: Enqueuer | AsyncEnqueuer,
+    *,
+    user_id_from: UserIdFrom | None = None,
+    assistant_id: str | None = None,
+) -> list[BaseTool]:
+    """``remember`` and ``forget`` tools that enqueue ``fact`` / ``forget`` candidates.
+
+    The user id comes from ``user_id_from(runtime)`` (default: ``user_id`` in the run's context,
+    ``configurable`` or metadata) — never from the model's arguments, so a prompt cannot write
+    into someone else's memory. The idempotency key is the tool call id, so a retried call
+    dedupes. A queue failure becomes a short tool result the model can relay; it never raises.
+
+    >>> [t.name for t in make_memory_tools(object())]  # type: ignore[arg-type]
+    ['remember', 'forget']
+    """
+    resolve = user_id_from or user_id_from_runtime()
+
+    def args_for(
+        runtime: ToolRuntime[Any, Any], text: str, kind: str, **extra: str | None
+    ) -> EnqueueArgs:
+        ids: RunIds = read_run_ids(runtime, runtime.config)
+        return EnqueueArgs(
+            user_id=resolve(runtime),
+            trace_id=ids.trace_id,
+            text=text,
+            kind=kind,
+            topic=extra.get("topic"),
+            key=extra.get("key"),
+            assistant_id=assistant_id,
+            thread_id=ids.thread_id,
+            idempotency_key=f"tool:{runtime.tool_call_id}" if runtime.tool_call_id else None,
+            source="tool",
+        )
+
+    def remember(
+        text: str, runtime: ToolRuntime[Any, Any], topic: str | None = None, key: str | None = None
+    ) -> str:
+        done = submit(
+            enqueuer, TOOLS_INTEGRATION, **args_for(runtime, text, "fact", topic=topic, key=key)
+        )
+        return _reply(done, "Noted; it will be remembered.")
+
+    async def aremember(
+        text: str, runtime: ToolRuntime[Any, Any], topic: str | None = None, key: str | None = None
+    ) -> str:
+        done = await asubmit(
+            enqueuer, TOOLS_INTEGRATION, **args_for(runtime, text, "fact", topic=topic, key=key)
+        )
+        return _reply(done, "Noted; it will be remembered.")
+
+    def forget(text: str, runtime: ToolRuntime[Any, Any]) -> str:
+        done = submit(enqueuer, TOOLS_INTEGRATION, **args_for(runtime, text, "forget"))
+        return _reply(done, "Noted; it will be forgotten.")
+
+    async def aforget(text: str, runtime: ToolRuntime[Any, Any]) -> str:
+        done = await asubmit(enqueuer, TOOLS_INTEGRATION, **args_for(runtime, text, "forget"))
+        return _reply(done, "Noted; it will be forgotten.")
+
+    return [
+        StructuredTool.from_function(
+            func=remember,
+            coroutine=aremember,
+            name="remember",
+            description=(
+                "Save something the user wants remembered across conversations (a fact about "
+                "them, a preference). `text`: the statement; `topic`: optional file such as "
+                "'preferences'; `key`: optional slot such as 'preference.language' so a newer "
+                "value replaces the older one."
+            ),
+        ),
+        StructuredTool.from_function(
+            func=forget,
+            coroutine=aforget,
+            name="forget",
+            description="Forget something previously remembered. `text`: what to forget.",
+        ),
+    ]
+
+
+def _reply(candidate_id: str | None, ok: str) -> str:
+    if candidate_id is None:
+        return "Could not save this to memory right now; nothing was changed."
+    return ok

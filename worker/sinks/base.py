@@ -1,0 +1,53 @@
+"""What a sink is: a place committed memory-file versions are published to.
+
+Sinks are views of the SQL store, never a source of truth. The outbox calls them only with
+committed versions and retries until they succeed, so a sink must be idempotent (overwrite by
+key) and must signal every failure with :class:`~worker.errors.SinkError`.
+
+>>> from datetime import UTC, datetime
+>>> t = datetime(2025, 1, 1, tzinfo=UTC)
+>>> item = PublishedFile("user:u1", "/memories/preferences.md", "- tea\\n", 3, t, t)
+>>> item.deleted
+False
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Protocol, runtime_checkable
+
+
+@dataclass(frozen=True)
+class PublishedFile:
+    """One committed version of one memory file, as the outbox hands it to a sink."""
+
+    #: Namespace key, e.g. ``user:u1`` or ``agent:support-bot`` (see ``worker.models.Namespace``).
+    namespace: str
+    #: Normalised memory path, e.g. ``/memories/preferences.md``.
+    path: str
+    #: The rendered Markdown.
+    content: str
+    #: The file's version number in the SQL store.
+    version: int
+    created_at: datetime
+    modified_at: datetime
+    #: True when this version deletes the file; a sink removes it.
+    deleted: bool = False
+
+
+@runtime_checkable
+class Sink(Protocol):
+    """A publication target. Both methods raise ``SinkError`` on failure; both are idempotent."""
+
+    #: The name the outbox files deliveries under (``files``, ``langgraph``, …).
+    name: str
+
+    def deliver(self, item: PublishedFile) -> None:
+        """Make ``item`` the current content of its path (remove it if ``item.deleted``)."""
+        ...
+
+    def erase(self, namespace: str, paths: Sequence[str]) -> None:
+        """Remove these paths of one namespace; paths already absent are not an error."""
+        ...

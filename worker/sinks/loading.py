@@ -1,0 +1,73 @@
+"""Build the configured sinks from settings: ``files``, ``langgraph``, or a dotted path.
+
+A dotted path ``package.module:Name`` names a class with a ``from_settings(settings)``
+classmethod, or any callable taking the :class:`~worker.settings.Settings`; either must return
+a :class:`~worker.sinks.base.Sink`.
+
+>>> from worker.settings import Settings
+>>> [s.name for s in load_sinks(Settings(sinks=["files"], files_dir="mw-files"))]
+['files']
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from typing import Any
+
+from worker.errors import ConfigurationError
+from worker.settings import Settings
+from worker.sinks.base import Sink
+from worker.sinks.files import FilesSink
+from worker.sinks.langgraph_store import LangGraphStoreSink
+
+
+def load_sinks(settings: Settings) -> list[Sink]:
+    """One sink per entry of ``settings.sinks``, in order; ConfigurationError on a bad entry."""
+    sinks: list[Sink] = []
+    seen: set[str] = set()
+    for entry in settings.sinks:
+        sink = _build(entry.strip(), settings)
+        if sink.name in seen:
+            raise ConfigurationError(f"sink {sink.name!r} is configured twice")
+        seen.add(sink.name)
+        sinks.append(sink)
+    return sinks
+
+
+def _build(entry: str, settings: Settings) -> Sink:
+    if entry == "files":
+        return FilesSink.from_settings(settings)
+    if entry == "langgraph":
+        return LangGraphStoreSink.from_settings(settings)
+    if ":" in entry:
+        target = _import(entry)
+        # A class with ``from_settings`` is built with it; anything else is called with settings.
+        factory = getattr(target, "from_settings", target)
+        try:
+            sink: Any = factory(settings)
+        except ConfigurationError:
+            raise
+        except Exception as exc:
+            raise ConfigurationError(f"sink {entry!r} failed to start: {exc}") from exc
+        if not isinstance(sink, Sink) or not isinstance(getattr(sink, "name", None), str):
+            raise ConfigurationError(
+                f"sink {entry!r} did not return a sink "
+                "(needs name, deliver(item), erase(namespace, paths))"
+            )
+        return sink
+    raise ConfigurationError(
+        f"unknown sink {entry!r}: use 'files', 'langgraph' or a dotted path 'package.module:Class'"
+    )
+
+
+def _import(entry: str) -> Callable[[Settings], object]:
+    module_name, _, attr = entry.partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise ConfigurationError(f"sink {entry!r}: cannot import {module_name!r}: {exc}") from exc
+    factory = getattr(module, attr, None)
+    if not callable(factory):
+        raise ConfigurationError(f"sink {entry!r}: {module_name} has no callable {attr!r}")
+    return factory  # type: ignore[no-any-return]

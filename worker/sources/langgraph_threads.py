@@ -1,0 +1,251 @@
+"""Pull conversations from a LangGraph server's threads into ``turn`` candidates.
+
+The SDK's ``threads.search`` has no ``updated_after`` filter, so :func:`collect_threads` sorts
+by ``updated_at`` descending and pages until it passes the window start. It keeps threads
+updated in ``(window_start, window_end]`` (and matching the metadata filter), reads each
+thread's ``values["messages"]``, cuts them into exchanges (user input + final assistant reply,
+tool traffic ignored; see :mod:`worker.integrations.exchanges`) and makes one ``turn``
+candidate per complete exchange after the thread's cursor.
+
+Ids are deterministic: idempotency key ``thread:<thread_id>:<message id>`` (the final reply's
+id), the key the capture middleware uses too — a turn captured live and found again by a scan
+is one candidate. The cursor (per thread, the id of the last message consumed) then makes a
+re-scan add nothing; an exchange still waiting for its final reply is left for a later scan.
+
+Paging by offset while threads are being updated can show a thread twice (harmless: its
+cursor) but never hides one that was in the window when the scan began.
+
+Two steps, for at-least-once delivery: :func:`collect_threads` returns the candidates and the
+cursor moves; enqueue (or commit) the candidates, then call :meth:`ThreadScan.advance`.
+:func:`scan_threads` does both at once, for callers whose next step cannot fail.
+
+>>> from datetime import UTC, datetime                          # doctest: +SKIP
+>>> from langgraph_sdk import get_sync_client                     # doctest: +SKIP
+>>> scan = collect_threads(get_sync_client(url=url, api_key=None), # doctest: +SKIP
+...                        datetime(2025, 1, 1, tzinfo=UTC), datetime(2025, 1, 2, tzinfo=UTC),
+...                        cursors=store)
+>>> queue.enqueue_many(scan.candidates); scan.advance(store)      # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Protocol
+
+from worker.errors import InvalidCandidate
+from worker.integrations.exchanges import DEFAULT_MAX_TEXT_BYTES, split_exchanges
+from worker.models import Candidate, make_candidate
+
+logger = logging.getLogger(__name__)
+
+#: The cursor-store ``source`` under which this module keeps its per-thread cursors.
+CURSOR_SOURCE = "langgraph_threads"
+
+#: Threads per ``threads.search`` page; the server caps pages at 1000.
+DEFAULT_PAGE_SIZE = 100
+
+
+class CursorStore(Protocol):
+    """Where per-thread cursors live between scans (the SQL store implements it)."""
+
+    def get_cursor(self, source: str, key: str) -> str | None: ...
+
+    def set_cursor(self, source: str, key: str, value: str, *, now: datetime) -> None: ...
+
+
+@dataclass
+class ThreadScan:
+    """What one scan found: candidates to enqueue, and the cursor moves to make afterwards."""
+
+    candidates: list[Candidate] = field(default_factory=list)
+    #: thread id -> id of the last message consumed.
+    cursor_updates: dict[str, str] = field(default_factory=dict)
+    #: Threads in the window that were looked at (with or without new exchanges).
+    threads_seen: list[str] = field(default_factory=list)
+
+    def advance(self, cursors: CursorStore, *, now: datetime | None = None) -> None:
+        """Record the cursor moves; call after the candidates are safely enqueued."""
+        moment = now or datetime.now(UTC)
+        for thread_id, message_id in self.cursor_updates.items():
+            cursors.set_cursor(CURSOR_SOURCE, thread_id, message_id, now=moment)
+
+
+def scan_threads(
+    client: Any,
+    window_start: datetime,
+    window_end: datetime,
+    *,
+    cursors: CursorStore,
+    user_key: str = "user_id",
+    assistant_id: str | None = None,
+    page_size: int = DEFAULT_PAGE_SIZE,
+    now: datetime | None = None,
+) -> list[Candidate]:
+    """Collect the window's new exchanges as candidates and advance the cursors at once."""
+    scan = collect_threads(
+        client,
+        window_start,
+        window_end,
+        cursors=cursors,
+        user_key=user_key,
+        assistant_id=assistant_id,
+        page_size=page_size,
+        now=now,
+    )
+    scan.advance(cursors, now=now)
+    return scan.candidates
+
+
+def collect_threads(
+    client: Any,
+    window_start: datetime,
+    window_end: datetime,
+    *,
+    cursors: CursorStore,
+    user_key: str = "user_id",
+    assistant_id: str | None = None,
+    page_size: int = DEFAULT_PAGE_SIZE,
+    now: datetime | None = None,
+    trace_id: str | None = None,
+    max_text_bytes: int = DEFAULT_MAX_TEXT_BYTES,
+) -> ThreadScan:
+    """Find the threads updated in ``(window_start, window_end]`` and their new exchanges.
+
+    Args:
+        client: a langgraph-sdk ``SyncLangGraphClient``.
+        cursors: per-thread cursors (read here; moved by :meth:`ThreadScan.advance`).
+        user_key: the thread-metadata key holding the user id; threads without one are skipped.
+        assistant_id: keep only threads whose metadata names this assistant, and file their
+            memories in the per-assistant namespace ``user:<user>:<assistant_id>``.
+        now: the candidates' ``created_at`` (default: the current time).
+        trace_id: fallback trace id for turns whose checkpoint names no run.
+    """
+    if window_start.tzinfo is None or window_end.tzinfo is None:
+        raise ValueError("window_start and window_end must be timezone-aware")
+    moment = now or datetime.now(UTC)
+    scan_trace = trace_id or f"scan-{uuid.uuid4().hex}"
+    scan = ThreadScan()
+    metadata: dict[str, Any] = {"assistant_id": assistant_id} if assistant_id else {}
+    for thread in _threads_in_window(client, window_start, window_end, metadata, page_size):
+        thread_id = str(thread["thread_id"])
+        scan.threads_seen.append(thread_id)
+        user_id = _mapping(thread.get("metadata")).get(user_key)
+        if not isinstance(user_id, str) or not user_id:
+            logger.info(
+                "thread scan: thread %s has no %r in its metadata; skipped", thread_id, user_key
+            )
+            continue
+        state = client.threads.get_state(thread_id)
+        values = _mapping(state.get("values"))
+        messages = values.get("messages") or []
+        run_id = _mapping(state.get("metadata")).get("run_id")
+        new = _after_cursor(messages, cursors.get_cursor(CURSOR_SOURCE, thread_id))
+        try:
+            found, last_id = _thread_candidates(
+                new,
+                thread_id=thread_id,
+                user_id=user_id,
+                assistant_id=assistant_id,
+                trace_id=str(run_id) if run_id else scan_trace,
+                now=moment,
+                max_text_bytes=max_text_bytes,
+            )
+        except InvalidCandidate as exc:
+            logger.warning("thread scan: thread %s skipped: %s", thread_id, exc)
+            continue
+        scan.candidates.extend(found)
+        if last_id is not None:
+            scan.cursor_updates[thread_id] = last_id
+    return scan
+
+
+def _threads_in_window(
+    client: Any,
+    window_start: datetime,
+    window_end: datetime,
+    metadata: Mapping[str, Any],
+    page_size: int,
+) -> list[Mapping[str, Any]]:
+    found: list[Mapping[str, Any]] = []
+    seen: set[str] = set()
+    offset = 0
+    while True:
+        page = client.threads.search(
+            metadata=dict(metadata) or None,
+            sort_by="updated_at",
+            sort_order="desc",
+            limit=page_size,
+            offset=offset,
+        )
+        for thread in page:
+            updated = _parse_time(thread["updated_at"])
+            if updated <= window_start:
+                return found  # sorted descending: everything after this is older still
+            if updated <= window_end and str(thread["thread_id"]) not in seen:
+                seen.add(str(thread["thread_id"]))
+                found.append(thread)
+        if len(page) < page_size:
+            return found
+        offset += page_size
+
+
+def _after_cursor(messages: Sequence[Any], cursor: str | None) -> list[Any]:
+    """Messages after the cursor's message; all of them if the cursor is unset or gone
+    (compacted away by a summary — then deterministic ids make the repeats harmless)."""
+    if cursor is None:
+        return list(messages)
+    for index, message in enumerate(messages):
+        if isinstance(message, Mapping) and message.get("id") == cursor:
+            return list(messages[index + 1 :])
+    return list(messages)
+
+
+def _thread_candidates(
+    messages: Sequence[Any],
+    *,
+    thread_id: str,
+    user_id: str,
+    assistant_id: str | None,
+    trace_id: str,
+    now: datetime,
+    max_text_bytes: int,
+) -> tuple[list[Candidate], str | None]:
+    """Candidates for the complete exchanges, and the id of the last message they cover."""
+    candidates: list[Candidate] = []
+    last_id: str | None = None
+    exchanges = split_exchanges(messages)
+    for index, exchange in enumerate(exchanges):
+        if not exchange.complete and index == len(exchanges) - 1:
+            break  # still waiting for its final reply; a later scan takes it from here
+        last_id = exchange.last_message_id or last_id
+        key = exchange.idempotency_key(thread_id)
+        if key is None or not exchange.complete:
+            continue  # abandoned exchange (the user moved on without a reply): nothing to keep
+        candidates.append(
+            make_candidate(
+                user_id=user_id,
+                trace_id=trace_id,
+                text=exchange.render(max_text_bytes),
+                kind="turn",
+                assistant_id=assistant_id,
+                thread_id=thread_id,
+                idempotency_key=key,
+                source="thread_scan",
+                max_text_bytes=max_text_bytes,
+                now=now,
+            )
+        )
+    return candidates, last_id
+
+
+def _mapping(value: object) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def _parse_time(value: object) -> datetime:
+    moment = value if isinstance(value, datetime) else datetime.fromisoformat(str(value))
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)

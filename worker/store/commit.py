@@ -1,0 +1,301 @@
+"""Reading a namespace's state and committing a consolidated batch in one transaction.
+
+The commit is the pipeline's only write: version fence, entries, file versions, ledger,
+applied log position, approvals, the run row and the outbox rows either all land or none do.
+A batch whose candidates are already in the ledger (a redelivery) raises
+:class:`StaleVersion` like a lost race: in both cases the caller acknowledges nothing new.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+from typing import Any, Final
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from worker.consolidation.types import AppliedPlan, Entry, NamespaceState
+from worker.errors import InvalidPlan, StaleVersion, StoreError
+from worker.models import Namespace
+from worker.store import fence
+from worker.store.files import NewVersion, write_versions
+from worker.store.records import CONSOLIDATOR_AUTHOR, CommitResult, RunRecord
+from worker.store.runs import insert_run
+from worker.store.schema import (
+    approvals,
+    candidate_ledger,
+    entries,
+    file_versions,
+    memory_files,
+    namespaces,
+)
+from worker.store.sqltypes import require_utc
+
+#: Ids per ``IN (…)`` list: far below SQLite's 32766 bound-parameter limit, and large enough
+#: that a 10 000-candidate batch needs ten round trips at most.
+IN_CHUNK: Final = 1000
+
+
+def load_state(conn: Connection, namespace: str) -> NamespaceState:
+    """The active entries, version and applied position of ``namespace`` (version 0 if new)."""
+    Namespace.parse(namespace)
+    row = conn.execute(
+        sa.select(namespaces.c.id, namespaces.c.version, namespaces.c.applied_position).where(
+            namespaces.c.key == namespace
+        )
+    ).first()
+    if row is None:
+        return NamespaceState(namespace=namespace, version=0, applied_position=None)
+    active = conn.execute(
+        sa.select(entries)
+        .where(entries.c.namespace_id == row.id, entries.c.invalid_at.is_(None))
+        .order_by(entries.c.created_at, entries.c.id)
+    )
+    read_only = conn.execute(
+        sa.select(memory_files.c.path).where(
+            memory_files.c.namespace_id == row.id, memory_files.c.operator_owned.is_(True)
+        )
+    ).scalars()
+    return NamespaceState(
+        namespace=namespace,
+        version=int(row.version),
+        applied_position=row.applied_position,
+        entries=tuple(entry_from_row(r) for r in active),
+        read_only_paths=frozenset(read_only),
+    )
+
+
+def entry_from_row(r: Any) -> Entry:
+    # Rows come from our own writes; skipping pydantic validation keeps loading big namespaces
+    # cheap.
+    return Entry.model_construct(
+        id=r.id,
+        path=r.path,
+        text=r.text,
+        key=r.key,
+        valid_from=r.valid_from,
+        invalid_at=r.invalid_at,
+        invalid_reason=r.invalid_reason,
+        superseded_by=r.superseded_by,
+        confirmations=r.confirmations,
+        candidate_ids=tuple(r.candidate_ids),
+        trace_ids=tuple(r.trace_ids),
+        created_at=r.created_at,
+        last_confirmed_at=r.last_confirmed_at,
+    )
+
+
+def current_files(conn: Connection, namespace: str) -> dict[str, str]:
+    """Path → content of the current version of every file of ``namespace``."""
+    stmt = (
+        sa.select(memory_files.c.path, file_versions.c.content)
+        .join(namespaces, namespaces.c.id == memory_files.c.namespace_id)
+        .join(
+            file_versions,
+            sa.and_(
+                file_versions.c.file_id == memory_files.c.id,
+                file_versions.c.version == memory_files.c.current_version,
+            ),
+        )
+        .where(namespaces.c.key == namespace)
+        .order_by(memory_files.c.path)
+    )
+    return {row.path: row.content for row in conn.execute(stmt)}
+
+
+def already_recorded(conn: Connection, namespace: str, candidate_ids: Iterable[str]) -> set[str]:
+    """The subset of ``candidate_ids`` that the ledger of ``namespace`` already holds."""
+    ids = list(dict.fromkeys(candidate_ids))
+    ns_id = fence.namespace_id(conn, namespace) if ids else None
+    if ns_id is None:
+        return set()
+    found: set[str] = set()
+    for start in range(0, len(ids), IN_CHUNK):
+        chunk = ids[start : start + IN_CHUNK]
+        found.update(
+            conn.execute(
+                sa.select(candidate_ledger.c.candidate_id).where(
+                    candidate_ledger.c.namespace_id == ns_id,
+                    candidate_ledger.c.candidate_id.in_(chunk),
+                )
+            ).scalars()
+        )
+    return found
+
+
+def commit_batch(
+    conn: Connection,
+    *,
+    namespace: str,
+    expected_version: int,
+    applied_position: str | None,
+    applied: AppliedPlan,
+    run: RunRecord,
+    sinks: Sequence[str],
+    now: datetime,
+) -> CommitResult:
+    """Write one consolidated batch; the caller owns the transaction (and its rollback)."""
+    now = require_utc(now, "now")
+    if run.namespace not in (None, namespace):
+        raise StoreError(f"the run is for {run.namespace}, but the commit is for {namespace}")
+    sinks = list(dict.fromkeys(sinks))
+    ns_id, version = fence.advance(
+        conn,
+        namespace,
+        expected=expected_version,
+        applied_position=applied_position,
+        now=now,
+    )
+    counts = {**applied.counts, **run.counts}
+    run_id = insert_run(
+        conn,
+        RunRecord(**{**run.__dict__, "counts": counts, "finished_at": run.finished_at or now}),
+        namespace=namespace,
+    )
+    if applied.new_entries:
+        conn.execute(
+            sa.insert(entries),
+            [_entry_row(ns_id, e, added_version=version) for e in applied.new_entries],
+        )
+    if applied.changed_entries:
+        _update_entries(conn, ns_id, namespace, applied.changed_entries, version)
+    written, outbox_ids = write_versions(
+        conn,
+        namespace_id=ns_id,
+        namespace=namespace,
+        namespace_version=version,
+        changes=[NewVersion(f.path, f.content, f.diff) for f in applied.files],
+        author=CONSOLIDATOR_AUTHOR,
+        run_id=run_id,
+        sinks=sinks,
+        now=now,
+    )
+    if applied.ledger:
+        _insert_ledger(
+            conn, ns_id=ns_id, namespace=namespace, applied=applied, run_id=run_id, now=now
+        )
+    if applied.approvals:
+        conn.execute(
+            sa.insert(approvals),
+            [
+                {
+                    "namespace_id": ns_id,
+                    "path": a.path,
+                    "operation": dict(a.operation),
+                    "candidate_ids": list(a.candidate_ids),
+                    "status": "pending",
+                    "run_id": run_id,
+                    "created_at": now,
+                }
+                for a in applied.approvals
+            ],
+        )
+    return CommitResult(
+        version=version, run_id=run_id, files=tuple(written), outbox_ids=tuple(outbox_ids)
+    )
+
+
+def _entry_row(ns_id: int, e: Entry, *, added_version: int) -> dict[str, Any]:
+    return {
+        "namespace_id": ns_id,
+        "id": e.id,
+        "path": e.path,
+        "text": e.text,
+        "key": e.key,
+        "valid_from": e.valid_from,
+        "invalid_at": e.invalid_at,
+        "invalid_reason": e.invalid_reason,
+        "superseded_by": e.superseded_by,
+        "confirmations": e.confirmations,
+        "candidate_ids": list(e.candidate_ids),
+        "trace_ids": list(e.trace_ids),
+        "created_at": e.created_at,
+        "last_confirmed_at": e.last_confirmed_at,
+        "added_version": added_version,
+        "invalidated_version": added_version if e.invalid_at is not None else None,
+    }
+
+
+def _update_entries(
+    conn: Connection, ns_id: int, namespace: str, changed: Sequence[Entry], version: int
+) -> None:
+    ids = [e.id for e in changed]
+    stored: dict[str, int | None] = {}
+    for start in range(0, len(ids), IN_CHUNK):
+        for row in conn.execute(
+            sa.select(entries.c.id, entries.c.invalid_at, entries.c.invalidated_version).where(
+                entries.c.namespace_id == ns_id, entries.c.id.in_(ids[start : start + IN_CHUNK])
+            )
+        ):
+            # Keep the version that first invalidated an entry; a still-active entry has none.
+            stored[row.id] = row.invalidated_version if row.invalid_at is not None else None
+    missing = [i for i in ids if i not in stored]
+    if missing:
+        raise InvalidPlan([f"changed entry {i} does not exist in {namespace}" for i in missing])
+    params = []
+    for e in changed:
+        values = _entry_row(ns_id, e, added_version=version)
+        del values["added_version"]
+        values["invalidated_version"] = None if e.invalid_at is None else (stored[e.id] or version)
+        params.append({"b_" + k: v for k, v in values.items()})
+    # Bind names must differ from column names in an executemany UPDATE.
+    conn.execute(
+        sa.update(entries)
+        .where(
+            entries.c.namespace_id == sa.bindparam("b_namespace_id"),
+            entries.c.id == sa.bindparam("b_id"),
+        )
+        .values({k: sa.bindparam("b_" + k) for k in _ENTRY_UPDATE_COLUMNS}),
+        params,
+    )
+
+
+_ENTRY_UPDATE_COLUMNS: Final = (
+    "path",
+    "text",
+    "key",
+    "valid_from",
+    "invalid_at",
+    "invalid_reason",
+    "superseded_by",
+    "confirmations",
+    "candidate_ids",
+    "trace_ids",
+    "created_at",
+    "last_confirmed_at",
+    "invalidated_version",
+)
+
+
+def _insert_ledger(
+    conn: Connection,
+    *,
+    ns_id: int,
+    namespace: str,
+    applied: AppliedPlan,
+    run_id: int,
+    now: datetime,
+) -> None:
+    rows = [
+        {
+            "namespace_id": ns_id,
+            "candidate_id": r.candidate_id,
+            "trace_id": r.trace_id,
+            "outcome": r.outcome,
+            "reason": r.reason,
+            "entry_id": r.entry_id,
+            "run_id": run_id,
+            "created_at": now,
+        }
+        for r in applied.ledger
+    ]
+    if len({r.candidate_id for r in applied.ledger}) != len(rows):
+        raise InvalidPlan(["the ledger names a candidate twice; every candidate gets one row"])
+    try:
+        conn.execute(sa.insert(candidate_ledger), rows)
+    except sa.exc.IntegrityError:
+        raise StaleVersion(
+            f"candidates of this batch are already in the ledger of {namespace}: a redelivered "
+            "batch. Nothing was written; acknowledge the batch without merging it again"
+        ) from None

@@ -1,0 +1,99 @@
+"""Erasing namespaces from SQL: every row that holds or names their memories goes.
+
+Sinks still hold copies, so for each file that existed an ``erase`` tombstone is queued per
+sink (the sinks that ever received the namespace, plus any named). A delivered tombstone is
+deleted, after which nothing of the namespace remains in the database.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from worker.store.records import EraseReport
+from worker.store.schema import (
+    approvals,
+    candidate_ledger,
+    entries,
+    file_versions,
+    memory_files,
+    namespaces,
+    outbox,
+    runs,
+    source_cursors,
+)
+from worker.store.sqltypes import require_utc
+
+
+def erase_namespaces(
+    conn: Connection, keys: Sequence[str], *, sinks: Sequence[str], now: datetime
+) -> EraseReport:
+    """Delete everything of ``keys``; queue tombstones; report rows deleted per table."""
+    now = require_utc(now, "now")
+    keys = sorted(set(keys))
+    ns_ids = list(
+        conn.execute(sa.select(namespaces.c.id).where(namespaces.c.key.in_(keys))).scalars()
+    )
+    paths = conn.execute(
+        sa.select(namespaces.c.key, memory_files.c.path)
+        .join(memory_files, memory_files.c.namespace_id == namespaces.c.id)
+        .where(namespaces.c.id.in_(ns_ids))
+    ).all()
+    seen_sinks = set(
+        conn.execute(
+            sa.select(outbox.c.sink).where(outbox.c.namespace.in_(keys)).distinct()
+        ).scalars()
+    )
+    # Paths only known from pending tombstones of an earlier erase still need deleting.
+    old_tombstones = conn.execute(
+        sa.select(outbox.c.namespace, outbox.c.path).where(
+            outbox.c.namespace.in_(keys), outbox.c.kind == "erase"
+        )
+    ).all()
+    items = sorted({(r[0], r[1]) for r in [*paths, *old_tombstones]})
+    all_sinks = sorted(seen_sinks | set(sinks))
+
+    of_namespace = sa.select(memory_files.c.id).where(memory_files.c.namespace_id.in_(ns_ids))
+    deleted: dict[str, int] = {}
+
+    def run(name: str, stmt: sa.Delete) -> None:
+        deleted[name] = deleted.get(name, 0) + conn.execute(stmt).rowcount
+
+    run("outbox", sa.delete(outbox).where(outbox.c.namespace.in_(keys)))
+    run("file_versions", sa.delete(file_versions).where(file_versions.c.file_id.in_(of_namespace)))
+    run("memory_files", sa.delete(memory_files).where(memory_files.c.namespace_id.in_(ns_ids)))
+    run("entries", sa.delete(entries).where(entries.c.namespace_id.in_(ns_ids)))
+    run(
+        "candidate_ledger",
+        sa.delete(candidate_ledger).where(candidate_ledger.c.namespace_id.in_(ns_ids)),
+    )
+    run("approvals", sa.delete(approvals).where(approvals.c.namespace_id.in_(ns_ids)))
+    run("runs", sa.delete(runs).where(runs.c.namespace.in_(keys)))
+    run(
+        "source_cursors",
+        sa.delete(source_cursors).where(
+            sa.or_(source_cursors.c.namespace.in_(keys), source_cursors.c.key.in_(keys))
+        ),
+    )
+    run("namespaces", sa.delete(namespaces).where(namespaces.c.id.in_(ns_ids)))
+
+    tombstones = [
+        {
+            "file_version_id": None,
+            "sink": sink,
+            "kind": "erase",
+            "namespace": key,
+            "path": path,
+            "attempts": 0,
+            "next_attempt_at": now,
+            "created_at": now,
+        }
+        for key, path in items
+        for sink in all_sinks
+    ]
+    if tombstones:
+        conn.execute(sa.insert(outbox), tombstones)
+    return EraseReport(namespaces=tuple(keys), deleted=deleted, tombstones=len(tombstones))

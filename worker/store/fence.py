@@ -1,0 +1,84 @@
+"""The namespace version fence: every write to a namespace moves its version by exactly one.
+
+A consolidation commit passes the version it read (``expected``); the bump is
+``UPDATE … SET version = expected + 1 WHERE key = … AND version = expected``, so of two
+commits that read the same version exactly one matches a row. On PostgreSQL the loser blocks
+on the row lock and then sees the new version; on SQLite write transactions are serialised by
+``BEGIN IMMEDIATE``. The first commit of a namespace inserts its row instead, and the unique
+key turns a concurrent first commit into :class:`StaleVersion` the same way.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from worker.errors import StaleVersion, StoreError
+from worker.models import Namespace
+from worker.store.schema import namespaces
+
+
+def advance(
+    conn: Connection,
+    namespace: str,
+    *,
+    expected: int | None,
+    applied_position: str | None,
+    now: datetime,
+) -> tuple[int, int]:
+    """Bump ``namespace``'s version; return ``(namespace row id, new version)``.
+
+    ``expected=None`` bumps unconditionally (operator writes: put, rollback, import), which
+    still makes any consolidation that read the old version stale.
+    """
+    ns = Namespace.parse(namespace)
+    if expected is not None and expected < 0:
+        raise StoreError(f"expected_version must be >= 0, got {expected}")
+    values: dict[str, object] = {"version": namespaces.c.version + 1, "updated_at": now}
+    if applied_position is not None:
+        values["applied_position"] = applied_position
+    stmt = sa.update(namespaces).where(namespaces.c.key == namespace)
+    if expected is not None:
+        stmt = stmt.where(namespaces.c.version == expected)
+    row = conn.execute(stmt.values(values).returning(namespaces.c.id, namespaces.c.version)).first()
+    if row is not None:
+        return int(row.id), int(row.version)
+    if expected not in (None, 0):
+        raise _stale(namespace, expected)
+    try:
+        new_id = conn.execute(
+            sa.insert(namespaces)
+            .values(
+                key=namespace,
+                scope=ns.scope.value,
+                user_id=ns.user_id,
+                assistant_id=ns.assistant_id,
+                org_id=ns.org_id,
+                version=1,
+                applied_position=applied_position,
+                created_at=now,
+                updated_at=now,
+            )
+            .returning(namespaces.c.id)
+        ).scalar_one()
+    except sa.exc.IntegrityError:
+        # Another transaction created the namespace first (or it exists at a version > 0).
+        raise _stale(namespace, expected or 0) from None
+    return int(new_id), 1
+
+
+def namespace_id(conn: Connection, namespace: str) -> int | None:
+    """The row id of ``namespace``, or None when it was never committed."""
+    value = conn.execute(
+        sa.select(namespaces.c.id).where(namespaces.c.key == namespace)
+    ).scalar_one_or_none()
+    return None if value is None else int(value)
+
+
+def _stale(namespace: str, expected: int) -> StaleVersion:
+    return StaleVersion(
+        f"namespace {namespace} is no longer at version {expected}: another batch committed "
+        "first. Reload its state and merge again (nothing was written)"
+    )

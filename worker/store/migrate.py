@@ -1,0 +1,88 @@
+"""Alembic migrations, driven from code: no ``alembic.ini``, scripts found inside the package.
+
+``script_location`` is given as ``worker.store:migrations`` (a package resource), so upgrades
+work from an installed wheel as well as from a checkout.
+
+>>> from worker.store.engine import create_store_engine
+>>> engine = create_store_engine("sqlite://")
+>>> upgrade(engine); current_revision(engine) == head_revision()
+True
+>>> engine.dispose()
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+import sqlalchemy as sa
+from alembic import command
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy.engine import Engine
+
+from worker.errors import StoreError
+
+#: Our own version table, so memworker can share a database with an application that uses
+#: Alembic itself (whose table is ``alembic_version``).
+VERSION_TABLE: Final = "memworker_alembic_version"
+
+SCRIPT_LOCATION: Final = "worker.store:migrations"
+
+
+def alembic_config(engine: Engine | None = None) -> Config:
+    """An in-memory Alembic config; ``engine`` is handed to ``env.py`` through attributes."""
+    config = Config()
+    config.set_main_option("script_location", SCRIPT_LOCATION)
+    config.set_main_option("version_table", VERSION_TABLE)
+    if engine is not None:
+        config.attributes["engine"] = engine
+    return config
+
+
+def head_revision() -> str:
+    """The newest migration this code ships."""
+    head = ScriptDirectory.from_config(alembic_config()).get_current_head()
+    assert head is not None, "the package ships at least one migration"
+    return head
+
+
+def current_revision(engine: Engine) -> str | None:
+    """The migration the database is at, or None for a database memworker never touched."""
+    try:
+        with engine.connect() as conn:
+            context = MigrationContext.configure(conn, opts={"version_table": VERSION_TABLE})
+            return context.get_current_revision()
+    except sa.exc.OperationalError as exc:
+        raise StoreError(f"could not reach the database: {exc.orig}") from None
+
+
+def upgrade(engine: Engine, revision: str = "head") -> None:
+    """Migrate the database to ``revision`` (default: the newest); safe to repeat."""
+    try:
+        command.upgrade(alembic_config(engine), revision)
+    except sa.exc.OperationalError as exc:
+        raise StoreError(f"could not migrate the database: {exc.orig}") from None
+
+
+def check_migrated(engine: Engine) -> None:
+    """Raise :class:`StoreError` unless the database is at this code's newest migration."""
+    current = current_revision(engine)
+    head = head_revision()
+    if current == head:
+        return
+    where = engine.url.render_as_string(hide_password=True)
+    if current is None:
+        raise StoreError(
+            f"the database {where} has no memworker schema; run `memworker db upgrade` "
+            "(or open the store with create=True)"
+        )
+    known = {s.revision for s in ScriptDirectory.from_config(alembic_config()).walk_revisions()}
+    if current not in known:
+        raise StoreError(
+            f"the database {where} is at migration {current}, newer than this memworker "
+            f"(newest known: {head}); upgrade memworker"
+        )
+    raise StoreError(
+        f"the database {where} is at migration {current}, behind {head}; run `memworker db upgrade`"
+    )

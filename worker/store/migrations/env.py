@@ -1,0 +1,44 @@
+"""Alembic environment: migrates the engine handed over by :func:`worker.store.migrate.upgrade`.
+
+Only online migrations are supported: the store always has an engine to migrate.
+"""
+
+from __future__ import annotations
+
+from alembic import context
+from sqlalchemy.engine import Engine
+
+from worker.errors import StoreError
+from worker.store.schema import metadata
+
+
+def _run() -> None:
+    config = context.config
+    engine = config.attributes.get("engine")
+    if not isinstance(engine, Engine):
+        raise StoreError(
+            "memworker migrations run through `memworker db upgrade` "
+            "(worker.store.migrate.upgrade), not the alembic command line"
+        )
+    with engine.connect() as conn:
+        context.configure(
+            connection=conn,
+            target_metadata=metadata,
+            version_table=config.get_main_option("version_table") or "alembic_version",
+            # SQLite cannot ALTER most things: later migrations rebuild tables in batches.
+            render_as_batch=conn.dialect.name == "sqlite",
+            compare_type=True,
+        )
+        with context.begin_transaction():
+            context.run_migrations()
+        conn.commit()
+
+
+# Alembic executes this file as a script; imported as a regular module (documentation tools,
+# doctest collection) there is no migration context, so do nothing.
+if __name__ != "worker.store.migrations.env":
+    if context.is_offline_mode():
+        raise StoreError(
+            "offline (SQL script) migrations are not supported; use `memworker db upgrade`"
+        )
+    _run()

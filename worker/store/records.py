@@ -1,0 +1,157 @@
+"""The values the memory store takes and returns (plain frozen dataclasses).
+
+>>> from datetime import UTC, datetime
+>>> t = datetime(2025, 1, 1, tzinfo=UTC)
+>>> RunRecord(trigger="cli", namespace="user:u1", started_at=t, outcome="ok").candidates
+0
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Final, Literal
+
+RunTrigger = Literal["queue", "reconcile", "schedule", "cli", "import"]
+RunOutcome = Literal["ok", "failed", "dry_run", "stale"]
+TickStatus = Literal["running", "ok", "failed"]
+ApprovalStatus = Literal["pending", "approved", "rejected"]
+
+RUN_TRIGGERS: Final = frozenset({"queue", "reconcile", "schedule", "cli", "import"})
+RUN_OUTCOMES: Final = frozenset({"ok", "failed", "dry_run", "stale"})
+
+#: Author of versions written by the consolidator; operators write ``operator:<name>``.
+CONSOLIDATOR_AUTHOR: Final = "consolidator"
+#: Default author of a rollback's new version.
+ROLLBACK_AUTHOR: Final = "rollback"
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """One consolidation run as the caller saw it; ``trigger``/``outcome`` take the values of
+    :data:`RunTrigger`/:data:`RunOutcome` (checked when written)."""
+
+    trigger: str
+    namespace: str | None
+    started_at: datetime
+    outcome: str
+    finished_at: datetime | None = None
+    schedule: str | None = None
+    tick: datetime | None = None
+    window: tuple[datetime, datetime] | None = None
+    error: str | None = None
+    candidates: int = 0
+    counts: dict[str, int] = field(default_factory=dict)
+    llm_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+
+@dataclass(frozen=True)
+class RunInfo(RunRecord):
+    """A stored run, with its id."""
+
+    id: int = 0
+
+
+@dataclass(frozen=True)
+class CommitResult:
+    """What one committed transaction wrote."""
+
+    version: int  #: the namespace's new version (the next ``expected_version``)
+    run_id: int | None
+    files: tuple[tuple[str, int], ...]  #: (path, new file version)
+    outbox_ids: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class FileVersionInfo:
+    """One stored version of a memory file."""
+
+    path: str
+    version: int
+    content: str
+    diff: str
+    author: str
+    run_id: int | None
+    namespace_version: int
+    created_at: datetime
+
+
+@dataclass(frozen=True)
+class FileInfo:
+    """A memory file as it is now."""
+
+    path: str
+    current_version: int
+    size: int  #: bytes of the current content (UTF-8)
+    operator_owned: bool
+    created_at: datetime
+    modified_at: datetime
+
+
+@dataclass(frozen=True)
+class OutboxItem:
+    """One delivery for one sink: a committed version to publish, or a path to delete.
+
+    For an erase tombstone (``deleted``), ``content`` is empty, ``version`` is 0 and both
+    timestamps are the erase time.
+    """
+
+    id: int
+    sink: str
+    namespace: str
+    path: str
+    deleted: bool
+    content: str
+    version: int
+    created_at: datetime  #: when the file was first created (deepagents ``FileData``)
+    modified_at: datetime  #: when this version was committed
+    attempts: int
+    last_error: str | None
+
+
+@dataclass(frozen=True)
+class SinkLag:
+    """Undelivered items of one sink and the age of the oldest, in seconds."""
+
+    pending: int
+    oldest_age_seconds: float
+
+
+@dataclass(frozen=True)
+class TickInfo:
+    """One scheduled tick's run."""
+
+    schedule: str
+    tick: datetime
+    status: str
+    attempts: int
+    started_at: datetime
+    finished_at: datetime | None
+    window: tuple[datetime, datetime] | None
+    error: str | None
+
+
+@dataclass(frozen=True)
+class ApprovalInfo:
+    """A change to a read-only or sensitive path, waiting for (or decided by) an operator."""
+
+    id: int
+    namespace: str
+    path: str
+    operation: dict[str, object]
+    candidate_ids: tuple[str, ...]
+    status: str
+    created_at: datetime
+    decided_at: datetime | None
+    decided_by: str | None
+
+
+@dataclass(frozen=True)
+class EraseReport:
+    """Rows removed per table by an erase, and the tombstones queued for the sinks."""
+
+    namespaces: tuple[str, ...]
+    deleted: dict[str, int]
+    tombstones: int

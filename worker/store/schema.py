@@ -1,0 +1,250 @@
+"""The SQL schema of the memory store (SQLAlchemy Core), the source of truth.
+
+Every namespace-owned table hangs off ``namespaces.id`` so isolation is one indexed column and
+erasing a user is a handful of ``DELETE … WHERE namespace_id IN (…)``. The migration
+``0001_initial`` creates exactly these tables; a test compares the two.
+
+>>> sorted(t.name for t in metadata.sorted_tables)[:3]
+['approvals', 'candidate_ledger', 'entries']
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+import sqlalchemy as sa
+
+from worker.constants import MAX_ID_LENGTH, MAX_PATH_LENGTH
+from worker.store.sqltypes import BigId, JSONType, UTCDateTime
+
+#: ``user:<id>:<assistant>`` is the longest namespace key: two ids plus the scope and colons.
+NAMESPACE_KEY_LENGTH: Final = 2 * MAX_ID_LENGTH + 16
+#: ``operator:<name>`` and the like; generous, since it is display text.
+AUTHOR_LENGTH: Final = 200
+#: Sink names are short identifiers or dotted ``package.module:Class`` paths.
+SINK_LENGTH: Final = 200
+#: Schedule names come from TOML files: short identifiers.
+SCHEDULE_LENGTH: Final = 200
+#: Short enum-like strings (outcomes, statuses, triggers, scopes).
+CODE_LENGTH: Final = 32
+
+#: One naming convention so constraint names are stable across dialects and migrations.
+metadata = sa.MetaData(
+    naming_convention={
+        "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+        "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+        "ck": "ck_%(table_name)s_%(constraint_name)s",
+        "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+        "pk": "pk_%(table_name)s",
+    }
+)
+
+
+def _id() -> sa.Column[int]:
+    return sa.Column("id", BigId, primary_key=True, autoincrement=True)
+
+
+def _namespace_fk() -> sa.Column[int]:
+    return sa.Column(
+        "namespace_id", BigId, sa.ForeignKey("namespaces.id", ondelete="CASCADE"), nullable=False
+    )
+
+
+namespaces = sa.Table(
+    "namespaces",
+    metadata,
+    _id(),
+    sa.Column("key", sa.String(NAMESPACE_KEY_LENGTH), nullable=False, unique=True),
+    sa.Column("scope", sa.String(CODE_LENGTH), nullable=False),
+    sa.Column("user_id", sa.String(MAX_ID_LENGTH), nullable=True, index=True),
+    sa.Column("assistant_id", sa.String(MAX_ID_LENGTH), nullable=True),
+    sa.Column("org_id", sa.String(MAX_ID_LENGTH), nullable=True),
+    # The fence: every commit moves it by one, guarded by ``WHERE version = :expected``.
+    sa.Column("version", sa.Integer, nullable=False),
+    # Redis stream id of the last candidate whose batch is committed.
+    sa.Column("applied_position", sa.String(64), nullable=True),
+    sa.Column("created_at", UTCDateTime, nullable=False),
+    sa.Column("updated_at", UTCDateTime, nullable=False),
+)
+
+runs = sa.Table(
+    "runs",
+    metadata,
+    _id(),
+    sa.Column("trigger", sa.String(CODE_LENGTH), nullable=False),
+    # The key, not a foreign key: failed runs of a namespace with no commit yet are recorded too.
+    sa.Column("namespace", sa.String(NAMESPACE_KEY_LENGTH), nullable=True, index=True),
+    sa.Column("schedule", sa.String(SCHEDULE_LENGTH), nullable=True),
+    sa.Column("tick", UTCDateTime, nullable=True),
+    sa.Column("window_start", UTCDateTime, nullable=True),
+    sa.Column("window_end", UTCDateTime, nullable=True),
+    sa.Column("started_at", UTCDateTime, nullable=False),
+    sa.Column("finished_at", UTCDateTime, nullable=True),
+    sa.Column("outcome", sa.String(CODE_LENGTH), nullable=False),
+    sa.Column("error", sa.Text, nullable=True),
+    sa.Column("candidates", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("counts", JSONType, nullable=False),
+    sa.Column("llm_calls", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("prompt_tokens", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("completion_tokens", sa.Integer, nullable=False, server_default="0"),
+)
+
+memory_files = sa.Table(
+    "memory_files",
+    metadata,
+    _id(),
+    _namespace_fk(),
+    sa.Column("path", sa.String(MAX_PATH_LENGTH), nullable=False),
+    sa.Column("current_version", sa.Integer, nullable=False),
+    # Written by an operator (``put_file``): read-only for the consolidator.
+    sa.Column("operator_owned", sa.Boolean, nullable=False, server_default=sa.false()),
+    sa.Column("created_at", UTCDateTime, nullable=False),
+    sa.Column("modified_at", UTCDateTime, nullable=False),
+    sa.UniqueConstraint("namespace_id", "path"),
+)
+
+file_versions = sa.Table(
+    "file_versions",
+    metadata,
+    _id(),
+    sa.Column(
+        "file_id", BigId, sa.ForeignKey("memory_files.id", ondelete="CASCADE"), nullable=False
+    ),
+    sa.Column("version", sa.Integer, nullable=False),
+    # The namespace version this file version was committed at: rollback restores the entries
+    # that were active then.
+    sa.Column("namespace_version", sa.Integer, nullable=False),
+    sa.Column("content", sa.Text, nullable=False),
+    sa.Column("diff", sa.Text, nullable=False),
+    sa.Column("run_id", BigId, sa.ForeignKey("runs.id"), nullable=True),
+    sa.Column("author", sa.String(AUTHOR_LENGTH), nullable=False),
+    sa.Column("created_at", UTCDateTime, nullable=False),
+    sa.UniqueConstraint("file_id", "version"),
+)
+
+entries = sa.Table(
+    "entries",
+    metadata,
+    # Entry ids are made by the consolidation code (deterministic); scoping the key by namespace
+    # means two namespaces can never collide on, or see, each other's entries.
+    sa.Column(
+        "namespace_id",
+        BigId,
+        sa.ForeignKey("namespaces.id", ondelete="CASCADE"),
+        primary_key=True,
+    ),
+    sa.Column("id", sa.String(MAX_ID_LENGTH), primary_key=True),
+    sa.Column("path", sa.String(MAX_PATH_LENGTH), nullable=False),
+    sa.Column("text", sa.Text, nullable=False),
+    sa.Column("key", sa.String(MAX_ID_LENGTH), nullable=True),
+    sa.Column("valid_from", UTCDateTime, nullable=False),
+    sa.Column("invalid_at", UTCDateTime, nullable=True),
+    sa.Column("invalid_reason", sa.Text, nullable=True),
+    sa.Column("superseded_by", sa.String(MAX_ID_LENGTH), nullable=True),
+    sa.Column("confirmations", sa.Integer, nullable=False),
+    sa.Column("candidate_ids", JSONType, nullable=False),
+    sa.Column("trace_ids", JSONType, nullable=False),
+    sa.Column("created_at", UTCDateTime, nullable=False),
+    sa.Column("last_confirmed_at", UTCDateTime, nullable=False),
+    # Namespace versions that added / invalidated the entry (for rollback).
+    sa.Column("added_version", sa.Integer, nullable=False),
+    sa.Column("invalidated_version", sa.Integer, nullable=True),
+    sa.Index(None, "namespace_id", "invalid_at"),
+)
+
+candidate_ledger = sa.Table(
+    "candidate_ledger",
+    metadata,
+    _id(),
+    _namespace_fk(),
+    sa.Column("candidate_id", sa.String(MAX_ID_LENGTH), nullable=False),
+    sa.Column("trace_id", sa.String(MAX_ID_LENGTH), nullable=False),
+    sa.Column("outcome", sa.String(CODE_LENGTH), nullable=False),
+    sa.Column("reason", sa.Text, nullable=True),
+    sa.Column("entry_id", sa.String(MAX_ID_LENGTH), nullable=True),
+    sa.Column("run_id", BigId, sa.ForeignKey("runs.id"), nullable=True),
+    sa.Column("created_at", UTCDateTime, nullable=False),
+    # The idempotency guarantee: a candidate is consumed at most once per namespace.
+    sa.UniqueConstraint("namespace_id", "candidate_id"),
+)
+
+approvals = sa.Table(
+    "approvals",
+    metadata,
+    _id(),
+    _namespace_fk(),
+    sa.Column("path", sa.String(MAX_PATH_LENGTH), nullable=False),
+    sa.Column("operation", JSONType, nullable=False),
+    sa.Column("candidate_ids", JSONType, nullable=False),
+    sa.Column("status", sa.String(CODE_LENGTH), nullable=False, index=True),
+    sa.Column("run_id", BigId, sa.ForeignKey("runs.id"), nullable=True),
+    sa.Column("created_at", UTCDateTime, nullable=False),
+    sa.Column("decided_at", UTCDateTime, nullable=True),
+    sa.Column("decided_by", sa.String(AUTHOR_LENGTH), nullable=True),
+)
+
+outbox = sa.Table(
+    "outbox",
+    metadata,
+    _id(),
+    # NULL for an erase tombstone: the version it would point to is gone.
+    sa.Column(
+        "file_version_id",
+        BigId,
+        sa.ForeignKey("file_versions.id", ondelete="CASCADE"),
+        nullable=True,
+    ),
+    sa.Column("sink", sa.String(SINK_LENGTH), nullable=False),
+    sa.Column("kind", sa.String(CODE_LENGTH), nullable=False),  # publish | erase
+    # Denormalised item identity, so tombstones outlive the rows and the newest row per
+    # (sink, namespace, path) wins without joins.
+    sa.Column("namespace", sa.String(NAMESPACE_KEY_LENGTH), nullable=False),
+    sa.Column("path", sa.String(MAX_PATH_LENGTH), nullable=False),
+    sa.Column("attempts", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("next_attempt_at", UTCDateTime, nullable=False),
+    sa.Column("delivered_at", UTCDateTime, nullable=True),
+    sa.Column("superseded_by", BigId, nullable=True),
+    sa.Column("last_error", sa.Text, nullable=True),
+    sa.Column("created_at", UTCDateTime, nullable=False),
+    sa.UniqueConstraint("file_version_id", "sink"),
+    sa.Index(None, "sink", "namespace", "path", "id"),
+    sa.Index(None, "sink", "delivered_at", "next_attempt_at"),
+)
+
+schedule_ticks = sa.Table(
+    "schedule_ticks",
+    metadata,
+    _id(),
+    sa.Column("schedule", sa.String(SCHEDULE_LENGTH), nullable=False),
+    sa.Column("tick", UTCDateTime, nullable=False),
+    sa.Column("status", sa.String(CODE_LENGTH), nullable=False),  # running | ok | failed
+    sa.Column("attempts", sa.Integer, nullable=False, server_default="1"),
+    sa.Column("started_at", UTCDateTime, nullable=False),
+    sa.Column("finished_at", UTCDateTime, nullable=True),
+    sa.Column("window_start", UTCDateTime, nullable=True),
+    sa.Column("window_end", UTCDateTime, nullable=True),
+    sa.Column("error", sa.Text, nullable=True),
+    # Duplicate beats and restarts are harmless: one row per scheduled tick.
+    sa.UniqueConstraint("schedule", "tick"),
+)
+
+schedule_watermarks = sa.Table(
+    "schedule_watermarks",
+    metadata,
+    sa.Column("schedule", sa.String(SCHEDULE_LENGTH), primary_key=True),
+    sa.Column("watermark", UTCDateTime, nullable=False),
+    sa.Column("updated_at", UTCDateTime, nullable=False),
+)
+
+source_cursors = sa.Table(
+    "source_cursors",
+    metadata,
+    _id(),
+    sa.Column("source", sa.String(SINK_LENGTH), nullable=False),
+    sa.Column("key", sa.String(NAMESPACE_KEY_LENGTH), nullable=False),
+    sa.Column("value", sa.Text, nullable=False),
+    # The namespace the cursor's data belongs to, when known, so erasing a user finds it.
+    sa.Column("namespace", sa.String(NAMESPACE_KEY_LENGTH), nullable=True, index=True),
+    sa.Column("updated_at", UTCDateTime, nullable=False),
+    sa.UniqueConstraint("source", "key"),
+)

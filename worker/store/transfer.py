@@ -1,0 +1,276 @@
+"""Export one namespace as a JSON-able document, and import such a document.
+
+The document holds the files with their full history, the entries, the ledger and pending
+approvals. An import validates the whole document first, then writes it in one transaction
+into a namespace that has no memory yet; the applied log position is not carried over (it is
+a position in the exporting deployment's queue).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any, Final, Literal
+
+import sqlalchemy as sa
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationError
+from sqlalchemy.engine import Connection
+
+from worker.errors import InvalidCandidate, NotFound, StoreError
+from worker.models import Namespace, normalise_path
+from worker.store import fence
+from worker.store.files import queue_publish
+from worker.store.records import CommitResult, RunRecord
+from worker.store.runs import insert_run
+from worker.store.schema import (
+    approvals,
+    candidate_ledger,
+    entries,
+    file_versions,
+    memory_files,
+    namespaces,
+)
+from worker.store.sqltypes import require_utc
+
+#: Format tag of export documents; bump it when the document's shape changes.
+EXPORT_FORMAT: Final = "memworker.namespace.v1"
+
+
+class _Doc(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class VersionDoc(_Doc):
+    version: int = Field(ge=1)
+    namespace_version: int = Field(ge=1)
+    content: str
+    diff: str
+    author: str = Field(min_length=1, max_length=200)
+    created_at: AwareDatetime
+
+
+class FileDoc(_Doc):
+    path: str
+    operator_owned: bool = False
+    created_at: AwareDatetime
+    versions: list[VersionDoc] = Field(min_length=1)
+
+
+class EntryDoc(_Doc):
+    id: str = Field(min_length=1, max_length=128)
+    path: str
+    text: str
+    key: str | None = None
+    valid_from: AwareDatetime
+    invalid_at: AwareDatetime | None = None
+    invalid_reason: str | None = None
+    superseded_by: str | None = None
+    confirmations: int = Field(ge=0)
+    candidate_ids: list[str]
+    trace_ids: list[str]
+    created_at: AwareDatetime
+    last_confirmed_at: AwareDatetime
+    added_version: int = Field(ge=1)
+    invalidated_version: int | None = None
+
+
+class LedgerDoc(_Doc):
+    candidate_id: str = Field(min_length=1, max_length=128)
+    trace_id: str = Field(min_length=1, max_length=128)
+    outcome: Literal["merged", "duplicate", "forgotten", "rejected", "pending_approval"]
+    reason: str | None = None
+    entry_id: str | None = None
+    created_at: AwareDatetime
+
+
+class ApprovalDoc(_Doc):
+    path: str
+    operation: dict[str, Any]
+    candidate_ids: list[str]
+    created_at: AwareDatetime
+
+
+class NamespaceDoc(_Doc):
+    format: Literal["memworker.namespace.v1"]
+    namespace: str
+    version: int = Field(ge=1)
+    files: list[FileDoc]
+    entries: list[EntryDoc]
+    ledger: list[LedgerDoc]
+    approvals: list[ApprovalDoc] = Field(default_factory=list)
+
+
+def export_namespace(conn: Connection, namespace: str) -> dict[str, Any]:
+    """The namespace as a JSON-able dict (datetimes as ISO 8601 strings)."""
+    ns = conn.execute(sa.select(namespaces).where(namespaces.c.key == namespace)).first()
+    if ns is None:
+        raise NotFound(f"{namespace} has no memory to export")
+    files = []
+    for f in conn.execute(
+        sa.select(memory_files)
+        .where(memory_files.c.namespace_id == ns.id)
+        .order_by(memory_files.c.path)
+    ):
+        versions = conn.execute(
+            sa.select(file_versions)
+            .where(file_versions.c.file_id == f.id)
+            .order_by(file_versions.c.version)
+        )
+        files.append(
+            {
+                "path": f.path,
+                "operator_owned": bool(f.operator_owned),
+                "created_at": f.created_at,
+                "versions": [{k: getattr(v, k) for k in VersionDoc.model_fields} for v in versions],
+            }
+        )
+    doc = {
+        "format": EXPORT_FORMAT,
+        "namespace": namespace,
+        "version": ns.version,
+        "files": files,
+        "entries": [
+            {k: getattr(e, k) for k in EntryDoc.model_fields}
+            for e in conn.execute(
+                sa.select(entries)
+                .where(entries.c.namespace_id == ns.id)
+                .order_by(entries.c.created_at, entries.c.id)
+            )
+        ],
+        "ledger": [
+            {k: getattr(r, k) for k in LedgerDoc.model_fields}
+            for r in conn.execute(
+                sa.select(candidate_ledger)
+                .where(candidate_ledger.c.namespace_id == ns.id)
+                .order_by(candidate_ledger.c.id)
+            )
+        ],
+        "approvals": [
+            {k: getattr(a, k) for k in ApprovalDoc.model_fields}
+            for a in conn.execute(
+                sa.select(approvals)
+                .where(approvals.c.namespace_id == ns.id, approvals.c.status == "pending")
+                .order_by(approvals.c.id)
+            )
+        ],
+    }
+    # One validation pass doubles as the JSON rendering (datetimes → ISO strings).
+    return NamespaceDoc.model_validate(doc).model_dump(mode="json")
+
+
+def parse_document(data: Mapping[str, Any]) -> NamespaceDoc:
+    """Validate an export document; :class:`StoreError` lists every problem."""
+    try:
+        doc = NamespaceDoc.model_validate(dict(data))
+    except ValidationError as exc:
+        found = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()[:20]
+        )
+        raise StoreError(f"the import document is invalid (nothing was written): {found}") from None
+    paths = [f.path for f in doc.files]
+    problems = [f"file {p} appears twice" for p in sorted({p for p in paths if paths.count(p) > 1})]
+    for f in doc.files:
+        numbers = [v.version for v in f.versions]
+        if numbers != list(range(1, len(numbers) + 1)):
+            problems.append(f"file {f.path} versions are {numbers}, not 1..{len(numbers)}")
+    for p in [*paths, *(e.path for e in doc.entries), *(a.path for a in doc.approvals)]:
+        try:
+            if normalise_path(p) != p:
+                problems.append(f"path {p} is not normalised (expected {normalise_path(p)})")
+        except InvalidCandidate as exc:
+            problems.append(str(exc))
+    ids = [e.id for e in doc.entries]
+    problems += [f"entry {i} appears twice" for i in sorted({i for i in ids if ids.count(i) > 1})]
+    candidates = [r.candidate_id for r in doc.ledger]
+    problems += [
+        f"candidate {c} appears twice in the ledger"
+        for c in sorted({c for c in candidates if candidates.count(c) > 1})
+    ]
+    if problems:
+        raise StoreError(
+            "the import document is invalid (nothing was written): " + "; ".join(problems)
+        )
+    return doc
+
+
+def import_namespace(
+    conn: Connection,
+    doc: NamespaceDoc,
+    *,
+    namespace: str | None,
+    sinks: Sequence[str],
+    now: datetime,
+) -> CommitResult:
+    """Write ``doc`` into ``namespace`` (default: the document's), which must have no memory."""
+    now = require_utc(now, "now")
+    key = namespace or doc.namespace
+    Namespace.parse(key)
+    if fence.namespace_id(conn, key) is not None:
+        raise StoreError(
+            f"{key} already has memory; erase it first (`memworker forget`) or import into "
+            "another namespace"
+        )
+    ns_id, _ = fence.advance(conn, key, expected=0, applied_position=None, now=now)
+    conn.execute(sa.update(namespaces).where(namespaces.c.id == ns_id).values(version=doc.version))
+    run_id = insert_run(
+        conn,
+        RunRecord(
+            trigger="import",
+            namespace=key,
+            started_at=now,
+            finished_at=now,
+            outcome="ok",
+            candidates=len(doc.ledger),
+            counts={"files": len(doc.files), "entries": len(doc.entries)},
+        ),
+    )
+    published: list[tuple[str, int]] = []
+    written: list[tuple[str, int]] = []
+    for f in doc.files:
+        file_id = conn.execute(
+            sa.insert(memory_files)
+            .values(
+                namespace_id=ns_id,
+                path=f.path,
+                current_version=len(f.versions),
+                operator_owned=f.operator_owned,
+                created_at=f.created_at,
+                modified_at=f.versions[-1].created_at,
+            )
+            .returning(memory_files.c.id)
+        ).scalar_one()
+        ids = (
+            conn.execute(
+                sa.insert(file_versions).returning(
+                    file_versions.c.id, sort_by_parameter_order=True
+                ),
+                [{"file_id": file_id, "run_id": None, **v.model_dump()} for v in f.versions],
+            )
+            .scalars()
+            .all()
+        )
+        published.append((f.path, int(ids[-1])))
+        written.append((f.path, len(f.versions)))
+    if doc.entries:
+        conn.execute(
+            sa.insert(entries), [{"namespace_id": ns_id, **e.model_dump()} for e in doc.entries]
+        )
+    if doc.ledger:
+        conn.execute(
+            sa.insert(candidate_ledger),
+            [{"namespace_id": ns_id, "run_id": run_id, **r.model_dump()} for r in doc.ledger],
+        )
+    if doc.approvals:
+        conn.execute(
+            sa.insert(approvals),
+            [
+                {"namespace_id": ns_id, "status": "pending", "run_id": run_id, **a.model_dump()}
+                for a in doc.approvals
+            ],
+        )
+    outbox_ids = queue_publish(
+        conn, namespace=key, items=published, sinks=list(dict.fromkeys(sinks)), now=now
+    )
+    return CommitResult(
+        version=doc.version, run_id=run_id, files=tuple(written), outbox_ids=tuple(outbox_ids)
+    )
