@@ -60,7 +60,9 @@ def validate_id(value: str, what: str) -> str:
     if not value:
         raise InvalidCandidate(f"{what} is empty; pass the id of the {what.removesuffix('_id')}")
     if len(value) > MAX_ID_LENGTH:
-        raise InvalidCandidate(f"{what} is {len(value)} characters long; the limit is {MAX_ID_LENGTH}")
+        raise InvalidCandidate(
+            f"{what} is {len(value)} characters long; the limit is {MAX_ID_LENGTH}"
+        )
     if not ID_PATTERN.fullmatch(value):
         raise InvalidCandidate(
             f"{what} {value!r} has characters outside [A-Za-z0-9_.@-] or does not start with a "

@@ -143,9 +143,9 @@ class Settings(BaseSettings):
         description="Folder of schedule TOML files. Unset: the package's bundled defaults.",
     )
     sinks: list[str] = Field(
-        default_factory=list,
-        description="Sinks to publish committed versions to: `files`, `langgraph`, or a dotted "
-        "path `package.module:Class`.",
+        default_factory=lambda: ["files"],
+        description="Sinks to publish committed versions to (a JSON list): `files`, "
+        "`langgraph`, or a dotted path `package.module:Class`.",
     )
     files_dir: Path | None = Field(
         default=None,

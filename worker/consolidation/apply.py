@@ -260,6 +260,31 @@ def apply_plan(
     )
     for op, new_id in zip(plan.ops, created_ids(state.namespace, plan.ops), strict=True):
         applier.op(op, new_id)
+    return _finish(applier, batch, current_files, file_budget_bytes)
+
+
+def compact(
+    state: NamespaceState,
+    *,
+    now: datetime,
+    current_files: Mapping[str, str],
+    file_budget_bytes: int,
+    sensitive_paths: Collection[str],
+) -> AppliedPlan:
+    """Evict over-budget entries from *every* writable file (a batch only evicts from the files
+    it touched), e.g. after the budget was lowered. Protected paths are left alone."""
+    protected = frozenset(state.read_only_paths) | frozenset(sensitive_paths)
+    applier = _Applier(state, (), now, protected)
+    applier.touched = {e.path for e in state.entries if e.active} - protected
+    return _finish(applier, (), current_files, file_budget_bytes)
+
+
+def _finish(
+    applier: _Applier,
+    batch: Sequence[Candidate],
+    current_files: Mapping[str, str],
+    file_budget_bytes: int,
+) -> AppliedPlan:
     applier.evict(file_budget_bytes)
     files = []
     for path in sorted(applier.touched):

@@ -106,7 +106,9 @@ def embedded_redis(data_dir: Path, *, appendonly: bool = True) -> Iterator[str]:
                     f"embedded redis-server exited with {proc.returncode}; see {data_dir}/redis.log"
                 )
             if time.monotonic() > deadline:
-                raise QueueUnavailable(f"embedded redis-server did not start; see {data_dir}/redis.log")
+                raise QueueUnavailable(
+                    f"embedded redis-server did not start; see {data_dir}/redis.log"
+                )
             time.sleep(0.01)
         yield socket_url(sock)
     finally:

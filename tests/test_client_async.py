@@ -1,0 +1,83 @@
+"""The asyncio hot-path client behaves like the sync one."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import AsyncIterator
+
+import pytest
+import redis
+
+from worker import AsyncMemoryClient, BacklogFull, InvalidCandidate, QueueUnavailable
+from worker.queue.redis_queue import RedisQueue
+from worker.settings import Settings
+
+
+@pytest.fixture
+async def client(settings: Settings) -> AsyncIterator[AsyncMemoryClient]:
+    async with AsyncMemoryClient(settings) as memory:
+        yield memory
+
+
+@pytest.fixture
+def queue(redis_client: redis.Redis, settings: Settings) -> RedisQueue:
+    return RedisQueue(redis_client, settings)
+
+
+async def test_async_enqueue_returns_the_id_of_the_queued_candidate(
+    client: AsyncMemoryClient, queue: RedisQueue
+) -> None:
+    candidate_id = await client.enqueue(user_id="u1", trace_id="req-1", text="I prefer tea")
+
+    assert [c.id for _, c in queue.pending("user:u1")] == [candidate_id]
+
+
+async def test_async_enqueue_many_returns_ids_in_order(
+    client: AsyncMemoryClient, queue: RedisQueue
+) -> None:
+    ids = await client.enqueue_many(
+        [
+            {"user_id": "u1", "trace_id": "t", "text": "one"},
+            {"user_id": "u1", "trace_id": "t", "text": "two"},
+        ]
+    )
+
+    assert [c.id for _, c in queue.pending("user:u1")] == ids
+
+
+async def test_async_org_scope_is_refused(client: AsyncMemoryClient, queue: RedisQueue) -> None:
+    with pytest.raises(InvalidCandidate, match="read-only for the hot path"):
+        await client.enqueue(user_id="u1", trace_id="t", text="x", scope="org")
+    assert list(queue.namespaces()) == []
+
+
+async def test_async_full_backlog_raises_backlog_full(
+    redis_url: str, key_prefix: str, redis_client: redis.Redis
+) -> None:
+    async with AsyncMemoryClient.from_url(
+        redis_url, key_prefix=key_prefix, max_pending_per_namespace=1
+    ) as client:
+        await client.enqueue(user_id="u1", trace_id="t", text="one")
+
+        with pytest.raises(BacklogFull):
+            await client.enqueue(user_id="u1", trace_id="t", text="two")
+
+
+async def test_async_redis_down_raises_queue_unavailable() -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+
+    async with AsyncMemoryClient.from_url(f"redis://127.0.0.1:{port}/0") as client:
+        with pytest.raises(QueueUnavailable, match="nothing was enqueued"):
+            await client.enqueue(user_id="u1", trace_id="t", text="x")
+
+
+async def test_async_hung_redis_raises_queue_unavailable_after_the_socket_timeout() -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen(8)
+        url = f"redis://127.0.0.1:{sock.getsockname()[1]}/0"
+        async with AsyncMemoryClient.from_url(url, socket_timeout_seconds=0.05) as client:
+            with pytest.raises(QueueUnavailable, match="did not answer"):
+                await client.enqueue(user_id="u1", trace_id="t", text="x")

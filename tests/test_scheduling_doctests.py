@@ -1,0 +1,31 @@
+"""The examples in the scheduling and metrics docstrings run and stay true."""
+
+from __future__ import annotations
+
+import doctest
+from types import ModuleType
+
+import pytest
+
+import worker.metrics
+import worker.scheduling.beat
+import worker.scheduling.cron
+import worker.scheduling.heartbeat
+import worker.scheduling.runner
+import worker.scheduling.schedules
+
+MODULES = [
+    worker.scheduling.cron,
+    worker.scheduling.schedules,
+    worker.scheduling.runner,
+    worker.scheduling.beat,
+    worker.scheduling.heartbeat,
+    worker.metrics,
+]
+
+
+@pytest.mark.parametrize("module", MODULES, ids=lambda m: m.__name__)
+def test_docstring_examples_pass(module: ModuleType) -> None:
+    result = doctest.testmod(module, optionflags=doctest.ELLIPSIS, verbose=False)
+    assert result.attempted > 0
+    assert result.failed == 0

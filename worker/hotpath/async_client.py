@@ -1,0 +1,108 @@
+"""Async twin of :class:`~worker.hotpath.client.MemoryClient`, for asyncio chat services.
+
+>>> from worker import AsyncMemoryClient
+>>> async def reply():  # doctest: +SKIP
+...     async with AsyncMemoryClient.from_url("redis://127.0.0.1:6379/0") as memory:
+...         return await memory.enqueue(user_id="u1", trace_id="req-42", text="Call me Sam")
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from types import TracebackType
+from typing import Any, Self
+
+import redis
+
+from worker.hotpath.client import CandidateBuilder, EnqueueItem, settings_for_url
+from worker.hotpath.connection import HOTPATH_MAX_CONNECTIONS, unavailable
+from worker.hotpath.pool import AsyncHotPool
+from worker.models import Source, make_candidate
+from worker.queue.encoding import to_ms
+from worker.queue.scripts import SCRIPTS
+from worker.runtime.embedded_redis import resolve_redis_url
+from worker.settings import Settings
+
+_ENQUEUE = SCRIPTS["enqueue"]
+
+
+class AsyncMemoryClient:
+    """Hot-path client for one event loop; share one per process. An async context manager."""
+
+    def __init__(
+        self, settings: Settings, *, max_connections: int = HOTPATH_MAX_CONNECTIONS
+    ) -> None:
+        self.settings = settings
+        self.url = resolve_redis_url(settings.redis_url, settings.data_dir)
+        self._timeout = settings.socket_timeout_seconds
+        self._pool = AsyncHotPool(self.url, self._timeout, max_connections)
+        self._builder = CandidateBuilder(settings)
+
+    @classmethod
+    def from_url(cls, url: str, **settings_overrides: Any) -> AsyncMemoryClient:
+        """A client for Redis at ``url``; other settings from keyword arguments only."""
+        return cls(settings_for_url(url, **settings_overrides))
+
+    async def enqueue(
+        self,
+        *,
+        user_id: str | None,
+        trace_id: str,
+        text: str,
+        kind: str = "fact",
+        topic: str | None = None,
+        key: str | None = None,
+        assistant_id: str | None = None,
+        thread_id: str | None = None,
+        idempotency_key: str | None = None,
+        scope: str = "user",
+        source: Source = "hot_path",
+    ) -> str:
+        """Queue one candidate memory; returns its id. See :meth:`MemoryClient.enqueue`."""
+        candidate = make_candidate(
+            user_id=user_id,
+            trace_id=trace_id,
+            text=text,
+            kind=kind,
+            topic=topic,
+            key=key,
+            assistant_id=assistant_id,
+            thread_id=thread_id,
+            idempotency_key=idempotency_key,
+            scope=scope,
+            source=source,
+            max_text_bytes=self._builder.max_text_bytes,
+        )
+        packed = self._builder.encoder.packed(candidate, to_ms(None))
+        try:
+            results = await self._pool.run_script(_ENQUEUE, [packed])
+        except (redis.ConnectionError, redis.TimeoutError) as exc:
+            raise unavailable(self.url, exc, self._timeout) from exc
+        return self._builder.check([candidate], results)[0]
+
+    async def enqueue_many(self, items: Iterable[EnqueueItem]) -> list[str]:
+        """Queue several candidates in one pipelined round trip; see
+        :meth:`MemoryClient.enqueue_many`."""
+        candidates = [self._builder.candidate(item) for item in items]
+        if not candidates:
+            return []
+        try:
+            results = await self._pool.run_script(_ENQUEUE, self._builder.calls(candidates))
+        except (redis.ConnectionError, redis.TimeoutError) as exc:
+            raise unavailable(self.url, exc, self._timeout) from exc
+        return self._builder.check(candidates, results)
+
+    async def aclose(self) -> None:
+        """Close the pooled connections."""
+        await self._pool.close()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()

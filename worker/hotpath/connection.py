@@ -1,0 +1,71 @@
+"""Fail-fast Redis connections and the errors that say what to do when Redis is not there.
+
+A chat reply must never hang on Redis. So: bounded pools that wait at most the socket timeout
+for a free connection, connect/read timeouts of ``settings.socket_timeout_seconds``, and no
+client-side retries (redis-py retries connection errors *and* timeouts three times with
+backoff by default, which would multiply the worst case). The hot-path clients use
+:mod:`worker.hotpath.pool`; :func:`connect` is the same policy as a plain ``redis.Redis``
+(for CLI commands).
+
+>>> redacted("redis://:s3cret@cache:6379/0")
+'redis://:***@cache:6379/0'
+>>> redacted("unix:///run/redis.sock")
+'unix:///run/redis.sock'
+"""
+
+from __future__ import annotations
+
+from typing import Final
+from urllib.parse import urlsplit, urlunsplit
+
+import redis
+from redis.backoff import NoBackoff
+from redis.retry import Retry
+
+from worker.errors import QueueUnavailable
+
+#: Most sockets one client process opens. Each enqueue holds a connection for one round trip
+#: (~50 µs), so 32 serves thousands of concurrent requests; past it callers wait (at most the
+#: socket timeout) instead of opening sockets without bound during a burst.
+HOTPATH_MAX_CONNECTIONS: Final = 32
+
+
+def redacted(url: str) -> str:
+    """``url`` with its password replaced by ``***``, for error messages and logs."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    user = parts.username or ""
+    host = parts.hostname or ""
+    port = f":{parts.port}" if parts.port else ""
+    return urlunsplit(parts._replace(netloc=f"{user}:***@{host}{port}"))
+
+
+def connect(
+    url: str, timeout: float, max_connections: int = HOTPATH_MAX_CONNECTIONS
+) -> redis.Redis:
+    """A client on a bounded, fail-fast pool (``redis://``, ``rediss://`` or ``unix://``)."""
+    pool = redis.BlockingConnectionPool.from_url(
+        url,
+        max_connections=max_connections,
+        timeout=timeout,
+        socket_timeout=timeout,
+        socket_connect_timeout=timeout,
+        retry=Retry(NoBackoff(), 0),
+    )
+    return redis.Redis(connection_pool=pool)
+
+
+def unavailable(url: str, exc: Exception, timeout: float) -> QueueUnavailable:
+    """The :class:`QueueUnavailable` for a connection error or timeout talking to ``url``."""
+    where = redacted(url)
+    if isinstance(exc, redis.TimeoutError):
+        return QueueUnavailable(
+            f"Redis at {where} did not answer within {timeout:g} s; the candidate may not have "
+            "been enqueued (retrying with the same idempotency_key is safe). Check Redis load "
+            "and MEMWORKER_SOCKET_TIMEOUT_SECONDS"
+        )
+    return QueueUnavailable(
+        f"Redis at {where} is unreachable ({exc}); nothing was enqueued. Start Redis or fix "
+        "MEMWORKER_REDIS_URL"
+    )

@@ -1,0 +1,173 @@
+"""Prometheus metrics of memworker, declared once on a registry of their own.
+
+A dedicated :data:`REGISTRY` (not prometheus-client's global one) means importing memworker
+next to another instrumented library, or twice in one test session, never collides on names.
+Every metric is prefixed ``memworker_``; counters gain prometheus' ``_total`` suffix.
+
+>>> from prometheus_client import generate_latest
+>>> CONSOLIDATIONS.labels(outcome="ok").inc()
+>>> b"memworker_consolidations_total{outcome=\\"ok\\"}" in generate_latest(REGISTRY)
+True
+
+Celery's default prefork pool runs tasks in child processes whose counters the parent's
+metrics server cannot see: run workers that serve metrics with ``--pool threads`` (the work
+is I/O-bound), or use prometheus-client's multiprocess mode.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from threading import Thread
+from typing import Final, Protocol
+from wsgiref.simple_server import WSGIServer
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
+
+from worker.models import Scope
+
+#: The registry every memworker metric lives on; serve it, or pass it to ``generate_latest``.
+REGISTRY: Final = CollectorRegistry(auto_describe=True)
+
+#: Prefix of every metric name.
+NAMESPACE: Final = "memworker"
+
+#: Seconds between a namespace's due time and its claim: sub-second when healthy, minutes
+#: when workers fall behind; the top buckets catch outages.
+DUE_LAG_BUCKETS: Final = (0.1, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0, 900.0, 3600.0)
+
+#: Seconds one consolidation takes: milliseconds for the rules consolidator, tens of seconds
+#: for an LLM call on a large batch.
+CONSOLIDATION_BUCKETS: Final = (0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 180.0)
+
+ENQUEUED: Final = Counter(
+    "enqueued",
+    "Candidates accepted on the hot path.",
+    ["scope"],
+    namespace=NAMESPACE,
+    registry=REGISTRY,
+)
+PENDING_CANDIDATES: Final = Gauge(
+    "pending_candidates",
+    "Candidates waiting in Redis, by scope.",
+    ["scope"],
+    namespace=NAMESPACE,
+    registry=REGISTRY,
+)
+DUE_NAMESPACES: Final = Gauge(
+    "due_namespaces",
+    "Namespaces whose batch is due and not yet claimed.",
+    ["scope"],
+    namespace=NAMESPACE,
+    registry=REGISTRY,
+)
+LEASED_NAMESPACES: Final = Gauge(
+    "leased_namespaces",
+    "Namespaces with a batch claimed by a worker.",
+    ["scope"],
+    namespace=NAMESPACE,
+    registry=REGISTRY,
+)
+DEAD_LETTERS: Final = Gauge(
+    "dead_letters",
+    "Namespaces whose batch is dead-lettered (see `memworker status`).",
+    ["scope"],
+    namespace=NAMESPACE,
+    registry=REGISTRY,
+)
+DUE_LAG: Final = Histogram(
+    "due_lag_seconds",
+    "Delay from a namespace's due time to its claim.",
+    namespace=NAMESPACE,
+    registry=REGISTRY,
+    buckets=DUE_LAG_BUCKETS,
+)
+CLAIMS: Final = Counter(
+    "claims",
+    "Batches claimed by sweeps.",
+    namespace=NAMESPACE,
+    registry=REGISTRY,
+)
+CONSOLIDATIONS: Final = Counter(
+    "consolidations",
+    "Consolidation attempts by outcome (ok, stale, failed, dead_lettered).",
+    ["outcome"],
+    namespace=NAMESPACE,
+    registry=REGISTRY,
+)
+CONSOLIDATION_SECONDS: Final = Histogram(
+    "consolidation_seconds",
+    "Wall time of one namespace consolidation.",
+    namespace=NAMESPACE,
+    registry=REGISTRY,
+    buckets=CONSOLIDATION_BUCKETS,
+)
+FAILURES: Final = Counter(
+    "failures",
+    "Failures by stage (enqueue, sweep, load, consolidate, commit, ack, publish).",
+    ["stage"],
+    namespace=NAMESPACE,
+    registry=REGISTRY,
+)
+LLM_CALLS: Final = Counter(
+    "llm_calls",
+    "Chat-model calls made by the consolidation agent.",
+    namespace=NAMESPACE,
+    registry=REGISTRY,
+)
+LLM_TOKENS: Final = Counter(
+    "llm_tokens",
+    "Tokens of those calls, by kind (input, output).",
+    ["kind"],
+    namespace=NAMESPACE,
+    registry=REGISTRY,
+)
+SINK_DELIVERIES: Final = Counter(
+    "sink_deliveries",
+    "Outbox deliveries by sink and outcome (ok, failed).",
+    ["sink", "outcome"],
+    namespace=NAMESPACE,
+    registry=REGISTRY,
+)
+
+
+class ScopeCounts(Protocol):
+    """Queue depth of one scope, as reported by the queue's stats."""
+
+    @property
+    def pending(self) -> int: ...
+    @property
+    def due(self) -> int: ...
+    @property
+    def leased(self) -> int: ...
+    @property
+    def dead(self) -> int: ...
+
+
+def refresh_queue_gauges(stats: Mapping[str, ScopeCounts]) -> None:
+    """Set the queue gauges from per-scope counts (keys: scope names).
+
+    A scope missing from ``stats`` is set to zero, so a drained scope never shows a stale
+    depth.
+
+    >>> from types import SimpleNamespace
+    >>> refresh_queue_gauges({"user": SimpleNamespace(pending=7, due=2, leased=1, dead=0)})
+    >>> REGISTRY.get_sample_value("memworker_pending_candidates", {"scope": "user"})
+    7.0
+    """
+    for scope in Scope:
+        counts = stats.get(scope.value)
+        PENDING_CANDIDATES.labels(scope=scope.value).set(counts.pending if counts else 0)
+        DUE_NAMESPACES.labels(scope=scope.value).set(counts.due if counts else 0)
+        LEASED_NAMESPACES.labels(scope=scope.value).set(counts.leased if counts else 0)
+        DEAD_LETTERS.labels(scope=scope.value).set(counts.dead if counts else 0)
+
+
+def start_metrics_server(
+    port: int, registry: CollectorRegistry = REGISTRY, *, addr: str = "0.0.0.0"
+) -> tuple[WSGIServer, Thread]:
+    """Serve ``registry`` on ``http://addr:port/metrics`` from a daemon thread.
+
+    Port 0 picks a free port (read it from ``server.server_port``). Stop it with
+    ``server.shutdown(); server.server_close()``.
+    """
+    return start_http_server(port, addr=addr, registry=registry)

@@ -1,0 +1,98 @@
+"""Where the queue keeps things in Redis: key names, shards and hash tags.
+
+A namespace lives in one shard, ``zlib.crc32(namespace_key) % settings.queue_shards``. Every
+key of a shard carries the same Redis Cluster hash tag ``{s<shard>}``, so each Lua script
+touches a single slot and the queue runs unchanged on a cluster. ``zlib.crc32`` is used because
+it is stable across processes and Python versions (``hash()`` is salted per process), fast, and
+in the standard library.
+
+Per namespace (``ns`` is the namespace key, e.g. ``user:u1``):
+
+- ``<prefix>:{s7}:ns:<ns>:log`` — a Stream of candidates (fields ``c`` = JSON, ``i`` = id)
+- ``<prefix>:{s7}:ns:<ns>:meta`` — a hash: batch arrivals, lease, fence, attempts, dead flag
+
+Per shard:
+
+- ``<prefix>:{s7}:due`` — zset namespace → due time (ms)
+- ``<prefix>:{s7}:leases`` — zset namespace → lease expiry (ms)
+- ``<prefix>:{s7}:dead`` — zset namespace → dead-lettered at (ms)
+- ``<prefix>:{s7}:stats`` — hash scope → pending candidates
+
+>>> layout = QueueLayout("mw", shards=16)
+>>> layout.shard("user:u1")
+8
+>>> layout.log("user:u1")
+'mw:{s8}:ns:user:u1:log'
+>>> layout.due(8)
+'mw:{s8}:due'
+>>> layout.namespace_of_meta("mw:{s8}:ns:user:u1:meta")
+'user:u1'
+"""
+
+from __future__ import annotations
+
+import zlib
+from dataclasses import dataclass
+from typing import Final
+
+#: Suffixes of the per-namespace keys; the meta key is the one SCAN looks for.
+LOG_SUFFIX: Final = ":log"
+META_SUFFIX: Final = ":meta"
+
+
+def scope_of(namespace: str) -> str:
+    """The scope part of a namespace key (``user``, ``agent`` or ``org``).
+
+    >>> scope_of("agent:support-bot")
+    'agent'
+    """
+    return namespace.partition(":")[0]
+
+
+@dataclass(frozen=True)
+class QueueLayout:
+    """Key names for one deployment (``prefix``) split into ``shards`` hash-tagged shards."""
+
+    prefix: str
+    shards: int
+
+    def shard(self, namespace: str) -> int:
+        return zlib.crc32(namespace.encode()) % self.shards
+
+    def base(self, shard: int) -> str:
+        """Common start of every key of ``shard``, hash tag included (``mw:{s3}:``).
+
+        Scripts that derive namespace keys inside Lua build them from this string, so the
+        derived keys hash to the same slot as the shard keys passed in ``KEYS``.
+        """
+        return f"{self.prefix}:{{s{shard}}}:"
+
+    def log(self, namespace: str) -> str:
+        return f"{self.base(self.shard(namespace))}ns:{namespace}{LOG_SUFFIX}"
+
+    def meta(self, namespace: str) -> str:
+        return f"{self.base(self.shard(namespace))}ns:{namespace}{META_SUFFIX}"
+
+    def due(self, shard: int) -> str:
+        return f"{self.base(shard)}due"
+
+    def leases(self, shard: int) -> str:
+        return f"{self.base(shard)}leases"
+
+    def dead(self, shard: int) -> str:
+        return f"{self.base(shard)}dead"
+
+    def stats(self, shard: int) -> str:
+        return f"{self.base(shard)}stats"
+
+    def meta_pattern(self) -> str:
+        """SCAN pattern matching every namespace meta key of this deployment."""
+        return f"{self.prefix}:{{s*}}:ns:*{META_SUFFIX}"
+
+    def namespace_of_meta(self, key: str) -> str | None:
+        """The namespace a meta key belongs to, or None if ``key`` is not one of ours."""
+        head = f"{self.prefix}:{{s"
+        if not (key.startswith(head) and key.endswith(META_SUFFIX)):
+            return None
+        _, sep, rest = key[len(head) :].partition("}:ns:")
+        return rest[: -len(META_SUFFIX)] if sep else None

@@ -1,0 +1,44 @@
+-- ack: the batch is committed; trim exactly the entries the lease covered.
+--
+-- uses _lib.lua (prepended when loaded)
+--
+-- KEYS[1]  log     <prefix>:{sN}:ns:<ns>:log
+-- KEYS[2]  meta    <prefix>:{sN}:ns:<ns>:meta
+-- KEYS[3]  due     <prefix>:{sN}:due
+-- KEYS[4]  leases  <prefix>:{sN}:leases
+-- KEYS[5]  stats   <prefix>:{sN}:stats
+-- ARGV[1]  now (ms)
+-- ARGV[2]  token
+-- ARGV[3]  namespace key
+-- ARGV[4]  quiet period (ms)
+-- ARGV[5]  max wait (ms)
+--
+-- Returns the number of entries removed, or -1 when the token no longer holds the lease
+-- (nothing changes then: a zombie worker cannot drop the batch someone else now holds).
+-- Entries that arrived during the lease stay, and re-arm the due time from their own arrivals.
+
+local ns = ARGV[3]
+local m = redis.call('HMGET', KEYS[2], 'token', 'covered')
+if m[1] ~= ARGV[2] then
+  return -1
+end
+local cms, cseq = string.match(m[2], '^(%d+)-(%d+)$')
+local before = redis.call('XLEN', KEYS[1])
+-- MINID drops every id below the one right after `covered`: exactly the covered entries.
+redis.call('XTRIM', KEYS[1], 'MINID', string.format('%d-%d', tonumber(cms), tonumber(cseq) + 1))
+local removed = before - redis.call('XLEN', KEYS[1])
+if removed > 0 then
+  redis.call('HINCRBY', KEYS[5], scope_of(ns), -removed)
+end
+redis.call('HDEL', KEYS[2], 'token', 'lease_until', 'covered', 'count', 'attempts', 'last_error')
+redis.call('ZREM', KEYS[4], ns)
+
+local first = restore_first(KEYS[1], KEYS[2])
+if first then
+  local last = tonumber(redis.call('HGET', KEYS[2], 'lms')) or first
+  local due = math.min(last + tonumber(ARGV[4]), first + tonumber(ARGV[5]))
+  redis.call('ZADD', KEYS[3], due, ns)
+else
+  redis.call('ZREM', KEYS[3], ns)
+end
+return removed

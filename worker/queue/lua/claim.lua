@@ -1,0 +1,104 @@
+-- claim: lease due namespaces of one shard (or one named namespace, at once).
+--
+-- KEYS[1]  due     <prefix>:{sN}:due
+-- KEYS[2]  leases  <prefix>:{sN}:leases
+-- KEYS[3]  dead    <prefix>:{sN}:dead
+-- ARGV[1]  now (ms)
+-- ARGV[2]  lease length (ms)
+-- ARGV[3]  max batch (entries one claim covers)
+-- ARGV[4]  limit (most claims made)
+-- ARGV[5]  max attempts
+-- ARGV[6]  shard base "<prefix>:{sN}:"; namespace keys are derived from it inside the script.
+--          They carry the shard's hash tag, so they live in the same Cluster slot as KEYS.
+-- ARGV[7]  namespace to claim now whatever its due time, or "" to sweep the shard
+--
+-- Returns a list of {namespace, token, covered id, count, attempts}.
+--
+-- Candidates: expired leases (crash recovery without a reaper) and namespaces due by now.
+-- A leased namespace is parked (due again when its lease ends); an expired lease counts as a
+-- failed attempt, so a batch that keeps killing its workers ends up dead-lettered.
+
+local now = tonumber(ARGV[1])
+local lease_ms = tonumber(ARGV[2])
+local max_batch = tonumber(ARGV[3])
+local limit = tonumber(ARGV[4])
+local max_attempts = tonumber(ARGV[5])
+local base = ARGV[6]
+local EXPIRED = 'lease expired: the worker holding it stopped heartbeating (crashed or stuck)'
+
+local function try_claim(ns)
+  local meta = base .. 'ns:' .. ns .. ':meta'
+  local log = base .. 'ns:' .. ns .. ':log'
+  local m = redis.call('HMGET', meta, 'token', 'lease_until', 'dead', 'attempts')
+  local attempts = tonumber(m[4]) or 0
+  if m[3] then
+    redis.call('ZREM', KEYS[1], ns)
+    redis.call('ZREM', KEYS[2], ns)
+    return nil
+  end
+  if m[1] then
+    local lease_until = tonumber(m[2]) or 0
+    if lease_until > now then
+      redis.call('ZADD', KEYS[1], lease_until, ns)
+      return nil
+    end
+    attempts = attempts + 1
+    redis.call('HDEL', meta, 'token', 'lease_until', 'covered', 'count')
+    redis.call('HSET', meta, 'attempts', attempts, 'last_error', EXPIRED)
+    redis.call('ZREM', KEYS[2], ns)
+    if attempts >= max_attempts then
+      redis.call('HSET', meta, 'dead', now)
+      redis.call('ZADD', KEYS[3], now, ns)
+      redis.call('ZREM', KEYS[1], ns)
+      return nil
+    end
+  end
+  local n = redis.call('XLEN', log)
+  if n == 0 then
+    redis.call('ZREM', KEYS[1], ns)
+    redis.call('HDEL', meta, 'first')
+    return nil
+  end
+  local count = math.min(n, max_batch)
+  local covered
+  if count == n then
+    covered = redis.call('XREVRANGE', log, '+', '-', 'COUNT', 1)[1][1]
+  else
+    -- Only with a backlog beyond max_batch: streams have no index access, so read to it.
+    covered = redis.call('XRANGE', log, '-', '+', 'COUNT', count)[count][1]
+  end
+  local token = redis.call('HINCRBY', meta, 'fence', 1)
+  local lease_until = now + lease_ms
+  redis.call('HSET', meta, 'token', token, 'lease_until', lease_until, 'covered', covered,
+    'count', count)
+  -- Arrivals from now on form the next batch, with their own debounce window.
+  redis.call('HDEL', meta, 'first')
+  redis.call('ZREM', KEYS[1], ns)
+  redis.call('ZADD', KEYS[2], lease_until, ns)
+  return {ns, token, covered, count, attempts}
+end
+
+local claims = {}
+local seen = {}
+local function visit(ns)
+  if seen[ns] or #claims >= limit then
+    return
+  end
+  seen[ns] = true
+  local claim = try_claim(ns)
+  if claim then
+    claims[#claims + 1] = claim
+  end
+end
+
+if ARGV[7] ~= '' then
+  visit(ARGV[7])
+else
+  for _, ns in ipairs(redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now, 'LIMIT', 0, limit)) do
+    visit(ns)
+  end
+  for _, ns in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, limit)) do
+    visit(ns)
+  end
+end
+return claims

@@ -1,0 +1,22 @@
+-- dlq_retry: bring a dead-lettered namespace back: attempts cleared, due now.
+--
+-- uses _lib.lua (prepended when loaded)
+--
+-- KEYS[1]  log   <prefix>:{sN}:ns:<ns>:log
+-- KEYS[2]  meta  <prefix>:{sN}:ns:<ns>:meta
+-- KEYS[3]  due   <prefix>:{sN}:due
+-- KEYS[4]  dead  <prefix>:{sN}:dead
+-- ARGV[1]  now (ms)
+-- ARGV[2]  namespace key
+--
+-- Returns 1, or 0 when the namespace is not dead-lettered.
+
+if not redis.call('HGET', KEYS[2], 'dead') then
+  return 0
+end
+redis.call('HDEL', KEYS[2], 'dead', 'attempts', 'last_error')
+redis.call('ZREM', KEYS[4], ARGV[2])
+if restore_first(KEYS[1], KEYS[2]) then
+  redis.call('ZADD', KEYS[3], tonumber(ARGV[1]), ARGV[2])
+end
+return 1

@@ -1,0 +1,18 @@
+-- extend: heartbeat; move a lease's expiry to now + lease length if the token still holds it.
+--
+-- KEYS[1]  meta    <prefix>:{sN}:ns:<ns>:meta
+-- KEYS[2]  leases  <prefix>:{sN}:leases
+-- ARGV[1]  now (ms)
+-- ARGV[2]  lease length (ms)
+-- ARGV[3]  token
+-- ARGV[4]  namespace key
+--
+-- Returns 1, or 0 when the token no longer holds the lease (taken over, acked, purged).
+
+if redis.call('HGET', KEYS[1], 'token') ~= ARGV[3] then
+  return 0
+end
+local lease_until = tonumber(ARGV[1]) + tonumber(ARGV[2])
+redis.call('HSET', KEYS[1], 'lease_until', lease_until)
+redis.call('ZADD', KEYS[2], lease_until, ARGV[4])
+return 1

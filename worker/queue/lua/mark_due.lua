@@ -1,0 +1,22 @@
+-- mark_due: make a namespace due now, debounce or not (reconcile by hand).
+--
+-- KEYS[1]  log   <prefix>:{sN}:ns:<ns>:log
+-- KEYS[2]  meta  <prefix>:{sN}:ns:<ns>:meta
+-- KEYS[3]  due   <prefix>:{sN}:due
+-- ARGV[1]  now (ms)
+-- ARGV[2]  namespace key
+--
+-- Returns 1 when the namespace will be swept: due now, or parked until its current lease ends;
+-- 0 when it has nothing pending or is dead-lettered (retry it first).
+
+local now = tonumber(ARGV[1])
+local m = redis.call('HMGET', KEYS[2], 'token', 'lease_until', 'dead')
+if m[3] or redis.call('XLEN', KEYS[1]) == 0 then
+  return 0
+end
+local at = now
+if m[1] and tonumber(m[2]) > now then
+  at = tonumber(m[2])
+end
+redis.call('ZADD', KEYS[3], at, ARGV[2])
+return 1

@@ -1,0 +1,55 @@
+-- settle: end a lease without acknowledging it: `release` (give it back) or `fail`.
+--
+-- uses _lib.lua (prepended when loaded)
+--
+-- KEYS[1]  log     <prefix>:{sN}:ns:<ns>:log
+-- KEYS[2]  meta    <prefix>:{sN}:ns:<ns>:meta
+-- KEYS[3]  due     <prefix>:{sN}:due
+-- KEYS[4]  leases  <prefix>:{sN}:leases
+-- KEYS[5]  dead    <prefix>:{sN}:dead
+-- ARGV[1]  now (ms)
+-- ARGV[2]  token
+-- ARGV[3]  namespace key
+-- ARGV[4]  mode: "release" or "fail"
+-- ARGV[5]  error text (fail)
+-- ARGV[6]  max attempts
+-- ARGV[7]  first retry delay (ms); doubles per attempt
+-- ARGV[8]  longest retry delay (ms)
+--
+-- Returns "released", "retry", "dead", or "stale" when the token no longer holds the lease.
+-- `release` does not count an attempt (graceful shutdown) and makes the namespace due now.
+-- `fail` counts one; at max attempts the namespace is dead-lettered, its candidates kept.
+
+local now = tonumber(ARGV[1])
+local ns = ARGV[3]
+if redis.call('HGET', KEYS[2], 'token') ~= ARGV[2] then
+  return 'stale'
+end
+redis.call('HDEL', KEYS[2], 'token', 'lease_until', 'covered', 'count')
+redis.call('ZREM', KEYS[4], ns)
+local first = restore_first(KEYS[1], KEYS[2])
+
+if ARGV[4] == 'release' then
+  if first then
+    redis.call('ZADD', KEYS[3], now, ns)
+  else
+    redis.call('ZREM', KEYS[3], ns)
+  end
+  return 'released'
+end
+
+local attempts = redis.call('HINCRBY', KEYS[2], 'attempts', 1)
+redis.call('HSET', KEYS[2], 'last_error', ARGV[5])
+if attempts >= tonumber(ARGV[6]) then
+  redis.call('HSET', KEYS[2], 'dead', now)
+  redis.call('ZADD', KEYS[5], now, ns)
+  redis.call('ZREM', KEYS[3], ns)
+  return 'dead'
+end
+local delay = math.min(tonumber(ARGV[7]) * 2 ^ (attempts - 1), tonumber(ARGV[8]))
+if first then
+  redis.call('ZADD', KEYS[3], now + math.floor(delay), ns)
+else
+  redis.call('ZREM', KEYS[3], ns)
+end
+return 'retry'

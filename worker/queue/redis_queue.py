@@ -1,0 +1,398 @@
+"""The durable debounced queue: candidates per namespace in Redis, claimed in leased batches.
+
+Life of a namespace's batch::
+
+    enqueue ──► waiting ──(due time passes)──► due ──claim──► leased ──ack──► gone
+                  ▲  debounce: due = min(last + quiet, first + max_wait)     │
+                  └──────── fail (backoff) / release / lease expiry ◄───────┘
+                                   └─ max_attempts reached ──► dead (kept, listable)
+
+Invariants the scripts keep:
+
+- At most one lease per namespace; a namespace due while leased is parked until the lease ends.
+- A lease's ``token`` only grows (a fencing number): ``ack``, ``extend``, ``fail`` and
+  ``release`` with a stale token change nothing.
+- ``ack`` removes exactly the entries the claim covered; candidates that arrived during the
+  lease stay and re-arm the due time from their own arrivals.
+- Candidates are never dropped by failure: a dead-lettered namespace keeps them until an
+  operator retries or drops them.
+- A namespace's keys share a hash tag, so each script touches one Redis Cluster slot.
+
+Every method takes ``now`` in epoch seconds (default: ``time.time()``), so tests control time.
+
+Example (needs a Redis server)::
+
+    queue = RedisQueue(redis.Redis(), settings)
+    queue.enqueue(make_candidate(user_id="u1", trace_id="t1", text="I prefer tea"))
+    for claim in queue.claim_due():
+        batch = queue.read_batch(claim)      # [(stream id, Candidate), ...]
+        ...                                  # merge, commit (heartbeat: queue.extend(claim))
+        queue.ack(claim)                     # or queue.fail(claim, "why")
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+from collections.abc import Iterator, Sequence
+from datetime import UTC, datetime
+from typing import Any, Final, Literal
+
+import redis
+
+from worker.errors import InvalidCandidate, NotFound
+from worker.models import Candidate
+from worker.queue.encoding import EnqueueEncoder, decode_candidate, seconds_to_ms, to_ms
+from worker.queue.keys import QueueLayout
+from worker.queue.scripts import SCRIPTS, Args, Call, run_pipeline
+from worker.queue.stats import collect_stats
+from worker.queue.types import Claim, DeadLetter, QueueStats
+from worker.settings import Settings
+
+#: Longest delay between retries of a failing batch, whatever the attempt count: an hour keeps
+#: a flapping dependency from pushing a user's memories back by days.
+MAX_RETRY_DELAY_SECONDS: Final = 3600.0
+
+#: Longest ``last_error`` kept: enough for an exception message, while a whole traceback
+#: repeated on every failure would bloat the namespace's meta hash.
+MAX_ERROR_CHARS: Final = 2000
+
+#: Page size for SCAN and for pipelined reads over many namespaces.
+SCAN_COUNT: Final = 1000
+
+__all__ = ["Claim", "DeadLetter", "QueueStats", "RedisQueue"]
+
+log = logging.getLogger(__name__)
+
+
+def _s(value: Any) -> str:
+    """Redis replies are bytes unless the client decodes them; accept both."""
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+class RedisQueue:
+    """The worker's side of the queue (the hot path's side is :class:`worker.MemoryClient`).
+
+    ``redis`` may or may not decode responses; the queue handles both.
+    """
+
+    def __init__(self, redis: redis.Redis, settings: Settings) -> None:
+        self.redis = redis
+        self.settings = settings
+        self.layout = QueueLayout(settings.key_prefix, settings.queue_shards)
+        self._encoder = EnqueueEncoder(settings)
+        self._lease_ms = seconds_to_ms(settings.lease_seconds)
+        self._quiet_ms = seconds_to_ms(settings.debounce_seconds)
+        self._max_wait_ms = seconds_to_ms(settings.max_wait_seconds)
+        self._backoff_ms = seconds_to_ms(settings.retry_backoff_seconds)
+        self._max_delay_ms = seconds_to_ms(MAX_RETRY_DELAY_SECONDS)
+        # Where a bounded claim_due starts, so a small limit does not always favour shard 0.
+        self._next_shard = itertools.count()
+
+    # --- hot path ----------------------------------------------------------------------------
+    def enqueue(self, candidate: Candidate, *, now: float | None = None) -> str:
+        """Append ``candidate`` to its namespace's log; returns the stream id. One round trip.
+
+        Raises :class:`~worker.errors.BacklogFull` when the namespace is at its pending limit.
+        """
+        keys, args = self._encoder.call(candidate, to_ms(now))
+        try:
+            return _s(SCRIPTS["enqueue"].call(self.redis, keys, args))
+        except redis.ResponseError as exc:
+            raise self._encoder.backlog_error(candidate.namespace, exc) or exc from None
+
+    def enqueue_many(
+        self, candidates: Sequence[Candidate], *, now: float | None = None
+    ) -> list[str]:
+        """Enqueue many candidates in one pipelined round trip; returns their stream ids.
+
+        If some are refused (a full backlog), the others are still enqueued and the first
+        refusal is raised.
+        """
+        now_ms = to_ms(now)
+        calls: list[Call] = [
+            (SCRIPTS["enqueue"], *self._encoder.call(c, now_ms)) for c in candidates
+        ]
+        results = run_pipeline(self.redis, calls)
+        for candidate, result in zip(candidates, results, strict=True):
+            if isinstance(result, Exception):
+                raise self._encoder.backlog_error(candidate.namespace, result) or result
+        return [_s(r) for r in results]
+
+    # --- claiming ----------------------------------------------------------------------------
+    def claim_due(self, *, now: float | None = None, limit: int | None = None) -> list[Claim]:
+        """Lease every due namespace (and every expired lease), up to ``claim_limit`` per shard.
+
+        With ``limit``, at most that many in total, visiting shards in turn (one round trip
+        each); without it, all shards in one pipelined round trip.
+        """
+        now_ms = to_ms(now)
+        shards = self.settings.queue_shards
+        if limit is None:
+            calls = [
+                self._claim_call(s, now_ms, self.settings.claim_limit, "") for s in range(shards)
+            ]
+            return _claims_of_shards(run_pipeline(self.redis, calls))
+        claims: list[Claim] = []
+        start = next(self._next_shard)
+        for i in range(shards):
+            if len(claims) >= limit:
+                break
+            script, keys, args = self._claim_call(
+                (start + i) % shards, now_ms, limit - len(claims), ""
+            )
+            claims.extend(_claims(script.call(self.redis, keys, args)))
+        return claims
+
+    def claim_namespace(self, namespace: str, *, now: float | None = None) -> Claim | None:
+        """Lease ``namespace``'s batch now, due or not (reconcile by hand).
+
+        None when it has nothing pending, is leased by someone else (it is then parked until
+        that lease ends) or is dead-lettered.
+        """
+        script, keys, args = self._claim_call(
+            self.layout.shard(namespace), to_ms(now), 1, namespace
+        )
+        claims = _claims(script.call(self.redis, keys, args))
+        return claims[0] if claims else None
+
+    def read_batch(self, claim: Claim) -> list[tuple[str, Candidate]]:
+        """The claimed candidates as ``(stream id, candidate)``, in arrival order."""
+        raw = self.redis.xrange(
+            self.layout.log(claim.namespace), "-", claim.covered, count=claim.count
+        )
+        batch = _entries(raw)
+        for stream_id, candidate in batch:
+            # Keys are per namespace, so this cannot happen unless Redis was written to by hand;
+            # checked anyway because mixing two users' memories is the one unrecoverable bug.
+            if candidate.namespace != claim.namespace:
+                raise InvalidCandidate(
+                    f"log entry {stream_id} of {claim.namespace} belongs to {candidate.namespace}; "
+                    "refusing the batch"
+                )
+        return batch
+
+    def extend(self, claim: Claim, *, now: float | None = None) -> bool:
+        """Heartbeat: push the lease's expiry to now + lease. False when the lease was lost."""
+        keys = [self.layout.meta(claim.namespace), self.layout.leases(self._shard(claim))]
+        args: Args = [to_ms(now), self._lease_ms, claim.token, claim.namespace]
+        return bool(SCRIPTS["extend"].call(self.redis, keys, args))
+
+    def ack(self, claim: Claim, *, now: float | None = None) -> bool:
+        """The batch is committed: drop the entries it covered. False for a stale token."""
+        ns, shard = claim.namespace, self._shard(claim)
+        keys = [
+            self.layout.log(ns),
+            self.layout.meta(ns),
+            self.layout.due(shard),
+            self.layout.leases(shard),
+            self.layout.stats(shard),
+        ]
+        args: Args = [
+            to_ms(now),
+            claim.token,
+            ns,
+            self._quiet_ms,
+            self._max_wait_ms,
+        ]
+        return int(SCRIPTS["ack"].call(self.redis, keys, args)) >= 0
+
+    def fail(
+        self, claim: Claim, error: str, *, now: float | None = None
+    ) -> Literal["retry", "dead", "stale"]:
+        """Count a failed attempt: retry after a backoff, or dead-letter at ``max_attempts``.
+
+        The backoff is ``retry_backoff_seconds * 2 ** (attempts - 1)``, at most an hour.
+        """
+        verdict = self._settle(claim, "fail", error[:MAX_ERROR_CHARS], now)
+        if verdict not in ("retry", "dead", "stale"):  # pragma: no cover - script contract
+            raise RuntimeError(f"settle script answered {verdict!r}")
+        return verdict  # type: ignore[return-value]
+
+    def release(self, claim: Claim, *, now: float | None = None) -> bool:
+        """Give the lease back without counting an attempt (shutdown); the batch is due now."""
+        return self._settle(claim, "release", "", now) == "released"
+
+    # --- operators ---------------------------------------------------------------------------
+    def mark_due(self, namespace: str, *, now: float | None = None) -> bool:
+        """Make ``namespace`` due now, debounce or not; if leased, due when its lease ends.
+
+        False when it has nothing pending or is dead-lettered (see :meth:`retry_dead`).
+        """
+        keys = [self.layout.log(namespace), self.layout.meta(namespace), self._due(namespace)]
+        return bool(SCRIPTS["mark_due"].call(self.redis, keys, [to_ms(now), namespace]))
+
+    def pending(self, namespace: str, limit: int = 1000) -> list[tuple[str, Candidate]]:
+        """Up to ``limit`` queued candidates of ``namespace``, oldest first (leased ones too)."""
+        return _entries(self.redis.xrange(self.layout.log(namespace), "-", "+", count=limit))
+
+    def dead_letters(self) -> list[DeadLetter]:
+        """Every dead-lettered namespace, longest dead first."""
+        pipe = self.redis.pipeline(transaction=False)
+        for shard in range(self.settings.queue_shards):
+            pipe.zrange(self.layout.dead(shard), 0, -1, withscores=True)
+        dead = [(_s(ns), score) for rows in pipe.execute() for ns, score in rows]
+        letters: list[DeadLetter] = []
+        for start in range(0, len(dead), SCAN_COUNT):
+            chunk = dead[start : start + SCAN_COUNT]
+            pipe = self.redis.pipeline(transaction=False)
+            for ns, _ in chunk:
+                pipe.hmget(self.layout.meta(ns), "attempts", "last_error")
+                pipe.xlen(self.layout.log(ns))
+            replies = pipe.execute()
+            for i, (ns, since) in enumerate(chunk):
+                attempts, last_error = replies[2 * i]
+                letters.append(
+                    DeadLetter(
+                        namespace=ns,
+                        attempts=int(attempts or 0),
+                        last_error=_s(last_error) if last_error is not None else None,
+                        pending=int(replies[2 * i + 1]),
+                        dead_since=datetime.fromtimestamp(since / 1000, UTC),
+                    )
+                )
+        return sorted(letters, key=lambda d: d.dead_since)
+
+    def retry_dead(self, namespace: str, *, now: float | None = None) -> bool:
+        """Bring a dead-lettered namespace back with a fresh attempt count; due now.
+
+        False when it is not dead-lettered.
+        """
+        shard = self.layout.shard(namespace)
+        keys = [
+            self.layout.log(namespace),
+            self.layout.meta(namespace),
+            self.layout.due(shard),
+            self.layout.dead(shard),
+        ]
+        return bool(SCRIPTS["dlq_retry"].call(self.redis, keys, [to_ms(now), namespace]))
+
+    def drop_dead(self, namespace: str) -> int:
+        """Delete a dead-lettered namespace's pending candidates; returns how many.
+
+        Raises :class:`~worker.errors.NotFound` when it is not dead-lettered, so a typo can
+        never drop a healthy namespace's queue.
+        """
+        shard = self.layout.shard(namespace)
+        keys = [
+            self.layout.log(namespace),
+            self.layout.meta(namespace),
+            self.layout.due(shard),
+            self.layout.dead(shard),
+            self.layout.stats(shard),
+        ]
+        dropped = int(SCRIPTS["dlq_drop"].call(self.redis, keys, [namespace]))
+        if dropped < 0:
+            raise NotFound(
+                f"namespace {namespace} is not dead-lettered, so nothing was dropped; only dead "
+                "letters can be dropped (`memworker status` counts them)"
+            )
+        return dropped
+
+    def purge_namespace(self, namespace: str) -> int:
+        """Erase everything queued for ``namespace`` (forget a user); returns the count erased."""
+        shard = self.layout.shard(namespace)
+        keys = [
+            self.layout.log(namespace),
+            self.layout.meta(namespace),
+            self.layout.due(shard),
+            self.layout.leases(shard),
+            self.layout.dead(shard),
+            self.layout.stats(shard),
+        ]
+        return int(SCRIPTS["purge"].call(self.redis, keys, [namespace]))
+
+    def namespaces(self) -> Iterator[str]:
+        """Every namespace the queue knows (pending or not), each once, in no order."""
+        seen: set[str] = set()
+        for key in self.redis.scan_iter(match=self.layout.meta_pattern(), count=SCAN_COUNT):
+            ns = self.layout.namespace_of_meta(_s(key))
+            if ns is not None and ns not in seen:
+                seen.add(ns)
+                yield ns
+
+    def stats(self, *, now: float | None = None) -> QueueStats:
+        """Per-scope pending candidates, waiting/due/leased/dead namespaces, oldest pending age."""
+        return collect_stats(self.redis, self.layout, to_ms(now))
+
+    # --- internals ---------------------------------------------------------------------------
+    def _shard(self, claim: Claim) -> int:
+        return self.layout.shard(claim.namespace)
+
+    def _due(self, namespace: str) -> str:
+        return self.layout.due(self.layout.shard(namespace))
+
+    def _claim_call(self, shard: int, now_ms: int, limit: int, namespace: str) -> Call:
+        keys = [self.layout.due(shard), self.layout.leases(shard), self.layout.dead(shard)]
+        args: Args = [
+            now_ms,
+            self._lease_ms,
+            self.settings.max_batch,
+            limit,
+            self.settings.max_attempts,
+            self.layout.base(shard),
+            namespace,
+        ]
+        return SCRIPTS["claim"], keys, args
+
+    def _settle(self, claim: Claim, mode: str, error: str, now: float | None) -> str:
+        ns, shard = claim.namespace, self._shard(claim)
+        keys = [
+            self.layout.log(ns),
+            self.layout.meta(ns),
+            self.layout.due(shard),
+            self.layout.leases(shard),
+            self.layout.dead(shard),
+        ]
+        args: Args = [
+            to_ms(now),
+            claim.token,
+            ns,
+            mode,
+            error,
+            self.settings.max_attempts,
+            self._backoff_ms,
+            self._max_delay_ms,
+        ]
+        return _s(SCRIPTS["settle"].call(self.redis, keys, args))
+
+
+def _claims_of_shards(results: list[Any]) -> list[Claim]:
+    """Claims of every shard that answered. A shard's error is logged, not raised, unless all
+    failed: raising would orphan the leases the other shards just granted."""
+    claims: list[Claim] = []
+    errors = [r for r in results if isinstance(r, Exception)]
+    for result in results:
+        if not isinstance(result, Exception):
+            claims.extend(_claims(result))
+    if errors and len(errors) == len(results):
+        raise errors[0]
+    for error in errors:
+        log.error("claiming one queue shard failed: %s", error)
+    return claims
+
+
+def _claims(result: Any) -> list[Claim]:
+    if isinstance(result, Exception):
+        raise result
+    return [
+        Claim(
+            namespace=_s(ns),
+            token=int(token),
+            covered=_s(covered),
+            count=int(count),
+            attempts=int(n),
+        )
+        for ns, token, covered, count, n in result
+    ]
+
+
+def _entries(raw: Any) -> list[tuple[str, Candidate]]:
+    out = []
+    for stream_id, fields in raw or ():
+        sid = _s(stream_id)
+        payload = fields.get(b"c", fields.get("c"))
+        if payload is None:
+            raise InvalidCandidate(f"log entry {sid} has no candidate field 'c'")
+        out.append((sid, decode_candidate(payload, sid)))
+    return out

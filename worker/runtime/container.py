@@ -1,0 +1,87 @@
+"""Build the long-lived dependencies of a worker process from settings, once.
+
+The Celery tasks are thin shims: they fetch these from the app and call plain functions.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+import redis
+
+from worker.consolidation.base import Consolidator
+from worker.consolidation.loading import load_consolidator
+from worker.consolidation.pipeline import Pipeline
+from worker.queue.redis_queue import RedisQueue
+from worker.runtime.embedded_redis import resolve_redis_url
+from worker.settings import Settings
+from worker.sinks.base import Sink
+from worker.sinks.loading import load_sinks
+from worker.store.memory import MemoryStore
+
+#: Worker-side Redis timeout: longer than the hot path's, since a sweep may wait on a busy
+#: Redis, but bounded so a dead Redis fails a task instead of hanging it.
+WORKER_SOCKET_TIMEOUT_SECONDS = 5.0
+
+
+@dataclass
+class Runtime:
+    """The dependencies every task needs, built from one :class:`Settings`."""
+
+    settings: Settings
+    redis_url: str
+
+    @functools.cached_property
+    def redis(self) -> redis.Redis:
+        return redis.Redis.from_url(
+            self.redis_url,
+            socket_timeout=WORKER_SOCKET_TIMEOUT_SECONDS,
+            socket_connect_timeout=WORKER_SOCKET_TIMEOUT_SECONDS,
+            health_check_interval=30,
+        )
+
+    @functools.cached_property
+    def queue(self) -> RedisQueue:
+        return RedisQueue(self.redis, self.settings)
+
+    @functools.cached_property
+    def store(self) -> MemoryStore:
+        # The embedded default (SQLite) migrates itself; a configured database must be
+        # migrated by `memworker db upgrade` (a one-shot job in the compose file).
+        return MemoryStore.from_url(
+            self.settings.effective_database_url, create=self.settings.database_url is None
+        )
+
+    @functools.cached_property
+    def consolidator(self) -> Consolidator:
+        return load_consolidator(self.settings)
+
+    @functools.cached_property
+    def sinks(self) -> dict[str, Sink]:
+        return {sink.name: sink for sink in load_sinks(self.settings)}
+
+    @functools.cached_property
+    def pipeline(self) -> Pipeline:
+        return Pipeline(
+            queue=self.queue,
+            store=self.store,
+            consolidator=self.consolidator,
+            settings=self.settings,
+            sinks=tuple(self.sinks),
+        )
+
+    def close(self) -> None:
+        if "redis" in self.__dict__:
+            self.redis.close()
+        if "store" in self.__dict__:
+            self.store.dispose()
+
+
+def build_runtime(settings: Settings) -> Runtime:
+    """Resolve where Redis is (configured, or the embedded server) and wire the parts."""
+    if settings.database_url is None:
+        settings.data_dir.mkdir(parents=True, exist_ok=True)
+    return Runtime(
+        settings=settings, redis_url=resolve_redis_url(settings.redis_url, settings.data_dir)
+    )

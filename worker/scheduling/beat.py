@@ -1,0 +1,222 @@
+"""Celery beat glue: cron schedules that hand each task the tick it was fired for.
+
+Celery beat does not tell a task *which* scheduled time it runs for, yet the lookback window
+depends on it. :class:`CronTickSchedule` decides when a schedule is due from its cron
+expression (in its own time zone), and :class:`MemworkerScheduler` adds ``tick=<ISO UTC>`` to
+the keyword arguments of every fire of such an entry. The scheduler also writes a heartbeat
+file on every loop, for health checks.
+
+Configure a Celery app with::
+
+    app.conf.beat_scheduler = "worker.scheduling.beat:MemworkerScheduler"
+    app.conf.beat_schedule = beat_schedule_for(load_schedules(folder))
+    app.conf.memworker_beat_heartbeat = str(data_dir / HEARTBEAT_FILENAME)
+
+>>> from datetime import datetime, UTC
+>>> from worker.scheduling.schedules import ScheduleSpec
+>>> spec = ScheduleSpec(name="every-6h", cron="0 */6 * * *", action="consolidate_pending")
+>>> entry = beat_schedule_for([spec])["every-6h"]
+>>> entry["task"], entry["args"], entry["options"]
+('memworker.scheduled_run', ('every-6h',), {'queue': 'memworker.sweep'})
+>>> entry["schedule"].due_tick(datetime(2024, 1, 1, 7, 30, tzinfo=UTC))
+datetime.datetime(2024, 1, 1, 6, 0, tzinfo=datetime.timezone.utc)
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any, Final
+
+from celery import Celery
+from celery.beat import ScheduleEntry, Scheduler
+from celery.schedules import BaseSchedule, schedstate
+
+from worker.errors import ScheduleError
+from worker.scheduling.cron import next_ticks, previous_tick, validate_cron, zone
+from worker.scheduling.heartbeat import HEARTBEAT_INTERVAL_SECONDS, write_heartbeat
+from worker.scheduling.schedules import ScheduleSpec
+from worker.tasks.names import SCHEDULED_RUN_TASK, SWEEP_QUEUE
+
+logger = logging.getLogger(__name__)
+
+#: Keyword argument carrying the fired tick.
+TICK_KWARG: Final = "tick"
+
+#: Celery configuration key naming the heartbeat file (a path string).
+HEARTBEAT_CONF_KEY: Final = "memworker_beat_heartbeat"
+
+
+def format_tick(tick: datetime) -> str:
+    """The wire form of a tick: ISO-8601 in UTC.
+
+    >>> from datetime import datetime, UTC
+    >>> format_tick(datetime(2024, 1, 1, 6, tzinfo=UTC))
+    '2024-01-01T06:00:00+00:00'
+    """
+    if tick.tzinfo is None or tick.utcoffset() is None:
+        raise ScheduleError(f"tick {tick.isoformat()} is naive; ticks are UTC instants")
+    return tick.astimezone(UTC).isoformat()
+
+
+def parse_tick(value: str) -> datetime:
+    """Inverse of :func:`format_tick`; refuses a tick without an offset.
+
+    >>> parse_tick("2024-01-01T06:00:00+00:00").hour
+    6
+    """
+    try:
+        tick = datetime.fromisoformat(value)
+    except (TypeError, ValueError):
+        raise ScheduleError(f"tick {value!r} is not an ISO-8601 datetime") from None
+    if tick.tzinfo is None:
+        raise ScheduleError(f"tick {value!r} has no UTC offset")
+    return tick.astimezone(UTC)
+
+
+class CronTickSchedule(BaseSchedule):  # type: ignore[misc]  # celery ships no type hints
+    """A Celery schedule from a cron expression read in ``tz``; due once per cron tick.
+
+    Due when a tick has passed since the entry last ran. After downtime it is due once, for
+    the latest tick: the run's window starts at the schedule's watermark, so nothing is lost.
+    """
+
+    def __init__(
+        self,
+        cron: str,
+        tz: str = "UTC",
+        nowfun: Callable[[], datetime] | None = None,
+        app: Celery | None = None,
+    ) -> None:
+        super().__init__(nowfun=nowfun, app=app)
+        self.cron = validate_cron(cron)
+        zone(tz)  # fail at configuration time, not at the first fire
+        self.timezone_name = tz
+
+    def now_utc(self) -> datetime:
+        return _as_utc(self.now())
+
+    def due_tick(self, now: datetime) -> datetime:
+        """The tick a fire at ``now`` stands for: the latest tick at or before ``now``."""
+        return previous_tick(self.cron, self.timezone_name, _as_utc(now))
+
+    def next_tick(self, now: datetime) -> datetime:
+        return next_ticks(self.cron, self.timezone_name, _as_utc(now), 1)[0]
+
+    def is_due(self, last_run_at: datetime) -> schedstate:
+        now = self.now_utc()
+        due = self.due_tick(now) > _as_utc(last_run_at)
+        return schedstate(is_due=due, next=(self.next_tick(now) - now).total_seconds())
+
+    def remaining_estimate(self, last_run_at: datetime) -> timedelta:
+        return max(self.next_tick(_as_utc(last_run_at)) - self.now_utc(), timedelta(0))
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, CronTickSchedule):
+            return (self.cron, self.timezone_name, self.nowfun) == (
+                other.cron,
+                other.timezone_name,
+                other.nowfun,
+            )
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.cron, self.timezone_name))
+
+    def __reduce__(self) -> tuple[type[CronTickSchedule], tuple[str, str]]:
+        # Pickled by PersistentScheduler's shelve: the cron and zone are the whole state.
+        return (self.__class__, (self.cron, self.timezone_name))
+
+    def __repr__(self) -> str:
+        return f"<CronTickSchedule {self.cron!r} {self.timezone_name}>"
+
+
+def beat_schedule_for(
+    specs: Iterable[ScheduleSpec],
+    task_name: str = SCHEDULED_RUN_TASK,
+    *,
+    queue: str = SWEEP_QUEUE,
+) -> dict[str, dict[str, Any]]:
+    """Celery ``beat_schedule`` entries for the enabled ``specs``, keyed by schedule name.
+
+    Each fire runs ``task_name`` with ``(schedule_name,)`` and ``tick=<ISO UTC>``. Scheduled
+    runs are short coordinators (they enqueue and drain), so they go to the sweep queue and
+    never wait behind long LLM consolidations.
+    """
+    return {
+        spec.name: {
+            "task": task_name,
+            "schedule": CronTickSchedule(spec.cron, spec.timezone),
+            "args": (spec.name,),
+            "options": {"queue": queue},
+        }
+        for spec in specs
+        if spec.enabled
+    }
+
+
+class MemworkerScheduler(Scheduler):  # type: ignore[misc]  # celery ships no type hints
+    """Beat scheduler that passes each cron fire its tick and writes a heartbeat every loop.
+
+    The heartbeat path comes from ``heartbeat_path`` or the app setting
+    ``memworker_beat_heartbeat``; without either, no heartbeat is written.
+    """
+
+    max_interval: float
+
+    def __init__(
+        self, app: Celery, *args: Any, heartbeat_path: Path | None = None, **kwargs: Any
+    ) -> None:
+        configured = app.conf.get(HEARTBEAT_CONF_KEY)
+        self.heartbeat_path = heartbeat_path or (Path(configured) if configured else None)
+        super().__init__(app, *args, **kwargs)
+        # Beat sleeps at most this long, so the heartbeat stays fresh even with no entry due.
+        self.max_interval = min(float(self.max_interval), HEARTBEAT_INTERVAL_SECONDS)
+
+    def tick(self, *args: Any, **kwargs: Any) -> float:
+        delay = float(super().tick(*args, **kwargs))
+        if self.heartbeat_path is not None:
+            try:
+                write_heartbeat(self.heartbeat_path, _as_utc(self.app.now()))
+            except OSError:
+                # A full disk must not stop scheduling; the stale heartbeat tells the operator.
+                logger.exception("beat: cannot write heartbeat %s", self.heartbeat_path)
+        return delay
+
+    def apply_async(
+        self,
+        entry: ScheduleEntry,
+        producer: Any = None,
+        advance: bool = True,
+        **kwargs: Any,
+    ) -> Any:
+        entry = self.reserve(entry) if advance else entry
+        return super().apply_async(with_tick(entry), producer=producer, advance=False, **kwargs)
+
+
+def with_tick(entry: ScheduleEntry) -> ScheduleEntry:
+    """``entry`` with ``tick=<ISO UTC>`` added to its kwargs when it is a cron-tick entry.
+
+    The tick is the latest cron tick at the schedule's current time; entries with other
+    schedules (the sweep's interval) are returned unchanged.
+    """
+    schedule = entry.schedule
+    if not isinstance(schedule, CronTickSchedule):
+        return entry
+    # A shallow copy without re-running __init__ (copy.copy would, through __reduce__, and
+    # that resets the shared schedule's app); the scheduler's own entry stays unchanged.
+    fired = ScheduleEntry.__new__(type(entry))
+    fired.__dict__.update(vars(entry))
+    tick = schedule.due_tick(schedule.now_utc())
+    fired.kwargs = {**(entry.kwargs or {}), TICK_KWARG: format_tick(tick)}
+    return fired
+
+
+def _as_utc(value: datetime) -> datetime:
+    # Celery hands naive datetimes around when a stored schedule predates enable_utc; with
+    # ``timezone = "UTC"`` (design §7) naive values are UTC.
+    if value.tzinfo is None or value.utcoffset() is None:
+        return value.replace(tzinfo=UTC)
+    return value.astimezone(UTC)

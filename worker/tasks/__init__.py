@@ -1,0 +1,1 @@
+"""Celery: the app factory and the thin task shims over plain functions."""

@@ -1,0 +1,96 @@
+"""The Celery app factory. Settings are built at the edge and passed in.
+
+>>> from worker.settings import Settings
+>>> from worker.tasks.app import celery_broker_url
+>>> celery_broker_url("unix:///tmp/x/redis.sock")
+'redis+socket:///tmp/x/redis.sock'
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from celery import Celery
+
+from worker.runtime.container import Runtime, build_runtime
+from worker.scheduling.beat import HEARTBEAT_CONF_KEY, beat_schedule_for
+from worker.scheduling.heartbeat import HEARTBEAT_FILENAME
+from worker.scheduling.schedules import bundled_schedules_dir, load_schedules
+from worker.settings import Settings
+from worker.tasks import tasks
+from worker.tasks.names import (
+    CONSOLIDATE_QUEUE,
+    CONSOLIDATE_TASK,
+    DELIVER_TASK,
+    SCHEDULED_RUN_TASK,
+    SWEEP_QUEUE,
+    SWEEP_TASK,
+)
+
+#: How often beat asks the outbox for undelivered versions (new commits also trigger delivery
+#: right away; this catches retries after a sink outage).
+OUTBOX_INTERVAL_SECONDS = 10.0
+
+#: Broker visibility timeout. Only matters for messages a dead worker had reserved; recovery of
+#: the batch itself is the Redis lease expiring, so this need not cover a long merge.
+VISIBILITY_TIMEOUT_SECONDS = 3600
+
+
+def celery_broker_url(redis_url: str) -> str:
+    """kombu spells a Redis Unix socket ``redis+socket://``; redis-py spells it ``unix://``."""
+    if redis_url.startswith("unix://"):
+        return "redis+socket://" + redis_url.removeprefix("unix://")
+    return redis_url
+
+
+def create_app(settings: Settings, *, runtime: Runtime | None = None) -> Celery:
+    """A Celery app bound to ``settings``: tasks, queues, routes, and the beat schedule."""
+    runtime = runtime or build_runtime(settings)
+    app = Celery("memworker", set_as_current=False)
+    app.conf.update(
+        broker_url=celery_broker_url(runtime.redis_url),
+        broker_connection_retry_on_startup=True,
+        broker_transport_options={"visibility_timeout": VISIBILITY_TIMEOUT_SECONDS},
+        task_ignore_result=True,
+        timezone="UTC",
+        enable_utc=True,
+        # One message at a time per process: a claimed batch never waits behind another
+        # worker's long merge in a prefetch buffer.
+        worker_prefetch_multiplier=1,
+        task_acks_late=False,
+        worker_soft_shutdown_timeout=settings.lease_seconds / 2,
+        worker_enable_soft_shutdown_on_idle=True,
+        task_default_queue=CONSOLIDATE_QUEUE,
+        task_routes={
+            SWEEP_TASK: {"queue": SWEEP_QUEUE},
+            SCHEDULED_RUN_TASK: {"queue": SWEEP_QUEUE},
+            DELIVER_TASK: {"queue": SWEEP_QUEUE},
+            CONSOLIDATE_TASK: {"queue": CONSOLIDATE_QUEUE},
+        },
+        worker_hijack_root_logger=False,
+        beat_scheduler="worker.scheduling.beat:MemworkerScheduler",
+        beat_schedule=beat_schedule(settings),
+    )
+    app.conf[HEARTBEAT_CONF_KEY] = str(settings.data_dir / HEARTBEAT_FILENAME)
+    app.memworker_runtime = runtime  # type: ignore[attr-defined]
+    tasks.register(app)
+    return app
+
+
+def beat_schedule(settings: Settings) -> dict[str, dict[str, Any]]:
+    specs = load_schedules(settings.schedules_dir or bundled_schedules_dir())
+    schedule: dict[str, dict[str, Any]] = {
+        SWEEP_TASK: {
+            "task": SWEEP_TASK,
+            "schedule": timedelta(seconds=settings.sweep_interval_seconds),
+            "options": {"queue": SWEEP_QUEUE, "expires": settings.sweep_interval_seconds * 5},
+        },
+        DELIVER_TASK: {
+            "task": DELIVER_TASK,
+            "schedule": timedelta(seconds=OUTBOX_INTERVAL_SECONDS),
+            "options": {"queue": SWEEP_QUEUE, "expires": OUTBOX_INTERVAL_SECONDS * 5},
+        },
+    }
+    schedule.update(beat_schedule_for(specs, task_name=SCHEDULED_RUN_TASK))
+    return schedule
