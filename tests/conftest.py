@@ -20,7 +20,9 @@ import sqlalchemy as sa
 from worker.runtime.embedded_redis import embedded_redis
 from worker.settings import Settings
 
-PG_SERVER_URL = os.environ.get("MEMWORKER_TEST_PG", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres")
+PG_SERVER_URL = os.environ.get(
+    "MEMWORKER_TEST_PG", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
+)
 REDIS_LOCAL_URL = os.environ.get("MEMWORKER_TEST_REDIS", "redis://127.0.0.1:6379/0")
 
 

@@ -37,7 +37,8 @@ def worker_settings(settings: Settings, tmp_path: Path) -> Settings:
     schedules = tmp_path / "schedules"
     schedules.mkdir()
     (schedules / "test.toml").write_text(
-        '[[schedule]]\nname = "every-six-hours"\ncron = "0 */6 * * *"\naction = "consolidate_pending"\n'
+        '[[schedule]]\nname = "every-six-hours"\ncron = "0 */6 * * *"\n'
+        'action = "consolidate_pending"\n'
     )
     return settings.model_copy(update={"schedules_dir": schedules, "sinks": ["files"]})
 
@@ -45,7 +46,6 @@ def worker_settings(settings: Settings, tmp_path: Path) -> Settings:
 @pytest.fixture
 def runtime(worker_settings: Settings) -> Iterator[Runtime]:
     rt = build_runtime(worker_settings)
-    rt.store.upgrade()
     yield rt
     rt.close()
 

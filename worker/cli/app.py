@@ -23,6 +23,8 @@ app = typer.Typer(
 COMMAND_MODULES: tuple[str, ...] = (
     "worker.cli.queue_cmds",
     "worker.cli.db_cmds",
+    "worker.cli.memory_cmds",
+    "worker.cli.run_cmds",
 )
 
 for _module in COMMAND_MODULES:

@@ -115,4 +115,4 @@ def _redact(url: str) -> str:
     try:
         return make_url(url).render_as_string(hide_password=True)
     except Exception:
-        return url.split("@")[-1]
+        return url.rsplit("@", maxsplit=1)[-1]

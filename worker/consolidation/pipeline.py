@@ -19,7 +19,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Literal
 
@@ -124,21 +124,22 @@ class Pipeline:
             settings=self.settings,
             current_files=self.store.current_files(namespace),
         )
-        counts = dict(applied.counts)
-        tokens = {
-            "llm_calls": plan.llm_calls,
-            "prompt_tokens": plan.prompt_tokens,
-            "completion_tokens": plan.completion_tokens,
-        }
+        done = BatchResult(
+            namespace=namespace,
+            outcome="dry_run" if dry_run else "committed",
+            candidates=len(batch),
+            skipped=skipped,
+            version=state.version,
+            counts=dict(applied.counts),
+            files=applied.files,
+            llm_calls=plan.llm_calls,
+            prompt_tokens=plan.prompt_tokens,
+            completion_tokens=plan.completion_tokens,
+        )
         if dry_run:
             self.queue.release(claim)
-            self.store.record_run(
-                self._run(claim, trigger, started, "dry_run", None, len(batch), counts, **tokens)
-            )
-            return BatchResult(
-                namespace, "dry_run", len(batch), skipped, state.version, counts, applied.files,
-                **tokens,
-            )  # fmt: skip
+            self.store.record_run(self._run(claim, trigger, started, done))
+            return done
         if lease_lost.is_set():
             raise LeaseLost(f"lease on {namespace} was lost during the merge; not committing")
         commit = self.store.commit_batch(
@@ -146,7 +147,7 @@ class Pipeline:
             expected_version=state.version,
             applied_position=claim.covered,
             applied=applied,
-            run=self._run(claim, trigger, started, "ok", None, len(batch), counts, **tokens),
+            run=self._run(claim, trigger, started, done),
             sinks=self.sinks,
             now=self.clock(),
         )
@@ -154,46 +155,31 @@ class Pipeline:
             # Committed, but the lease moved on: harmless. The next claimer finds every
             # candidate in the ledger and only acknowledges them.
             log.info("ack of %s refused (lease moved on); the commit stands", namespace)
-        return BatchResult(
-            namespace, "committed", len(batch), skipped, commit.version, counts, applied.files,
-            **tokens,
-        )  # fmt: skip
+        return replace(done, version=commit.version)
 
     def _run(
-        self,
-        claim: Claim,
-        trigger: Trigger,
-        started: datetime,
-        outcome: str,
-        error: str | None,
-        candidates: int,
-        counts: dict[str, int],
-        *,
-        llm_calls: int = 0,
-        prompt_tokens: int = 0,
-        completion_tokens: int = 0,
+        self, claim: Claim, trigger: Trigger, started: datetime, result: BatchResult
     ) -> RunRecord:
         return RunRecord(
             trigger=trigger,
             namespace=claim.namespace,
             started_at=started,
             finished_at=self.clock(),
-            outcome=outcome,
-            error=error,
-            candidates=candidates,
-            counts=counts,
-            llm_calls=llm_calls,
-            prompt_tokens=prompt_tokens,
-            completion_tokens=completion_tokens,
+            outcome={"committed": "ok"}.get(result.outcome, result.outcome),
+            error=result.error,
+            candidates=result.candidates,
+            counts=dict(result.counts),
+            llm_calls=result.llm_calls,
+            prompt_tokens=result.prompt_tokens,
+            completion_tokens=result.completion_tokens,
         )
 
     def _record_failure(
-        self, claim: Claim, trigger: Trigger, started: datetime, outcome: str, error: str
+        self, claim: Claim, trigger: Trigger, started: datetime, outcome: Outcome, error: str
     ) -> None:
+        failed = BatchResult(claim.namespace, outcome, candidates=claim.count, error=error)
         try:
-            self.store.record_run(
-                self._run(claim, trigger, started, outcome, error, claim.count, {})
-            )
+            self.store.record_run(self._run(claim, trigger, started, failed))
         except Exception:  # the failure itself is already counted in Redis
             log.exception("could not record the failed run of %s", claim.namespace)
 

@@ -47,11 +47,11 @@ class Runtime:
 
     @functools.cached_property
     def store(self) -> MemoryStore:
-        # The embedded default (SQLite) migrates itself; a configured database must be
-        # migrated by `memworker db upgrade` (a one-shot job in the compose file).
-        return MemoryStore.from_url(
-            self.settings.effective_database_url, create=self.settings.database_url is None
-        )
+        # SQLite (the embedded default, one process) migrates itself; a shared server database
+        # is migrated by `memworker db upgrade` (a one-shot job in the compose file), so
+        # workers of an older release never race a schema change.
+        url = self.settings.effective_database_url
+        return MemoryStore.from_url(url, create=url.startswith("sqlite"))
 
     @functools.cached_property
     def consolidator(self) -> Consolidator:

@@ -91,7 +91,7 @@ def embedded_redis(data_dir: Path, *, appendonly: bool = True) -> Iterator[str]:
         "--daemonize", "no",
         "--logfile", str(data_dir / "redis.log"),
     ]  # fmt: skip
-    proc = subprocess.Popen(  # noqa: S603 - fixed binary and arguments
+    proc = subprocess.Popen(
         args,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,

@@ -26,9 +26,13 @@ from worker.store.memory import RunRecord
 log = logging.getLogger(__name__)
 
 
-def run_schedule_tick(runtime: Runtime, schedule: str, tick: datetime, *, now: datetime) -> TickOutcome:
+def run_schedule_tick(
+    runtime: Runtime, schedule: str, tick: datetime, *, now: datetime
+) -> TickOutcome:
     """Run the fire of ``schedule`` at ``tick`` (exactly once per tick; see the runner)."""
-    specs = {s.name: s for s in load_schedules(runtime.settings.schedules_dir or bundled_schedules_dir())}
+    specs = {
+        s.name: s for s in load_schedules(runtime.settings.schedules_dir or bundled_schedules_dir())
+    }
     if schedule not in specs:
         raise ScheduleError(f"no schedule named {schedule!r}; `memworker schedules` lists them")
     return run_scheduled_tick(
@@ -62,7 +66,10 @@ def consolidate_pending(runtime: Runtime, spec: ScheduleSpec) -> ActionReport:
 def scan_sources(runtime: Runtime, spec: ScheduleSpec, window: Window) -> ActionReport:
     settings = runtime.settings
     if not settings.langgraph_url:
-        log.info("schedule %s: no source configured (MEMWORKER_LANGGRAPH_URL); nothing to scan", spec.name)
+        log.info(
+            "schedule %s: no source configured (MEMWORKER_LANGGRAPH_URL); nothing to scan",
+            spec.name,
+        )
         return ActionReport({"threads": 0, "candidates": 0})
     from langgraph_sdk import get_sync_client
 

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from worker.metrics import SINK_DELIVERIES
 from worker.sinks.base import PublishedFile, Sink
 from worker.store.memory import MemoryStore
 
@@ -62,6 +63,7 @@ def deliver_due(store: MemoryStore, sinks: Mapping[str, Sink], *, now: datetime)
                     sink.deliver(published)
             except Exception as exc:
                 failed += 1
+                SINK_DELIVERIES.labels(sink=name, outcome="failed").inc()
                 log.warning("sink %s could not take %s%s: %s", name, item.namespace, item.path, exc)
                 store.mark_delivery_failed(
                     item.id,
@@ -71,5 +73,6 @@ def deliver_due(store: MemoryStore, sinks: Mapping[str, Sink], *, now: datetime)
                 )
             else:
                 delivered += 1
+                SINK_DELIVERIES.labels(sink=name, outcome="ok").inc()
                 store.mark_delivered(item.id, now=now)
     return DeliveryReport(delivered=delivered, failed=failed)

@@ -73,7 +73,7 @@ def create_app(settings: Settings, *, runtime: Runtime | None = None) -> Celery:
         beat_schedule=beat_schedule(settings),
     )
     app.conf[HEARTBEAT_CONF_KEY] = str(settings.data_dir / HEARTBEAT_FILENAME)
-    app.memworker_runtime = runtime  # type: ignore[attr-defined]
+    app.memworker_runtime = runtime
     tasks.register(app)
     return app
 
