@@ -14,7 +14,7 @@ from __future__ import annotations
 import uuid
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import Annotated, Literal, Self
+from typing import Annotated, Final, Literal, Self, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -47,6 +47,10 @@ class Kind(StrEnum):
 
 
 Source = Literal["hot_path", "middleware", "tool", "summary_flush", "thread_scan", "cli", "import"]
+
+#: The valid ``source`` values; checked at enqueue, since a candidate is built without pydantic
+#: validation and a bad value would otherwise only fail when the worker decodes the batch.
+SOURCES: Final = frozenset(get_args(Source))
 
 
 def validate_id(value: str, what: str) -> str:
@@ -307,9 +311,14 @@ def make_candidate(
         stripped.encode("utf-8")
     except UnicodeEncodeError:
         raise InvalidCandidate("text is not valid Unicode (lone surrogate)") from None
-    path = normalise_path(topic) if topic is not None else None
+    try:
+        path = normalise_path(topic) if topic is not None else None
+    except InvalidCandidate as exc:
+        raise InvalidCandidate(f"topic {topic!r}: {exc}") from None
     if key is not None and (not isinstance(key, str) or not KEY_PATTERN.fullmatch(key)):
         raise InvalidCandidate(f"key {key!r} must match [a-z0-9][a-z0-9_.-]* (at most 100 chars)")
+    if not isinstance(source, str) or source not in SOURCES:
+        raise InvalidCandidate(f"source {source!r} is not one of {', '.join(sorted(SOURCES))}")
     created = now or datetime.now(UTC)
     if created.tzinfo is None:
         raise InvalidCandidate("now must be timezone-aware")

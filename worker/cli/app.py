@@ -25,6 +25,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "worker.cli.db_cmds",
     "worker.cli.memory_cmds",
     "worker.cli.run_cmds",
+    "worker.cli.schedule_cmds",
 )
 
 for _module in COMMAND_MODULES:

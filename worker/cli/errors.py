@@ -7,6 +7,7 @@ from collections.abc import Iterator
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from worker.errors import (
     ConfigurationError,
@@ -42,5 +43,6 @@ def cli_errors() -> Iterator[None]:
     try:
         yield
     except MemworkerError as exc:
-        stderr.print(f"[red]error:[/red] {exc}", soft_wrap=True)
+        # Escaped: the message may quote user input, which must not be read as Rich markup.
+        stderr.print(f"[red]error:[/red] {escape(str(exc))}", soft_wrap=True)
         raise typer.Exit(exit_code_for(exc)) from None

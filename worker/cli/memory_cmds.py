@@ -1,82 +1,62 @@
-"""Reading and reconciling memory: ``reconcile``, ``show``, ``history``, ``diff``."""
+"""Reading memory and its history: ``show``, ``history``, ``diff``, ``rollback``.
+
+History is append-only: a rollback adds a new version equal to an old one, and is published
+to the sinks like any other version. (``reconcile`` lives in :mod:`worker.cli.ops_reconcile`.)
+"""
 
 from __future__ import annotations
 
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 from rich.syntax import Syntax
 from rich.table import Table
 
-from worker.cli.common import namespace_from, open_runtime, print_json
-from worker.cli.errors import EXIT_FAILURE, cli_errors
-from worker.consolidation.pipeline import BatchResult
+from worker.cli.common import namespace_from, print_json
+from worker.cli.ops_support import (
+    AssistantOpt,
+    JsonOpt,
+    NamespaceOpt,
+    OrgOpt,
+    UserOpt,
+    YesOpt,
+    confirm,
+    console,
+    describe_delivery,
+    now_utc,
+    operator_session,
+    publish,
+    require_known,
+)
 from worker.errors import NotFound
+from worker.models import normalise_path
+from worker.store.files import unified_diff
+from worker.store.records import ROLLBACK_AUTHOR, FileVersionInfo
 
-console = Console(highlight=False)
-
-UserOpt = Annotated[str | None, typer.Option("--user", help="User id.")]
-AssistantOpt = Annotated[str | None, typer.Option("--assistant", help="Assistant id.")]
-NamespaceOpt = Annotated[
-    str | None, typer.Option("--namespace", help="A namespace key, e.g. user:u1 or agent:a1.")
-]
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON.")]
+PathOpt = Annotated[str, typer.Option("--path", help="The memory file, e.g. preferences.")]
 
 
 def register(app: typer.Typer) -> None:
-    app.command("reconcile")(reconcile)
     app.command("show")(show)
     app.command("history")(history)
-
-
-def reconcile(
-    user: UserOpt = None,
-    assistant: AssistantOpt = None,
-    namespace: NamespaceOpt = None,
-    all_: Annotated[bool, typer.Option("--all", help="Every namespace with pending work.")] = False,
-    dry_run: Annotated[
-        bool, typer.Option("--dry-run", help="Show the diff; commit nothing.")
-    ] = False,
-    as_json: JsonOpt = False,
-) -> None:
-    """Consolidate now what is pending, through the same claim and fence as the workers."""
-    with cli_errors(), open_runtime() as runtime:
-        if all_:
-            targets = sorted(runtime.queue.namespaces())
-        else:
-            targets = [namespace_from(user, assistant, namespace).key]
-        results: list[BatchResult] = []
-        for key in targets:
-            claim = runtime.queue.claim_namespace(key)
-            if claim is None:
-                results.append(BatchResult(key, "nothing_new"))
-                continue
-            results.append(
-                runtime.pipeline.consolidate(claim, trigger="reconcile", dry_run=dry_run)
-            )
-        if as_json:
-            print_json([_result_json(r) for r in results])
-        else:
-            for result in results:
-                _print_result(result)
-        if any(r.outcome in ("failed", "dead", "stale") for r in results):
-            raise typer.Exit(EXIT_FAILURE)
+    app.command("diff")(diff)
+    app.command("rollback")(rollback)
 
 
 def show(
     user: UserOpt = None,
     assistant: AssistantOpt = None,
     namespace: NamespaceOpt = None,
+    org: OrgOpt = None,
     path: Annotated[str | None, typer.Option("--path", help="One memory file.")] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Print a namespace's current memory files."""
-    from worker.models import normalise_path
-
-    with cli_errors(), open_runtime() as runtime:
-        ns = namespace_from(user, assistant, namespace)
+    with operator_session() as runtime:
+        ns = namespace_from(user, assistant, namespace, org)
         files = runtime.store.current_files(ns.key)
+        if not files:
+            require_known(runtime, ns)
         if path is not None:
             wanted = normalise_path(path)
             if wanted not in files:
@@ -95,33 +75,132 @@ def show(
 
 
 def history(
-    path: Annotated[str, typer.Option("--path", help="The memory file.")],
+    path: PathOpt,
     user: UserOpt = None,
     assistant: AssistantOpt = None,
     namespace: NamespaceOpt = None,
+    org: OrgOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """List every version of one memory file (newest last)."""
-    from worker.models import normalise_path
-
-    with cli_errors(), open_runtime() as runtime:
-        ns = namespace_from(user, assistant, namespace)
-        versions = runtime.store.file_history(ns.key, normalise_path(path))
+    """List every version of one memory file (oldest first), with who wrote it."""
+    with operator_session() as runtime:
+        ns = namespace_from(user, assistant, namespace, org)
+        wanted = normalise_path(path)
+        versions = runtime.store.file_history(ns.key, wanted)
         if as_json:
             print_json([_version_json(v) for v in versions])
             return
-        table = Table(title=f"{ns.key} {normalise_path(path)}")
-        for column in ("version", "created", "author", "run", "lines"):
+        table = Table(title=f"{ns.key} {wanted}")
+        for column in ("version", "created", "author", "run", "change"):
             table.add_column(column)
         for v in versions:
             table.add_row(
                 str(v.version), v.created_at.isoformat(timespec="seconds"), v.author,
-                str(v.run_id or ""), str(v.content.count("\n")),
+                str(v.run_id or ""), _change(v.diff),
             )  # fmt: skip
         console.print(table)
 
 
-def _version_json(v: Any) -> dict[str, Any]:
+def diff(
+    version_a: Annotated[int, typer.Argument(metavar="V1", help="The older version.")],
+    version_b: Annotated[
+        int | None, typer.Argument(metavar="V2", help="The newer version (default: current).")
+    ] = None,
+    *,
+    path: PathOpt,
+    user: UserOpt = None,
+    assistant: AssistantOpt = None,
+    namespace: NamespaceOpt = None,
+    org: OrgOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """The unified diff of one memory file between two of its versions."""
+    with operator_session() as runtime:
+        ns = namespace_from(user, assistant, namespace, org)
+        wanted = normalise_path(path)
+        old = runtime.store.file_version(ns.key, wanted, version_a)
+        if version_b is None:
+            new = runtime.store.file_history(ns.key, wanted)[-1]
+        else:
+            new = runtime.store.file_version(ns.key, wanted, version_b)
+        text = unified_diff(wanted, old.content, new.content)
+        if as_json:
+            print_json(
+                {
+                    "namespace": ns.key,
+                    "path": wanted,
+                    "from": old.version,
+                    "to": new.version,
+                    "diff": text,
+                }
+            )
+            return
+        console.print(
+            f"{ns.key} {wanted}: version {old.version} ({old.author}) -> "
+            f"version {new.version} ({new.author})"
+        )
+        console.print(Syntax(text or "(no difference)", "diff", theme="ansi_dark"))
+
+
+def rollback(
+    path: PathOpt,
+    to: Annotated[int, typer.Option("--to", help="The version to bring back.")],
+    user: UserOpt = None,
+    assistant: AssistantOpt = None,
+    namespace: NamespaceOpt = None,
+    org: OrgOpt = None,
+    yes: YesOpt = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Add a new version equal to an old one (history is kept), then publish it."""
+    with operator_session() as runtime:
+        ns = namespace_from(user, assistant, namespace, org)
+        wanted = normalise_path(path)
+        target = runtime.store.file_version(ns.key, wanted, to)
+        current = runtime.store.file_history(ns.key, wanted)[-1]
+        change = unified_diff(wanted, current.content, target.content)
+        if not as_json:
+            console.print(Syntax(change or "(no difference)", "diff", theme="ansi_dark"))
+        confirm(
+            f"Add version {current.version + 1} of {ns.key} {wanted} equal to version {to}?", yes
+        )
+        result = runtime.store.rollback_file(
+            namespace=ns.key,
+            path=wanted,
+            to_version=to,
+            author=ROLLBACK_AUTHOR,
+            sinks=tuple(runtime.sinks),
+            now=now_utc(),
+        )
+        delivery = publish(runtime)
+        ((_, new_version),) = result.files
+        if as_json:
+            print_json(
+                {
+                    "namespace": ns.key,
+                    "path": wanted,
+                    "rolled_back_to": to,
+                    "version": new_version,
+                    "published": delivery.delivered,
+                }
+            )
+            return
+        console.print(
+            f"{ns.key} {wanted}: version {new_version} now equals version {to} "
+            f"(versions 1-{new_version - 1} are kept)"
+        )
+        console.print(describe_delivery(delivery, runtime))
+
+
+def _change(diff_text: str) -> str:
+    """``+2 -1``: lines added and removed by a version."""
+    lines = diff_text.splitlines()
+    added = sum(1 for line in lines if line.startswith("+") and not line.startswith("+++"))
+    removed = sum(1 for line in lines if line.startswith("-") and not line.startswith("---"))
+    return f"+{added} -{removed}"
+
+
+def _version_json(v: FileVersionInfo) -> dict[str, Any]:
     return {
         "version": v.version,
         "created_at": v.created_at.isoformat(),
@@ -130,29 +209,3 @@ def _version_json(v: Any) -> dict[str, Any]:
         "content": v.content,
         "diff": v.diff,
     }
-
-
-def _result_json(r: BatchResult) -> dict[str, Any]:
-    return {
-        "namespace": r.namespace,
-        "outcome": r.outcome,
-        "candidates": r.candidates,
-        "skipped": r.skipped,
-        "version": r.version,
-        "counts": r.counts,
-        "error": r.error,
-        "files": [{"path": f.path, "diff": f.diff, "content": f.content} for f in r.files],
-    }
-
-
-def _print_result(r: BatchResult) -> None:
-    style = {"committed": "green", "dry_run": "yellow", "nothing_new": "dim"}.get(r.outcome, "red")
-    summary = ", ".join(f"{k} {v}" for k, v in sorted(r.counts.items()) if v) or "no changes"
-    console.print(
-        f"[{style}]{r.namespace}: {r.outcome.replace('_', ' ')}[/{style}] "
-        f"({r.candidates} candidates; {summary})"
-    )
-    if r.error:
-        console.print(f"  [red]{r.error}[/red]", markup=True)
-    for change in r.files:
-        console.print(Syntax(change.diff or "(no textual change)", "diff", theme="ansi_dark"))

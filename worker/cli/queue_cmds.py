@@ -1,13 +1,16 @@
-"""``memworker enqueue`` and ``memworker status``: the queue from a terminal.
+"""``memworker enqueue`` and ``memworker status``: the queue (and its health) from a terminal.
 
-Settings come from the environment here, at the edge (``MEMWORKER_*``).
+``status`` shows the queue per scope, then from SQL the last tick of every schedule with its
+window and watermark, the sinks' delivery lag and the failed runs of the last day. Settings
+come from the environment here, at the edge (``MEMWORKER_*``).
 """
 
 from __future__ import annotations
 
 import json
 import uuid
-from typing import Annotated, Final
+from datetime import UTC, datetime, timedelta
+from typing import Annotated, Any, Final
 
 import redis
 import typer
@@ -20,11 +23,16 @@ from worker.hotpath.connection import connect, unavailable
 from worker.queue.redis_queue import RedisQueue
 from worker.queue.types import QueueStats, ScopeStats
 from worker.runtime.embedded_redis import resolve_redis_url
-from worker.settings import load_settings
+from worker.scheduling.schedules import bundled_schedules_dir, load_schedules
+from worker.settings import Settings, load_settings
+from worker.store.memory import MemoryStore
 
 #: ``status`` reads every shard and pages through pending namespaces: allow more than the hot
 #: path's sub-second timeout, but fail rather than hang when Redis is stuck.
 STATUS_TIMEOUT_SECONDS: Final = 5.0
+
+#: "Recent" failed runs, as ``status`` counts them.
+FAILED_RUNS_WINDOW: Final = timedelta(hours=24)
 
 stdout = Console(highlight=False)
 
@@ -72,9 +80,9 @@ def enqueue(
 
 def status(
     *,
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")] = False,
 ) -> None:
-    """Queue health per scope: pending candidates, waiting/due/leased/dead namespaces, lag."""
+    """Queue health per scope, plus schedules (last tick, window), sink lag and failed runs."""
     with cli_errors():
         settings = load_settings()
         url = resolve_redis_url(settings.redis_url, settings.data_dir)
@@ -85,10 +93,87 @@ def status(
             raise unavailable(url, exc, STATUS_TIMEOUT_SECONDS) from None
         finally:
             client.close()
+        health = _store_health(settings, datetime.now(UTC))
         if as_json:
-            typer.echo(json.dumps(stats.as_dict(), indent=2))
+            # Scope keys stay at the top level (as before); the SQL parts sit beside them.
+            typer.echo(json.dumps({**stats.as_dict(), **health}, indent=2, default=str))
         else:
             stdout.print(_table(stats))
+            _print_health(health)
+
+
+def _store_health(settings: Settings, now: datetime) -> dict[str, Any]:
+    """Schedules' last ticks and watermarks, sink lag and recent failed runs, from SQL."""
+    url = settings.effective_database_url
+    if settings.database_url is None:
+        settings.data_dir.mkdir(parents=True, exist_ok=True)
+    store = MemoryStore.from_url(url, create=url.startswith("sqlite"))
+    try:
+        schedules = []
+        for spec in load_schedules(settings.schedules_dir or bundled_schedules_dir()):
+            ticks = store.last_ticks(spec.name, limit=1)
+            last = ticks[0] if ticks else None
+            schedules.append(
+                {
+                    "name": spec.name,
+                    "cron": spec.cron,
+                    "action": spec.action,
+                    "enabled": spec.enabled,
+                    "watermark": _iso(store.watermark(spec.name)),
+                    "last_tick": None
+                    if last is None
+                    else {
+                        "tick": _iso(last.tick),
+                        "status": last.status,
+                        "window": [_iso(t) for t in last.window] if last.window else None,
+                        "error": last.error,
+                    },
+                }
+            )
+        sinks = {
+            name: {"pending": lag.pending, "oldest_age_seconds": lag.oldest_age_seconds}
+            for name, lag in sorted(store.outbox_lag(now=now).items())
+        }
+        failed = store.count_runs(outcome="failed", since=now - FAILED_RUNS_WINDOW)
+    finally:
+        store.dispose()
+    return {
+        "schedules": schedules,
+        "sinks": sinks,
+        "failed_runs_24h": failed,
+    }
+
+
+def _iso(value: datetime | None) -> str | None:
+    return value.isoformat(timespec="seconds") if value is not None else None
+
+
+def _print_health(health: dict[str, Any]) -> None:
+    table = Table(title="schedules")
+    for column in ("schedule", "cron", "action", "last tick", "status", "window", "watermark"):
+        table.add_column(column)
+    for s in health["schedules"]:
+        last = s["last_tick"] or {}
+        window = " .. ".join(last["window"]) if last.get("window") else "-"
+        status = last.get("status", "never ran")
+        if last.get("error"):
+            status = f"[red]{status}[/red]"
+        table.add_row(
+            s["name"], s["cron"], s["action"], last.get("tick") or "-", status, window,
+            s["watermark"] or "-",
+        )  # fmt: skip
+    stdout.print(table)
+    if health["sinks"]:
+        lag = ", ".join(
+            f"{name}: {v['pending']} undelivered (oldest {_age(v['oldest_age_seconds'])})"
+            for name, v in health["sinks"].items()
+        )
+    else:
+        lag = "every committed version is delivered"
+    stdout.print(f"sink delivery lag: {lag}")
+    failed = health["failed_runs_24h"]
+    style = "red" if failed else "green"
+    stdout.print(f"failed runs in the last 24 h: [{style}]{failed}[/{style}]")
 
 
 def _age(seconds: float | None) -> str:

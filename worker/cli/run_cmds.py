@@ -44,6 +44,7 @@ def run(
                 redis_note = f"embedded Redis on {url}"
             else:
                 redis_note = f"Redis at {_redact(settings.redis_url)}"
+            _prepare_store(settings)
             _print_banner(settings, redis_note)
             _start_worker(
                 settings,
@@ -58,16 +59,20 @@ def run(
 
 
 def worker(
-    concurrency: Annotated[int | None, typer.Option(help="Worker processes.")] = None,
+    concurrency: Annotated[int, typer.Option(help="Merges run at once in this worker.")] = 4,
+    pool: Annotated[str, typer.Option(help="Celery pool: threads, prefork or solo.")] = "threads",
     loglevel: Annotated[str, typer.Option(help="Celery log level.")] = "INFO",
 ) -> None:
-    """Run a consolidation worker (scale these out; they share Redis and the database)."""
+    """Run a consolidation worker (scale these out; they share Redis and the database).
+
+    Threads by default: merges wait on the database and the model, not the CPU, and one
+    process keeps the Prometheus metrics in one place.
+    """
     with cli_errors():
         settings = load_settings()
-        args = [f"--loglevel={loglevel}"]
-        if concurrency:
-            args.append(f"--concurrency={concurrency}")
-        _start_worker(settings, args)
+        _start_worker(
+            settings, [f"--loglevel={loglevel}", f"--pool={pool}", f"--concurrency={concurrency}"]
+        )
 
 
 def beat(
@@ -87,6 +92,14 @@ def beat(
                 f"--schedule={settings.data_dir / 'celerybeat-schedule'}",
             ]
         )
+
+
+def _prepare_store(settings: Settings) -> None:
+    """Migrate the embedded SQLite store now, so every command can read it from the start."""
+    from worker.store.memory import MemoryStore
+
+    if settings.database_url is None:
+        MemoryStore.from_url(settings.effective_database_url, create=True).dispose()
 
 
 def _start_worker(settings: Settings, extra: list[str]) -> None:

@@ -46,7 +46,7 @@ from worker.queue.encoding import EnqueueEncoder, decode_candidate, seconds_to_m
 from worker.queue.keys import QueueLayout
 from worker.queue.scripts import SCRIPTS, Args, Call, run_pipeline
 from worker.queue.stats import collect_stats
-from worker.queue.types import Claim, DeadLetter, QueueStats
+from worker.queue.types import Claim, DeadLetter, NamespaceQueueState, QueueStats
 from worker.settings import Settings
 
 #: Longest delay between retries of a failing batch, whatever the attempt count: an hour keeps
@@ -225,6 +225,27 @@ class RedisQueue:
     def pending(self, namespace: str, limit: int = 1000) -> list[tuple[str, Candidate]]:
         """Up to ``limit`` queued candidates of ``namespace``, oldest first (leased ones too)."""
         return _entries(self.redis.xrange(self.layout.log(namespace), "-", "+", count=limit))
+
+    def namespace_state(self, namespace: str, *, now: float | None = None) -> NamespaceQueueState:
+        """Pending count, lease and dead-letter state of ``namespace``, in one round trip.
+
+        A snapshot for operators: a worker may claim or ack the namespace right after.
+        """
+        pipe = self.redis.pipeline(transaction=False)
+        pipe.hmget(self.layout.meta(namespace), "token", "lease_until", "dead", "attempts")
+        pipe.hget(self.layout.meta(namespace), "last_error")
+        pipe.xlen(self.layout.log(namespace))
+        pipe.exists(self.layout.meta(namespace), self.layout.log(namespace))
+        (token, lease_until, dead, attempts), last_error, pending, exists = pipe.execute()
+        return NamespaceQueueState(
+            namespace=namespace,
+            known=bool(exists),
+            pending=int(pending),
+            leased=token is not None and int(lease_until or 0) > to_ms(now),
+            dead=dead is not None,
+            attempts=int(attempts or 0),
+            last_error=_s(last_error) if last_error is not None else None,
+        )
 
     def dead_letters(self) -> list[DeadLetter]:
         """Every dead-lettered namespace, longest dead first."""

@@ -40,6 +40,19 @@ class DeadLetter:
 
 
 @dataclass(frozen=True)
+class NamespaceQueueState:
+    """What the queue holds for one namespace right now (for operators, not for decisions)."""
+
+    namespace: str
+    known: bool  #: the queue has (or had, and still tracks) this namespace
+    pending: int  #: candidates in its log, a leased batch included
+    leased: bool  #: a worker holds an unexpired lease on it
+    dead: bool  #: dead-lettered: waits for `memworker dlq retry`
+    attempts: int
+    last_error: str | None
+
+
+@dataclass(frozen=True)
 class ScopeStats:
     """Queue health of one scope (``user``, ``agent``, ``org``).
 

@@ -30,7 +30,12 @@ class Runtime:
     """The dependencies every task needs, built from one :class:`Settings`."""
 
     settings: Settings
-    redis_url: str
+
+    @functools.cached_property
+    def redis_url(self) -> str:
+        """The configured Redis, or the running embedded server (resolved on first use, so
+        commands that only read SQL work without Redis)."""
+        return resolve_redis_url(self.settings.redis_url, self.settings.data_dir)
 
     @functools.cached_property
     def redis(self) -> redis.Redis:
@@ -79,9 +84,7 @@ class Runtime:
 
 
 def build_runtime(settings: Settings) -> Runtime:
-    """Resolve where Redis is (configured, or the embedded server) and wire the parts."""
+    """Wire the parts; each connects on first use."""
     if settings.database_url is None:
         settings.data_dir.mkdir(parents=True, exist_ok=True)
-    return Runtime(
-        settings=settings, redis_url=resolve_redis_url(settings.redis_url, settings.data_dir)
-    )
+    return Runtime(settings=settings)

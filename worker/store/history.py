@@ -32,7 +32,7 @@ def _file_row(conn: Connection, namespace: str, path: str) -> Any:
     ).first()
     if row is None:
         raise NotFound(
-            f"{namespace} has no file {path}; `memworker files --user …` lists the files it has"
+            f"{namespace} has no file {path}; `memworker show` lists the files it has"
         )
     return row
 

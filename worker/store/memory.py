@@ -179,6 +179,12 @@ class MemoryStore:
             "listing runs", lambda c: _runs.list_runs(c, namespace=namespace, limit=limit)
         )
 
+    def count_runs(self, *, outcome: str, since: datetime) -> int:
+        """How many runs with ``outcome`` started at or after ``since`` (e.g. recent failures)."""
+        return self._read(
+            "counting runs", lambda c: _runs.count_runs(c, outcome=outcome, since=since)
+        )
+
     # --- files and history -----------------------------------------------------------------
     def list_files(self, namespace: str) -> list[FileInfo]:
         return self._read("listing files", lambda c: _history.list_files(c, namespace))
@@ -331,6 +337,33 @@ class MemoryStore:
         return self._write(
             "deciding an approval",
             lambda c: _approvals.decide(c, approval_id, approve=approve, by=by, now=now),
+        )
+
+    def apply_approval(
+        self,
+        approval_id: int,
+        *,
+        by: str,
+        build: _approvals.ApprovalBuilder,
+        sinks: Sequence[str] = (),
+        now: datetime,
+    ) -> tuple[ApprovalInfo, CommitResult]:
+        """Approve and commit a waiting operation in one transaction, fenced like a merge.
+
+        ``build`` turns the approval into the applied change; if it raises (e.g. the operation
+        no longer validates), nothing is written and the approval stays pending.
+        """
+        return self._write(
+            "applying an approval",
+            lambda c: _approvals.apply_approved(
+                c, approval_id, by=by, build=build, sinks=sinks, now=now
+            ),
+        )
+
+    def reject_approval(self, approval_id: int, *, by: str, now: datetime) -> ApprovalInfo:
+        """Reject a waiting operation; its candidates' ledger rows record the rejection."""
+        return self._write(
+            "rejecting an approval", lambda c: _approvals.reject(c, approval_id, by=by, now=now)
         )
 
     # --- erase, export, import -------------------------------------------------------------

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
@@ -69,3 +70,10 @@ def list_runs(conn: Connection, *, namespace: str | None, limit: int) -> list[Ru
         )
         for r in conn.execute(stmt)
     ]
+
+
+def count_runs(conn: Connection, *, outcome: str, since: datetime) -> int:
+    """How many runs with ``outcome`` started at or after ``since``."""
+    since = require_utc(since, "since")
+    stmt = sa.select(sa.func.count()).where(runs.c.outcome == outcome, runs.c.started_at >= since)
+    return int(conn.execute(stmt).scalar_one())

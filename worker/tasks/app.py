@@ -32,6 +32,9 @@ from worker.tasks.names import (
 #: right away; this catches retries after a sink outage).
 OUTBOX_INTERVAL_SECONDS = 10.0
 
+#: Long enough for a typical merge to finish and commit, short enough that Ctrl-C feels prompt.
+SOFT_SHUTDOWN_SECONDS = 10.0
+
 #: Broker visibility timeout. Only matters for messages a dead worker had reserved; recovery of
 #: the batch itself is the Redis lease expiring, so this need not cover a long merge.
 VISIBILITY_TIMEOUT_SECONDS = 3600
@@ -59,8 +62,9 @@ def create_app(settings: Settings, *, runtime: Runtime | None = None) -> Celery:
         # worker's long merge in a prefetch buffer.
         worker_prefetch_multiplier=1,
         task_acks_late=False,
-        worker_soft_shutdown_timeout=settings.lease_seconds / 2,
-        worker_enable_soft_shutdown_on_idle=True,
+        # On shutdown, merges in flight get this long to commit; past it they are cut off and
+        # their leases expire (the batch is retried), so correctness never depends on it.
+        worker_soft_shutdown_timeout=SOFT_SHUTDOWN_SECONDS,
         task_default_queue=CONSOLIDATE_QUEUE,
         task_routes={
             SWEEP_TASK: {"queue": SWEEP_QUEUE},

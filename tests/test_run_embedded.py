@@ -1,0 +1,141 @@
+"""`memworker run`, the zero-setup mode, as a newcomer uses it: a real subprocess."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import TypeVar
+
+import pytest
+import redis
+
+from worker.errors import StoreError
+from worker.hotpath.client import MemoryClient
+from worker.settings import Settings
+from worker.store.memory import MemoryStore
+
+#: Bounds every wait on the subprocess; polling ends as soon as the state is reached.
+DEADLINE_SECONDS = 60.0
+
+T = TypeVar("T")
+
+
+def wait_for(predicate: Callable[[], T], what: str) -> T:
+    deadline = time.monotonic() + DEADLINE_SECONDS
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # A zombie has exited; only its parent's wait is missing.
+    stat = Path(f"/proc/{pid}/stat")
+    return stat.exists() and stat.read_text().split()[2] != "Z"
+
+
+@pytest.fixture
+def data_dir(tmp_path: Path) -> Path:
+    return tmp_path / "memworker"
+
+
+@pytest.fixture
+def run_process(data_dir: Path) -> Iterator[subprocess.Popen[bytes]]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMWORKER_")}
+    env |= {
+        "MEMWORKER_DATA_DIR": str(data_dir),
+        "MEMWORKER_DEBOUNCE_SECONDS": "0.2",
+        "MEMWORKER_MAX_WAIT_SECONDS": "1",
+        "MEMWORKER_SWEEP_INTERVAL_SECONDS": "0.2",
+    }
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "worker", "run", "--loglevel", "WARNING"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
+    yield proc
+    if proc.poll() is None:
+        proc.kill()
+        proc.wait()
+
+
+def open_store(settings: Settings) -> MemoryStore | None:
+    try:
+        return MemoryStore.from_url(settings.effective_database_url)
+    except StoreError:
+        return None  # `memworker run` has not created it yet
+
+
+def embedded_redis_pid(data_dir: Path) -> int:
+    sock = data_dir / "redis.sock"
+    wait_for(sock.exists, "the embedded Redis socket")
+    client = redis.Redis(unix_socket_path=str(sock))
+    try:
+        return int(wait_for(lambda: client.info("server")["process_id"], "redis to answer"))
+    finally:
+        client.close()
+
+
+def test_run_consolidates_an_enqueued_memory_with_no_services_configured(
+    run_process: subprocess.Popen[bytes], data_dir: Path
+) -> None:
+    embedded_redis_pid(data_dir)
+    settings = Settings(data_dir=data_dir, debounce_seconds=0.2, max_wait_seconds=1)
+    with MemoryClient(settings) as client:
+        client.enqueue(user_id="u1", trace_id="t1", text="I prefer short answers")
+    store = wait_for(lambda: open_store(settings), "the embedded store to be migrated")
+    try:
+        files = wait_for(lambda: store.current_files("user:u1"), "the consolidated memory file")
+    finally:
+        store.dispose()
+    assert "I prefer short answers" in files["/memories/preferences.md"]
+    sink_file = data_dir / "files" / "user" / "u1" / "_default" / "memories" / "preferences.md"
+    wait_for(sink_file.exists, "the files sink to publish the memory")
+
+
+def test_ctrl_c_stops_run_and_its_embedded_redis(
+    run_process: subprocess.Popen[bytes], data_dir: Path
+) -> None:
+    redis_pid = embedded_redis_pid(data_dir)
+    run_process.send_signal(signal.SIGINT)
+    assert run_process.wait(timeout=DEADLINE_SECONDS) == 130  # the shell's "interrupted"
+    wait_for(lambda: not pid_alive(redis_pid), "the embedded redis-server to stop")
+    assert not (data_dir / "redis.sock").exists()
+
+
+def test_a_killed_run_leaves_no_redis_server_behind(
+    run_process: subprocess.Popen[bytes], data_dir: Path
+) -> None:
+    redis_pid = embedded_redis_pid(data_dir)
+    run_process.kill()
+    run_process.wait()
+    wait_for(lambda: not pid_alive(redis_pid), "the orphaned redis-server to die")
+
+
+def test_a_second_run_on_the_same_data_dir_is_refused(
+    run_process: subprocess.Popen[bytes], data_dir: Path
+) -> None:
+    embedded_redis_pid(data_dir)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMWORKER_")}
+    second = subprocess.run(
+        [sys.executable, "-m", "worker", "run"],
+        env=env | {"MEMWORKER_DATA_DIR": str(data_dir)},
+        capture_output=True,
+        text=True,
+        timeout=DEADLINE_SECONDS,
+        check=False,
+    )
+    assert second.returncode == 2
+    assert "already running" in second.stderr

@@ -1,0 +1,5 @@
+"""``python -m worker`` is the ``memworker`` command."""
+
+from worker.cli.app import main
+
+main()

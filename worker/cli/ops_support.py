@@ -1,0 +1,141 @@
+"""What the operator commands share: a guarded runtime, publishing, confirmations, durations.
+
+Not a command module (it registers nothing): the ``ops_*`` command modules import from here.
+
+>>> parse_duration("6h")
+datetime.timedelta(seconds=21600)
+>>> parse_duration("1d12h")
+datetime.timedelta(days=1, seconds=43200)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import getpass
+import re
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from typing import Annotated, Final
+
+import redis
+import typer
+from rich.console import Console
+
+from worker.cli.common import open_runtime
+from worker.cli.errors import EXIT_FAILURE, cli_errors, stderr
+from worker.errors import InvalidCandidate, NotFound, QueueUnavailable
+from worker.hotpath.connection import redacted
+from worker.models import Namespace
+from worker.runtime.container import Runtime
+from worker.sinks.delivery import DeliveryReport, deliver_due
+
+console = Console(highlight=False)
+
+UserOpt = Annotated[str | None, typer.Option("--user", help="User id.")]
+AssistantOpt = Annotated[str | None, typer.Option("--assistant", help="Assistant id.")]
+OrgOpt = Annotated[str | None, typer.Option("--org", help="Organisation id (org scope).")]
+NamespaceOpt = Annotated[
+    str | None,
+    typer.Option("--namespace", help="A namespace key, e.g. user:u1, user:u1:bot, agent:bot."),
+]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON.")]
+YesOpt = Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")]
+
+#: ``30m``, ``6h``, ``2d``, ``1w``, or several such parts (``1d12h``), each unit at most once.
+_DURATION: Final = re.compile(r"(?:(\d+)w)?(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?")
+_UNITS: Final = ("weeks", "days", "hours", "minutes", "seconds")
+
+#: Most delivery passes after one command; each pass delivers up to a batch per sink.
+MAX_DELIVERY_PASSES: Final = 50
+
+
+def parse_duration(text: str) -> timedelta:
+    """A positive duration such as ``6h``, ``2d`` or ``1d12h``; anything else is refused."""
+    match = _DURATION.fullmatch(text.strip()) if text.strip() else None
+    if match is None or not any(match.groups()):
+        raise InvalidCandidate(
+            f"--since {text!r} is not a duration; use a number and a unit, e.g. 30m, 6h, 2d, 1w"
+        )
+    parts = {unit: int(value) for unit, value in zip(_UNITS, match.groups(), strict=True) if value}
+    duration = timedelta(**parts)
+    if duration <= timedelta(0):
+        raise InvalidCandidate(f"--since {text!r} is zero; give a positive duration, e.g. 6h")
+    return duration
+
+
+def now_utc() -> datetime:
+    """The CLI is the edge: the one place operator commands read the clock."""
+    return datetime.now(UTC)
+
+
+def operator_name() -> str:
+    """``operator:<login>``, the author recorded for operator-written versions."""
+    try:
+        login = getpass.getuser()
+    except (KeyError, OSError):  # no login name in some containers
+        login = "unknown"
+    return f"operator:{login}"
+
+
+@contextlib.contextmanager
+def operator_session() -> Iterator[Runtime]:
+    """A runtime whose Redis trouble becomes one clear line and exit code 4, like the store's."""
+    with cli_errors(), open_runtime() as runtime:
+        try:
+            yield runtime
+        except (redis.ConnectionError, redis.TimeoutError) as exc:
+            raise QueueUnavailable(
+                f"Redis at {redacted(runtime.redis_url)} is unreachable ({exc}); nothing was "
+                "changed in the queue. Start Redis or fix MEMWORKER_REDIS_URL"
+            ) from None
+
+
+def publish(runtime: Runtime) -> DeliveryReport:
+    """Deliver what the outbox holds now, so committed files appear in the sinks right away.
+
+    Workers deliver too; delivery is idempotent per item, so doing it here is harmless.
+    """
+    delivered = failed = 0
+    for _ in range(MAX_DELIVERY_PASSES):
+        report = deliver_due(runtime.store, runtime.sinks, now=now_utc())
+        delivered += report.delivered
+        failed += report.failed
+        if report.delivered == 0:
+            break
+    return DeliveryReport(delivered=delivered, failed=failed)
+
+
+def describe_delivery(report: DeliveryReport, runtime: Runtime) -> str:
+    sinks = ", ".join(runtime.sinks) or "no sink"
+    line = f"published {report.delivered} item(s) to {sinks}"
+    if report.failed:
+        line += (
+            f"; {report.failed} delivery(ies) failed and will be retried by the workers "
+            "(`memworker status` shows sink lag)"
+        )
+    return line
+
+
+def confirm(question: str, yes: bool) -> None:
+    """Ask unless ``--yes``; a "no" (or no terminal to ask on) stops with nothing changed."""
+    if yes:
+        return
+    try:
+        agreed = typer.confirm(question, default=False, err=True)
+    except typer.Abort:
+        agreed = False
+    if not agreed:
+        stderr.print("nothing was changed (pass --yes to skip this question)")
+        raise typer.Exit(EXIT_FAILURE)
+
+
+def require_known(runtime: Runtime, ns: Namespace) -> None:
+    """:class:`NotFound` unless the store has memory for ``ns`` or the queue knows it."""
+    if ns.key in runtime.store.namespaces(scope=ns.scope.value, user_id=ns.user_id):
+        return
+    if runtime.queue.namespace_state(ns.key).known:
+        return
+    raise NotFound(
+        f"{ns.key} is unknown: it has no memory and nothing queued; check the id "
+        "(`memworker status` shows the queue)"
+    )
