@@ -1,0 +1,67 @@
+"""Sweep: every due namespace is claimed once and becomes exactly one dispatched task."""
+
+from __future__ import annotations
+
+import time
+
+import redis
+
+from worker.models import make_candidate
+from worker.queue.redis_queue import Claim, RedisQueue
+from worker.queue.sweep import consolidation_task_id, sweep_due
+from worker.settings import Settings
+
+
+def enqueue_for(queue: RedisQueue, users: list[str], now: float) -> None:
+    for user in users:
+        queue.enqueue(make_candidate(user_id=user, trace_id="t", text=f"{user} likes tea"), now=now)
+
+
+def test_sweep_dispatches_exactly_one_task_per_claimed_namespace(
+    redis_client: redis.Redis, settings: Settings
+) -> None:
+    queue = RedisQueue(redis_client, settings)
+    now = time.time()
+    enqueue_for(queue, ["a", "b", "c"], now)
+    dispatched: list[Claim] = []
+    due = now + settings.debounce_seconds + 1
+    sweep_due(queue, dispatched.append, now=due)
+    sweep_due(queue, dispatched.append, now=due)  # a second beat while they are leased
+    assert sorted(c.namespace for c in dispatched) == ["user:a", "user:b", "user:c"]
+    assert len({consolidation_task_id(c) for c in dispatched}) == 3
+
+
+def test_a_sweep_before_the_quiet_period_dispatches_nothing(
+    redis_client: redis.Redis, settings: Settings
+) -> None:
+    queue = RedisQueue(redis_client, settings)
+    now = time.time()
+    enqueue_for(queue, ["a"], now)
+    dispatched: list[Claim] = []
+    sweep_due(queue, dispatched.append, now=now + settings.debounce_seconds / 2)
+    assert dispatched == []
+
+
+def test_a_claim_that_cannot_be_dispatched_is_released_for_the_next_sweep(
+    redis_client: redis.Redis, settings: Settings
+) -> None:
+    queue = RedisQueue(redis_client, settings)
+    now = time.time()
+    enqueue_for(queue, ["a"], now)
+    due = now + settings.debounce_seconds + 1
+
+    def broker_down(claim: Claim) -> None:
+        raise ConnectionError("broker unreachable")
+
+    assert sweep_due(queue, broker_down, now=due) == []
+    retried: list[Claim] = []
+    sweep_due(queue, retried.append, now=due + 1)
+    assert [c.namespace for c in retried] == ["user:a"]
+
+
+def test_the_task_id_of_a_claim_is_deterministic() -> None:
+    claim = Claim(namespace="user:a", token=7, covered="1-0", count=1, attempts=0)
+    assert consolidation_task_id(claim) == consolidation_task_id(claim)
+    assert consolidation_task_id(claim) != consolidation_task_id(
+        Claim(namespace="user:a", token=8, covered="1-0", count=1, attempts=0)
+    )
