@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import functools
 import uuid
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -337,11 +338,23 @@ def make_candidate(
     )
 
 
+#: Namespaces seen recently, so the hot path builds each one once. Namespaces are frozen and
+#: their ids validated before the lookup; 4096 covers the active users of a busy process.
+NAMESPACE_CACHE_SIZE = 4096
+
+
 def _namespace(scope: Scope, **ids: str | None) -> Namespace:
     for name, value in ids.items():
         if value is not None:
             validate_id(value, name)
+    return _build_namespace(scope, ids.get("user_id"), ids.get("assistant_id"), ids.get("org_id"))
+
+
+@functools.lru_cache(maxsize=NAMESPACE_CACHE_SIZE)
+def _build_namespace(
+    scope: Scope, user_id: str | None, assistant_id: str | None, org_id: str | None
+) -> Namespace:
     try:
-        return Namespace(scope=scope, **ids)
+        return Namespace(scope=scope, user_id=user_id, assistant_id=assistant_id, org_id=org_id)
     except ValidationError as exc:
         raise InvalidCandidate(_first_error(exc)) from None

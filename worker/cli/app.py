@@ -26,6 +26,12 @@ COMMAND_MODULES: tuple[str, ...] = (
     "worker.cli.memory_cmds",
     "worker.cli.run_cmds",
     "worker.cli.schedule_cmds",
+    "worker.cli.ops_reconcile",
+    "worker.cli.ops_dlq",
+    "worker.cli.ops_approvals",
+    "worker.cli.ops_put",
+    "worker.cli.ops_forget",
+    "worker.cli.ops_transfer",
 )
 
 for _module in COMMAND_MODULES:

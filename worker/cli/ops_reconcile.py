@@ -239,9 +239,7 @@ def _preview(runtime: Runtime, key: str, extra: Sequence[Candidate]) -> Reconcil
     return Reconciled(key, "dry_run", result)
 
 
-def _rescan(
-    runtime: Runtime, target: Namespace | None, lookback: timedelta, dry_run: bool
-) -> Scan:
+def _rescan(runtime: Runtime, target: Namespace | None, lookback: timedelta, dry_run: bool) -> Scan:
     """Pull conversations updated in ``(now - lookback, now]`` from the sources as candidates.
 
     A dry run only collects them (nothing is enqueued, no cursor moves); otherwise they are

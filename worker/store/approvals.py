@@ -64,7 +64,9 @@ def decide(
     ).first()
     row = conn.execute(_select().where(approvals.c.id == approval_id)).first()
     if row is None:
-        raise NotFound(f"approval {approval_id} does not exist; `memworker approvals list` lists them")
+        raise NotFound(
+            f"approval {approval_id} does not exist; `memworker approvals list` lists them"
+        )
     if changed is None:
         raise NotFound(
             f"approval {approval_id} is not pending: it was {row.status} by {row.decided_by} "
