@@ -148,19 +148,24 @@ def _iso(value: datetime | None) -> str | None:
     return value.isoformat(timespec="seconds") if value is not None else None
 
 
+def _short(iso: str | None) -> str:
+    """``2026-01-05T03:00:00+00:00`` as ``2026-01-05 03:00`` (UTC) for the table."""
+    return iso[:16].replace("T", " ") if iso else "-"
+
+
 def _print_health(health: dict[str, Any]) -> None:
     table = Table(title="schedules")
-    for column in ("schedule", "cron", "action", "last tick", "status", "window", "watermark"):
-        table.add_column(column)
+    for column in ("schedule", "cron", "last tick", "status", "window", "watermark"):
+        table.add_column(column, no_wrap=column in ("schedule", "cron"))
     for s in health["schedules"]:
         last = s["last_tick"] or {}
-        window = " .. ".join(last["window"]) if last.get("window") else "-"
+        window = " .. ".join(_short(t) for t in last["window"]) if last.get("window") else "-"
         status = last.get("status", "never ran")
         if last.get("error"):
             status = f"[red]{status}[/red]"
         table.add_row(
-            s["name"], s["cron"], s["action"], last.get("tick") or "-", status, window,
-            s["watermark"] or "-",
+            s["name"], s["cron"], _short(last.get("tick")), status, window,
+            _short(s["watermark"]),
         )  # fmt: skip
     stdout.print(table)
     if health["sinks"]:

@@ -31,9 +31,7 @@ def _file_row(conn: Connection, namespace: str, path: str) -> Any:
         .where(namespaces.c.key == namespace, memory_files.c.path == path)
     ).first()
     if row is None:
-        raise NotFound(
-            f"{namespace} has no file {path}; `memworker show` lists the files it has"
-        )
+        raise NotFound(f"{namespace} has no file {path}; `memworker show` lists the files it has")
     return row
 
 

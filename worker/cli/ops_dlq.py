@@ -1,0 +1,92 @@
+"""``memworker dlq``: batches that failed ``max_attempts`` times, kept until an operator acts.
+
+``list`` shows each dead-lettered namespace with its last error; ``retry`` brings one back with
+a fresh attempt count (due now, so the next sweep merges it); ``drop`` deletes its pending
+candidates for good, after confirmation.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from worker.cli.common import print_json
+from worker.cli.ops_support import JsonOpt, YesOpt, confirm, console, operator_session
+from worker.errors import NotFound
+from worker.models import Namespace
+
+NamespaceArg = Annotated[str, typer.Argument(metavar="NS", help="A namespace, e.g. user:u1.")]
+
+
+def register(app: typer.Typer) -> None:
+    dlq = typer.Typer(help="Dead-lettered batches: list, retry, drop.", no_args_is_help=True)
+    dlq.command("list")(list_dead)
+    dlq.command("retry")(retry)
+    dlq.command("drop")(drop)
+    app.add_typer(dlq, name="dlq")
+
+
+def list_dead(as_json: JsonOpt = False) -> None:
+    """Every dead-lettered namespace, longest dead first, with its last error."""
+    with operator_session() as runtime:
+        letters = runtime.queue.dead_letters()
+        if as_json:
+            print_json(
+                [
+                    {
+                        "namespace": d.namespace,
+                        "attempts": d.attempts,
+                        "pending": d.pending,
+                        "dead_since": d.dead_since.isoformat(timespec="seconds"),
+                        "last_error": d.last_error,
+                    }
+                    for d in letters
+                ]
+            )
+            return
+        if not letters:
+            console.print("no dead letters")
+            return
+        table = Table(title="dead letters")
+        for column in ("namespace", "attempts", "pending", "dead since", "last error"):
+            table.add_column(column, overflow="fold")
+        for d in letters:
+            table.add_row(
+                d.namespace, str(d.attempts), str(d.pending),
+                d.dead_since.isoformat(timespec="seconds"), d.last_error or "-",
+            )  # fmt: skip
+        console.print(table)
+        console.print("retry one with `memworker dlq retry NS` once its cause is fixed")
+
+
+def retry(namespace: NamespaceArg) -> None:
+    """Bring a dead-lettered namespace back with a fresh attempt count; it is due now."""
+    with operator_session() as runtime:
+        key = Namespace.parse(namespace).key
+        if not runtime.queue.retry_dead(key):
+            raise NotFound(
+                f"{key} is not dead-lettered, so there is nothing to retry; "
+                "`memworker dlq list` shows the dead letters"
+            )
+        pending = runtime.queue.namespace_state(key).pending
+        console.print(
+            f"{key}: back in the queue with {pending} pending candidate(s), due now "
+            f"(or merge it at once: `memworker reconcile --namespace {key}`)"
+        )
+
+
+def drop(namespace: NamespaceArg, yes: YesOpt = False) -> None:
+    """Delete a dead-lettered namespace's pending candidates for good."""
+    with operator_session() as runtime:
+        key = Namespace.parse(namespace).key
+        state = runtime.queue.namespace_state(key)
+        if not state.dead:
+            raise NotFound(
+                f"{key} is not dead-lettered, so nothing was dropped; only dead letters can be "
+                "dropped (`memworker dlq list` shows them)"
+            )
+        confirm(f"Delete the {state.pending} pending candidate(s) of {key} for good?", yes)
+        dropped = runtime.queue.drop_dead(key)
+        console.print(f"{key}: dropped {dropped} candidate(s)")

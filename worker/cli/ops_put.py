@@ -1,0 +1,96 @@
+"""``memworker put``: operators write shared, read-only memory (org policies, agent notes).
+
+The file becomes operator-owned: the consolidator never edits it (changes it proposes wait in
+``memworker approvals``), and the hot path cannot write org scope at all. It is versioned and
+published like any other file.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from worker.cli.common import print_json
+from worker.cli.ops_support import (
+    JsonOpt,
+    console,
+    describe_delivery,
+    now_utc,
+    operator_name,
+    operator_session,
+    publish,
+)
+from worker.errors import InvalidCandidate
+from worker.models import Namespace, normalise_path
+
+
+def register(app: typer.Typer) -> None:
+    app.command("put")(put)
+
+
+def put(
+    file: Annotated[
+        str, typer.Argument(metavar="FILE", help="Markdown file to store ('-' reads stdin).")
+    ],
+    path: Annotated[str, typer.Option("--path", help="Memory path, e.g. policies/compliance.md.")],
+    org: Annotated[str | None, typer.Option("--org", help="Organisation id.")] = None,
+    assistant: Annotated[
+        str | None, typer.Option("--assistant", help="Assistant id (agent scope).")
+    ] = None,
+    author: Annotated[
+        str | None, typer.Option("--author", help="Recorded author (default: your login).")
+    ] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Write an operator-owned memory file for an org or an assistant, then publish it."""
+    with operator_session() as runtime:
+        if (org is None) == (assistant is None):
+            raise InvalidCandidate("name exactly one owner: --org ID or --assistant A")
+        ns = Namespace.for_org(org) if org is not None else Namespace.for_agent(str(assistant))
+        wanted = normalise_path(path)
+        content = _read(file)
+        size = len(content.encode("utf-8"))
+        if size > runtime.settings.file_budget_bytes:
+            raise InvalidCandidate(
+                f"{file} is {size} bytes; memory files are at most "
+                f"{runtime.settings.file_budget_bytes} (MEMWORKER_FILE_BUDGET_BYTES)"
+            )
+        who = f"operator:{author}" if author and not author.startswith("operator:") else author
+        result = runtime.store.put_file(
+            namespace=ns.key,
+            path=wanted,
+            content=content,
+            author=who or operator_name(),
+            sinks=tuple(runtime.sinks),
+            now=now_utc(),
+        )
+        delivery = publish(runtime)
+        ((_, version),) = result.files
+        if as_json:
+            print_json(
+                {
+                    "namespace": ns.key,
+                    "path": wanted,
+                    "version": version,
+                    "published": delivery.delivered,
+                }
+            )
+            return
+        console.print(f"{ns.key} {wanted}: version {version} written (read-only for the workers)")
+        console.print(describe_delivery(delivery, runtime))
+
+
+def _read(file: str) -> str:
+    if file == "-":
+        return sys.stdin.read()
+    try:
+        return Path(file).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InvalidCandidate(f"{file} does not exist; give the Markdown file to store") from None
+    except UnicodeDecodeError:
+        raise InvalidCandidate(f"{file} is not UTF-8 text; memory files are Markdown") from None
+    except OSError as exc:
+        raise InvalidCandidate(f"cannot read {file}: {exc.strerror}") from None

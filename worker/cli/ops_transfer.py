@@ -1,0 +1,123 @@
+"""``memworker export`` / ``memworker import``: one namespace's files and history as JSON.
+
+The document carries every version of every file, the entries, the candidate ledger and pending
+approvals (format ``memworker.namespace.v1``). Import validates the whole document before
+writing anything, then writes it in one transaction into a namespace that has no memory yet,
+and publishes the files. Exporting the imported namespace gives the same bytes.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from worker.cli.common import namespace_from, print_json
+from worker.cli.errors import stderr
+from worker.cli.ops_support import (
+    AssistantOpt,
+    JsonOpt,
+    NamespaceOpt,
+    OrgOpt,
+    UserOpt,
+    console,
+    describe_delivery,
+    now_utc,
+    operator_session,
+    publish,
+)
+from worker.errors import InvalidCandidate, StoreError
+from worker.models import Namespace
+from worker.store.transfer import parse_document
+
+
+def register(app: typer.Typer) -> None:
+    app.command("export")(export)
+    app.command("import")(import_)
+
+
+def render(document: dict[str, Any]) -> str:
+    """The document as stable JSON text (same document, same bytes)."""
+    return json.dumps(document, indent=2, ensure_ascii=False, sort_keys=True) + "\n"
+
+
+def export(
+    user: UserOpt = None,
+    assistant: AssistantOpt = None,
+    namespace: NamespaceOpt = None,
+    org: OrgOpt = None,
+    out: Annotated[
+        Path | None, typer.Option("--out", help="Write to this file instead of stdout.")
+    ] = None,
+) -> None:
+    """Print (or write) a namespace's files, history, entries and ledger as JSON."""
+    with operator_session() as runtime:
+        ns = namespace_from(user, assistant, namespace, org)
+        text = render(runtime.store.export_namespace(ns.key))
+        if out is None:
+            sys.stdout.write(text)
+            return
+        try:
+            out.write_text(text, encoding="utf-8")
+        except OSError as exc:
+            raise InvalidCandidate(f"cannot write {out}: {exc.strerror}") from None
+        stderr.print(f"exported {ns.key} to {out}")
+
+
+def import_(
+    file: Annotated[Path, typer.Argument(metavar="FILE", help="A `memworker export` document.")],
+    namespace: Annotated[
+        str | None,
+        typer.Option("--namespace", help="Import under this namespace instead of the file's."),
+    ] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Validate an export document, then write it in one transaction and publish its files."""
+    with operator_session() as runtime:
+        data = _load(file)
+        try:
+            doc = parse_document(data)
+        except StoreError as exc:  # a bad document is the caller's mistake, not an outage
+            raise InvalidCandidate(f"{file}: {exc}") from None
+        key = Namespace.parse(namespace).key if namespace is not None else doc.namespace
+        ns = Namespace.parse(key)
+        if key in runtime.store.namespaces(scope=ns.scope.value, user_id=ns.user_id):
+            raise InvalidCandidate(
+                f"{key} already has memory; nothing was imported. Erase it first "
+                "(`memworker forget`) or import under another --namespace"
+            )
+        result = runtime.store.import_namespace(
+            data, namespace=key, sinks=tuple(runtime.sinks), now=now_utc()
+        )
+        delivery = publish(runtime)
+        if as_json:
+            print_json(
+                {
+                    "namespace": key,
+                    "version": result.version,
+                    "files": [{"path": p, "versions": n} for p, n in result.files],
+                    "published": delivery.delivered,
+                }
+            )
+            return
+        versions = sum(n for _, n in result.files)
+        console.print(
+            f"imported {key}: {len(result.files)} file(s), {versions} version(s), "
+            f"{len(doc.entries)} entries, {len(doc.ledger)} ledger row(s)"
+        )
+        console.print(describe_delivery(delivery, runtime))
+
+
+def _load(file: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(file.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InvalidCandidate(f"{file} does not exist") from None
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise InvalidCandidate(f"{file} is not a JSON export document: {exc}") from None
+    if not isinstance(data, dict):
+        raise InvalidCandidate(f"{file} is not a JSON export document (expected an object)")
+    return data
