@@ -1,0 +1,210 @@
+"""Experiment: worker processes SIGKILLed at random points while candidates keep arriving.
+
+Two to three worker subprocesses (``tests/chaos_support/worker_loop.py``) consolidate into a
+throwaway PostgreSQL database with a short lease, while this test enqueues continuously across
+several namespaces and SIGKILLs workers: half at a random moment, half at a chosen stage of the
+pipeline (lease held, batch read, plan merged, inside the commit transaction, committed but not
+acknowledged, acknowledged). Each killed worker is replaced. When the kills are done, healthy
+workers drain the queue (lease expiry → re-claim) and the database is audited.
+
+``MEMWORKER_CHAOS_SCALE`` multiplies the number of kills (default 1: 100 kills).
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Final
+
+import pytest
+import redis
+
+from tests.chaos_support.harness import (
+    Fleet,
+    audit_store,
+    duplicates,
+    pending_ids,
+    queue_settled,
+    settings_env,
+    throwaway_database,
+    version_problems,
+    wait_until,
+)
+from tests.chaos_support.worker_loop import STAGES
+from tests.conftest import PG_SERVER_URL
+from worker.hotpath.client import MemoryClient
+from worker.queue.redis_queue import RedisQueue
+from worker.settings import Settings
+
+SCALE: Final = float(os.environ.get("MEMWORKER_CHAOS_SCALE", "1"))
+KILLS: Final = max(1, round(100 * SCALE))
+WORKERS: Final = 3
+ARRIVALS_PER_SECOND: Final = 30.0
+#: Share of enqueues that repeat an earlier idempotency key (a retried capture).
+RETRY_SHARE: Final = 0.05
+#: A self-killing worker that has not reached its stage this long after start-up is killed.
+STAGE_FALLBACK_SECONDS: Final = 2.0
+KILL_PHASE_SECONDS: Final = 600.0 * max(1.0, SCALE)
+DRAIN_SECONDS: Final = 180.0
+
+#: (scope, user, assistant): user-scope, per-assistant user-scope and agent-scope namespaces.
+TARGETS: Final = (
+    ("user", "u0", None),
+    ("user", "u1", None),
+    ("user", "u1", "bot-a"),
+    ("user", "u2", "bot-a"),
+    ("agent", None, "bot-a"),
+    ("agent", None, "bot-b"),
+)
+COLOURS: Final = ("red", "green", "blue", "amber", "violet", "teal", "ochre", "white")
+THINGS: Final = ("kite", "teapot", "atlas", "violin", "lantern", "compass", "quilt", "sextant")
+
+
+@pytest.fixture(scope="module")
+def chaos_database() -> Iterator[str]:
+    with throwaway_database(PG_SERVER_URL) as url:
+        yield url
+
+
+@pytest.fixture
+def chaos_settings(settings: Settings, chaos_database: str, redis_client: redis.Redis) -> Settings:
+    return settings.model_copy(
+        update={
+            "database_url": chaos_database,
+            "debounce_seconds": 0.05,
+            "max_wait_seconds": 0.25,
+            "lease_seconds": 1.5,
+            "max_attempts": 1000,
+            "retry_backoff_seconds": 0.1,
+            "file_budget_bytes": 10_000_000,
+            "sinks": [],
+        }
+    )
+
+
+def _namespace(scope: str, user: str | None, assistant: str | None) -> str:
+    if scope == "agent":
+        return f"agent:{assistant}"
+    return f"user:{user}" + (f":{assistant}" if assistant else "")
+
+
+def _start(fleet: Fleet, rng: random.Random) -> None:
+    if rng.random() < 0.5:
+        fleet.start("timer")
+    else:
+        fleet.start(rng.choice(STAGES), die_on=rng.randint(1, 3))
+
+
+@pytest.mark.chaos
+@pytest.mark.postgres
+@pytest.mark.timeout(1800)
+def test_sigkilled_workers_neither_lose_nor_duplicate_a_candidate(
+    chaos_settings: Settings, redis_client: redis.Redis, tmp_path: Path
+) -> None:
+    seed = int(os.environ.get("MEMWORKER_CHAOS_SEED", str(random.randrange(1 << 30))))
+    rng = random.Random(seed)
+    state_dir = tmp_path / "fleet"
+    state_dir.mkdir()
+    fleet = Fleet(settings_env(chaos_settings), state_dir)
+    queue = RedisQueue(redis_client, chaos_settings)
+    enqueued: dict[str, set[str]] = {_namespace(*t): set() for t in TARGETS}
+    sent: list[tuple[tuple[str, str | None, str | None], str, str]] = []
+    kills_by_mode: dict[str, int] = {}
+    arrivals = retries = 0
+    started = time.monotonic()
+    try:
+        with MemoryClient(chaos_settings) as client:
+
+            def enqueue() -> None:
+                nonlocal arrivals, retries
+                if sent and rng.random() < RETRY_SHARE:
+                    retries += 1
+                    target, text, key = rng.choice(sent)
+                else:
+                    arrivals += 1
+                    target = rng.choice(TARGETS)
+                    text = (
+                        f"Item {arrivals} of the collection is a {rng.choice(COLOURS)} "
+                        f"{rng.choice(THINGS)}"
+                    )
+                    key = f"arrival-{arrivals}"
+                    sent.append((target, text, key))
+                scope, user, assistant = target
+                cid = client.enqueue(
+                    user_id=user, assistant_id=assistant, scope=scope, trace_id=f"t-{key}",
+                    text=text, idempotency_key=key,
+                )  # fmt: skip
+                enqueued[_namespace(*target)].add(cid)
+
+            for _ in range(WORKERS):
+                _start(fleet, rng)
+            next_arrival = time.monotonic()
+            kills = 0
+            while kills < KILLS:
+                now = time.monotonic()
+                assert now - started < KILL_PHASE_SECONDS, f"kill phase too slow (seed {seed})"
+                while next_arrival <= now:
+                    enqueue()
+                    next_arrival += 1 / ARRIVALS_PER_SECOND
+                for worker in list(fleet.processes):
+                    if worker.kill_at is None and fleet.ready(worker):
+                        delay = (
+                            rng.uniform(0.0, 0.4)
+                            if worker.mode == "timer"
+                            else STAGE_FALLBACK_SECONDS
+                        )
+                        worker.kill_at = now + delay
+                    if worker.kill_at is not None and now >= worker.kill_at:
+                        if worker.mode != "timer":
+                            worker.mode += " (not reached: timer)"
+                        fleet.kill(worker)
+                for worker in fleet.reap():
+                    code = worker.proc.returncode
+                    assert code == -9, f"worker exited with {code}:\n{fleet.stderr()[-3000:]}"
+                    kills += 1
+                    kills_by_mode[worker.mode] = kills_by_mode.get(worker.mode, 0) + 1
+                while len(fleet.processes) < WORKERS:
+                    _start(fleet, rng)
+                time.sleep(0.005)  # pacing of the driver loop, not a synchronisation
+            kill_phase = time.monotonic() - started
+            # Drain: healthy workers only; expired leases are re-claimed.
+            for worker in list(fleet.processes):
+                fleet.kill(worker)
+            fleet.reap()
+            for _ in range(WORKERS):
+                fleet.start("none")
+            wait_until(lambda: queue_settled(queue, enqueued), "the queue to drain", DRAIN_SECONDS)
+    finally:
+        fleet.stop_all()
+    outcomes = fleet.outcomes()
+    audit = audit_store(str(chaos_settings.database_url))
+    pending = pending_ids(queue, enqueued)
+    dead = queue.dead_letters()
+    total = sum(len(ids) for ids in enqueued.values())
+    print(
+        f"\nCHAOS kill: seed={seed} kills={sum(kills_by_mode.values())} by mode={kills_by_mode} "
+        f"candidates={total} (+{retries} retried enqueues) kill phase={kill_phase:.1f}s "
+        f"total={time.monotonic() - started:.1f}s outcomes={dict(outcomes)} dead={len(dead)}"
+    )
+
+    for ns, ids in enqueued.items():
+        ledger = audit.ledger.get(ns, [])
+        assert duplicates(ledger) == {}, f"{ns}: ledger rows repeated (seed {seed})"
+        assert set(ledger) <= ids, f"{ns}: ledger holds candidates never enqueued there"
+        lost = ids - set(ledger) - set(pending[ns])
+        assert not lost, f"{ns}: {len(lost)} candidates lost (seed {seed})"
+        assert set(ledger) == ids, f"{ns}: {len(ids - set(ledger))} not merged (seed {seed})"
+        merged_into = audit.entry_candidates.get(ns, [])
+        assert duplicates(merged_into) == {}, f"{ns}: a candidate was merged twice (seed {seed})"
+        assert set(merged_into) == ids
+        texts = audit.active_texts.get(ns, [])
+        assert duplicates(texts) == {}, f"{ns}: duplicate active entries (seed {seed})"
+        content = audit.current_files[(ns, "/memories/facts.md")]
+        assert sorted(line[2:] for line in content.splitlines() if line.startswith("- ")) == sorted(
+            texts
+        )
+    assert dead == []
+    assert version_problems(audit) == []
