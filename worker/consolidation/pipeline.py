@@ -104,10 +104,12 @@ class Pipeline:
     ) -> BatchResult:
         namespace = claim.namespace
         entries = self.queue.read_batch(claim)
-        state = self.store.load_state(namespace)
+        # One read transaction for the state, the files and the ledger lookup. The ledger is
+        # asked about every candidate read, a superset of those past the applied position.
+        snapshot = self.store.snapshot(namespace, [c.id for _, c in entries])
+        state = snapshot.state
         fresh = _not_yet_applied(entries, state.applied_position)
-        recorded = self.store.already_recorded(namespace, [c.id for c in fresh])
-        batch = _unique([c for c in fresh if c.id not in recorded])
+        batch = _unique([c for c in fresh if c.id not in snapshot.recorded])
         skipped = len(entries) - len(batch)
         if not batch:
             if not dry_run:
@@ -122,7 +124,7 @@ class Pipeline:
             batch,
             now=now,
             settings=self.settings,
-            current_files=self.store.current_files(namespace),
+            current_files=snapshot.current_files,
         )
         done = BatchResult(
             namespace=namespace,

@@ -34,12 +34,13 @@ rejected with that reason rather than failing the whole batch.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import ClassVar, Final
 
 from worker.consolidation import extract, guards, text
 from worker.consolidation.ids import EntryIds
+from worker.consolidation.text import Normalised
 from worker.consolidation.types import (
     Add,
     Confirm,
@@ -63,7 +64,7 @@ DEFAULT_MAX_REMOVALS: Final = 20
 DEFAULT_MAX_TEXT_BYTES: Final = 8192
 
 
-@dataclass
+@dataclass(eq=False)  # identity: ``by_text`` lists remove the very entry dropped
 class _Live:
     """An entry active at this point of the plan (existing or created earlier in it)."""
 
@@ -73,6 +74,8 @@ class _Live:
     key: str | None
     valid_from: datetime
     existing: bool
+    #: The normalised text and its comparison features, derived once per entry and merge.
+    norm: Normalised = field(repr=False)
 
 
 class RulesConsolidator:
@@ -111,9 +114,25 @@ class _Merge:
         self.ops: list[Operation] = []
         self.removals = 0
         ordered = sorted((e for e in state.entries if e.active), key=lambda e: (e.created_at, e.id))
-        self.live: dict[str, _Live] = {
-            e.id: _Live(e.id, e.path, e.text, e.key, e.valid_from, existing=True) for e in ordered
-        }
+        self.live: dict[str, _Live] = {}
+        #: Normalised text → the live entries with it, in ``live`` order: exact duplicates are
+        #: found by one lookup instead of a scan.
+        self.by_text: dict[str, list[_Live]] = {}
+        for e in ordered:
+            norm = Normalised.of(e.text)
+            self._add_live(_Live(e.id, e.path, e.text, e.key, e.valid_from, True, norm))
+
+    def _add_live(self, entry: _Live) -> None:
+        # New entries go last in both maps, so every ``by_text`` list stays in ``live`` order.
+        self.live[entry.id] = entry
+        self.by_text.setdefault(entry.norm.text, []).append(entry)
+
+    def _drop_live(self, entry: _Live) -> None:
+        del self.live[entry.id]
+        same = self.by_text[entry.norm.text]
+        same.remove(entry)
+        if not same:
+            del self.by_text[entry.norm.text]
 
     def run(self, batch: Sequence[Candidate]) -> Plan:
         seen: set[str] = set()
@@ -169,14 +188,15 @@ class _Merge:
         size = len(body.encode("utf-8"))
         if size > self.owner.max_text_bytes:
             return f"text is {size} bytes; the limit is {self.owner.max_text_bytes}"
-        duplicate = self._duplicate_of(body, key)
+        wanted = Normalised.of(body)
+        duplicate = self._duplicate_of(body, key, wanted=wanted)
         if duplicate is not None:
             self.ops.append(Confirm(candidate_ids=[cand.id], entry_id=duplicate.id))
             return None
         path = cand.path or (
             PREFERENCES_PATH if preference or (key or "").startswith("preference.") else FACTS_PATH
         )
-        held = [e for e in self.live.values() if key is not None and e.key == key]
+        held = [e for e in self.live.values() if e.key == key] if key is not None else []
         if held:
             newest = max(held, key=lambda e: (e.valid_from, e.id))
             if cand.created_at < newest.valid_from:
@@ -191,7 +211,7 @@ class _Merge:
                     self.ops.append(
                         Invalidate(candidate_ids=[cand.id], entry_id=old.id, reason=reason)
                     )
-                del self.live[old.id]
+                self._drop_live(old)
             self.ops.append(
                 Supersede(
                     candidate_ids=[cand.id],
@@ -205,17 +225,25 @@ class _Merge:
         else:
             self.ops.append(Add(candidate_ids=[cand.id], path=path, text=body, key=key))
         new_id = self.ids.next(cand.id)
-        self.live[new_id] = _Live(new_id, path, body, key, cand.created_at, existing=False)
+        self._add_live(_Live(new_id, path, body, key, cand.created_at, False, wanted))
         return None
 
-    def _duplicate_of(self, body: str, key: str | None) -> _Live | None:
-        comparable = [e for e in self.live.values() if key is None or e.key in (None, key)]
-        wanted = text.normalise(body)
-        for entry in comparable:  # an exact (normalised) match wins over a fuzzy one
-            if text.normalise(entry.text) == wanted:
+    def _duplicate_of(
+        self, body: str, key: str | None, *, wanted: Normalised | None = None
+    ) -> _Live | None:
+        """The first comparable live entry (in ``live`` order) that ``body`` duplicates.
+
+        An exact (normalised) match wins over a fuzzy one. With a ``key``, only entries with
+        no key or the same key are comparable. ``wanted``: ``body`` normalised, if at hand.
+        """
+        if wanted is None:
+            wanted = Normalised.of(body)
+        for entry in self.by_text.get(wanted.text, ()):
+            if key is None or entry.key in (None, key):
                 return entry
-        for entry in comparable:
-            if text.is_near_duplicate(entry.text, body):
+        same = text.NearDuplicateOf(wanted)
+        for entry in self.live.values():
+            if (key is None or entry.key in (None, key)) and same(entry.norm):
                 return entry
         return None
 
@@ -226,10 +254,12 @@ class _Merge:
         elif len(text.normalise(target)) < MIN_FORGET_CHARS:
             return "forget target too short to match safely; forget by key instead"
         else:
+            wanted = Normalised.of(target)
+            same = text.NearDuplicateOf(wanted)
             matches = [
                 e
                 for e in self.live.values()
-                if text.contains_phrase(e.text, target) or text.is_near_duplicate(e.text, target)
+                if text.contains_normalised_phrase(e.norm.text, wanted.text) or same(e.norm)
             ]
         if not matches:
             return "nothing to forget: no active entry matches"
@@ -243,7 +273,7 @@ class _Merge:
                     candidate_ids=[cand.id], entry_id=entry.id, reason="forgotten on request"
                 )
             )
-            del self.live[entry.id]
+            self._drop_live(entry)
         return None
 
 

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections import Counter
+from dataclasses import dataclass
 from difflib import SequenceMatcher
 from typing import Final
 
@@ -53,6 +55,10 @@ NEGATIONS: Final = frozenset(
         "dislike",
     }
 )
+
+#: Bits for the occurrence number in a :class:`Normalised` bag member (``ord(char) << bits |
+#: k``): far more occurrences of one character than any text the store accepts can hold.
+_OCCURRENCE_BITS: Final = 32
 
 _APOSTROPHES: Final = re.compile(r"['’`]")
 _NON_WORD: Final = re.compile(r"[^\w]+")
@@ -95,6 +101,78 @@ def _polarity(words: list[str]) -> bool:
     return any(w in NEGATIONS for w in words)
 
 
+@dataclass(frozen=True, slots=True)
+class Normalised:
+    """A text's normalised form and the features the duplicate rule compares, computed once.
+
+    Comparing one candidate with every live entry re-derived all of this per pair; holding it
+    per entry makes a comparison a few integer checks for almost every unrelated pair.
+    """
+
+    text: str
+    numbers: tuple[str, ...]
+    negated: bool
+    #: The characters of ``text`` as a multiset, the one behind difflib's ``quick_ratio``:
+    #: the k-th occurrence of a character is one set member, so the size of the intersection
+    #: of two bags is the number of characters the texts have in common, computed in C.
+    bag: frozenset[int]
+
+    @classmethod
+    def of(cls, raw: str) -> Normalised:
+        norm = normalise(raw)
+        return cls(
+            text=norm,
+            numbers=tuple(_DIGITS.findall(norm)),
+            negated=_polarity(norm.split()),
+            bag=frozenset(
+                ord(char) << _OCCURRENCE_BITS | k
+                for char, count in Counter(norm).items()
+                for k in range(count)
+            ),
+        )
+
+
+class NearDuplicateOf:
+    """:func:`is_near_duplicate` of one text ``b`` against many texts ``a``, same answers.
+
+    ``SequenceMatcher`` indexes its second sequence (``set_seq2``), the costly part, so one
+    matcher per ``b`` is reused with ``set_seq1`` per ``a``: the argument order of
+    :func:`is_near_duplicate` is kept, since difflib's ratio is not symmetric. The two
+    quick-ratio bounds are computed from the cached lengths and character counts, exactly as
+    difflib computes them, before the full ratio is paid for.
+
+    >>> same = NearDuplicateOf(Normalised.of("I prefer dark mode in the editor"))
+    >>> same(Normalised.of("I prefer dark mode in my editor")), same(Normalised.of("I eat meat"))
+    (True, False)
+    """
+
+    __slots__ = ("_matcher", "b")
+
+    def __init__(self, b: Normalised) -> None:
+        self.b = b
+        self._matcher: SequenceMatcher[str] | None = None
+
+    def __call__(self, a: Normalised) -> bool:
+        b = self.b
+        if a.text == b.text:
+            return True
+        la, lb = len(a.text), len(b.text)
+        if min(la, lb) < MIN_FUZZY_CHARS or a.numbers != b.numbers or a.negated != b.negated:
+            return False
+        # difflib's real_quick_ratio and quick_ratio, the same float expressions: upper bounds
+        # of ratio(), so a pair under either can never reach the threshold.
+        total = la + lb
+        if 2.0 * min(la, lb) / total < DUPLICATE_RATIO:
+            return False
+        if 2.0 * len(a.bag & b.bag) / total < DUPLICATE_RATIO:
+            return False
+        matcher = self._matcher
+        if matcher is None:
+            matcher = self._matcher = SequenceMatcher(None, b.text, b.text, autojunk=False)
+        matcher.set_seq1(a.text)
+        return matcher.ratio() >= DUPLICATE_RATIO
+
+
 def is_near_duplicate(a: str, b: str) -> bool:
     """True when ``a`` and ``b`` state the same memory (see the module notes for the rule).
 
@@ -103,20 +181,7 @@ def is_near_duplicate(a: str, b: str) -> bool:
     >>> is_near_duplicate("I eat meat", "I do not eat meat")
     False
     """
-    na, nb = normalise(a), normalise(b)
-    if na == nb:
-        return True
-    if min(len(na), len(nb)) < MIN_FUZZY_CHARS:
-        return False
-    if _DIGITS.findall(na) != _DIGITS.findall(nb):
-        return False
-    if _polarity(na.split()) != _polarity(nb.split()):
-        return False
-    matcher = SequenceMatcher(None, na, nb, autojunk=False)
-    # The quick ratios are cheap upper bounds; most unrelated pairs stop here.
-    if matcher.real_quick_ratio() < DUPLICATE_RATIO or matcher.quick_ratio() < DUPLICATE_RATIO:
-        return False
-    return matcher.ratio() >= DUPLICATE_RATIO
+    return NearDuplicateOf(Normalised.of(b))(Normalised.of(a))
 
 
 def contains_phrase(haystack: str, phrase: str) -> bool:
@@ -127,5 +192,9 @@ def contains_phrase(haystack: str, phrase: str) -> bool:
     >>> contains_phrase("I live in Parisville", "live in paris")
     False
     """
-    nh, np_ = f" {normalise(haystack)} ", f" {normalise(phrase)} "
-    return bool(np_.strip()) and np_ in nh
+    return contains_normalised_phrase(normalise(haystack), normalise(phrase))
+
+
+def contains_normalised_phrase(haystack: str, phrase: str) -> bool:
+    """:func:`contains_phrase` for texts already normalised (e.g. cached per entry)."""
+    return bool(phrase) and f" {phrase} " in f" {haystack} "

@@ -40,28 +40,44 @@ IN_CHUNK: Final = 1000
 def load_state(conn: Connection, namespace: str) -> NamespaceState:
     """The active entries, version and applied position of ``namespace`` (version 0 if new)."""
     Namespace.parse(namespace)
-    row = conn.execute(
-        sa.select(namespaces.c.id, namespaces.c.version, namespaces.c.applied_position).where(
-            namespaces.c.key == namespace
-        )
-    ).first()
+    row = namespace_row(conn, namespace)
     if row is None:
         return NamespaceState(namespace=namespace, version=0, applied_position=None)
-    active = conn.execute(
-        sa.select(entries)
-        .where(entries.c.namespace_id == row.id, entries.c.invalid_at.is_(None))
-        .order_by(entries.c.created_at, entries.c.id)
-    )
     read_only = conn.execute(
         sa.select(memory_files.c.path).where(
             memory_files.c.namespace_id == row.id, memory_files.c.operator_owned.is_(True)
         )
     ).scalars()
+    return state_from_rows(namespace, row, active_entries(conn, row.id), read_only)
+
+
+def namespace_row(conn: Connection, namespace: str) -> Any:
+    """``(id, version, applied_position)`` of ``namespace``, or None when never committed."""
+    return conn.execute(
+        sa.select(namespaces.c.id, namespaces.c.version, namespaces.c.applied_position).where(
+            namespaces.c.key == namespace
+        )
+    ).first()
+
+
+def active_entries(conn: Connection, ns_id: int) -> list[Entry]:
+    """The active entries of a namespace row, oldest first (the order consolidators see)."""
+    rows = conn.execute(
+        sa.select(entries)
+        .where(entries.c.namespace_id == ns_id, entries.c.invalid_at.is_(None))
+        .order_by(entries.c.created_at, entries.c.id)
+    )
+    return [entry_from_row(r) for r in rows]
+
+
+def state_from_rows(
+    namespace: str, row: Any, active: Iterable[Entry], read_only: Iterable[str]
+) -> NamespaceState:
     return NamespaceState(
         namespace=namespace,
         version=int(row.version),
         applied_position=row.applied_position,
-        entries=tuple(entry_from_row(r) for r in active),
+        entries=tuple(active),
         read_only_paths=frozenset(read_only),
     )
 
@@ -110,6 +126,12 @@ def already_recorded(conn: Connection, namespace: str, candidate_ids: Iterable[s
     ns_id = fence.namespace_id(conn, namespace) if ids else None
     if ns_id is None:
         return set()
+    return ledger_hits(conn, ns_id, ids)
+
+
+def ledger_hits(conn: Connection, ns_id: int, candidate_ids: Iterable[str]) -> set[str]:
+    """The subset of ``candidate_ids`` in the ledger of a namespace row."""
+    ids = list(dict.fromkeys(candidate_ids))
     found: set[str] = set()
     for start in range(0, len(ids), IN_CHUNK):
         chunk = ids[start : start + IN_CHUNK]

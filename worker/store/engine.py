@@ -30,6 +30,13 @@ from worker.errors import StoreError
 #: only trips when a process is stuck holding a transaction open.
 SQLITE_BUSY_TIMEOUT_MS: Final = 30_000
 
+#: Age in seconds after which a pooled PostgreSQL connection is replaced at checkout. It stands
+#: in for a ping before every transaction (a round trip each): a connection the server or the
+#: network dropped fails its transaction, which the pipeline retries, and SQLAlchemy then
+#: invalidates the whole pool; recycling before the usual 5-10 minute idle cut-offs of NAT
+#: gateways and load balancers keeps that from happening to connections that were merely idle.
+PG_POOL_RECYCLE_SECONDS: Final = 240
+
 #: Execution option marking a connection whose transactions write (``BEGIN IMMEDIATE``).
 _WRITE_OPTION: Final = "memworker_write"
 
@@ -51,7 +58,7 @@ def create_store_engine(url: str, *, create_dirs: bool = False) -> Engine:
         _configure_sqlite(engine)
         return engine
     if backend == "postgresql":
-        return sa.create_engine(parsed, pool_pre_ping=True)
+        return sa.create_engine(parsed, pool_recycle=PG_POOL_RECYCLE_SECONDS)
     raise StoreError(
         f"database URL scheme {parsed.drivername!r} is not supported; use sqlite:///<file> or "
         "postgresql+psycopg://user@host/db"

@@ -17,6 +17,7 @@ from sqlalchemy.engine import Connection
 
 from worker.errors import StaleVersion, StoreError
 from worker.models import Namespace
+from worker.store.engine import dialect_insert
 from worker.store.schema import namespaces
 
 
@@ -36,6 +37,19 @@ def advance(
     ns = Namespace.parse(namespace)
     if expected is not None and expected < 0:
         raise StoreError(f"expected_version must be >= 0, got {expected}")
+    if expected == 0:
+        # Version 0 means the namespace was never committed, so its row almost never exists:
+        # insert first and save the UPDATE that would match nothing. If the row does exist
+        # (or a concurrent first commit holds the key), nothing is inserted and the fenced
+        # UPDATE below decides, exactly as before: it only matches a row still at version 0.
+        created = conn.execute(
+            dialect_insert(conn, namespaces)
+            .values(_new_row(ns, namespace, applied_position, now))
+            .on_conflict_do_nothing(index_elements=[namespaces.c.key])
+            .returning(namespaces.c.id)
+        ).scalar_one_or_none()
+        if created is not None:
+            return int(created), 1
     values: dict[str, object] = {"version": namespaces.c.version + 1, "updated_at": now}
     if applied_position is not None:
         values["applied_position"] = applied_position
@@ -45,28 +59,35 @@ def advance(
     row = conn.execute(stmt.values(values).returning(namespaces.c.id, namespaces.c.version)).first()
     if row is not None:
         return int(row.id), int(row.version)
-    if expected not in (None, 0):
+    if expected is not None:
         raise _stale(namespace, expected)
     try:
         new_id = conn.execute(
             sa.insert(namespaces)
-            .values(
-                key=namespace,
-                scope=ns.scope.value,
-                user_id=ns.user_id,
-                assistant_id=ns.assistant_id,
-                org_id=ns.org_id,
-                version=1,
-                applied_position=applied_position,
-                created_at=now,
-                updated_at=now,
-            )
+            .values(_new_row(ns, namespace, applied_position, now))
             .returning(namespaces.c.id)
         ).scalar_one()
     except sa.exc.IntegrityError:
-        # Another transaction created the namespace first (or it exists at a version > 0).
-        raise _stale(namespace, expected or 0) from None
+        # Another transaction created the namespace first.
+        raise _stale(namespace, 0) from None
     return int(new_id), 1
+
+
+def _new_row(
+    ns: Namespace, namespace: str, applied_position: str | None, now: datetime
+) -> dict[str, object]:
+    """The row of a namespace's first commit (version 1)."""
+    return {
+        "key": namespace,
+        "scope": ns.scope.value,
+        "user_id": ns.user_id,
+        "assistant_id": ns.assistant_id,
+        "org_id": ns.org_id,
+        "version": 1,
+        "applied_position": applied_position,
+        "created_at": now,
+        "updated_at": now,
+    }
 
 
 def namespace_id(conn: Connection, namespace: str) -> int | None:

@@ -47,6 +47,7 @@ from worker.store import migrate as _migrate
 from worker.store import outbox as _outbox
 from worker.store import runs as _runs
 from worker.store import schedule_ledger as _ticks
+from worker.store import snapshot as _snapshot
 from worker.store import transfer as _transfer
 from worker.store.engine import create_store_engine, read_transaction, write_transaction
 from worker.store.records import (
@@ -62,8 +63,9 @@ from worker.store.records import (
     SinkLag,
     TickInfo,
 )
+from worker.store.snapshot import BatchSnapshot
 
-__all__ = ["CommitResult", "MemoryStore", "RunRecord"]
+__all__ = ["BatchSnapshot", "CommitResult", "MemoryStore", "RunRecord"]
 
 T = TypeVar("T")
 
@@ -128,6 +130,14 @@ class MemoryStore:
     def load_state(self, namespace: str) -> NamespaceState:
         """Active entries, version (0 when new), applied position and read-only paths."""
         return self._read("loading " + namespace, lambda c: _commit.load_state(c, namespace))
+
+    def snapshot(self, namespace: str, candidate_ids: Iterable[str]) -> BatchSnapshot:
+        """What a merge reads, in one read transaction: the state, the current files, and which
+        of ``candidate_ids`` the ledger already holds (see :mod:`worker.store.snapshot`)."""
+        ids = list(candidate_ids)
+        return self._read(
+            "loading " + namespace, lambda c: _snapshot.read_snapshot(c, namespace, ids)
+        )
 
     def current_files(self, namespace: str) -> dict[str, str]:
         """Path → current content of each file of ``namespace``."""

@@ -1,0 +1,75 @@
+"""Everything a consolidation reads before it merges, in one read transaction.
+
+A batch needs the namespace state (active entries, version, applied position, read-only
+paths), the current content of its files, and which of its candidates the ledger already
+holds. Read separately, that was three transactions (each a pool checkout, ``BEGIN`` and
+``COMMIT``) and six statements, two of them looking up the same namespace row again. Here it
+is one transaction: the namespace row once, then entries, files (with their read-only flag, so
+read-only paths need no query of their own) and the ledger by row id.
+
+Nothing here is a correctness guarantee: the commit is still fenced by the version read here
+and by the unique ledger, so a snapshot that is stale by the time of the commit only makes the
+commit fail with :class:`~worker.errors.StaleVersion`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from worker.consolidation.types import NamespaceState
+from worker.models import Namespace
+from worker.store.commit import active_entries, ledger_hits, namespace_row, state_from_rows
+from worker.store.schema import file_versions, memory_files
+
+
+@dataclass(frozen=True)
+class BatchSnapshot:
+    """What :meth:`MemoryStore.snapshot` read: the inputs of one merge."""
+
+    state: NamespaceState
+    #: Path → content of the current version of every file of the namespace.
+    current_files: dict[str, str] = field(default_factory=dict)
+    #: The asked-for candidate ids that the namespace's ledger already holds.
+    recorded: frozenset[str] = frozenset()
+
+
+def read_snapshot(conn: Connection, namespace: str, candidate_ids: Iterable[str]) -> BatchSnapshot:
+    """State, current files and ledger hits of ``namespace`` (empty when it is new)."""
+    Namespace.parse(namespace)
+    row = namespace_row(conn, namespace)
+    if row is None:
+        return BatchSnapshot(NamespaceState(namespace=namespace, version=0, applied_position=None))
+    ns_id = int(row.id)
+    active = active_entries(conn, ns_id)
+    files: dict[str, str] = {}
+    read_only: list[str] = []
+    # An outer join: a file is read-only by its flag even in the (impossible by construction)
+    # case of a missing current version, exactly as the separate queries read it.
+    stmt = (
+        sa.select(memory_files.c.path, memory_files.c.operator_owned, file_versions.c.content)
+        .outerjoin(
+            file_versions,
+            sa.and_(
+                file_versions.c.file_id == memory_files.c.id,
+                file_versions.c.version == memory_files.c.current_version,
+            ),
+        )
+        .where(memory_files.c.namespace_id == ns_id)
+        .order_by(memory_files.c.path)
+    )
+    for path, operator_owned, content in conn.execute(stmt):
+        if content is not None:
+            files[path] = content
+        if operator_owned:
+            read_only.append(path)
+    ids = list(candidate_ids)
+    recorded = ledger_hits(conn, ns_id, ids) if ids else set()
+    return BatchSnapshot(
+        state=state_from_rows(namespace, row, active, read_only),
+        current_files=files,
+        recorded=frozenset(recorded),
+    )
