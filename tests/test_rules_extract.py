@@ -52,7 +52,7 @@ def test_non_statements_are_ignored(user_says: str) -> None:
 
 
 def test_assistant_lines_are_never_read() -> None:
-    turn = "user: hello\nassistant: I prefer tea. My name is Claude-like bot"
+    turn = "user: hello\nassistant: I prefer tea. My name is Robo-like bot"
     assert extract_statements(turn) == []
 
 
