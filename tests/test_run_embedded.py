@@ -115,13 +115,34 @@ def test_ctrl_c_stops_run_and_its_embedded_redis(
     assert not (data_dir / "redis.sock").exists()
 
 
-def test_a_killed_run_leaves_no_redis_server_behind(
+def children_of(pid: int) -> set[int]:
+    found = set()
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # the process ended while we looked
+        if int(fields[1]) == pid:
+            found.add(int(stat.parent.name))
+    return found
+
+
+def test_a_killed_run_leaves_no_process_behind(
     run_process: subprocess.Popen[bytes], data_dir: Path
 ) -> None:
     redis_pid = embedded_redis_pid(data_dir)
+
+    # The embedded beat is a child process too; wait until it is up (redis + beat).
+    def redis_and_beat() -> set[int] | None:
+        children = children_of(run_process.pid)
+        return children if len(children) >= 2 else None
+
+    children = wait_for(redis_and_beat, "the embedded beat process")
+    assert redis_pid in children
     run_process.kill()
     run_process.wait()
-    wait_for(lambda: not pid_alive(redis_pid), "the orphaned redis-server to die")
+    for child in children:
+        wait_for(lambda child=child: not pid_alive(child), f"orphan {child} to die")
 
 
 def test_a_second_run_on_the_same_data_dir_is_refused(

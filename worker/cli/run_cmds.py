@@ -45,6 +45,7 @@ def run(
             else:
                 redis_note = f"Redis at {_redact(settings.redis_url)}"
             _prepare_store(settings)
+            _bind_beat_to_this_process()
             _print_banner(settings, redis_note)
             _start_worker(
                 settings,
@@ -92,6 +93,24 @@ def beat(
                 f"--schedule={settings.data_dir / 'celerybeat-schedule'}",
             ]
         )
+
+
+def _bind_beat_to_this_process() -> None:
+    """The embedded beat runs in a child process; make it die with us, even on SIGKILL, so an
+    orphaned scheduler never keeps firing at a Redis that is gone."""
+    import os
+    import signal
+
+    from celery.signals import beat_init
+
+    from worker.runtime.lifetime import die_with_parent
+
+    parent = os.getpid()
+
+    def bind(**_: object) -> None:
+        die_with_parent(signal.SIGTERM, parent=parent)
+
+    beat_init.connect(bind, weak=False)
 
 
 def _prepare_store(settings: Settings) -> None:

@@ -11,7 +11,6 @@ SIGKILL: no orphaned server is ever left behind.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import importlib.util
 import os
 import shutil
@@ -24,12 +23,11 @@ from pathlib import Path
 import redis
 
 from worker.errors import ConfigurationError, QueueUnavailable
+from worker.runtime.lifetime import die_with_parent
 
 #: How long to wait for a fresh server to answer PING; a cold start takes ~10 ms, so 10 s only
 #: trips on a broken binary or a full disk.
 STARTUP_TIMEOUT_SECONDS = 10.0
-
-_PR_SET_PDEATHSIG = 1
 
 
 def find_redis_server() -> str:
@@ -54,11 +52,7 @@ def socket_url(socket_path: Path) -> str:
 
 
 def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
-    try:
-        libc = ctypes.CDLL("libc.so.6", use_errno=True)
-        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-    except OSError:
-        pass
+    die_with_parent(signal.SIGKILL)
     os.setsid()  # Ctrl-C in the terminal goes to us, not to the server; we stop it in order.
 
 
