@@ -7,7 +7,6 @@ Every command builds :class:`~worker.settings.Settings` here, at the edge, and t
 from __future__ import annotations
 
 import importlib
-import importlib.util
 
 import typer
 
@@ -35,9 +34,7 @@ COMMAND_MODULES: tuple[str, ...] = (
 )
 
 for _module in COMMAND_MODULES:
-    # TODO(integration): strict once every area has landed.
-    if importlib.util.find_spec(_module) is not None:
-        importlib.import_module(_module).register(app)
+    importlib.import_module(_module).register(app)
 
 
 def main() -> None:
