@@ -47,20 +47,33 @@ def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         yield url
 
 
+def _delete_keys(client: redis.Redis, key_prefix: str) -> None:
+    """Every key a test with this prefix can leave: the queue's and Celery's queue bindings."""
+    with contextlib.suppress(redis.RedisError):
+        for pattern in (f"{key_prefix}:*", f"_kombu.binding*{key_prefix}*"):
+            keys = list(client.scan_iter(match=pattern, count=1000))
+            if keys:
+                client.delete(*keys)
+
+
 @pytest.fixture
-def key_prefix() -> str:
-    return "mwt" + uuid.uuid4().hex[:10]
+def key_prefix(redis_url: str) -> Iterator[str]:
+    """A Redis key prefix of this test alone; its keys are deleted afterwards, whichever
+    process (a worker, a served graph) wrote them."""
+    prefix = "mwt" + uuid.uuid4().hex[:10]
+    yield prefix
+    client = redis.Redis.from_url(redis_url)
+    try:
+        _delete_keys(client, prefix)
+    finally:
+        client.close()
 
 
 @pytest.fixture
 def redis_client(redis_url: str, key_prefix: str) -> Iterator[redis.Redis]:
-    """A client on the test Redis; every key under this test's prefix is deleted afterwards."""
+    """A client on the test Redis (keys under ``key_prefix`` are cleaned up by that fixture)."""
     client = redis.Redis.from_url(redis_url)
     yield client
-    with contextlib.suppress(redis.RedisError):
-        keys = list(client.scan_iter(match=f"{key_prefix}:*", count=1000))
-        if keys:
-            client.delete(*keys)
     client.close()
 
 

@@ -54,7 +54,12 @@ def create_app(settings: Settings, *, runtime: Runtime | None = None) -> Celery:
     app.conf.update(
         broker_url=celery_broker_url(runtime.redis_url),
         broker_connection_retry_on_startup=True,
-        broker_transport_options={"visibility_timeout": VISIBILITY_TIMEOUT_SECONDS},
+        broker_transport_options={
+            "visibility_timeout": VISIBILITY_TIMEOUT_SECONDS,
+            # Celery's own keys (queues, bindings, unacked) live under the deployment's prefix,
+            # so deployments sharing one Redis never consume each other's tasks.
+            "global_keyprefix": f"{settings.key_prefix}:celery:",
+        },
         task_ignore_result=True,
         timezone="UTC",
         enable_utc=True,
