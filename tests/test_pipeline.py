@@ -268,18 +268,21 @@ def test_two_pipelines_racing_on_one_namespace_never_lose_an_update(
     assert "Oslo" in "".join(files.values())
 
 
-def test_a_dry_run_changes_nothing_and_keeps_the_batch_pending(
-    user: str, ns: str, queue: RedisQueue, store: MemoryStore, settings: Settings
+def test_a_preview_changes_nothing_and_leaves_the_batch_unclaimed(
+    user: str,
+    ns: str,
+    queue: RedisQueue,
+    store: MemoryStore,
+    settings: Settings,
 ) -> None:
     ids = enqueue(queue, user, "I prefer tea")
-    claim = queue.claim_namespace(ns)
-    assert claim is not None
-    result = pipeline_with(queue, store, settings).consolidate(claim, dry_run=True)
+    result = pipeline_with(queue, store, settings).preview(ns)
     assert result.outcome == "dry_run"
     assert [f.path for f in result.files] == ["/memories/preferences.md"]
     assert version_count(store, ns) == 0
     assert ledger_ids(store, ns) == []
     assert [c.id for _, c in queue.pending(ns)] == ids
+    assert queue.claim_namespace(ns) is not None  # no lease was taken
 
 
 def test_a_keyed_fact_supersedes_the_earlier_one_and_history_keeps_both_versions(

@@ -35,9 +35,8 @@ from worker.cli.ops_support import (
     publish,
     require_known,
 )
-from worker.consolidation.engine import consolidate_batch
 from worker.consolidation.pipeline import BatchResult
-from worker.errors import InvalidCandidate, MemworkerError
+from worker.errors import InvalidCandidate
 from worker.models import Candidate, Namespace
 from worker.runtime.container import Runtime
 from worker.sources.langgraph_threads import CURSOR_SOURCE
@@ -201,42 +200,10 @@ def _leased(key: str) -> Reconciled:
 
 def _preview(runtime: Runtime, key: str, extra: Sequence[Candidate]) -> Reconciled:
     """Merge what a claim would cover, in memory only: no lease, no run row, no commit."""
-    queued = [c for _, c in runtime.queue.pending(key, limit=runtime.settings.max_batch)]
-    state = runtime.store.load_state(key)
-    # Entries already committed (applied position or ledger) are what a real claim would skip.
-    recorded = runtime.store.already_recorded(key, [c.id for c in [*queued, *extra]])
-    seen: set[str] = set()
-    batch = []
-    for c in [*queued, *extra]:
-        if c.id not in recorded and c.id not in seen:
-            seen.add(c.id)
-            batch.append(c)
-    skipped = len(queued) + len(extra) - len(batch)
-    if not batch:
-        outcome = "nothing_new" if skipped else "nothing_pending"
-        return Reconciled(key, outcome, BatchResult(key, "nothing_new", skipped=skipped))
-    try:
-        plan, applied = consolidate_batch(
-            runtime.consolidator,
-            state,
-            batch,
-            now=now_utc(),
-            settings=runtime.settings,
-            current_files=runtime.store.current_files(key),
-        )
-    except MemworkerError as exc:
-        return Reconciled(key, "failed", BatchResult(key, "failed", error=str(exc)))
-    result = BatchResult(
-        namespace=key,
-        outcome="dry_run",
-        candidates=len(batch),
-        skipped=skipped,
-        version=state.version,
-        counts=dict(applied.counts),
-        files=applied.files,
-        llm_calls=plan.llm_calls,
-    )
-    return Reconciled(key, "dry_run", result)
+    result = runtime.pipeline.preview(key, extra)
+    if result.outcome == "nothing_new" and not result.skipped:
+        return Reconciled(key, "nothing_pending", result)
+    return Reconciled(key, result.outcome, result)
 
 
 def _rescan(runtime: Runtime, target: Namespace | None, lookback: timedelta, dry_run: bool) -> Scan:

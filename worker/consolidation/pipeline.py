@@ -25,7 +25,7 @@ from typing import Literal
 
 from worker.consolidation.base import Consolidator
 from worker.consolidation.engine import consolidate_batch
-from worker.consolidation.types import FileChange
+from worker.consolidation.types import AppliedPlan, FileChange
 from worker.errors import LeaseLost, MemworkerError, StaleVersion
 from worker.models import Candidate
 from worker.queue.redis_queue import Claim, RedisQueue
@@ -60,6 +60,20 @@ class BatchResult:
 
 
 @dataclass(frozen=True)
+class _Merged:
+    """A merged batch before its commit: ``applied`` is None when nothing was new."""
+
+    version: int
+    applied: AppliedPlan | None
+    result: BatchResult
+
+
+#: Stream position given to candidates that are not in the log (a preview's re-scan): after
+#: any applied position, so only the ledger decides whether they are new.
+_AFTER_EVERYTHING = f"{2**63 - 1}-0"
+
+
+@dataclass(frozen=True)
 class Pipeline:
     """The dependencies of a consolidation, passed in explicitly."""
 
@@ -70,15 +84,13 @@ class Pipeline:
     sinks: Sequence[str] = ()
     clock: Callable[[], datetime] = lambda: datetime.now(UTC)
 
-    def consolidate(
-        self, claim: Claim, *, trigger: Trigger = "queue", dry_run: bool = False
-    ) -> BatchResult:
+    def consolidate(self, claim: Claim, *, trigger: Trigger = "queue") -> BatchResult:
         """Consolidate the batch ``claim`` covers; see the module docstring for the guarantees."""
         started = self.clock()
         namespace = claim.namespace
         try:
             with _heartbeat(self.queue, claim, self.settings.lease_seconds) as lease_lost:
-                result = self._merge_and_commit(claim, trigger, dry_run, started, lease_lost)
+                result = self._merge_and_commit(claim, trigger, started, lease_lost)
         except StaleVersion as exc:
             # Another batch of this namespace committed first (e.g. a zombie worker's lease was
             # taken over). Give the batch back untouched; the next attempt re-reads the state
@@ -94,16 +106,22 @@ class Pipeline:
             return BatchResult(namespace, "dead" if verdict == "dead" else "failed", error=error)
         return result
 
-    def _merge_and_commit(
-        self,
-        claim: Claim,
-        trigger: Trigger,
-        dry_run: bool,
-        started: datetime,
-        lease_lost: threading.Event,
-    ) -> BatchResult:
-        namespace = claim.namespace
-        entries = self.queue.read_batch(claim)
+    def preview(self, namespace: str, extra: Sequence[Candidate] = ()) -> BatchResult:
+        """What consolidating ``namespace`` now would change (plus ``extra`` candidates, e.g.
+        from a source re-scan), merged in memory only: no lease, no run row, no commit."""
+        entries = self.queue.pending(namespace, limit=self.settings.max_batch)
+        extra_entries = [(_AFTER_EVERYTHING, c) for c in extra]
+        try:
+            merged = self._merge(namespace, [*entries, *extra_entries])
+        except MemworkerError as exc:
+            return BatchResult(namespace, "failed", error=str(exc))
+        return (
+            merged.result if merged.applied is None else replace(merged.result, outcome="dry_run")
+        )
+
+    def _merge(self, namespace: str, entries: Sequence[tuple[str, Candidate]]) -> _Merged:
+        """Everything a commit of ``entries`` would write, computed from one read snapshot;
+        candidates already committed (applied position or ledger) are skipped."""
         # One read transaction for the state, the files and the ledger lookup. The ledger is
         # asked about every candidate read, a superset of those past the applied position.
         snapshot = self.store.snapshot(namespace, [c.id for _, c in entries])
@@ -112,23 +130,20 @@ class Pipeline:
         batch = _unique([c for c in fresh if c.id not in snapshot.recorded])
         skipped = len(entries) - len(batch)
         if not batch:
-            if not dry_run:
-                self.queue.ack(claim)
-            else:
-                self.queue.release(claim)
-            return BatchResult(namespace, "nothing_new", skipped=skipped)
-        now = self.clock()
+            return _Merged(
+                state.version, None, BatchResult(namespace, "nothing_new", skipped=skipped)
+            )
         plan, applied = consolidate_batch(
             self.consolidator,
             state,
             batch,
-            now=now,
+            now=self.clock(),
             settings=self.settings,
             current_files=snapshot.current_files,
         )
-        done = BatchResult(
+        result = BatchResult(
             namespace=namespace,
-            outcome="dry_run" if dry_run else "committed",
+            outcome="committed",
             candidates=len(batch),
             skipped=skipped,
             version=state.version,
@@ -138,15 +153,22 @@ class Pipeline:
             prompt_tokens=plan.prompt_tokens,
             completion_tokens=plan.completion_tokens,
         )
-        if dry_run:
-            self.queue.release(claim)
-            self.store.record_run(self._run(claim, trigger, started, done))
-            return done
+        return _Merged(state.version, applied, result)
+
+    def _merge_and_commit(
+        self, claim: Claim, trigger: Trigger, started: datetime, lease_lost: threading.Event
+    ) -> BatchResult:
+        namespace = claim.namespace
+        merged = self._merge(namespace, self.queue.read_batch(claim))
+        if merged.applied is None:
+            self.queue.ack(claim)
+            return merged.result
+        applied, done = merged.applied, merged.result
         if lease_lost.is_set():
             raise LeaseLost(f"lease on {namespace} was lost during the merge; not committing")
         commit = self.store.commit_batch(
             namespace=namespace,
-            expected_version=state.version,
+            expected_version=merged.version,
             applied_position=claim.covered,
             applied=applied,
             run=self._run(claim, trigger, started, done),
