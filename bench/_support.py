@@ -23,8 +23,8 @@ from pathlib import Path
 import redis
 import sqlalchemy as sa
 
-from worker.consolidation.pipeline import Pipeline
 from worker.queue.redis_queue import RedisQueue
+from worker.service.consolidate import Pipeline
 from worker.store.memory import MemoryStore
 
 REDIS_URL_ENV = "MEMWORKER_BENCH_REDIS"

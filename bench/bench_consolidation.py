@@ -47,13 +47,14 @@ from bench._support import (
     verdict,
 )
 from worker.consolidation.base import Consolidator
-from worker.consolidation.pipeline import Pipeline
-from worker.consolidation.types import NamespaceState, Plan
+from worker.consolidation.types import Plan
 from worker.models import Candidate, make_candidate
 from worker.runtime.container import Runtime, build_runtime
+from worker.service.consolidate import Pipeline
 from worker.settings import Settings
 from worker.store.engine import create_store_engine, write_transaction
 from worker.store.schema import candidate_ledger, namespaces
+from worker.values import NamespaceState
 
 USERS: Final = 50
 PER_USER: Final = 40

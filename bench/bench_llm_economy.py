@@ -23,9 +23,9 @@ from worker.consolidation.apply import advance
 from worker.consolidation.engine import consolidate_batch
 from worker.consolidation.llm import LLMConsolidator
 from worker.consolidation.prompt import INSTRUCTIONS, escape
-from worker.consolidation.types import NamespaceState
 from worker.models import Candidate, make_candidate
 from worker.settings import Settings
+from worker.values import NamespaceState
 
 USERS: Final = 20
 PER_USER: Final = 10

@@ -51,9 +51,9 @@ import redis
 import sqlalchemy as sa
 
 from bench._support import delete_prefix, redis_url, temp_sqlite, unique_prefix
-from worker.consolidation.pipeline import Pipeline
 from worker.models import Candidate, make_candidate
 from worker.runtime.container import Runtime, build_runtime
+from worker.service.consolidate import Pipeline
 from worker.settings import Settings
 from worker.store.engine import create_store_engine, write_transaction
 from worker.store.schema import candidate_ledger, entries, namespaces

@@ -17,8 +17,10 @@ import pytest
 import redis
 import sqlalchemy as sa
 
+from worker.queue.redis_queue import RedisQueue
 from worker.runtime.embedded_redis import embedded_redis
 from worker.settings import Settings
+from worker.store.memory import MemoryStore
 
 PG_SERVER_URL = os.environ.get(
     "MEMWORKER_TEST_PG", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
@@ -119,3 +121,17 @@ def settings(redis_url: str, key_prefix: str, tmp_path: Path, sqlite_url: str) -
         retry_backoff_seconds=5,
         queue_shards=4,
     )
+
+
+@pytest.fixture
+def queue(redis_client: redis.Redis, settings: Settings) -> RedisQueue:
+    """The queue under this test's key prefix."""
+    return RedisQueue(redis_client, settings)
+
+
+@pytest.fixture
+def sqlite_store(sqlite_url: str) -> Iterator[MemoryStore]:
+    """A migrated SQLite store of this test alone."""
+    store = MemoryStore.from_url(sqlite_url, create=True)
+    yield store
+    store.dispose()

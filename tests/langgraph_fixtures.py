@@ -115,3 +115,18 @@ def langgraph_url(redis_url: str, tmp_path_factory: pytest.TempPathFactory) -> I
 @pytest.fixture
 def langgraph_client(langgraph_url: str) -> SyncLangGraphClient:
     return get_sync_client(url=langgraph_url, api_key=None)
+
+
+def converse(
+    client: SyncLangGraphClient, key_prefix: str, user_id: str, text: str
+) -> tuple[str, str]:
+    """One finished run of the capture graph on a new thread of ``user_id``: (thread, run) ids."""
+    thread = client.threads.create(metadata={"user_id": user_id})
+    run = client.runs.create(
+        thread["thread_id"],
+        "capture",
+        input={"messages": [{"role": "user", "content": text}]},
+        config={"configurable": {"user_id": user_id, "mw_key_prefix": key_prefix}},
+    )
+    client.runs.join(thread["thread_id"], run["run_id"])
+    return str(thread["thread_id"]), str(run["run_id"])

@@ -23,9 +23,9 @@ from langchain_core.messages import AIMessage, BaseMessage
 from tests.chaos_support.harness import audit_store
 from tests.support.scripted_model import ScriptedChatModel, plan_reply
 from worker.consolidation.llm import LLMConsolidator
-from worker.consolidation.pipeline import Pipeline
 from worker.models import make_candidate
 from worker.queue.redis_queue import RedisQueue
+from worker.service.consolidate import Pipeline
 from worker.settings import Settings
 from worker.store.memory import MemoryStore
 

@@ -19,10 +19,10 @@ import sqlalchemy as sa
 from sqlalchemy import event
 
 from tests.chaos_support.harness import audit_store
-from worker.consolidation.pipeline import Pipeline
 from worker.consolidation.rules import RulesConsolidator
 from worker.models import make_candidate
 from worker.queue.redis_queue import RedisQueue
+from worker.service.consolidate import Pipeline
 from worker.settings import Settings
 from worker.store.memory import MemoryStore
 

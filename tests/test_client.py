@@ -211,3 +211,38 @@ def test_without_a_url_or_embedded_server_the_client_says_what_to_start(tmp_path
 
     with pytest.raises(QueueUnavailable, match="start `memworker run`"):
         MemoryClient(settings)
+
+
+def test_an_unknown_keyword_is_refused_naming_it_and_sends_nothing(
+    client: MemoryClient, queue: RedisQueue
+) -> None:
+    with pytest.raises(InvalidCandidate, match=r"unknown enqueue field\(s\) 'user'"):
+        client.enqueue(user="u1", trace_id="t", text="x")  # type: ignore[call-arg]
+    assert list(queue.namespaces()) == []
+
+
+def test_a_missing_required_keyword_is_refused_naming_it(client: MemoryClient) -> None:
+    with pytest.raises(InvalidCandidate, match=r"missing enqueue field\(s\) 'text'"):
+        client.enqueue(user_id="u1", trace_id="t")  # type: ignore[call-arg]
+
+
+def test_positional_arguments_are_refused(client: MemoryClient) -> None:
+    with pytest.raises(TypeError):
+        client.enqueue("u1", "t", "x")  # type: ignore[call-arg]
+
+
+def test_enqueue_many_refuses_an_item_with_an_unknown_field(
+    client: MemoryClient, queue: RedisQueue
+) -> None:
+    with pytest.raises(InvalidCandidate, match=r"unknown enqueue field\(s\) 'now'"):
+        client.enqueue_many(
+            [{"user_id": "u1", "trace_id": "t", "text": "x", "now": 0}]  # type: ignore[typeddict-unknown-key]
+        )
+    assert list(queue.namespaces()) == []
+
+
+def test_enqueue_many_refuses_an_item_that_is_not_a_dict(client: MemoryClient) -> None:
+    with pytest.raises(
+        InvalidCandidate, match=r"each enqueue_many item is a dict of enqueue fields .*got tuple"
+    ):
+        client.enqueue_many([("u1", "t", "x")])  # type: ignore[list-item]

@@ -81,3 +81,37 @@ async def test_async_hung_redis_raises_queue_unavailable_after_the_socket_timeou
         async with AsyncMemoryClient.from_url(url, socket_timeout_seconds=0.05) as client:
             with pytest.raises(QueueUnavailable, match="did not answer"):
                 await client.enqueue(user_id="u1", trace_id="t", text="x")
+
+
+async def test_async_enqueue_refuses_an_unknown_keyword_naming_it(
+    client: AsyncMemoryClient, queue: RedisQueue
+) -> None:
+    with pytest.raises(InvalidCandidate, match=r"unknown enqueue field\(s\) 'topics'"):
+        await client.enqueue(user_id="u1", trace_id="t", text="x", topics="a")  # type: ignore[call-arg]
+    assert list(queue.namespaces()) == []
+
+
+async def test_async_enqueue_stores_every_argument_on_the_candidate(
+    client: AsyncMemoryClient, queue: RedisQueue
+) -> None:
+    await client.enqueue(
+        user_id="u1",
+        trace_id="req-1",
+        text="Reply in French",
+        kind="turn",
+        topic="preferences",
+        key="preference.language",
+        assistant_id="bot",
+        thread_id="th-9",
+        idempotency_key="turn-1",
+        source="middleware",
+    )
+
+    ((_, c),) = queue.pending("user:u1:bot")
+    assert (c.kind.value, c.path, c.key, c.thread_id, c.source) == (
+        "turn",
+        "/memories/preferences.md",
+        "preference.language",
+        "th-9",
+        "middleware",
+    )

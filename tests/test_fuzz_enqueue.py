@@ -23,7 +23,7 @@ from worker.cli.queue_cmds import register
 from worker.constants import MAX_ID_LENGTH
 from worker.errors import InvalidCandidate
 from worker.hotpath.client import MemoryClient
-from worker.models import SOURCES
+from worker.models import ENQUEUE_FIELDS, SOURCES
 from worker.settings import Settings
 
 MAX_TEXT_BYTES: Final = 8192
@@ -160,6 +160,13 @@ ENUM_CASES = st.one_of(
 TYPE_CASES = st.one_of(*(corrupt(a, wrong_types) for a in VALID))
 
 
+#: Keywords outside the contract: misspellings, the worker-only ``now``/``org_id``, anything.
+unknown_fields = st.one_of(
+    st.sampled_from(["user", "topics", "now", "org_id", "allow_org", "max_text_bytes", "Text"]),
+    st.text(min_size=1, max_size=20),
+).filter(lambda name: name not in ENQUEUE_FIELDS)
+
+
 @pytest.fixture
 def client(settings: Settings) -> MemoryClient:
     return MemoryClient(settings)
@@ -213,6 +220,17 @@ def test_arguments_of_the_wrong_type_are_refused(
     client: MemoryClient, redis_client: redis.Redis, key_prefix: str, case: tuple[str, Any]
 ) -> None:
     assert_refused(client, redis_client, key_prefix, case)
+
+
+@settings(FUZZ, max_examples=500)
+@given(name=unknown_fields, value=st.one_of(st.none(), st.text(max_size=5), st.integers()))
+def test_unknown_keywords_are_refused_naming_them(
+    client: MemoryClient, redis_client: redis.Redis, key_prefix: str, name: str, value: Any
+) -> None:
+    with pytest.raises(InvalidCandidate) as refused:
+        client.enqueue(**{**VALID, name: value})
+    assert repr(name) in str(refused.value), f"{name!r}: {refused.value}"
+    assert redis_client.keys(f"{key_prefix}:*") == []
 
 
 # --- the CLI -----------------------------------------------------------------------------------

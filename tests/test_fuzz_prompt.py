@@ -19,9 +19,9 @@ from hypothesis import strategies as st
 
 from worker.consolidation.guards import redact
 from worker.consolidation.prompt import INSTRUCTIONS, build_messages
-from worker.consolidation.types import Entry, NamespaceState
 from worker.errors import InvalidCandidate
 from worker.models import Candidate, make_candidate
+from worker.values import Entry, NamespaceState
 
 T0: Final = datetime(2025, 3, 1, tzinfo=UTC)
 CORPUS: Final = (

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from langgraph_sdk.client import SyncLangGraphClient
 
-from tests.langgraph_fixtures import langgraph_client, langgraph_url
+from tests.langgraph_fixtures import converse, langgraph_client, langgraph_url
 from tests.support.memory_queue import queued
 
 __all__ = ["langgraph_client", "langgraph_url"]
@@ -13,22 +13,12 @@ __all__ = ["langgraph_client", "langgraph_url"]
 pytestmark = pytest.mark.langgraph
 
 
-def _run(client: SyncLangGraphClient, key_prefix: str, user_id: str, text: str) -> tuple[str, str]:
-    thread = client.threads.create(metadata={"user_id": user_id})
-    run = client.runs.create(
-        thread["thread_id"],
-        "capture",
-        input={"messages": [{"role": "user", "content": text}]},
-        config={"configurable": {"user_id": user_id, "mw_key_prefix": key_prefix}},
-    )
-    client.runs.join(thread["thread_id"], run["run_id"])
-    return thread["thread_id"], run["run_id"]
-
-
 def test_a_served_agent_run_enqueues_one_turn_without_tool_traffic(
     langgraph_client: SyncLangGraphClient, redis_url: str, key_prefix: str
 ) -> None:
-    thread_id, run_id = _run(langgraph_client, key_prefix, "u-cap", "What is the weather in Paris?")
+    thread_id, run_id = converse(
+        langgraph_client, key_prefix, "u-cap", "What is the weather in Paris?"
+    )
 
     [candidate] = queued(redis_url, key_prefix, "user:u-cap")
 

@@ -8,7 +8,7 @@ from datetime import datetime
 import pytest
 from langgraph_sdk.client import SyncLangGraphClient
 
-from tests.langgraph_fixtures import langgraph_client, langgraph_url
+from tests.langgraph_fixtures import converse, langgraph_client, langgraph_url
 from tests.support.cursors import InMemoryCursorStore
 from tests.support.memory_queue import queued
 from worker.sources.langgraph_threads import scan_threads
@@ -20,15 +20,7 @@ pytestmark = pytest.mark.langgraph
 
 def _converse(client: SyncLangGraphClient, key_prefix: str, user_id: str, text: str) -> str:
     """One finished run on a new thread; returns the thread id."""
-    thread = client.threads.create(metadata={"user_id": user_id})
-    run = client.runs.create(
-        thread["thread_id"],
-        "capture",
-        input={"messages": [{"role": "user", "content": text}]},
-        config={"configurable": {"user_id": user_id, "mw_key_prefix": key_prefix}},
-    )
-    client.runs.join(thread["thread_id"], run["run_id"])
-    return str(thread["thread_id"])
+    return converse(client, key_prefix, user_id, text)[0]
 
 
 def _updated_at(client: SyncLangGraphClient, thread_id: str) -> datetime:

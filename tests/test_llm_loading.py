@@ -12,10 +12,11 @@ from tests.support.scripted_model import ScriptedChatModel
 from worker.consolidation.llm import LLMConsolidator
 from worker.consolidation.loading import load_consolidator
 from worker.consolidation.rules import RulesConsolidator
-from worker.consolidation.types import NamespaceState, Plan
+from worker.consolidation.types import Plan
 from worker.errors import ConfigurationError
 from worker.models import Candidate
 from worker.settings import Settings
+from worker.values import NamespaceState
 
 
 class FactsOnly:

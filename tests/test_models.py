@@ -203,3 +203,34 @@ def test_the_creation_time_is_stored_in_utc() -> None:
 
     assert c.created_at == datetime(2025, 1, 1, 10, tzinfo=UTC)
     assert c.created_at.utcoffset() == timedelta(0)
+
+
+def test_an_unknown_field_is_refused_naming_it() -> None:
+    with pytest.raises(InvalidCandidate, match=r"unknown enqueue field\(s\) 'colour'"):
+        build(colour="blue")
+
+
+def test_a_missing_required_field_is_refused_naming_it() -> None:
+    with pytest.raises(InvalidCandidate, match=r"missing enqueue field\(s\) 'trace_id'"):
+        make_candidate(user_id="u1", text="I prefer tea")  # type: ignore[call-arg]
+
+
+def test_positional_arguments_are_refused() -> None:
+    with pytest.raises(TypeError):
+        make_candidate("u1", "trace-1", "I prefer tea")  # type: ignore[call-arg, arg-type]
+
+
+def test_org_scope_with_a_bad_user_id_is_refused_when_allowed() -> None:
+    with pytest.raises(InvalidCandidate, match="user_id 'a b' has characters outside"):
+        build(scope="org", allow_org=True, org_id="acme", user_id="a b")
+
+
+def test_operators_build_org_candidates_with_org_id_outside_the_hot_path_fields() -> None:
+    c = build(scope="org", allow_org=True, org_id="acme", user_id=None)
+
+    assert c.namespace == "org:acme"
+
+
+def test_a_source_outside_the_known_integrations_is_refused() -> None:
+    with pytest.raises(InvalidCandidate, match="source 'webhook' is not one of"):
+        build(source="webhook")

@@ -9,20 +9,22 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterator, Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 
 import pytest
 import redis
 import sqlalchemy as sa
 
-from worker.consolidation.pipeline import Pipeline
 from worker.consolidation.rules import RulesConsolidator
-from worker.consolidation.types import NamespaceState, Plan
+from worker.consolidation.types import Plan
 from worker.errors import ConsolidatorError
 from worker.models import Candidate, make_candidate
 from worker.queue.redis_queue import RedisQueue
+from worker.service.consolidate import Pipeline
+from worker.service.preview import preview
 from worker.settings import Settings
 from worker.store.memory import MemoryStore
+from worker.values import NamespaceState
 
 
 @pytest.fixture
@@ -276,7 +278,16 @@ def test_a_preview_changes_nothing_and_leaves_the_batch_unclaimed(
     settings: Settings,
 ) -> None:
     ids = enqueue(queue, user, "I prefer tea")
-    result = pipeline_with(queue, store, settings).preview(ns)
+    consolidator = RulesConsolidator.from_settings(settings)
+    result = preview(
+        queue,
+        store,
+        consolidator,
+        settings,
+        ns,
+        max_batch=settings.max_batch,
+        now=datetime.now(UTC),
+    )
     assert result.outcome == "dry_run"
     assert [f.path for f in result.files] == ["/memories/preferences.md"]
     assert version_count(store, ns) == 0

@@ -5,18 +5,9 @@ from __future__ import annotations
 from tests.support.consolidation_factories import at, cand, entry, state
 from worker.consolidation.apply import EVICTED_REASON, apply_plan
 from worker.consolidation.ids import created_ids
-from worker.consolidation.types import (
-    Add,
-    AppliedPlan,
-    Confirm,
-    Entry,
-    Invalidate,
-    NamespaceState,
-    Plan,
-    Reject,
-    Supersede,
-)
+from worker.consolidation.types import Add, Confirm, Invalidate, Plan, Reject, Supersede
 from worker.models import Candidate
+from worker.values import AppliedPlan, Entry, NamespaceState
 
 FACTS = "/memories/facts.md"
 PREFS = "/memories/preferences.md"

@@ -10,10 +10,11 @@ import pytest
 
 from tests.support.consolidation_factories import at, cand, state
 from worker.consolidation.engine import consolidate_batch
-from worker.consolidation.types import Add, NamespaceState, Plan
+from worker.consolidation.types import Add, Plan
 from worker.errors import ConsolidatorError, InvalidPlan
 from worker.models import Candidate
 from worker.settings import Settings
+from worker.values import NamespaceState
 
 
 class Escaping:

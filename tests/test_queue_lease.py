@@ -187,3 +187,75 @@ def test_purge_while_leased_makes_the_holders_ack_stale(queue: RedisQueue) -> No
     queue.purge_namespace("user:u1")
 
     assert queue.ack(claim, now=DUE + 1) is False
+
+
+# --- when a claimed namespace became claimable (the due lag's start) ---------------------------
+
+
+def test_a_debounced_claim_carries_its_due_time(queue: RedisQueue) -> None:
+    queue.enqueue(candidate(), now=T0)
+
+    (claim,) = queue.claim_due(now=DUE + 7)
+
+    assert claim.due_at_ms == DUE * 1000
+
+
+def test_a_debounced_claim_with_a_claim_limit_carries_its_due_time(queue: RedisQueue) -> None:
+    queue.enqueue(candidate(), now=T0)
+
+    (claim,) = queue.claim_due(now=DUE + 7, limit=1)
+
+    assert claim.due_at_ms == DUE * 1000
+
+
+def test_a_claim_of_a_namespace_due_at_its_max_wait_carries_that_time(queue: RedisQueue) -> None:
+    for i in range(0, 320, 20):  # arrivals every 20 s keep the quiet period from passing
+        queue.enqueue(candidate(f"turn {i}"), now=T0 + i)
+
+    (claim,) = queue.claim_due(now=T0 + 330)
+
+    assert claim.due_at_ms == (T0 + 300) * 1000
+
+
+def test_a_takeover_of_an_expired_lease_carries_the_leases_expiry(queue: RedisQueue) -> None:
+    claimed(queue)  # leased at DUE for 60 s
+
+    (second,) = queue.claim_due(now=DUE + 75)
+
+    assert second.due_at_ms == (DUE + 60) * 1000
+
+
+def test_a_released_batch_is_due_from_its_release(queue: RedisQueue) -> None:
+    claim = claimed(queue)
+    queue.release(claim, now=DUE + 5)
+
+    (again,) = queue.claim_due(now=DUE + 9)
+
+    assert again.due_at_ms == (DUE + 5) * 1000
+
+
+def test_a_named_claim_before_the_due_time_carries_the_claim_time(queue: RedisQueue) -> None:
+    queue.enqueue(candidate(), now=T0)
+
+    claim = queue.claim_namespace("user:u1", now=T0 + 5)
+
+    assert claim is not None
+    assert claim.due_at_ms == (T0 + 5) * 1000
+
+
+def test_a_named_claim_after_the_due_time_carries_the_due_time(queue: RedisQueue) -> None:
+    queue.enqueue(candidate(), now=T0)
+
+    claim = queue.claim_namespace("user:u1", now=DUE + 4)
+
+    assert claim is not None
+    assert claim.due_at_ms == DUE * 1000
+
+
+def test_a_named_claim_of_an_expired_lease_carries_the_leases_expiry(queue: RedisQueue) -> None:
+    claimed(queue)
+
+    claim = queue.claim_namespace("user:u1", now=DUE + 61)
+
+    assert claim is not None
+    assert claim.due_at_ms == (DUE + 60) * 1000

@@ -15,8 +15,9 @@ import pytest
 from tests.support.consolidation_factories import at, cand, entry, state
 from worker.consolidation import rules, text
 from worker.consolidation.rules import RulesConsolidator
-from worker.consolidation.types import Entry, Invalidate, Plan
+from worker.consolidation.types import Invalidate, Plan
 from worker.models import Candidate
+from worker.values import Entry
 
 SUBJECTS = ("My sister", "Our dog", "The dentist", "My manager", "I", "My flatmate")
 VERBS = ("prefers", "likes", "repairs", "avoids", "collects", "does not like", "never eats")

@@ -10,7 +10,6 @@ import pytest
 import sqlalchemy as sa
 
 from tests.store_support import FACTS, T0, at, commit, entry, plan, render, run, unique_ns
-from worker.consolidation.types import AppliedPlan, FileChange, LedgerRow, PendingApproval
 from worker.errors import InvalidPlan, StaleVersion, StoreError
 from worker.store import MemoryStore
 from worker.store.schema import (
@@ -22,6 +21,7 @@ from worker.store.schema import (
     outbox,
     runs,
 )
+from worker.values import AppliedPlan, FileChange, LedgerRow, PendingApproval
 
 
 @pytest.fixture

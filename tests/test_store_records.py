@@ -8,9 +8,9 @@ from collections.abc import Iterator
 import pytest
 
 from tests.store_support import FACTS, T0, at, commit, entry, plan, unique_ns
-from worker.consolidation.types import PendingApproval
 from worker.errors import NotFound, StoreError
 from worker.store import MemoryStore, RunRecord
+from worker.values import PendingApproval
 
 
 @pytest.fixture

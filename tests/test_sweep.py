@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 
 import redis
 
 from worker.models import make_candidate
 from worker.queue.redis_queue import Claim, RedisQueue
-from worker.queue.sweep import consolidation_task_id, sweep_due
+from worker.queue.sweep import sweep_due
 from worker.settings import Settings
+from worker.tasks.tasks import consolidation_task_id
 
 
 def enqueue_for(queue: RedisQueue, users: list[str], now: float) -> None:
@@ -65,3 +67,23 @@ def test_the_task_id_of_a_claim_is_deterministic() -> None:
     assert consolidation_task_id(claim) != consolidation_task_id(
         Claim(namespace="user:a", token=8, covered="1-0", count=1, attempts=0)
     )
+
+
+def test_a_dispatched_claim_survives_the_task_round_trip_with_its_due_time(
+    redis_client: redis.Redis, settings: Settings
+) -> None:
+    queue = RedisQueue(redis_client, settings)
+    now = 1_700_000_000.0
+    enqueue_for(queue, ["a"], now)
+    dispatched: list[Claim] = []
+    sweep_due(queue, dispatched.append, now=now + settings.debounce_seconds + 1)
+
+    (claim,) = dispatched
+    assert Claim(**dataclasses.asdict(claim)) == claim  # as the consolidate task rebuilds it
+    assert claim.due_at_ms == (now + settings.debounce_seconds) * 1000
+
+
+def test_a_claim_serialised_by_an_older_release_loads_without_a_due_time() -> None:
+    fields = {"namespace": "user:a", "token": 7, "covered": "1-0", "count": 1, "attempts": 0}
+
+    assert Claim(**fields).due_at_ms is None  # type: ignore[arg-type]

@@ -19,6 +19,8 @@ from worker.errors import (
     InvalidCandidate,
     MemworkerError,
     QueueUnavailable,
+    Unavailable,
+    UsageError,
 )
 
 if TYPE_CHECKING:
@@ -35,6 +37,8 @@ __all__ = [
     "MemoryClient",
     "MemworkerError",
     "QueueUnavailable",
+    "Unavailable",
+    "UsageError",
 ]
 
 _LAZY = {

@@ -1,11 +1,22 @@
-"""The one error tree of memworker.
+"""The one error tree of memworker, in three tiers that say what to do.
 
-Every error raised on purpose by memworker derives from :class:`MemworkerError`, so a caller
-can catch the whole family with one ``except``. Each message says what was wrong and what to do.
+Every error raised on purpose derives from :class:`MemworkerError`, so a caller can catch the
+whole family with one ``except``; each message says what was wrong and what to do. The tier
+says who acts:
 
->>> from worker.errors import MemworkerError, InvalidCandidate
->>> issubclass(InvalidCandidate, MemworkerError)
+* :class:`UsageError` (also a ``ValueError``) — the input or configuration is wrong: fix the
+  call, the command line or the settings. Retrying the same thing fails the same way.
+* :class:`Unavailable` — a dependency (queue, store, sink, model) could not be reached or
+  refused for now: nothing was lost, try again later.
+* :class:`BatchFailed` — one namespace's batch could not be merged this time; its candidates
+  stay pending and the worker retries (or dead-letters) it.
+
+:class:`NotFound` stands beside them: the thing asked for does not exist.
+
+>>> issubclass(InvalidCandidate, UsageError) and issubclass(InvalidCandidate, ValueError)
 True
+>>> issubclass(QueueUnavailable, Unavailable), issubclass(StaleVersion, BatchFailed)
+(True, True)
 """
 
 from __future__ import annotations
@@ -15,31 +26,72 @@ class MemworkerError(Exception):
     """Root of every error memworker raises on purpose."""
 
 
-class ConfigurationError(MemworkerError):
-    """A setting, plugin path or schedule file is wrong; fix the configuration and restart."""
+# --- usage: fix the input ------------------------------------------------------------------
+class UsageError(MemworkerError, ValueError):
+    """The input (an argument, an option, a setting) is wrong; fix it and call again."""
 
 
-class InvalidCandidate(MemworkerError, ValueError):
+class InvalidCandidate(UsageError):
     """A candidate memory (or one of its ids) failed validation; nothing was enqueued."""
 
 
-class QueueUnavailable(MemworkerError):
+class InvalidOption(UsageError):
+    """A command-line option or argument is wrong (e.g. ``--since 6x``); nothing was done."""
+
+
+class ConfigurationError(UsageError):
+    """A setting, plugin path or schedule file is wrong; fix the configuration and restart."""
+
+
+class ScheduleError(ConfigurationError):
+    """A schedule file or entry is invalid; the message names the file and the entry."""
+
+
+# --- unavailable: try again later ------------------------------------------------------------
+class Unavailable(MemworkerError):
+    """A dependency could not be reached or refused for now; nothing was lost, retry later."""
+
+
+class QueueUnavailable(Unavailable):
     """Redis could not be reached (or answered too slowly) on the hot path; nothing was enqueued."""
 
 
-class BacklogFull(MemworkerError):
+class BacklogFull(Unavailable):
     """A namespace has more pending candidates than the configured limit; try again later."""
 
 
-class LeaseLost(MemworkerError):
+class StoreError(MemworkerError):
+    """The SQL store could not do what was asked; see the two kinds below."""
+
+
+class StoreUnavailable(StoreError, Unavailable):
+    """The SQL store could not be reached, failed mid-transaction (rolled back: nothing was
+    written) or is not migrated (run ``memworker db upgrade``)."""
+
+
+class StoreRefused(StoreError, UsageError):
+    """The SQL store refused a request as invalid (a naive datetime, an unknown outcome, an
+    invalid import document, a database URL it cannot use); nothing was written."""
+
+
+class SinkError(Unavailable):
+    """A sink could not deliver a committed version; the outbox retries it."""
+
+
+# --- batch failed: the batch stays pending and is retried --------------------------------------
+class BatchFailed(MemworkerError):
+    """One namespace's batch could not be merged this time; its candidates stay pending."""
+
+
+class LeaseLost(BatchFailed):
     """This worker's lease on a namespace was taken over or expired; its batch must not be acked."""
 
 
-class StaleVersion(MemworkerError):
+class StaleVersion(BatchFailed):
     """The database fence rejected a commit: another batch changed the namespace first."""
 
 
-class InvalidPlan(MemworkerError):
+class InvalidPlan(BatchFailed):
     """A consolidation plan failed validation; the batch stays pending."""
 
     def __init__(self, problems: list[str]) -> None:
@@ -47,21 +99,18 @@ class InvalidPlan(MemworkerError):
         super().__init__("consolidation plan rejected: " + "; ".join(self.problems))
 
 
-class ConsolidatorError(MemworkerError):
+class ConsolidatorError(BatchFailed):
     """The consolidator (rules or LLM) failed on a batch; the batch stays pending and is retried."""
 
 
-class ScheduleError(ConfigurationError):
-    """A schedule file or entry is invalid; the message names the file and the entry."""
+class ModelUnavailable(ConsolidatorError, Unavailable):
+    """The chat model's provider failed the call (down, timed out, refused); the batch waits.
+
+    In both tiers: the batch failed (:class:`BatchFailed`) because a dependency is
+    :class:`Unavailable`, so a caller can treat it as either.
+    """
 
 
-class StoreError(MemworkerError):
-    """The SQL store could not be reached or is not migrated; run ``memworker db upgrade``."""
-
-
-class NotFound(MemworkerError):
+# --- not found ---------------------------------------------------------------------------------
+class NotFound(MemworkerError, LookupError):
     """The thing asked for (user, file, version, dead letter) does not exist."""
-
-
-class SinkError(MemworkerError):
-    """A sink could not deliver a committed version; the outbox retries it."""

@@ -16,7 +16,7 @@ is I/O-bound), or use prometheus-client's multiprocess mode.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from threading import Thread
 from typing import Final, Protocol
 from wsgiref.simple_server import WSGIServer
@@ -41,11 +41,21 @@ CONSOLIDATION_BUCKETS: Final = (0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
 
 ENQUEUED: Final = Counter(
     "enqueued",
-    "Candidates accepted on the hot path.",
+    "Candidates accepted into the queue, by scope: by the hot-path clients (chat services, "
+    "`memworker enqueue`) and by worker-side enqueues (source scans); counted in the process "
+    "that enqueued them. Refused candidates (invalid, BacklogFull) are not counted.",
     ["scope"],
     namespace=NAMESPACE,
     registry=REGISTRY,
 )
+#: ENQUEUED's child per scope, bound once and keyed by the scope's first letter, which is the
+#: first character of every namespace key (``user:…``, ``agent:…``, ``org:…``): counting an
+#: enqueue is then a dict lookup and an ``inc``, with no ``labels()`` call or string slicing.
+_ENQUEUED_BY_INITIAL: Final = {
+    scope.value[0]: ENQUEUED.labels(scope=scope.value) for scope in Scope
+}
+if len(_ENQUEUED_BY_INITIAL) != len(Scope):  # pragma: no cover - guards a future scope's name
+    raise RuntimeError("scope names must start with distinct letters for count_enqueued")
 PENDING_CANDIDATES: Final = Gauge(
     "pending_candidates",
     "Candidates waiting in Redis, by scope.",
@@ -128,6 +138,39 @@ SINK_DELIVERIES: Final = Counter(
     namespace=NAMESPACE,
     registry=REGISTRY,
 )
+
+
+def count_enqueued(namespace: str) -> None:
+    """Count one candidate that Redis accepted into ``namespace`` (a namespace key).
+
+    >>> before = REGISTRY.get_sample_value("memworker_enqueued_total", {"scope": "agent"}) or 0
+    >>> count_enqueued("agent:support-bot")
+    >>> REGISTRY.get_sample_value("memworker_enqueued_total", {"scope": "agent"}) - before
+    1.0
+    """
+    _ENQUEUED_BY_INITIAL[namespace[0]].inc()
+
+
+class DueClaim(Protocol):
+    """A claim that knows when its namespace became claimable (a queue ``Claim``)."""
+
+    @property
+    def due_at_ms(self) -> int | None: ...
+
+
+def observe_due_lag(claims: Iterable[DueClaim], now_ms: int) -> None:
+    """Observe ``memworker_due_lag_seconds`` for each claim made at ``now_ms`` (epoch ms).
+
+    The lag is ``now_ms - claim.due_at_ms`` in seconds, never negative; a claim without a due
+    time (serialised by an older release) is skipped. Call it once per sweep with its claims.
+
+    >>> from types import SimpleNamespace
+    >>> observe_due_lag([SimpleNamespace(due_at_ms=1_000), SimpleNamespace(due_at_ms=None)], 3_500)
+    """
+    for claim in claims:
+        due = claim.due_at_ms
+        if due is not None:
+            DUE_LAG.observe(max(0, now_ms - due) / 1000)
 
 
 class ScopeCounts(Protocol):

@@ -34,9 +34,9 @@ from typing import Any, Final
 
 from sqlalchemy import event
 
-from worker.consolidation.pipeline import Pipeline
 from worker.queue.redis_queue import Claim, RedisQueue
 from worker.runtime.container import build_runtime
+from worker.service.consolidate import Pipeline
 from worker.settings import load_settings
 from worker.store.memory import MemoryStore
 

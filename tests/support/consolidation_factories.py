@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
 
-from worker.consolidation.types import Entry, NamespaceState
 from worker.models import Candidate, make_candidate
+from worker.values import Entry, NamespaceState
 
 T0 = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
 NS = "user:u1"

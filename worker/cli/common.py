@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from worker.errors import InvalidCandidate
+from worker.errors import InvalidOption
 from worker.models import Namespace
 from worker.runtime.container import Runtime, build_runtime
 from worker.settings import load_settings
@@ -31,17 +31,17 @@ def namespace_from(
     --namespace."""
     if namespace is not None:
         if user or org:
-            raise InvalidCandidate("give either --namespace or --user/--org, not both")
+            raise InvalidOption("give either --namespace or --user/--org, not both")
         return Namespace.parse(namespace)
     if user is not None:
         if org:
-            raise InvalidCandidate("give either --user or --org, not both")
+            raise InvalidOption("give either --user or --org, not both")
         return Namespace.for_user(user, assistant_id=assistant)
     if org is not None:
         return Namespace.for_org(org)
     if assistant is not None:
         return Namespace.for_agent(assistant)
-    raise InvalidCandidate("name a namespace: --user U [--assistant A], --org O or --namespace NS")
+    raise InvalidOption("name a namespace: --user U [--assistant A], --org O or --namespace NS")
 
 
 def print_json(data: Any) -> None:

@@ -9,30 +9,29 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from worker.errors import (
-    ConfigurationError,
-    InvalidCandidate,
-    MemworkerError,
-    NotFound,
-    QueueUnavailable,
-    StoreError,
-)
+from worker.errors import MemworkerError, NotFound, Unavailable, UsageError
 
 #: Exit codes, so scripts can tell a usage mistake from an outage.
 EXIT_FAILURE = 1  #: the operation failed (e.g. a plan was rejected)
 EXIT_USAGE = 2  #: bad input or configuration: fix the command or the settings
 EXIT_NOT_FOUND = 3  #: the user, file or version asked for does not exist
-EXIT_UNAVAILABLE = 4  #: Redis or the database could not be reached
+EXIT_UNAVAILABLE = 4  #: Redis, the database, a sink or the model could not be reached
 
 stderr = Console(stderr=True, highlight=False)
 
 
 def exit_code_for(exc: MemworkerError) -> int:
-    if isinstance(exc, InvalidCandidate | ConfigurationError):
+    """The exit code of an error's tier (see :mod:`worker.errors`).
+
+    >>> from worker.errors import InvalidOption, StoreUnavailable, StaleVersion
+    >>> [exit_code_for(e("x")) for e in (InvalidOption, StoreUnavailable, StaleVersion)]
+    [2, 4, 1]
+    """
+    if isinstance(exc, UsageError):
         return EXIT_USAGE
     if isinstance(exc, NotFound):
         return EXIT_NOT_FOUND
-    if isinstance(exc, QueueUnavailable | StoreError):
+    if isinstance(exc, Unavailable):
         return EXIT_UNAVAILABLE
     return EXIT_FAILURE
 

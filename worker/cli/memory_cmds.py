@@ -25,13 +25,14 @@ from worker.cli.ops_support import (
     describe_delivery,
     now_utc,
     operator_session,
-    publish,
     require_known,
 )
 from worker.errors import NotFound
 from worker.models import normalise_path
+from worker.service.rollback import preview_rollback
+from worker.service.rollback import rollback as rollback_file
 from worker.store.files import unified_diff
-from worker.store.records import ROLLBACK_AUTHOR, FileVersionInfo
+from worker.store.records import FileVersionInfo
 
 PathOpt = Annotated[str, typer.Option("--path", help="The memory file, e.g. preferences.")]
 
@@ -156,24 +157,16 @@ def rollback(
     with operator_session() as runtime:
         ns = namespace_from(user, assistant, namespace, org)
         wanted = normalise_path(path)
-        target = runtime.store.file_version(ns.key, wanted, to)
-        current = runtime.store.file_history(ns.key, wanted)[-1]
-        change = unified_diff(wanted, current.content, target.content)
+        planned = preview_rollback(runtime.store, ns.key, wanted, to)
         if not as_json:
-            console.print(Syntax(change or "(no difference)", "diff", theme="ansi_dark"))
+            console.print(Syntax(planned.diff or "(no difference)", "diff", theme="ansi_dark"))
         confirm(
-            f"Add version {current.version + 1} of {ns.key} {wanted} equal to version {to}?", yes
+            f"Add version {planned.current_version + 1} of {ns.key} {wanted} equal to version "
+            f"{to}?",
+            yes,
         )
-        result = runtime.store.rollback_file(
-            namespace=ns.key,
-            path=wanted,
-            to_version=to,
-            author=ROLLBACK_AUTHOR,
-            sinks=tuple(runtime.sinks),
-            now=now_utc(),
-        )
-        delivery = publish(runtime)
-        ((_, new_version),) = result.files
+        done = rollback_file(runtime.store, runtime.sinks, ns.key, wanted, to=to, now=now_utc())
+        new_version, delivery = done.version, done.delivery
         if as_json:
             print_json(
                 {

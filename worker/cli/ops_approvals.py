@@ -1,19 +1,16 @@
 """``memworker approvals``: changes to read-only or sensitive files, waiting for an operator.
 
 Approving re-validates the waiting operation against the namespace as it is *now* and commits
-it as a new version in the same transaction that records the approval (fenced like a merge),
-then publishes it. If it no longer applies (say the entry it replaces is gone), nothing is
-written and the approval stays pending: reject it instead.
+it as a new version (see :mod:`worker.service.approve`), then publishes it. If it no longer
+applies (say the entry it replaces is gone), nothing is written and the approval stays
+pending: reject it instead.
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
-from datetime import datetime
 from typing import Annotated, Any
 
 import typer
-from pydantic import ValidationError
 from rich.table import Table
 
 from worker.cli.common import namespace_from, print_json
@@ -30,12 +27,7 @@ from worker.cli.ops_support import (
     operator_session,
     publish,
 )
-from worker.consolidation.apply import apply_plan
-from worker.consolidation.types import AppliedPlan, NamespaceState, Plan
-from worker.consolidation.validate import validate_plan
-from worker.errors import InvalidPlan
-from worker.models import Candidate
-from worker.settings import Settings
+from worker.service.approve import approve as approve_change
 from worker.store.records import ApprovalInfo
 
 IdArg = Annotated[int, typer.Argument(metavar="ID", help="The approval id (`approvals list`).")]
@@ -85,18 +77,13 @@ def list_pending(
 def approve(approval_id: IdArg, by: ByOpt = None, as_json: JsonOpt = False) -> None:
     """Apply a waiting operation as a new version of its file, then publish it."""
     with operator_session() as runtime:
-        now = now_utc()
-        settings = runtime.settings
-
-        def build(info: ApprovalInfo, state: NamespaceState, files: dict[str, str]) -> AppliedPlan:
-            return applied_approval(info, state, files, settings=settings, now=now)
-
-        info, result = runtime.store.apply_approval(
+        info, result = approve_change(
+            runtime.store,
+            runtime.settings,
             approval_id,
             by=by or operator_name(),
-            build=build,
             sinks=tuple(runtime.sinks),
-            now=now,
+            now=now_utc(),
         )
         delivery = publish(runtime)
         if as_json:
@@ -123,60 +110,6 @@ def reject(approval_id: IdArg, by: ByOpt = None, as_json: JsonOpt = False) -> No
             print_json({**_json(info), "status": "rejected"})
             return
         console.print(f"approval {info.id} rejected; {info.namespace} {info.path} is unchanged")
-
-
-def applied_approval(
-    info: ApprovalInfo,
-    state: NamespaceState,
-    files: dict[str, str],
-    *,
-    settings: Settings,
-    now: datetime,
-) -> AppliedPlan:
-    """The stored operation as a one-op plan, re-validated against ``state`` and applied.
-
-    The operator's approval is what lifts the read-only/sensitive guard, so the path
-    protections are off here; every other guard rail (text, budget, references) still holds.
-    The batch is empty: the candidates' ledger rows already exist (the store updates them).
-    """
-    try:
-        plan = Plan.model_validate({"ops": [info.operation]})
-    except ValidationError as exc:
-        raise InvalidPlan([f"approval {info.id} holds an unreadable operation: {exc}"]) from None
-    writable = replace(state, read_only_paths=frozenset())
-    # Validation wants the candidates the operation names; stand-ins carry their ids (the
-    # originals left the queue when the batch that proposed this change was committed).
-    stand_ins = [
-        Candidate.model_construct(
-            id=cid,
-            namespace=state.namespace,
-            user_id=None,
-            trace_id=f"approval-{info.id}",
-            text="",
-            created_at=now,
-        )
-        for cid in info.candidate_ids
-    ]
-    problems = validate_plan(
-        writable,
-        stand_ins,
-        plan,
-        max_removals=settings.max_removals_per_run,
-        max_text_bytes=settings.max_text_bytes,
-    )
-    if problems:
-        raise InvalidPlan(
-            [*problems, f"approval {info.id} stays pending; reject it if it no longer applies"]
-        )
-    return apply_plan(
-        writable,
-        (),
-        plan,
-        now=now,
-        current_files=files,
-        file_budget_bytes=settings.file_budget_bytes,
-        sensitive_paths=(),
-    )
 
 
 def _describe(operation: dict[str, object]) -> str:

@@ -23,7 +23,7 @@ from worker.cli.ops_support import (
     operator_session,
     publish,
 )
-from worker.errors import InvalidCandidate
+from worker.errors import InvalidOption
 from worker.models import Namespace, normalise_path
 
 
@@ -48,13 +48,13 @@ def put(
     """Write an operator-owned memory file for an org or an assistant, then publish it."""
     with operator_session() as runtime:
         if (org is None) == (assistant is None):
-            raise InvalidCandidate("name exactly one owner: --org ID or --assistant A")
+            raise InvalidOption("name exactly one owner: --org ID or --assistant A")
         ns = Namespace.for_org(org) if org is not None else Namespace.for_agent(str(assistant))
         wanted = normalise_path(path)
         content = _read(file)
         size = len(content.encode("utf-8"))
         if size > runtime.settings.file_budget_bytes:
-            raise InvalidCandidate(
+            raise InvalidOption(
                 f"{file} is {size} bytes; memory files are at most "
                 f"{runtime.settings.file_budget_bytes} (MEMWORKER_FILE_BUDGET_BYTES)"
             )
@@ -89,8 +89,8 @@ def _read(file: str) -> str:
     try:
         return Path(file).read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise InvalidCandidate(f"{file} does not exist; give the Markdown file to store") from None
+        raise InvalidOption(f"{file} does not exist; give the Markdown file to store") from None
     except UnicodeDecodeError:
-        raise InvalidCandidate(f"{file} is not UTF-8 text; memory files are Markdown") from None
+        raise InvalidOption(f"{file} is not UTF-8 text; memory files are Markdown") from None
     except OSError as exc:
-        raise InvalidCandidate(f"cannot read {file}: {exc.strerror}") from None
+        raise InvalidOption(f"cannot read {file}: {exc.strerror}") from None

@@ -23,11 +23,11 @@ from rich.console import Console
 
 from worker.cli.common import open_runtime
 from worker.cli.errors import EXIT_FAILURE, cli_errors, stderr
-from worker.errors import InvalidCandidate, NotFound, QueueUnavailable
+from worker.errors import InvalidOption, NotFound, QueueUnavailable
 from worker.hotpath.connection import redacted
 from worker.models import Namespace
 from worker.runtime.container import Runtime
-from worker.sinks.delivery import DeliveryReport, deliver_due
+from worker.service.publish import DeliveryReport, publish_now
 
 console = Console(highlight=False)
 
@@ -45,21 +45,18 @@ YesOpt = Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confir
 _DURATION: Final = re.compile(r"(?:(\d+)w)?(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?")
 _UNITS: Final = ("weeks", "days", "hours", "minutes", "seconds")
 
-#: Most delivery passes after one command; each pass delivers up to a batch per sink.
-MAX_DELIVERY_PASSES: Final = 50
-
 
 def parse_duration(text: str) -> timedelta:
     """A positive duration such as ``6h``, ``2d`` or ``1d12h``; anything else is refused."""
     match = _DURATION.fullmatch(text.strip()) if text.strip() else None
     if match is None or not any(match.groups()):
-        raise InvalidCandidate(
+        raise InvalidOption(
             f"--since {text!r} is not a duration; use a number and a unit, e.g. 30m, 6h, 2d, 1w"
         )
     parts = {unit: int(value) for unit, value in zip(_UNITS, match.groups(), strict=True) if value}
     duration = timedelta(**parts)
     if duration <= timedelta(0):
-        raise InvalidCandidate(f"--since {text!r} is zero; give a positive duration, e.g. 6h")
+        raise InvalidOption(f"--since {text!r} is zero; give a positive duration, e.g. 6h")
     return duration
 
 
@@ -95,14 +92,7 @@ def publish(runtime: Runtime) -> DeliveryReport:
 
     Workers deliver too; delivery is idempotent per item, so doing it here is harmless.
     """
-    delivered = failed = 0
-    for _ in range(MAX_DELIVERY_PASSES):
-        report = deliver_due(runtime.store, runtime.sinks, now=now_utc())
-        delivered += report.delivered
-        failed += report.failed
-        if report.delivered == 0:
-            break
-    return DeliveryReport(delivered=delivered, failed=failed)
+    return publish_now(runtime.store, runtime.sinks, now=now_utc())
 
 
 def describe_delivery(report: DeliveryReport, runtime: Runtime) -> str:

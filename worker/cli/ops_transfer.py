@@ -29,7 +29,7 @@ from worker.cli.ops_support import (
     operator_session,
     publish,
 )
-from worker.errors import InvalidCandidate, StoreError
+from worker.errors import InvalidOption, StoreRefused
 from worker.models import Namespace
 from worker.store.transfer import parse_document
 
@@ -63,7 +63,7 @@ def export(
         try:
             out.write_text(text, encoding="utf-8")
         except OSError as exc:
-            raise InvalidCandidate(f"cannot write {out}: {exc.strerror}") from None
+            raise InvalidOption(f"cannot write {out}: {exc.strerror}") from None
         stderr.print(f"exported {ns.key} to {out}")
 
 
@@ -80,12 +80,12 @@ def import_(
         data = _load(file)
         try:
             doc = parse_document(data)
-        except StoreError as exc:  # a bad document is the caller's mistake, not an outage
-            raise InvalidCandidate(f"{file}: {exc}") from None
+        except StoreRefused as exc:  # a bad document is the caller's mistake, not an outage
+            raise InvalidOption(f"{file}: {exc}") from None
         key = Namespace.parse(namespace).key if namespace is not None else doc.namespace
         ns = Namespace.parse(key)
         if key in runtime.store.namespaces(scope=ns.scope.value, user_id=ns.user_id):
-            raise InvalidCandidate(
+            raise InvalidOption(
                 f"{key} already has memory; nothing was imported. Erase it first "
                 "(`memworker forget`) or import under another --namespace"
             )
@@ -115,9 +115,9 @@ def _load(file: Path) -> dict[str, Any]:
     try:
         data = json.loads(file.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise InvalidCandidate(f"{file} does not exist") from None
+        raise InvalidOption(f"{file} does not exist") from None
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise InvalidCandidate(f"{file} is not a JSON export document: {exc}") from None
+        raise InvalidOption(f"{file} is not a JSON export document: {exc}") from None
     if not isinstance(data, dict):
-        raise InvalidCandidate(f"{file} is not a JSON export document (expected an object)")
+        raise InvalidOption(f"{file} is not a JSON export document (expected an object)")
     return data

@@ -20,9 +20,9 @@ from rich.table import Table
 from worker.cli.errors import cli_errors, stderr
 from worker.hotpath.client import MemoryClient
 from worker.hotpath.connection import connect, unavailable
+from worker.queue.address import resolve_redis_url
 from worker.queue.redis_queue import RedisQueue
 from worker.queue.types import QueueStats, ScopeStats
-from worker.runtime.embedded_redis import resolve_redis_url
 from worker.scheduling.schedules import bundled_schedules_dir, load_schedules
 from worker.settings import Settings, load_settings
 from worker.store.memory import MemoryStore
@@ -85,7 +85,7 @@ def status(
     """Queue health per scope, plus schedules (last tick, window), sink lag and failed runs."""
     with cli_errors():
         settings = load_settings()
-        url = resolve_redis_url(settings.redis_url, settings.data_dir)
+        url = resolve_redis_url(settings)
         client = connect(url, STATUS_TIMEOUT_SECONDS)
         try:
             stats = RedisQueue(client, settings).stats()

@@ -31,24 +31,18 @@ from typing import Final
 
 from worker.consolidation.ids import created_ids
 from worker.consolidation.render import render_file
-from worker.consolidation.types import (
-    Add,
+from worker.consolidation.types import Add, Confirm, Invalidate, Operation, Plan, Reject, Supersede
+from worker.errors import InvalidPlan
+from worker.models import Candidate
+from worker.values import (
     AppliedPlan,
-    Confirm,
     Entry,
     FileChange,
-    Invalidate,
     LedgerOutcome,
     LedgerRow,
     NamespaceState,
-    Operation,
     PendingApproval,
-    Plan,
-    Reject,
-    Supersede,
 )
-from worker.errors import InvalidPlan
-from worker.models import Candidate
 
 #: Reason recorded on entries removed to keep a file within its budget.
 EVICTED_REASON: Final = "evicted: over budget"

@@ -20,8 +20,9 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import ClassVar, Protocol, runtime_checkable
 
-from worker.consolidation.types import NamespaceState, Plan
+from worker.consolidation.types import Plan
 from worker.models import Candidate
+from worker.values import NamespaceState
 
 
 @runtime_checkable

@@ -2,7 +2,7 @@
 
 >>> from datetime import UTC, datetime
 >>> from worker.consolidation.rules import RulesConsolidator
->>> from worker.consolidation.types import NamespaceState
+>>> from worker.values import NamespaceState
 >>> from worker.models import make_candidate
 >>> from worker.settings import Settings
 >>> t = datetime(2025, 1, 1, tzinfo=UTC)
@@ -23,10 +23,11 @@ from typing import Protocol
 
 from worker.consolidation.apply import apply_plan
 from worker.consolidation.base import Consolidator
-from worker.consolidation.types import AppliedPlan, NamespaceState, Plan
+from worker.consolidation.types import Plan
 from worker.consolidation.validate import validate_plan
 from worker.errors import ConsolidatorError, InvalidPlan, MemworkerError
 from worker.models import Candidate
+from worker.values import AppliedPlan, NamespaceState
 
 
 class Limits(Protocol):

@@ -15,7 +15,8 @@ Flow for a batch:
    batch stays pending.
 4. Calls and tokens are recorded on the plan, from ``usage_metadata`` (else approximated).
 
-Model errors and timeouts raise :class:`~worker.errors.ConsolidatorError`.
+Model errors and timeouts raise :class:`~worker.errors.ModelUnavailable` (a
+:class:`~worker.errors.ConsolidatorError`).
 """
 
 from __future__ import annotations
@@ -32,21 +33,13 @@ from pydantic import BaseModel, Field
 from worker.consolidation import guards
 from worker.consolidation.apply import advance, apply_plan
 from worker.consolidation.prompt import ShortIds, build_messages, candidate_line
-from worker.consolidation.types import (
-    Add,
-    Confirm,
-    Invalidate,
-    NamespaceState,
-    Operation,
-    Plan,
-    Reject,
-    Supersede,
-)
+from worker.consolidation.types import Add, Confirm, Invalidate, Operation, Plan, Reject, Supersede
 from worker.consolidation.validate import validate_plan
 from worker.constants import FACTS_PATH
-from worker.errors import ConsolidatorError, InvalidPlan
+from worker.errors import ConsolidatorError, InvalidPlan, ModelUnavailable
 from worker.models import Candidate, Kind
 from worker.settings import Settings
+from worker.values import NamespaceState
 
 #: Tags on every model call, so traces (LangSmith, callbacks) attribute them to this worker.
 CALL_TAGS: Final = ("memworker", "consolidation")
@@ -244,7 +237,7 @@ class _Run:
         try:
             result = structured.invoke(messages, config=config)
         except Exception as exc:  # any provider error, timeout or transport failure
-            raise ConsolidatorError(
+            raise ModelUnavailable(
                 f"the consolidation model failed for {self.state.namespace}: "
                 f"{type(exc).__name__}: {exc}; the batch stays pending and is retried"
             ) from exc

@@ -7,7 +7,7 @@ every attribute, passes through :func:`escape`, so a text containing ``</candida
 as a new section. Guarded spans (credentials, grants) are redacted before a text is shown, so a
 secret never leaves for a model API.
 
->>> from worker.consolidation.types import NamespaceState
+>>> from worker.values import NamespaceState
 >>> from worker.models import make_candidate
 >>> c = make_candidate(user_id="u1", trace_id="t1", text="</candidates> & <b>")
 >>> messages, ids = build_messages(NamespaceState("user:u1", 0, None), [c])
@@ -27,9 +27,9 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
 from worker.consolidation.guards import redact
 from worker.consolidation.render import entry_order
-from worker.consolidation.types import Entry, NamespaceState
 from worker.constants import FACTS_PATH, PREFERENCES_PATH
 from worker.models import Candidate
+from worker.values import Entry, NamespaceState
 
 INSTRUCTIONS: Final = f"""\
 You maintain the long-term memory of one user of a chat assistant. Memory is a set of Markdown \

@@ -6,7 +6,7 @@ entry texts continue indented under their bullet, so a stored text can never sta
 or heading of its own.
 
 >>> from datetime import UTC, datetime
->>> from worker.consolidation.types import Entry
+>>> from worker.values import Entry
 >>> t = datetime(2025, 1, 1, tzinfo=UTC)
 >>> e = Entry(id="a", path="/memories/work/side_projects.md", text="Builds a\\nkeyboard",
 ...           valid_from=t, created_at=t, last_confirmed_at=t)
@@ -23,8 +23,8 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Final
 
-from worker.consolidation.types import Entry
 from worker.constants import MEMORY_ROUTE
+from worker.values import Entry
 
 #: Indent of continuation lines: two spaces keep them inside the Markdown list item.
 CONTINUATION: Final = "\n  "

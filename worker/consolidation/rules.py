@@ -21,7 +21,7 @@ guard rail :func:`~.validate.validate_plan` enforces); a candidate that would pa
 rejected with that reason rather than failing the whole batch.
 
 >>> from datetime import UTC, datetime
->>> from worker.consolidation.types import NamespaceState
+>>> from worker.values import NamespaceState
 >>> from worker.models import make_candidate
 >>> t = datetime(2025, 1, 1, tzinfo=UTC)
 >>> batch = [make_candidate(user_id="u1", trace_id="t1", text=s, now=t, idempotency_key=s)
@@ -41,19 +41,11 @@ from typing import ClassVar, Final
 from worker.consolidation import extract, guards, text
 from worker.consolidation.ids import EntryIds
 from worker.consolidation.text import Normalised
-from worker.consolidation.types import (
-    Add,
-    Confirm,
-    Invalidate,
-    NamespaceState,
-    Operation,
-    Plan,
-    Reject,
-    Supersede,
-)
+from worker.consolidation.types import Add, Confirm, Invalidate, Operation, Plan, Reject, Supersede
 from worker.constants import FACTS_PATH, PREFERENCES_PATH
 from worker.models import Candidate, Kind
 from worker.settings import Settings
+from worker.values import NamespaceState
 
 #: Shortest normalised forget target matched by text; a shorter one ("it", "me") would match
 #: entries by accident, so it only works through a ``key``.

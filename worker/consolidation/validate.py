@@ -10,7 +10,8 @@ Accounting: every candidate of the batch is named by at least one operation; one
 back several (a turn yields several memories, a forget removes several entries) but a rejected
 candidate backs nothing else, and each gets exactly one ledger row.
 
->>> from worker.consolidation.types import NamespaceState, Plan
+>>> from worker.consolidation.types import Plan
+>>> from worker.values import NamespaceState
 >>> validate_plan(NamespaceState("user:u1", 0, None), [], Plan(), max_removals=5,
 ...               max_text_bytes=100)
 []
@@ -23,19 +24,11 @@ from collections.abc import Sequence
 
 from worker.consolidation import guards
 from worker.consolidation.ids import created_ids
-from worker.consolidation.types import (
-    Add,
-    Confirm,
-    Invalidate,
-    NamespaceState,
-    Operation,
-    Plan,
-    Reject,
-    Supersede,
-)
+from worker.consolidation.types import Add, Confirm, Invalidate, Operation, Plan, Reject, Supersede
 from worker.constants import KEY_PATTERN
 from worker.errors import InvalidCandidate
 from worker.models import Candidate, normalise_path
+from worker.values import NamespaceState
 
 
 def validate_plan(

@@ -13,14 +13,15 @@ from types import TracebackType
 from typing import Any, Self
 
 import redis
+from typing_extensions import Unpack
 
-from worker.hotpath.client import CandidateBuilder, EnqueueItem, settings_for_url
+from worker.hotpath.client import CandidateBuilder, settings_for_url
 from worker.hotpath.connection import HOTPATH_MAX_CONNECTIONS, unavailable
 from worker.hotpath.pool import AsyncHotPool
-from worker.models import Source, make_candidate
+from worker.models import EnqueueFields
+from worker.queue.address import resolve_redis_url
 from worker.queue.encoding import to_ms
 from worker.queue.scripts import SCRIPTS
-from worker.runtime.embedded_redis import resolve_redis_url
 from worker.settings import Settings
 
 _ENQUEUE = SCRIPTS["enqueue"]
@@ -33,7 +34,7 @@ class AsyncMemoryClient:
         self, settings: Settings, *, max_connections: int = HOTPATH_MAX_CONNECTIONS
     ) -> None:
         self.settings = settings
-        self.url = resolve_redis_url(settings.redis_url, settings.data_dir)
+        self.url = resolve_redis_url(settings)
         self._timeout = settings.socket_timeout_seconds
         self._pool = AsyncHotPool(self.url, self._timeout, max_connections)
         self._builder = CandidateBuilder(settings)
@@ -43,36 +44,13 @@ class AsyncMemoryClient:
         """A client for Redis at ``url``; other settings from keyword arguments only."""
         return cls(settings_for_url(url, **settings_overrides))
 
-    async def enqueue(
-        self,
-        *,
-        user_id: str | None,
-        trace_id: str,
-        text: str,
-        kind: str = "fact",
-        topic: str | None = None,
-        key: str | None = None,
-        assistant_id: str | None = None,
-        thread_id: str | None = None,
-        idempotency_key: str | None = None,
-        scope: str = "user",
-        source: Source = "hot_path",
-    ) -> str:
-        """Queue one candidate memory; returns its id. See :meth:`MemoryClient.enqueue`."""
-        candidate = make_candidate(
-            user_id=user_id,
-            trace_id=trace_id,
-            text=text,
-            kind=kind,
-            topic=topic,
-            key=key,
-            assistant_id=assistant_id,
-            thread_id=thread_id,
-            idempotency_key=idempotency_key,
-            scope=scope,
-            source=source,
-            max_text_bytes=self._builder.max_text_bytes,
-        )
+    async def enqueue(self, **fields: Unpack[EnqueueFields]) -> str:
+        """Queue one candidate memory; returns its id. One Redis round trip.
+
+        Keyword arguments only: :class:`~worker.models.EnqueueFields`, checked and described
+        as in :meth:`MemoryClient.enqueue`.
+        """
+        candidate = self._builder.candidate(fields)
         packed = self._builder.encoder.packed(candidate, to_ms(None))
         try:
             results = await self._pool.run_script(_ENQUEUE, [packed])
@@ -80,10 +58,10 @@ class AsyncMemoryClient:
             raise unavailable(self.url, exc, self._timeout) from exc
         return self._builder.check([candidate], results)[0]
 
-    async def enqueue_many(self, items: Iterable[EnqueueItem]) -> list[str]:
-        """Queue several candidates in one pipelined round trip; see
-        :meth:`MemoryClient.enqueue_many`."""
-        candidates = [self._builder.candidate(item) for item in items]
+    async def enqueue_many(self, items: Iterable[EnqueueFields]) -> list[str]:
+        """Queue several candidates (dicts of :meth:`enqueue`'s keyword arguments) in one
+        pipelined round trip; see :meth:`MemoryClient.enqueue_many`."""
+        candidates = self._builder.candidates(items)
         if not candidates:
             return []
         try:

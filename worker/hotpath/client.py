@@ -5,48 +5,39 @@
 ...     memory.enqueue(user_id="u1", trace_id="req-42", text="I prefer tea")
 '5f0c…'
 
-``user_id`` and ``trace_id`` are always passed explicitly (never read from a context variable:
-timers and worker threads do not inherit them). Invalid input raises
+The arguments are :class:`~worker.models.EnqueueFields`, declared once for both clients,
+``enqueue_many`` and the integrations. ``user_id`` and ``trace_id`` are always passed
+explicitly (never read from a context variable: timers and worker threads do not inherit
+them). Invalid input raises
 :class:`~worker.errors.InvalidCandidate` before anything is sent; Redis trouble raises
 :class:`~worker.errors.QueueUnavailable` within ``settings.socket_timeout_seconds``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from types import TracebackType
-from typing import Any, NotRequired, Self, TypedDict
+from typing import Any, Self
 
 import redis
 from pydantic import ValidationError
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource
+from typing_extensions import Unpack
 
-from worker.errors import ConfigurationError
+from worker.errors import ConfigurationError, InvalidCandidate
 from worker.hotpath.connection import HOTPATH_MAX_CONNECTIONS, unavailable
 from worker.hotpath.pool import HotPool
-from worker.models import Candidate, Source, make_candidate
+from worker.models import Candidate, EnqueueFields, build_candidate
+from worker.queue.address import resolve_redis_url
 from worker.queue.encoding import EnqueueEncoder, to_ms
 from worker.queue.scripts import SCRIPTS
-from worker.runtime.embedded_redis import resolve_redis_url
 from worker.settings import Settings
 
 _ENQUEUE = SCRIPTS["enqueue"]
 
 
-class EnqueueItem(TypedDict):
-    """Keyword arguments of one :meth:`MemoryClient.enqueue`, as ``enqueue_many`` takes them."""
-
-    user_id: str | None
-    trace_id: str
-    text: str
-    kind: NotRequired[str]
-    topic: NotRequired[str | None]
-    key: NotRequired[str | None]
-    assistant_id: NotRequired[str | None]
-    thread_id: NotRequired[str | None]
-    idempotency_key: NotRequired[str | None]
-    scope: NotRequired[str]
-    source: NotRequired[Source]
+#: One item of ``enqueue_many``: the keyword arguments of one ``enqueue``, as a dict.
+EnqueueItem = EnqueueFields
 
 
 class _ExplicitSettings(Settings):
@@ -85,8 +76,21 @@ class CandidateBuilder:
         self.encoder = EnqueueEncoder(settings)
         self.max_text_bytes = settings.max_text_bytes
 
-    def candidate(self, args: EnqueueItem) -> Candidate:
-        return make_candidate(max_text_bytes=self.max_text_bytes, **args)
+    def candidate(self, fields: EnqueueFields) -> Candidate:
+        """One enqueue's fields validated into a candidate (the dict is read, not copied)."""
+        return build_candidate(fields, max_text_bytes=self.max_text_bytes)
+
+    def candidates(self, items: Iterable[EnqueueFields]) -> list[Candidate]:
+        """Every item validated into a candidate; the first invalid one raises."""
+        out = []
+        for item in items:
+            if not isinstance(item, Mapping):
+                raise InvalidCandidate(
+                    "each enqueue_many item is a dict of enqueue fields (user_id, trace_id, "
+                    f"text, …), got {type(item).__name__}"
+                )
+            out.append(self.candidate(item))
+        return out
 
     def calls(self, candidates: Iterable[Candidate]) -> list[bytes]:
         """Packed enqueue calls, all stamped with the current time."""
@@ -94,10 +98,9 @@ class CandidateBuilder:
         return [self.encoder.packed(c, now_ms) for c in candidates]
 
     def check(self, candidates: list[Candidate], results: list[Any]) -> list[str]:
-        """Candidate ids, or the first refusal raised (the others were enqueued)."""
-        for candidate, result in zip(candidates, results, strict=True):
-            if isinstance(result, Exception):
-                raise self.encoder.backlog_error(candidate.namespace, result) or result
+        """Candidate ids, or the first refusal raised (the others were enqueued and counted in
+        ``memworker_enqueued_total``)."""
+        self.encoder.settle(candidates, results)
         return [c.id for c in candidates]
 
 
@@ -108,7 +111,7 @@ class MemoryClient:
         self, settings: Settings, *, max_connections: int = HOTPATH_MAX_CONNECTIONS
     ) -> None:
         self.settings = settings
-        self.url = resolve_redis_url(settings.redis_url, settings.data_dir)
+        self.url = resolve_redis_url(settings)
         self._timeout = settings.socket_timeout_seconds
         self._pool = HotPool(self.url, self._timeout, max_connections)
         self._builder = CandidateBuilder(settings)
@@ -119,42 +122,21 @@ class MemoryClient:
         environment (e.g. ``key_prefix="chat"``)."""
         return cls(settings_for_url(url, **settings_overrides))
 
-    def enqueue(
-        self,
-        *,
-        user_id: str | None,
-        trace_id: str,
-        text: str,
-        kind: str = "fact",
-        topic: str | None = None,
-        key: str | None = None,
-        assistant_id: str | None = None,
-        thread_id: str | None = None,
-        idempotency_key: str | None = None,
-        scope: str = "user",
-        source: Source = "hot_path",
-    ) -> str:
+    def enqueue(self, **fields: Unpack[EnqueueFields]) -> str:
         """Queue one candidate memory; returns its id. One Redis round trip.
 
-        ``kind`` is ``fact`` (remember this), ``turn`` (extract from this excerpt) or
-        ``forget``; ``scope`` is ``user`` (per user, and per assistant when ``assistant_id`` is
-        given) or ``agent`` (shared by an assistant's users); ``org`` is refused here.
-        ``idempotency_key`` makes the id deterministic, so a retried capture merges once.
+        Keyword arguments only (:class:`~worker.models.EnqueueFields`): ``user_id``,
+        ``trace_id`` and ``text`` (stripped; at most ``settings.max_text_bytes``) are required.
+        ``kind`` is ``fact`` (remember this, the default), ``turn`` (extract from this excerpt)
+        or ``forget``; ``scope`` is ``user`` (the default: per user, and per assistant when
+        ``assistant_id`` is given) or ``agent`` (shared by an assistant's users); ``org`` is
+        refused here. ``topic`` hints the memory file, ``key`` names a slot for supersession,
+        ``thread_id`` records the conversation, ``source`` the integration (default
+        ``hot_path``). ``idempotency_key`` makes the id deterministic, so a retried capture
+        merges once. An unknown or missing argument raises
+        :class:`~worker.errors.InvalidCandidate` naming it.
         """
-        candidate = make_candidate(
-            user_id=user_id,
-            trace_id=trace_id,
-            text=text,
-            kind=kind,
-            topic=topic,
-            key=key,
-            assistant_id=assistant_id,
-            thread_id=thread_id,
-            idempotency_key=idempotency_key,
-            scope=scope,
-            source=source,
-            max_text_bytes=self._builder.max_text_bytes,
-        )
+        candidate = self._builder.candidate(fields)
         packed = self._builder.encoder.packed(candidate, to_ms(None))
         try:
             results = self._pool.run_script(_ENQUEUE, [packed])
@@ -162,13 +144,14 @@ class MemoryClient:
             raise unavailable(self.url, exc, self._timeout) from exc
         return self._builder.check([candidate], results)[0]
 
-    def enqueue_many(self, items: Iterable[EnqueueItem]) -> list[str]:
+    def enqueue_many(self, items: Iterable[EnqueueFields]) -> list[str]:
         """Queue several candidates in one pipelined round trip; returns their ids in order.
 
-        All items are validated before anything is sent. A full backlog refuses only its own
-        namespace's items; the first refusal is raised after the others were enqueued.
+        Each item is a dict of :meth:`enqueue`'s keyword arguments. All items are validated
+        before anything is sent. A full backlog refuses only its own namespace's items; the
+        first refusal is raised after the others were enqueued.
         """
-        candidates = [self._builder.candidate(item) for item in items]
+        candidates = self._builder.candidates(items)
         if not candidates:
             return []
         try:

@@ -123,6 +123,39 @@ def user_id_from_runtime(user_key: str = DEFAULT_USER_KEY) -> UserIdFrom:
     return read
 
 
+#: What the model is told about the memory tools.
+REMEMBER_DESCRIPTION = (
+    "Save something the user wants remembered across conversations (a fact about them, a "
+    "preference). `text`: the statement; `topic`: optional file such as 'preferences'; `key`: "
+    "optional slot such as 'preference.language' so a newer value replaces the older one."
+)
+FORGET_DESCRIPTION = "Forget something previously remembered. `text`: what to forget."
+
+
+def _tool_args(
+    runtime: ToolRuntime[Any, Any],
+    user_id: str | None,
+    assistant_id: str | None,
+    text: str,
+    kind: str,
+    **extra: str | None,
+) -> EnqueueArgs:
+    """A tool call's candidate: ids from the run, never from the model's arguments."""
+    ids: RunIds = read_run_ids(runtime, runtime.config)
+    return EnqueueArgs(
+        user_id=user_id,
+        trace_id=ids.trace_id,
+        text=text,
+        kind=kind,
+        topic=extra.get("topic"),
+        key=extra.get("key"),
+        assistant_id=assistant_id,
+        thread_id=ids.thread_id,
+        idempotency_key=f"tool:{runtime.tool_call_id}" if runtime.tool_call_id else None,
+        source="tool",
+    )
+
+
 def make_memory_tools(
     enqueuer: Enqueuer | AsyncEnqueuer,
     *,
@@ -144,19 +177,7 @@ def make_memory_tools(
     def args_for(
         runtime: ToolRuntime[Any, Any], text: str, kind: str, **extra: str | None
     ) -> EnqueueArgs:
-        ids: RunIds = read_run_ids(runtime, runtime.config)
-        return EnqueueArgs(
-            user_id=resolve(runtime),
-            trace_id=ids.trace_id,
-            text=text,
-            kind=kind,
-            topic=extra.get("topic"),
-            key=extra.get("key"),
-            assistant_id=assistant_id,
-            thread_id=ids.thread_id,
-            idempotency_key=f"tool:{runtime.tool_call_id}" if runtime.tool_call_id else None,
-            source="tool",
-        )
+        return _tool_args(runtime, resolve(runtime), assistant_id, text, kind, **extra)
 
     def remember(
         text: str, runtime: ToolRuntime[Any, Any], topic: str | None = None, key: str | None = None
@@ -187,18 +208,13 @@ def make_memory_tools(
             func=remember,
             coroutine=aremember,
             name="remember",
-            description=(
-                "Save something the user wants remembered across conversations (a fact about "
-                "them, a preference). `text`: the statement; `topic`: optional file such as "
-                "'preferences'; `key`: optional slot such as 'preference.language' so a newer "
-                "value replaces the older one."
-            ),
+            description=REMEMBER_DESCRIPTION,
         ),
         StructuredTool.from_function(
             func=forget,
             coroutine=aforget,
             name="forget",
-            description="Forget something previously remembered. `text`: what to forget.",
+            description=FORGET_DESCRIPTION,
         ),
     ]
 

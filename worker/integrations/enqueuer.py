@@ -1,8 +1,9 @@
 """What the integrations need from the hot-path client, and how they call it without ever failing.
 
 :class:`Enqueuer` / :class:`AsyncEnqueuer` are the ``enqueue`` signature of
-``MemoryClient`` / ``AsyncMemoryClient``; anything with that method works (a test double, a
-client wrapper that adds tenancy checks, …).
+``MemoryClient`` / ``AsyncMemoryClient``: keyword arguments
+:class:`~worker.models.EnqueueFields`, declared once. Anything with that method works (a test
+double, a client wrapper that adds tenancy checks, …).
 
 :func:`submit` and :func:`asubmit` are the one place an integration hands a candidate over. A
 capture is a side effect of a chat reply, so they never raise: queue trouble is logged (the
@@ -23,12 +24,12 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
-from typing import Any, Protocol, TypedDict, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from prometheus_client import Counter
 from typing_extensions import Unpack
 
-from worker.models import Source
+from worker.models import EnqueueFields
 
 logger = logging.getLogger(__name__)
 
@@ -43,62 +44,22 @@ CAPTURE_ERRORS = Counter(
 )
 
 
-class EnqueueArgs(TypedDict, total=False):
-    """Keyword arguments of ``enqueue``; ``user_id``, ``trace_id`` and ``text`` are required."""
-
-    user_id: str | None
-    trace_id: str
-    text: str
-    kind: str
-    topic: str | None
-    key: str | None
-    assistant_id: str | None
-    thread_id: str | None
-    idempotency_key: str | None
-    scope: str
-    source: Source
+#: The keyword arguments of ``enqueue`` as the integrations build them (one dict per capture).
+EnqueueArgs = EnqueueFields
 
 
 @runtime_checkable
 class Enqueuer(Protocol):
     """The hot-path client's synchronous ``enqueue``; returns the candidate id."""
 
-    def enqueue(
-        self,
-        *,
-        user_id: str | None,
-        trace_id: str,
-        text: str,
-        kind: str = "fact",
-        topic: str | None = None,
-        key: str | None = None,
-        assistant_id: str | None = None,
-        thread_id: str | None = None,
-        idempotency_key: str | None = None,
-        scope: str = "user",
-        source: Source = "hot_path",
-    ) -> str: ...
+    def enqueue(self, **fields: Unpack[EnqueueFields]) -> str: ...
 
 
 @runtime_checkable
 class AsyncEnqueuer(Protocol):
     """The hot-path client's asynchronous ``enqueue``; returns the candidate id."""
 
-    async def enqueue(
-        self,
-        *,
-        user_id: str | None,
-        trace_id: str,
-        text: str,
-        kind: str = "fact",
-        topic: str | None = None,
-        key: str | None = None,
-        assistant_id: str | None = None,
-        thread_id: str | None = None,
-        idempotency_key: str | None = None,
-        scope: str = "user",
-        source: Source = "hot_path",
-    ) -> str: ...
+    async def enqueue(self, **fields: Unpack[EnqueueFields]) -> str: ...
 
 
 def is_async(enqueuer: Enqueuer | AsyncEnqueuer) -> bool:
@@ -118,7 +79,7 @@ def submit(
         _report(integration, "AsyncEnqueuerInSyncRun", args)
         return None
     try:
-        return str(enqueuer.enqueue(**_call_args(args)))
+        return str(enqueuer.enqueue(**args))
     except Exception as exc:  # never into the agent: a lost capture must not lose the reply
         _report(integration, type(exc).__name__, args)
         return None
@@ -131,17 +92,13 @@ async def asubmit(
     loop is never blocked on a Redis round trip."""
     try:
         if isinstance(enqueuer, AsyncEnqueuer) and is_async(enqueuer):
-            result: Any = await enqueuer.enqueue(**_call_args(args))
+            result: Any = await enqueuer.enqueue(**args)
         else:
-            result = await asyncio.to_thread(lambda: enqueuer.enqueue(**_call_args(args)))
+            result = await asyncio.to_thread(lambda: enqueuer.enqueue(**args))
         return str(result)
     except Exception as exc:  # never into the agent: a lost capture must not lose the reply
         _report(integration, type(exc).__name__, args)
         return None
-
-
-def _call_args(args: EnqueueArgs) -> dict[str, Any]:
-    return dict(args)
 
 
 def _report(integration: str, error: str, args: EnqueueArgs) -> None:

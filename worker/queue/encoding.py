@@ -19,11 +19,13 @@ True
 from __future__ import annotations
 
 import time
-from typing import Final
+from collections.abc import Sequence
+from typing import Any, Final
 
 from pydantic import ValidationError
 
 from worker.errors import BacklogFull, InvalidCandidate
+from worker.metrics import count_enqueued
 from worker.models import Candidate
 from worker.queue.keys import QueueLayout
 from worker.queue.scripts import SCRIPTS, pack_bulk
@@ -122,6 +124,21 @@ class EnqueueEncoder:
                 self._tail,
             )
         )
+
+    def settle(self, candidates: Sequence[Candidate], results: Sequence[Any]) -> None:
+        """Count each candidate Redis accepted (``memworker_enqueued_total``), then raise the
+        first refusal, if any: a full backlog refuses only its own namespace's candidates, so
+        the others were enqueued and are counted."""
+        refused: tuple[str, Exception] | None = None
+        for candidate, result in zip(candidates, results, strict=True):
+            if isinstance(result, Exception):
+                if refused is None:
+                    refused = (candidate.namespace, result)
+            else:
+                count_enqueued(candidate.namespace)
+        if refused is not None:
+            namespace, error = refused
+            raise self.backlog_error(namespace, error) or error
 
     def backlog_error(self, namespace: str, error: Exception) -> BacklogFull | None:
         """The :class:`BacklogFull` an enqueue script error stands for, if it is that error."""

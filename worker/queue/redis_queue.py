@@ -41,6 +41,7 @@ from typing import Any, Final, Literal
 import redis
 
 from worker.errors import InvalidCandidate, NotFound
+from worker.metrics import count_enqueued
 from worker.models import Candidate
 from worker.queue.encoding import EnqueueEncoder, decode_candidate, seconds_to_ms, to_ms
 from worker.queue.keys import QueueLayout
@@ -97,9 +98,11 @@ class RedisQueue:
         """
         keys, args = self._encoder.call(candidate, to_ms(now))
         try:
-            return _s(SCRIPTS["enqueue"].call(self.redis, keys, args))
+            stream_id = _s(SCRIPTS["enqueue"].call(self.redis, keys, args))
         except redis.ResponseError as exc:
             raise self._encoder.backlog_error(candidate.namespace, exc) or exc from None
+        count_enqueued(candidate.namespace)
+        return stream_id
 
     def enqueue_many(
         self, candidates: Sequence[Candidate], *, now: float | None = None
@@ -114,9 +117,7 @@ class RedisQueue:
             (SCRIPTS["enqueue"], *self._encoder.call(c, now_ms)) for c in candidates
         ]
         results = run_pipeline(self.redis, calls)
-        for candidate, result in zip(candidates, results, strict=True):
-            if isinstance(result, Exception):
-                raise self._encoder.backlog_error(candidate.namespace, result) or result
+        self._encoder.settle(candidates, results)
         return [_s(r) for r in results]
 
     # --- claiming ----------------------------------------------------------------------------
@@ -403,8 +404,9 @@ def _claims(result: Any) -> list[Claim]:
             covered=_s(covered),
             count=int(count),
             attempts=int(n),
+            due_at_ms=int(due),
         )
-        for ns, token, covered, count, n in result
+        for ns, token, covered, count, n, due in result
     ]
 
 

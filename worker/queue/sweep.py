@@ -26,8 +26,3 @@ def sweep_due(
         else:
             dispatched.append(claim)
     return dispatched
-
-
-def consolidation_task_id(claim: Claim) -> str:
-    """Deterministic: a re-sent dispatch of the same claim is the same Celery task."""
-    return f"memworker.consolidate:{claim.namespace}:{claim.token}"

@@ -19,6 +19,10 @@ class Claim:
 
     ``token`` is the lease's fencing number: it only grows per namespace, so a store can reject
     a write carrying an older one. ``attempts`` counts the batch's earlier failed attempts.
+    ``due_at_ms`` is when the namespace became claimable (epoch ms): its debounced due time,
+    the expiry of the lease it was taken over from, or the claim time for a namespace claimed
+    by name before it was due; the due lag is the claim time minus it. ``None`` for a claim
+    serialised by an older release (claims travel through Celery as ``asdict(claim)``).
     """
 
     namespace: str
@@ -26,6 +30,7 @@ class Claim:
     covered: str
     count: int
     attempts: int
+    due_at_ms: int | None = None
 
 
 @dataclass(frozen=True)

@@ -1,20 +1,22 @@
 """Build the long-lived dependencies of a worker process from settings, once.
 
-The Celery tasks are thin shims: they fetch these from the app and call plain functions.
+The composition root: Celery tasks, beat actions and CLI commands fetch the parts from here
+and call the use cases of :mod:`worker.service` with them.
 """
 
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import redis
 
 from worker.consolidation.base import Consolidator
 from worker.consolidation.loading import load_consolidator
-from worker.consolidation.pipeline import Pipeline
+from worker.queue.address import resolve_redis_url
 from worker.queue.redis_queue import RedisQueue
-from worker.runtime.embedded_redis import resolve_redis_url
+from worker.service.consolidate import Pipeline
 from worker.settings import Settings
 from worker.sinks.base import Sink
 from worker.sinks.loading import load_sinks
@@ -27,15 +29,21 @@ WORKER_SOCKET_TIMEOUT_SECONDS = 5.0
 
 @dataclass
 class Runtime:
-    """The dependencies every task needs, built from one :class:`Settings`."""
+    """The dependencies every task needs, built from one :class:`Settings`.
+
+    ``request_delivery`` is how a commit asks for its publication: the Celery app sets it to
+    send the delivery task to its own lane; operator commands leave it unset and publish
+    themselves when they are done.
+    """
 
     settings: Settings
+    request_delivery: Callable[[], None] | None = None
 
     @functools.cached_property
     def redis_url(self) -> str:
         """The configured Redis, or the running embedded server (resolved on first use, so
         commands that only read SQL work without Redis)."""
-        return resolve_redis_url(self.settings.redis_url, self.settings.data_dir)
+        return resolve_redis_url(self.settings)
 
     @functools.cached_property
     def redis(self) -> redis.Redis:
@@ -74,7 +82,13 @@ class Runtime:
             consolidator=self.consolidator,
             settings=self.settings,
             sinks=tuple(self.sinks),
+            after_commit=self._after_commit,
         )
+
+    def _after_commit(self) -> None:
+        # Looked up at call time, so setting request_delivery after the pipeline was built works.
+        if self.request_delivery is not None:
+            self.request_delivery()
 
     def close(self) -> None:
         if "redis" in self.__dict__:

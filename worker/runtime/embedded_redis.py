@@ -20,9 +20,8 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import redis
-
 from worker.errors import ConfigurationError, QueueUnavailable
+from worker.queue.address import socket_answers, socket_url
 from worker.runtime.lifetime import die_with_parent
 
 #: How long to wait for a fresh server to answer PING; a cold start takes ~10 ms, so 10 s only
@@ -47,10 +46,6 @@ def find_redis_server() -> str:
     )
 
 
-def socket_url(socket_path: Path) -> str:
-    return f"unix://{socket_path}"
-
-
 def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
     die_with_parent(signal.SIGKILL)
     os.setsid()  # Ctrl-C in the terminal goes to us, not to the server; we stop it in order.
@@ -64,9 +59,9 @@ def embedded_redis(data_dir: Path, *, appendonly: bool = True) -> Iterator[str]:
     ``memworker run``. The server stops when the block exits or this process dies.
     """
     data_dir.mkdir(parents=True, exist_ok=True)
-    sock = data_dir / "redis.sock"
+    sock = data_dir / "redis.sock"  # Settings.embedded_redis_socket
     if sock.exists():
-        if _answers(sock):
+        if socket_answers(sock):
             raise ConfigurationError(
                 f"an embedded Redis is already running on {sock}; is another `memworker run` "
                 "using this data directory? Stop it or set MEMWORKER_DATA_DIR"
@@ -94,7 +89,7 @@ def embedded_redis(data_dir: Path, *, appendonly: bool = True) -> Iterator[str]:
     )
     try:
         deadline = time.monotonic() + STARTUP_TIMEOUT_SECONDS
-        while not _answers(sock):
+        while not socket_answers(sock):
             if proc.poll() is not None:
                 raise QueueUnavailable(
                     f"embedded redis-server exited with {proc.returncode}; see {data_dir}/redis.log"
@@ -115,32 +110,3 @@ def embedded_redis(data_dir: Path, *, appendonly: bool = True) -> Iterator[str]:
                 proc.wait()
         with contextlib.suppress(FileNotFoundError):
             sock.unlink()
-
-
-def _answers(sock: Path) -> bool:
-    if not sock.exists():
-        return False
-    try:
-        client = redis.Redis(unix_socket_path=str(sock), socket_timeout=0.2)
-        try:
-            return bool(client.ping())
-        finally:
-            client.close()
-    except (redis.ConnectionError, redis.TimeoutError, OSError):
-        return False
-
-
-def resolve_redis_url(redis_url: str | None, data_dir: Path) -> str:
-    """The configured URL, or the embedded server's socket when one is running.
-
-    Raises :class:`QueueUnavailable` with what to do when neither is there.
-    """
-    if redis_url:
-        return redis_url
-    sock = data_dir / "redis.sock"
-    if _answers(sock):
-        return socket_url(sock)
-    raise QueueUnavailable(
-        f"no Redis configured and no embedded server running in {data_dir}: start "
-        "`memworker run` in another terminal, or set MEMWORKER_REDIS_URL"
-    )

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol
@@ -66,6 +66,15 @@ class ThreadScan:
     cursor_updates: dict[str, str] = field(default_factory=dict)
     #: Threads in the window that were looked at (with or without new exchanges).
     threads_seen: list[str] = field(default_factory=list)
+
+    def only(self, keep: Callable[[str], bool]) -> ThreadScan:
+        """The candidates of the namespaces ``keep`` accepts, and the cursor moves of only the
+        threads none of whose candidates were left out — a thread filtered out keeps its cursor,
+        so a later scan that wants it still finds its messages."""
+        kept = [c for c in self.candidates if keep(c.namespace)]
+        left_out = {c.thread_id for c in self.candidates if not keep(c.namespace)}
+        moves = {t: m for t, m in self.cursor_updates.items() if t not in left_out}
+        return ThreadScan(kept, moves, list(self.threads_seen))
 
     def advance(self, cursors: CursorStore, *, now: datetime | None = None) -> None:
         """Record the cursor moves; call after the candidates are safely enqueued."""

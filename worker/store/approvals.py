@@ -15,12 +15,12 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from worker.consolidation.types import AppliedPlan, NamespaceState
 from worker.errors import NotFound
 from worker.store import commit as _commit
 from worker.store.records import ApprovalInfo, CommitResult, RunRecord
 from worker.store.schema import approvals, candidate_ledger, namespaces
 from worker.store.sqltypes import require_utc
+from worker.values import AppliedPlan, NamespaceState
 
 
 def _info(r: Any) -> ApprovalInfo:

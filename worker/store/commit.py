@@ -15,8 +15,7 @@ from typing import Any, Final
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from worker.consolidation.types import AppliedPlan, Entry, NamespaceState
-from worker.errors import InvalidPlan, StaleVersion, StoreError
+from worker.errors import InvalidPlan, StaleVersion, StoreRefused
 from worker.models import Namespace
 from worker.store import fence
 from worker.store.files import NewVersion, write_versions
@@ -31,6 +30,7 @@ from worker.store.schema import (
     namespaces,
 )
 from worker.store.sqltypes import require_utc
+from worker.values import AppliedPlan, Entry, NamespaceState, PendingApproval
 
 #: Ids per ``IN (…)`` list: far below SQLite's 32766 bound-parameter limit, and large enough
 #: that a 10 000-candidate batch needs ten round trips at most.
@@ -160,7 +160,7 @@ def commit_batch(
     """Write one consolidated batch; the caller owns the transaction (and its rollback)."""
     now = require_utc(now, "now")
     if run.namespace not in (None, namespace):
-        raise StoreError(f"the run is for {run.namespace}, but the commit is for {namespace}")
+        raise StoreRefused(f"the run is for {run.namespace}, but the commit is for {namespace}")
     sinks = list(dict.fromkeys(sinks))
     ns_id, version = fence.advance(
         conn,
@@ -198,23 +198,34 @@ def commit_batch(
             conn, ns_id=ns_id, namespace=namespace, applied=applied, run_id=run_id, now=now
         )
     if applied.approvals:
-        conn.execute(
-            sa.insert(approvals),
-            [
-                {
-                    "namespace_id": ns_id,
-                    "path": a.path,
-                    "operation": dict(a.operation),
-                    "candidate_ids": list(a.candidate_ids),
-                    "status": "pending",
-                    "run_id": run_id,
-                    "created_at": now,
-                }
-                for a in applied.approvals
-            ],
-        )
+        _insert_approvals(conn, ns_id, applied.approvals, run_id=run_id, now=now)
     return CommitResult(
         version=version, run_id=run_id, files=tuple(written), outbox_ids=tuple(outbox_ids)
+    )
+
+
+def _insert_approvals(
+    conn: Connection,
+    ns_id: int,
+    pending: Sequence[PendingApproval],
+    *,
+    run_id: int | None,
+    now: datetime,
+) -> None:
+    conn.execute(
+        sa.insert(approvals),
+        [
+            {
+                "namespace_id": ns_id,
+                "path": a.path,
+                "operation": dict(a.operation),
+                "candidate_ids": list(a.candidate_ids),
+                "status": "pending",
+                "run_id": run_id,
+                "created_at": now,
+            }
+            for a in pending
+        ],
     )
 
 

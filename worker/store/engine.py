@@ -24,7 +24,7 @@ from sqlalchemy import event
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection, Engine
 
-from worker.errors import StoreError
+from worker.errors import StoreRefused
 
 #: How long a SQLite writer waits for the write lock. Commits hold it for milliseconds; 30 s
 #: only trips when a process is stuck holding a transaction open.
@@ -49,7 +49,7 @@ def create_store_engine(url: str, *, create_dirs: bool = False) -> Engine:
     try:
         parsed = sa.engine.make_url(url)
     except sa.exc.ArgumentError as exc:
-        raise StoreError(f"database URL {url!r} is not a SQLAlchemy URL: {exc}") from None
+        raise StoreRefused(f"database URL {url!r} is not a SQLAlchemy URL: {exc}") from None
     backend = parsed.get_backend_name()
     if backend == "sqlite":
         if create_dirs and parsed.database and parsed.database != ":memory:":
@@ -59,7 +59,7 @@ def create_store_engine(url: str, *, create_dirs: bool = False) -> Engine:
         return engine
     if backend == "postgresql":
         return sa.create_engine(parsed, pool_recycle=PG_POOL_RECYCLE_SECONDS)
-    raise StoreError(
+    raise StoreRefused(
         f"database URL scheme {parsed.drivername!r} is not supported; use sqlite:///<file> or "
         "postgresql+psycopg://user@host/db"
     )

@@ -37,6 +37,31 @@ def erase_namespaces(
     ns_ids = list(
         conn.execute(sa.select(namespaces.c.id).where(namespaces.c.key.in_(keys))).scalars()
     )
+    items, all_sinks = _published(conn, keys, ns_ids, sinks)
+    deleted = _delete_rows(conn, keys, ns_ids)
+    tombstones = [
+        {
+            "file_version_id": None,
+            "sink": sink,
+            "kind": "erase",
+            "namespace": key,
+            "path": path,
+            "attempts": 0,
+            "next_attempt_at": now,
+            "created_at": now,
+        }
+        for key, path in items
+        for sink in all_sinks
+    ]
+    if tombstones:
+        conn.execute(sa.insert(outbox), tombstones)
+    return EraseReport(namespaces=tuple(keys), deleted=deleted, tombstones=len(tombstones))
+
+
+def _published(
+    conn: Connection, keys: Sequence[str], ns_ids: Sequence[int], sinks: Sequence[str]
+) -> tuple[list[tuple[str, str]], list[str]]:
+    """The (namespace, path) pairs the sinks may hold a copy of, and every sink to tell."""
     paths = conn.execute(
         sa.select(namespaces.c.key, memory_files.c.path)
         .join(memory_files, memory_files.c.namespace_id == namespaces.c.id)
@@ -54,8 +79,11 @@ def erase_namespaces(
         )
     ).all()
     items = sorted({(r[0], r[1]) for r in [*paths, *old_tombstones]})
-    all_sinks = sorted(seen_sinks | set(sinks))
+    return items, sorted(seen_sinks | set(sinks))
 
+
+def _delete_rows(conn: Connection, keys: Sequence[str], ns_ids: Sequence[int]) -> dict[str, int]:
+    """Delete every row of the namespaces, table by table; rows deleted per table."""
     of_namespace = sa.select(memory_files.c.id).where(memory_files.c.namespace_id.in_(ns_ids))
     deleted: dict[str, int] = {}
 
@@ -79,21 +107,4 @@ def erase_namespaces(
         ),
     )
     run("namespaces", sa.delete(namespaces).where(namespaces.c.id.in_(ns_ids)))
-
-    tombstones = [
-        {
-            "file_version_id": None,
-            "sink": sink,
-            "kind": "erase",
-            "namespace": key,
-            "path": path,
-            "attempts": 0,
-            "next_attempt_at": now,
-            "created_at": now,
-        }
-        for key, path in items
-        for sink in all_sinks
-    ]
-    if tombstones:
-        conn.execute(sa.insert(outbox), tombstones)
-    return EraseReport(namespaces=tuple(keys), deleted=deleted, tombstones=len(tombstones))
+    return deleted

@@ -15,7 +15,7 @@ from datetime import datetime
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from worker.errors import StaleVersion, StoreError
+from worker.errors import StaleVersion, StoreRefused
 from worker.models import Namespace
 from worker.store.engine import dialect_insert
 from worker.store.schema import namespaces
@@ -36,7 +36,7 @@ def advance(
     """
     ns = Namespace.parse(namespace)
     if expected is not None and expected < 0:
-        raise StoreError(f"expected_version must be >= 0, got {expected}")
+        raise StoreRefused(f"expected_version must be >= 0, got {expected}")
     if expected == 0:
         # Version 0 means the namespace was never committed, so its row almost never exists:
         # insert first and save the UPDATE that would match nothing. If the row does exist

@@ -72,6 +72,46 @@ def write_versions(
     if len(set(paths)) != len(paths):
         dupes = sorted({p for p in paths if paths.count(p) > 1})
         raise InvalidPlan([f"file {p} is changed twice in one commit" for p in dupes])
+    files = _advance_files(conn, namespace_id, paths, operator_owned=operator_owned, now=now)
+    written = [(c.path, files[c.path][1]) for c in changes]
+    version_ids = [
+        int(row.id)
+        for row in conn.execute(
+            sa.insert(file_versions).returning(file_versions.c.id, sort_by_parameter_order=True),
+            [
+                {
+                    "file_id": files[c.path][0],
+                    "version": files[c.path][1],
+                    "namespace_version": namespace_version,
+                    "content": c.content,
+                    "diff": c.diff,
+                    "run_id": run_id,
+                    "author": author,
+                    "created_at": now,
+                }
+                for c in changes
+            ],
+        )
+    ]
+    return written, queue_publish(
+        conn,
+        namespace=namespace,
+        items=list(zip(paths, version_ids, strict=True)),
+        sinks=sinks,
+        now=now,
+    )
+
+
+def _advance_files(
+    conn: Connection,
+    namespace_id: int,
+    paths: Sequence[str],
+    *,
+    operator_owned: bool | None,
+    now: datetime,
+) -> dict[str, tuple[int, int]]:
+    """Create the files that do not exist yet and bump the others' current version; returns
+    ``{path: (file id, the version being written)}``."""
     existing = {
         row.path: (int(row.id), int(row.current_version))
         for row in conn.execute(
@@ -112,33 +152,7 @@ def write_versions(
             sa.update(memory_files).where(memory_files.c.id == sa.bindparam("b_id")).values(values),
             [{"b_id": existing[p][0], "b_version": existing[p][1] + 1} for p in updated],
         )
-    written = [(c.path, existing[c.path][1] + 1) for c in changes]
-    version_ids = [
-        int(row.id)
-        for row in conn.execute(
-            sa.insert(file_versions).returning(file_versions.c.id, sort_by_parameter_order=True),
-            [
-                {
-                    "file_id": existing[c.path][0],
-                    "version": existing[c.path][1] + 1,
-                    "namespace_version": namespace_version,
-                    "content": c.content,
-                    "diff": c.diff,
-                    "run_id": run_id,
-                    "author": author,
-                    "created_at": now,
-                }
-                for c in changes
-            ],
-        )
-    ]
-    return written, queue_publish(
-        conn,
-        namespace=namespace,
-        items=list(zip(paths, version_ids, strict=True)),
-        sinks=sinks,
-        now=now,
-    )
+    return {p: (file_id, version + 1) for p, (file_id, version) in existing.items()}
 
 
 def queue_publish(

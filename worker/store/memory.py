@@ -4,7 +4,7 @@ Each method is one transaction. Methods that stamp time take ``now`` (timezone-a
 nothing here reads the clock or the environment.
 
 >>> from datetime import UTC, datetime
->>> from worker.consolidation.types import AppliedPlan, Entry, FileChange, LedgerRow
+>>> from worker.values import AppliedPlan, Entry, FileChange, LedgerRow
 >>> store = MemoryStore.from_url("sqlite://", create=True)
 >>> now = datetime(2025, 1, 1, tzinfo=UTC)
 >>> state = store.load_state("user:u1")
@@ -36,8 +36,7 @@ from typing import Any, TypeVar
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
-from worker.consolidation.types import AppliedPlan, NamespaceState
-from worker.errors import MemworkerError, StoreError
+from worker.errors import MemworkerError, StoreUnavailable
 from worker.store import approvals as _approvals
 from worker.store import commit as _commit
 from worker.store import cursors as _cursors
@@ -64,6 +63,7 @@ from worker.store.records import (
     TickInfo,
 )
 from worker.store.snapshot import BatchSnapshot
+from worker.values import AppliedPlan, NamespaceState
 
 __all__ = ["BatchSnapshot", "CommitResult", "MemoryStore", "RunRecord"]
 
@@ -114,7 +114,7 @@ class MemoryStore:
             raise
         except sa.exc.SQLAlchemyError as exc:
             detail = getattr(exc, "orig", None) or exc
-            raise StoreError(
+            raise StoreUnavailable(
                 f"{what} failed and was rolled back (nothing was written): {detail}"
             ) from exc
 

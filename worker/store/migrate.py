@@ -21,7 +21,7 @@ from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy.engine import Engine
 
-from worker.errors import StoreError
+from worker.errors import StoreUnavailable
 
 #: Our own version table, so memworker can share a database with an application that uses
 #: Alembic itself (whose table is ``alembic_version``).
@@ -54,7 +54,7 @@ def current_revision(engine: Engine) -> str | None:
             context = MigrationContext.configure(conn, opts={"version_table": VERSION_TABLE})
             return context.get_current_revision()
     except sa.exc.OperationalError as exc:
-        raise StoreError(f"could not reach the database: {exc.orig}") from None
+        raise StoreUnavailable(f"could not reach the database: {exc.orig}") from None
 
 
 def upgrade(engine: Engine, revision: str = "head") -> None:
@@ -62,7 +62,7 @@ def upgrade(engine: Engine, revision: str = "head") -> None:
     try:
         command.upgrade(alembic_config(engine), revision)
     except sa.exc.OperationalError as exc:
-        raise StoreError(f"could not migrate the database: {exc.orig}") from None
+        raise StoreUnavailable(f"could not migrate the database: {exc.orig}") from None
 
 
 def check_migrated(engine: Engine) -> None:
@@ -73,16 +73,16 @@ def check_migrated(engine: Engine) -> None:
         return
     where = engine.url.render_as_string(hide_password=True)
     if current is None:
-        raise StoreError(
+        raise StoreUnavailable(
             f"the database {where} has no memworker schema; run `memworker db upgrade` "
             "(or open the store with create=True)"
         )
     known = {s.revision for s in ScriptDirectory.from_config(alembic_config()).walk_revisions()}
     if current not in known:
-        raise StoreError(
+        raise StoreUnavailable(
             f"the database {where} is at migration {current}, newer than this memworker "
             f"(newest known: {head}); upgrade memworker"
         )
-    raise StoreError(
+    raise StoreUnavailable(
         f"the database {where} is at migration {current}, behind {head}; run `memworker db upgrade`"
     )

@@ -13,12 +13,10 @@ from datetime import datetime
 from typing import Final, Literal
 
 RunTrigger = Literal["queue", "reconcile", "schedule", "cli", "import"]
-RunOutcome = Literal["ok", "failed", "dry_run", "stale"]
 TickStatus = Literal["running", "ok", "failed"]
 ApprovalStatus = Literal["pending", "approved", "rejected"]
 
 RUN_TRIGGERS: Final = frozenset({"queue", "reconcile", "schedule", "cli", "import"})
-RUN_OUTCOMES: Final = frozenset({"ok", "failed", "dry_run", "stale"})
 
 #: Author of versions written by the consolidator; operators write ``operator:<name>``.
 CONSOLIDATOR_AUTHOR: Final = "consolidator"
@@ -29,7 +27,7 @@ ROLLBACK_AUTHOR: Final = "rollback"
 @dataclass(frozen=True)
 class RunRecord:
     """One consolidation run as the caller saw it; ``trigger``/``outcome`` take the values of
-    :data:`RunTrigger`/:data:`RunOutcome` (checked when written)."""
+    :data:`RunTrigger`/:data:`~worker.outcomes.RunOutcome` (checked when written)."""
 
     trigger: str
     namespace: str | None

@@ -8,8 +8,9 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from worker.errors import StoreError
-from worker.store.records import RUN_OUTCOMES, RUN_TRIGGERS, RunInfo, RunRecord
+from worker.errors import StoreRefused
+from worker.outcomes import RUN_OUTCOMES
+from worker.store.records import RUN_TRIGGERS, RunInfo, RunRecord
 from worker.store.schema import runs
 from worker.store.sqltypes import require_utc
 
@@ -17,11 +18,11 @@ from worker.store.sqltypes import require_utc
 def insert_run(conn: Connection, run: RunRecord, *, namespace: str | None = None) -> int:
     """Write ``run`` (``namespace`` overrides the record's) and return its id."""
     if run.trigger not in RUN_TRIGGERS:
-        raise StoreError(
+        raise StoreRefused(
             f"run trigger {run.trigger!r} is not one of {', '.join(sorted(RUN_TRIGGERS))}"
         )
     if run.outcome not in RUN_OUTCOMES:
-        raise StoreError(
+        raise StoreRefused(
             f"run outcome {run.outcome!r} is not one of {', '.join(sorted(RUN_OUTCOMES))}"
         )
     window = run.window

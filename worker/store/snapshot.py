@@ -20,10 +20,10 @@ from dataclasses import dataclass, field
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from worker.consolidation.types import NamespaceState
 from worker.models import Namespace
 from worker.store.commit import active_entries, ledger_hits, namespace_row, state_from_rows
 from worker.store.schema import file_versions, memory_files
+from worker.values import NamespaceState
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ from sqlalchemy.dialects import postgresql
 from sqlalchemy.engine import Dialect
 from sqlalchemy.types import TypeEngine
 
-from worker.errors import StoreError
+from worker.errors import StoreRefused
 
 
 def require_utc(value: datetime, what: str) -> datetime:
@@ -32,9 +32,9 @@ def require_utc(value: datetime, what: str) -> datetime:
     '2025-01-01T00:00:00+00:00'
     """
     if not isinstance(value, datetime):
-        raise StoreError(f"{what} must be a datetime, got {type(value).__name__}")
+        raise StoreRefused(f"{what} must be a datetime, got {type(value).__name__}")
     if value.tzinfo is None or value.utcoffset() is None:
-        raise StoreError(
+        raise StoreRefused(
             f"{what} is a naive datetime ({value.isoformat()}); pass a timezone-aware one, "
             "e.g. datetime.now(UTC)"
         )

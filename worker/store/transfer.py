@@ -16,7 +16,7 @@ import sqlalchemy as sa
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationError
 from sqlalchemy.engine import Connection
 
-from worker.errors import InvalidCandidate, NotFound, StoreError
+from worker.errors import InvalidCandidate, NotFound, StoreRefused
 from worker.models import Namespace, normalise_path
 from worker.store import fence
 from worker.store.files import queue_publish
@@ -166,7 +166,9 @@ def parse_document(data: Mapping[str, Any]) -> NamespaceDoc:
         found = "; ".join(
             f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()[:20]
         )
-        raise StoreError(f"the import document is invalid (nothing was written): {found}") from None
+        raise StoreRefused(
+            f"the import document is invalid (nothing was written): {found}"
+        ) from None
     paths = [f.path for f in doc.files]
     problems = [f"file {p} appears twice" for p in sorted({p for p in paths if paths.count(p) > 1})]
     for f in doc.files:
@@ -187,7 +189,7 @@ def parse_document(data: Mapping[str, Any]) -> NamespaceDoc:
         for c in sorted({c for c in candidates if candidates.count(c) > 1})
     ]
     if problems:
-        raise StoreError(
+        raise StoreRefused(
             "the import document is invalid (nothing was written): " + "; ".join(problems)
         )
     return doc
@@ -206,7 +208,7 @@ def import_namespace(
     key = namespace or doc.namespace
     Namespace.parse(key)
     if fence.namespace_id(conn, key) is not None:
-        raise StoreError(
+        raise StoreRefused(
             f"{key} already has memory; erase it first (`memworker forget`) or import into "
             "another namespace"
         )
@@ -224,6 +226,37 @@ def import_namespace(
             counts={"files": len(doc.files), "entries": len(doc.entries)},
         ),
     )
+    published, written = _import_files(conn, ns_id, doc)
+    if doc.entries:
+        conn.execute(
+            sa.insert(entries), [{"namespace_id": ns_id, **e.model_dump()} for e in doc.entries]
+        )
+    if doc.ledger:
+        conn.execute(
+            sa.insert(candidate_ledger),
+            [{"namespace_id": ns_id, "run_id": run_id, **r.model_dump()} for r in doc.ledger],
+        )
+    if doc.approvals:
+        conn.execute(
+            sa.insert(approvals),
+            [
+                {"namespace_id": ns_id, "status": "pending", "run_id": run_id, **a.model_dump()}
+                for a in doc.approvals
+            ],
+        )
+    outbox_ids = queue_publish(
+        conn, namespace=key, items=published, sinks=list(dict.fromkeys(sinks)), now=now
+    )
+    return CommitResult(
+        version=doc.version, run_id=run_id, files=tuple(written), outbox_ids=tuple(outbox_ids)
+    )
+
+
+def _import_files(
+    conn: Connection, ns_id: int, doc: NamespaceDoc
+) -> tuple[list[tuple[str, int]], list[tuple[str, int]]]:
+    """Insert the document's files with all their versions: ``(path, newest version id)`` to
+    publish, and ``(path, versions written)``."""
     published: list[tuple[str, int]] = []
     written: list[tuple[str, int]] = []
     for f in doc.files:
@@ -251,26 +284,4 @@ def import_namespace(
         )
         published.append((f.path, int(ids[-1])))
         written.append((f.path, len(f.versions)))
-    if doc.entries:
-        conn.execute(
-            sa.insert(entries), [{"namespace_id": ns_id, **e.model_dump()} for e in doc.entries]
-        )
-    if doc.ledger:
-        conn.execute(
-            sa.insert(candidate_ledger),
-            [{"namespace_id": ns_id, "run_id": run_id, **r.model_dump()} for r in doc.ledger],
-        )
-    if doc.approvals:
-        conn.execute(
-            sa.insert(approvals),
-            [
-                {"namespace_id": ns_id, "status": "pending", "run_id": run_id, **a.model_dump()}
-                for a in doc.approvals
-            ],
-        )
-    outbox_ids = queue_publish(
-        conn, namespace=key, items=published, sinks=list(dict.fromkeys(sinks)), now=now
-    )
-    return CommitResult(
-        version=doc.version, run_id=run_id, files=tuple(written), outbox_ids=tuple(outbox_ids)
-    )
+    return published, written

@@ -83,6 +83,7 @@ def create_app(settings: Settings, *, runtime: Runtime | None = None) -> Celery:
     )
     app.conf[HEARTBEAT_CONF_KEY] = str(settings.data_dir / HEARTBEAT_FILENAME)
     app.memworker_runtime = runtime
+    runtime.request_delivery = lambda: tasks.request_delivery(app)
     tasks.register(app)
     return app
 

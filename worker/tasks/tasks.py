@@ -1,4 +1,4 @@
-"""Celery tasks: thin shims that fetch the worker's :class:`Runtime` and call plain functions.
+"""Celery tasks: thin shims that fetch the worker's :class:`Runtime` and call a use case.
 
 The task functions are module-level so every app registers the same callables; each finds its
 dependencies on ``self.app`` (set by :func:`worker.tasks.app.create_app`).
@@ -7,20 +7,17 @@ dependencies on ``self.app`` (set by :func:`worker.tasks.app.create_app`).
 from __future__ import annotations
 
 import dataclasses
-import time
 from datetime import UTC, datetime
 from typing import Any
 
 from celery import Celery, Task
 
-from worker import metrics
-from worker.consolidation.pipeline import BatchResult
 from worker.queue.redis_queue import Claim
-from worker.queue.sweep import consolidation_task_id, sweep_due
 from worker.runtime.container import Runtime
 from worker.scheduling.actions import run_schedule_tick
 from worker.scheduling.beat import parse_tick
-from worker.sinks.delivery import deliver_due
+from worker.service.publish import deliver_due
+from worker.service.sweep import sweep as sweep_due_namespaces
 from worker.tasks.names import (
     CONSOLIDATE_QUEUE,
     CONSOLIDATE_TASK,
@@ -41,34 +38,14 @@ def runtime_of(app: Celery) -> Runtime:
     return runtime
 
 
-def summarise(result: BatchResult) -> dict[str, Any]:
-    return {
-        "namespace": result.namespace,
-        "outcome": result.outcome,
-        "candidates": result.candidates,
-        "skipped": result.skipped,
-        "version": result.version,
-        "counts": result.counts,
-        "files": [change.path for change in result.files],
-        "error": result.error,
-    }
+def consolidation_task_id(claim: Claim) -> str:
+    """Deterministic: a re-sent dispatch of the same claim is the same Celery task."""
+    return f"memworker.consolidate:{claim.namespace}:{claim.token}"
 
 
-def consolidate(self: Task, claim_fields: dict[str, Any]) -> dict[str, Any]:
-    """Merge one claimed batch (see :class:`worker.consolidation.pipeline.Pipeline`)."""
-    runtime = runtime_of(self.app)
-    started = time.perf_counter()
-    result = runtime.pipeline.consolidate(Claim(**claim_fields))
-    metrics.CONSOLIDATION_SECONDS.observe(time.perf_counter() - started)
-    metrics.CONSOLIDATIONS.labels(outcome=result.outcome).inc()
-    if result.outcome in ("failed", "dead", "stale"):
-        metrics.FAILURES.labels(stage="consolidate").inc()
-    metrics.LLM_CALLS.inc(result.llm_calls)
-    metrics.LLM_TOKENS.labels(kind="input").inc(result.prompt_tokens)
-    metrics.LLM_TOKENS.labels(kind="output").inc(result.completion_tokens)
-    if result.outcome == "committed" and runtime.sinks:
-        self.app.send_task(DELIVER_TASK, queue=SWEEP_QUEUE)
-    return summarise(result)
+def consolidate(self: Task, claim_fields: dict[str, Any]) -> dict[str, object]:
+    """Merge one claimed batch (see :mod:`worker.service.consolidate`)."""
+    return runtime_of(self.app).pipeline.consolidate(Claim(**claim_fields)).summary()
 
 
 def sweep(self: Task, now: float | None = None) -> int:
@@ -76,7 +53,6 @@ def sweep(self: Task, now: float | None = None) -> int:
 
     ``now`` (epoch seconds) is for tests and catch-up tools; beat sends none.
     """
-    runtime = runtime_of(self.app)
 
     def dispatch(claim: Claim) -> None:
         self.app.send_task(
@@ -86,19 +62,13 @@ def sweep(self: Task, now: float | None = None) -> int:
             queue=CONSOLIDATE_QUEUE,
         )
 
-    claims = sweep_due(runtime.queue, dispatch, now=now)
-    metrics.CLAIMS.inc(len(claims))
-    metrics.refresh_queue_gauges(runtime.queue.stats(now=now).scopes)
-    return len(claims)
+    return len(sweep_due_namespaces(runtime_of(self.app).queue, dispatch, now=now))
 
 
 def deliver_outbox(self: Task) -> int:
     """Publish committed versions that some sink has not taken yet."""
     runtime = runtime_of(self.app)
-    if not runtime.sinks:
-        return 0
-    report = deliver_due(runtime.store, runtime.sinks, now=datetime.now(UTC))
-    return report.delivered
+    return deliver_due(runtime.store, runtime.sinks, now=datetime.now(UTC)).delivered
 
 
 def scheduled_run(self: Task, schedule: str, tick: str) -> str:
@@ -106,6 +76,11 @@ def scheduled_run(self: Task, schedule: str, tick: str) -> str:
     runtime = runtime_of(self.app)
     outcome = run_schedule_tick(runtime, schedule, parse_tick(tick), now=datetime.now(UTC))
     return outcome.status
+
+
+def request_delivery(app: Celery) -> None:
+    """Ask for a delivery pass on the sweep lane (after a commit), never on the merge lane."""
+    app.send_task(DELIVER_TASK, queue=SWEEP_QUEUE)
 
 
 def register(app: Celery) -> None:

@@ -12,7 +12,10 @@
 --          They carry the shard's hash tag, so they live in the same Cluster slot as KEYS.
 -- ARGV[7]  namespace to claim now whatever its due time, or "" to sweep the shard
 --
--- Returns a list of {namespace, token, covered id, count, attempts}.
+-- Returns a list of {namespace, token, covered id, count, attempts, due at (ms)}, where "due at"
+-- is when the namespace became claimable: its score in the due set (the debounced due time),
+-- the expiry (lease_until) of an expired lease taken over, or now for a namespace claimed by
+-- name before it was due. Claim time minus it is the due lag.
 --
 -- Candidates: expired leases (crash recovery without a reaper) and namespaces due by now.
 -- A leased namespace is parked (due again when its lease ends); an expired lease counts as a
@@ -26,7 +29,8 @@ local max_attempts = tonumber(ARGV[5])
 local base = ARGV[6]
 local EXPIRED = 'lease expired: the worker holding it stopped heartbeating (crashed or stuck)'
 
-local function try_claim(ns)
+-- due: the namespace's score in the due set when the caller read it (nil: not read).
+local function try_claim(ns, due)
   local meta = base .. 'ns:' .. ns .. ':meta'
   local log = base .. 'ns:' .. ns .. ':log'
   local m = redis.call('HMGET', meta, 'token', 'lease_until', 'dead', 'attempts')
@@ -42,6 +46,8 @@ local function try_claim(ns)
       redis.call('ZADD', KEYS[1], lease_until, ns)
       return nil
     end
+    -- Claimable again since its lease expired (its earlier due time was already claimed).
+    due = lease_until
     attempts = attempts + 1
     redis.call('HDEL', meta, 'token', 'lease_until', 'covered', 'count')
     redis.call('HSET', meta, 'attempts', attempts, 'last_error', EXPIRED)
@@ -67,6 +73,12 @@ local function try_claim(ns)
     -- Only with a backlog beyond max_batch: streams have no index access, so read to it.
     covered = redis.call('XRANGE', log, '-', '+', 'COUNT', count)[count][1]
   end
+  if due == nil then
+    due = tonumber(redis.call('ZSCORE', KEYS[1], ns))
+  end
+  if due == nil or due > now then
+    due = now  -- claimed by name before it was due (or not in the due set at all)
+  end
   local token = redis.call('HINCRBY', meta, 'fence', 1)
   local lease_until = now + lease_ms
   redis.call('HSET', meta, 'token', token, 'lease_until', lease_until, 'covered', covered,
@@ -75,17 +87,17 @@ local function try_claim(ns)
   redis.call('HDEL', meta, 'first')
   redis.call('ZREM', KEYS[1], ns)
   redis.call('ZADD', KEYS[2], lease_until, ns)
-  return {ns, token, covered, count, attempts}
+  return {ns, token, covered, count, attempts, due}
 end
 
 local claims = {}
 local seen = {}
-local function visit(ns)
+local function visit(ns, due)
   if seen[ns] or #claims >= limit then
     return
   end
   seen[ns] = true
-  local claim = try_claim(ns)
+  local claim = try_claim(ns, due)
   if claim then
     claims[#claims + 1] = claim
   end
@@ -97,8 +109,9 @@ else
   for _, ns in ipairs(redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now, 'LIMIT', 0, limit)) do
     visit(ns)
   end
-  for _, ns in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, limit)) do
-    visit(ns)
+  local ready = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'WITHSCORES', 'LIMIT', 0, limit)
+  for i = 1, #ready, 2 do
+    visit(ready[i], tonumber(ready[i + 1]))
   end
 end
 return claims

@@ -8,7 +8,7 @@ from __future__ import annotations
 from alembic import context
 from sqlalchemy.engine import Engine
 
-from worker.errors import StoreError
+from worker.errors import StoreRefused
 from worker.store.schema import metadata
 
 
@@ -16,7 +16,7 @@ def _run() -> None:
     config = context.config
     engine = config.attributes.get("engine")
     if not isinstance(engine, Engine):
-        raise StoreError(
+        raise StoreRefused(
             "memworker migrations run through `memworker db upgrade` "
             "(worker.store.migrate.upgrade), not the alembic command line"
         )
@@ -38,7 +38,7 @@ def _run() -> None:
 # doctest collection) there is no migration context, so do nothing.
 if __name__ != "worker.store.migrations.env":
     if context.is_offline_mode():
-        raise StoreError(
+        raise StoreRefused(
             "offline (SQL script) migrations are not supported; use `memworker db upgrade`"
         )
     _run()

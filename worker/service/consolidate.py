@@ -19,16 +19,16 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Literal
 
 from worker.consolidation.base import Consolidator
-from worker.consolidation.engine import consolidate_batch
-from worker.consolidation.types import AppliedPlan, FileChange
 from worker.errors import LeaseLost, MemworkerError, StaleVersion
-from worker.models import Candidate
+from worker.outcomes import Outcome
 from worker.queue.redis_queue import Claim, RedisQueue
+from worker.service.batch import BatchResult, merge_entries
+from worker.service.report import observe_batch
 from worker.settings import Settings
 from worker.store.memory import MemoryStore, RunRecord
 
@@ -38,44 +38,20 @@ log = logging.getLogger(__name__)
 #: pause, a slow Redis) still leave the lease held.
 HEARTBEATS_PER_LEASE = 3
 
-Outcome = Literal["committed", "nothing_new", "dry_run", "stale", "failed", "dead"]
 Trigger = Literal["queue", "reconcile", "schedule", "cli"]
 
 
-@dataclass(frozen=True)
-class BatchResult:
-    """What one consolidation did, for logs, metrics, the CLI and the Celery result."""
-
-    namespace: str
-    outcome: Outcome
-    candidates: int = 0
-    skipped: int = 0
-    version: int | None = None
-    counts: dict[str, int] = field(default_factory=dict)
-    files: tuple[FileChange, ...] = ()
-    error: str | None = None
-    llm_calls: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-
-
-@dataclass(frozen=True)
-class _Merged:
-    """A merged batch before its commit: ``applied`` is None when nothing was new."""
-
-    version: int
-    applied: AppliedPlan | None
-    result: BatchResult
-
-
-#: Stream position given to candidates that are not in the log (a preview's re-scan): after
-#: any applied position, so only the ledger decides whether they are new.
-_AFTER_EVERYTHING = f"{2**63 - 1}-0"
+def _nothing() -> None:
+    return None
 
 
 @dataclass(frozen=True)
 class Pipeline:
-    """The dependencies of a consolidation, passed in explicitly."""
+    """The dependencies of a consolidation, passed in explicitly.
+
+    ``after_commit`` is called after each commit when sinks are configured, so a deliverer
+    publishes it soon (the Celery app sends the delivery task to its own lane).
+    """
 
     queue: RedisQueue
     store: MemoryStore
@@ -83,95 +59,55 @@ class Pipeline:
     settings: Settings
     sinks: Sequence[str] = ()
     clock: Callable[[], datetime] = lambda: datetime.now(UTC)
+    after_commit: Callable[[], None] = _nothing
 
     def consolidate(self, claim: Claim, *, trigger: Trigger = "queue") -> BatchResult:
         """Consolidate the batch ``claim`` covers; see the module docstring for the guarantees."""
+        began = time.perf_counter()
+        result = self._attempt(claim, trigger)
+        observe_batch(result, time.perf_counter() - began)
+        if result.outcome is Outcome.COMMITTED and self.sinks:
+            self.after_commit()
+        return result
+
+    def _attempt(self, claim: Claim, trigger: Trigger) -> BatchResult:
         started = self.clock()
         namespace = claim.namespace
         try:
             with _heartbeat(self.queue, claim, self.settings.lease_seconds) as lease_lost:
-                result = self._merge_and_commit(claim, trigger, started, lease_lost)
+                return self._merge_and_commit(claim, trigger, started, lease_lost)
         except StaleVersion as exc:
             # Another batch of this namespace committed first (e.g. a zombie worker's lease was
             # taken over). Give the batch back untouched; the next attempt re-reads the state
             # and skips whatever is already in the ledger.
             self.queue.release(claim)
-            self._record_failure(claim, trigger, started, "stale", str(exc))
-            return BatchResult(namespace, "stale", error=str(exc))
+            return self._failed(claim, trigger, started, Outcome.STALE, str(exc))
         except Exception as exc:
             error = _describe(exc)
             log.warning("consolidation of %s failed: %s", namespace, error)
             verdict = self.queue.fail(claim, error)
-            self._record_failure(claim, trigger, started, "failed", error)
-            return BatchResult(namespace, "dead" if verdict == "dead" else "failed", error=error)
-        return result
-
-    def preview(self, namespace: str, extra: Sequence[Candidate] = ()) -> BatchResult:
-        """What consolidating ``namespace`` now would change (plus ``extra`` candidates, e.g.
-        from a source re-scan), merged in memory only: no lease, no run row, no commit."""
-        entries = self.queue.pending(namespace, limit=self.settings.max_batch)
-        extra_entries = [(_AFTER_EVERYTHING, c) for c in extra]
-        try:
-            merged = self._merge(namespace, [*entries, *extra_entries])
-        except MemworkerError as exc:
-            return BatchResult(namespace, "failed", error=str(exc))
-        return (
-            merged.result if merged.applied is None else replace(merged.result, outcome="dry_run")
-        )
-
-    def _merge(self, namespace: str, entries: Sequence[tuple[str, Candidate]]) -> _Merged:
-        """Everything a commit of ``entries`` would write, computed from one read snapshot;
-        candidates already committed (applied position or ledger) are skipped."""
-        # One read transaction for the state, the files and the ledger lookup. The ledger is
-        # asked about every candidate read, a superset of those past the applied position.
-        snapshot = self.store.snapshot(namespace, [c.id for _, c in entries])
-        state = snapshot.state
-        fresh = _not_yet_applied(entries, state.applied_position)
-        batch = _unique([c for c in fresh if c.id not in snapshot.recorded])
-        skipped = len(entries) - len(batch)
-        if not batch:
-            return _Merged(
-                state.version, None, BatchResult(namespace, "nothing_new", skipped=skipped)
-            )
-        plan, applied = consolidate_batch(
-            self.consolidator,
-            state,
-            batch,
-            now=self.clock(),
-            settings=self.settings,
-            current_files=snapshot.current_files,
-        )
-        result = BatchResult(
-            namespace=namespace,
-            outcome="committed",
-            candidates=len(batch),
-            skipped=skipped,
-            version=state.version,
-            counts=dict(applied.counts),
-            files=applied.files,
-            llm_calls=plan.llm_calls,
-            prompt_tokens=plan.prompt_tokens,
-            completion_tokens=plan.completion_tokens,
-        )
-        return _Merged(state.version, applied, result)
+            outcome = Outcome.DEAD if verdict == "dead" else Outcome.FAILED
+            return self._failed(claim, trigger, started, outcome, error)
 
     def _merge_and_commit(
         self, claim: Claim, trigger: Trigger, started: datetime, lease_lost: threading.Event
     ) -> BatchResult:
         namespace = claim.namespace
-        merged = self._merge(namespace, self.queue.read_batch(claim))
+        entries = self.queue.read_batch(claim)
+        merged = merge_entries(
+            self.store, self.consolidator, self.settings, namespace, entries, now=self.clock()
+        )
         if merged.applied is None:
             self.queue.ack(claim)
             return merged.result
-        applied, done = merged.applied, merged.result
         if lease_lost.is_set():
             raise LeaseLost(f"lease on {namespace} was lost during the merge; not committing")
         commit = self.store.commit_batch(
             namespace=namespace,
             expected_version=merged.version,
             applied_position=claim.covered,
-            applied=applied,
-            run=self._run(claim, trigger, started, done),
+            applied=merged.applied,
+            run=self._run(claim, trigger, started, merged.result),
             sinks=self.sinks,
             now=self.clock(),
         )
@@ -179,17 +115,19 @@ class Pipeline:
             # Committed, but the lease moved on: harmless. The next claimer finds every
             # candidate in the ledger and only acknowledges them.
             log.info("ack of %s refused (lease moved on); the commit stands", namespace)
-        return replace(done, version=commit.version)
+        return replace(merged.result, version=commit.version)
 
     def _run(
         self, claim: Claim, trigger: Trigger, started: datetime, result: BatchResult
     ) -> RunRecord:
+        outcome = result.outcome.run_outcome
+        assert outcome is not None, f"{result.outcome} writes no run row"
         return RunRecord(
             trigger=trigger,
             namespace=claim.namespace,
             started_at=started,
             finished_at=self.clock(),
-            outcome={"committed": "ok"}.get(result.outcome, result.outcome),
+            outcome=outcome,
             error=result.error,
             candidates=result.candidates,
             counts=dict(result.counts),
@@ -198,40 +136,16 @@ class Pipeline:
             completion_tokens=result.completion_tokens,
         )
 
-    def _record_failure(
+    def _failed(
         self, claim: Claim, trigger: Trigger, started: datetime, outcome: Outcome, error: str
-    ) -> None:
+    ) -> BatchResult:
+        """The failed attempt's result, recorded as a run row (best effort)."""
         failed = BatchResult(claim.namespace, outcome, candidates=claim.count, error=error)
         try:
             self.store.record_run(self._run(claim, trigger, started, failed))
         except Exception:  # the failure itself is already counted in Redis
             log.exception("could not record the failed run of %s", claim.namespace)
-
-
-def _stream_position(stream_id: str) -> tuple[int, int]:
-    ms, _, seq = stream_id.partition("-")
-    return int(ms), int(seq or 0)
-
-
-def _not_yet_applied(
-    entries: Sequence[tuple[str, Candidate]], applied_position: str | None
-) -> list[Candidate]:
-    """Candidates after the namespace's applied log position (a committed-but-unacked batch)."""
-    if applied_position is None:
-        return [c for _, c in entries]
-    applied = _stream_position(applied_position)
-    return [c for sid, c in entries if _stream_position(sid) > applied]
-
-
-def _unique(batch: Sequence[Candidate]) -> list[Candidate]:
-    """First occurrence of each candidate id: a retried capture enqueued twice merges once."""
-    seen: set[str] = set()
-    out = []
-    for candidate in batch:
-        if candidate.id not in seen:
-            seen.add(candidate.id)
-            out.append(candidate)
-    return out
+        return BatchResult(claim.namespace, outcome, error=error)
 
 
 def _describe(exc: BaseException) -> str:

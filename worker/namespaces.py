@@ -1,0 +1,203 @@
+"""Namespaces: who a memory belongs to, with the ids and paths that may name it.
+
+A namespace is built from validated ids only, never from free text; its ``key`` is the one
+string form every layer uses (Redis keys, SQL rows, store labels).
+
+>>> from worker.namespaces import Namespace, normalise_path
+>>> Namespace.for_user("u1", assistant_id="support-bot").key
+'user:u1:support-bot'
+>>> Namespace.parse("agent:support-bot").scope.value
+'agent'
+>>> normalise_path("work/projects")
+'/memories/work/projects.md'
+"""
+
+from __future__ import annotations
+
+import functools
+from enum import StrEnum
+from typing import Self
+
+from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
+
+from worker.constants import (
+    ID_PATTERN,
+    MAX_ID_LENGTH,
+    MAX_PATH_LENGTH,
+    MEMORY_ROUTE,
+    PATH_SEGMENT_PATTERN,
+)
+from worker.errors import InvalidCandidate
+
+
+class Scope(StrEnum):
+    """Who a memory belongs to."""
+
+    USER = "user"  #: one user (optionally of one assistant); the hot path's default
+    AGENT = "agent"  #: shared by all users of one assistant
+    ORG = "org"  #: organisation-wide, read-only for the hot path; operators write it
+
+
+def validate_id(value: str, what: str) -> str:
+    """Return ``value`` if it is a valid id, else raise :class:`InvalidCandidate` naming it.
+
+    >>> validate_id("user-42", "user_id")
+    'user-42'
+    """
+    if not isinstance(value, str):
+        raise InvalidCandidate(f"{what} must be a string, got {type(value).__name__}")
+    if not value:
+        raise InvalidCandidate(f"{what} is empty; pass the id of the {what.removesuffix('_id')}")
+    if len(value) > MAX_ID_LENGTH:
+        raise InvalidCandidate(
+            f"{what} is {len(value)} characters long; the limit is {MAX_ID_LENGTH}"
+        )
+    if not ID_PATTERN.fullmatch(value):
+        raise InvalidCandidate(
+            f"{what} {value!r} has characters outside [A-Za-z0-9_.@-] or does not start with a "
+            "letter or digit"
+        )
+    return value
+
+
+def normalise_path(value: str) -> str:
+    """Normalise a topic or path to a Markdown file confined under ``/memories/``.
+
+    Bare topics become files (``"preferences"`` → ``/memories/preferences.md``); traversal,
+    empty segments, backslashes and paths outside the route are refused.
+
+    >>> normalise_path("/memories/preferences.md")
+    '/memories/preferences.md'
+    """
+    if not isinstance(value, str):
+        raise InvalidCandidate(f"path must be a string, got {type(value).__name__}")
+    raw = value.strip()
+    if not raw:
+        raise InvalidCandidate("path/topic is empty")
+    if "\\" in raw or any(ord(ch) < 32 or ord(ch) == 127 for ch in raw):
+        raise InvalidCandidate(f"path {value!r} contains a backslash or a control character")
+    if raw.startswith("/"):
+        if not raw.startswith(MEMORY_ROUTE):
+            raise InvalidCandidate(f"path {value!r} is outside {MEMORY_ROUTE}")
+        raw = raw[len(MEMORY_ROUTE) :]
+    segments = raw.split("/")
+    for segment in segments:
+        if segment in ("", ".", ".."):
+            raise InvalidCandidate(f"path {value!r} has an empty, '.' or '..' segment")
+        if not PATH_SEGMENT_PATTERN.fullmatch(segment):
+            raise InvalidCandidate(
+                f"path segment {segment!r} of {value!r} must match [A-Za-z0-9_][A-Za-z0-9_.-]*"
+            )
+    if not segments[-1].endswith(".md"):
+        segments[-1] += ".md"
+    path = MEMORY_ROUTE + "/".join(segments)
+    if len(path) > MAX_PATH_LENGTH:
+        raise InvalidCandidate(f"path {value!r} is longer than {MAX_PATH_LENGTH} characters")
+    return path
+
+
+class Namespace(BaseModel):
+    """Who a memory belongs to; never derived from free text.
+
+    ``key`` is the canonical string form used in Redis keys and SQL rows.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    scope: Scope
+    user_id: str | None = None
+    assistant_id: str | None = None
+    org_id: str | None = None
+
+    @model_validator(mode="after")
+    def _ids_fit_scope(self) -> Self:
+        for name in ("user_id", "assistant_id", "org_id"):
+            value = getattr(self, name)
+            if value is not None:
+                validate_id(value, name)
+        if self.scope is Scope.USER and (self.user_id is None or self.org_id is not None):
+            raise InvalidCandidate("a user-scope namespace needs user_id (and no org_id)")
+        if self.scope is Scope.AGENT and (
+            self.assistant_id is None or self.user_id is not None or self.org_id is not None
+        ):
+            raise InvalidCandidate("an agent-scope namespace needs assistant_id only")
+        if self.scope is Scope.ORG and (
+            self.org_id is None or self.user_id is not None or self.assistant_id is not None
+        ):
+            raise InvalidCandidate("an org-scope namespace needs org_id only")
+        return self
+
+    @classmethod
+    def for_user(cls, user_id: str, *, assistant_id: str | None = None) -> Namespace:
+        return namespace_of(Scope.USER, user_id=user_id, assistant_id=assistant_id)
+
+    @classmethod
+    def for_agent(cls, assistant_id: str) -> Namespace:
+        return namespace_of(Scope.AGENT, assistant_id=assistant_id)
+
+    @classmethod
+    def for_org(cls, org_id: str) -> Namespace:
+        return namespace_of(Scope.ORG, org_id=org_id)
+
+    @property
+    def key(self) -> str:
+        if self.scope is Scope.USER:
+            suffix = f":{self.assistant_id}" if self.assistant_id else ""
+            return f"user:{self.user_id}{suffix}"
+        if self.scope is Scope.AGENT:
+            return f"agent:{self.assistant_id}"
+        return f"org:{self.org_id}"
+
+    @classmethod
+    def parse(cls, key: str) -> Namespace:
+        """Inverse of :attr:`key`; raises :class:`InvalidCandidate` on a malformed key."""
+        parts = key.split(":") if isinstance(key, str) else []
+        try:
+            match parts:
+                case ["user", user]:
+                    return cls.for_user(user)
+                case ["user", user, assistant]:
+                    return cls.for_user(user, assistant_id=assistant)
+                case ["agent", assistant]:
+                    return cls.for_agent(assistant)
+                case ["org", org]:
+                    return cls.for_org(org)
+        except InvalidCandidate as exc:
+            raise InvalidCandidate(f"namespace {key!r}: {exc}") from None
+        raise InvalidCandidate(
+            f"namespace {key!r} is not one of user:<user>[:<assistant>], agent:<assistant>, "
+            "org:<org>"
+        )
+
+    def __str__(self) -> str:
+        return self.key
+
+
+def _first_error(exc: ValidationError) -> str:
+    err = exc.errors()[0]
+    loc = ".".join(str(p) for p in err["loc"])
+    msg = str(err["msg"]).removeprefix("Value error, ")
+    return f"{loc}: {msg}" if loc else msg
+
+
+#: Namespaces seen recently, so the hot path builds each one once. Namespaces are frozen and
+#: their ids validated before the lookup; 4096 covers the active users of a busy process.
+NAMESPACE_CACHE_SIZE = 4096
+
+
+def namespace_of(scope: Scope, **ids: str | None) -> Namespace:
+    """The namespace of ``scope`` with these ids, validated; built once per distinct ids."""
+    for name, value in ids.items():
+        if value is not None:
+            validate_id(value, name)
+    return _build_namespace(scope, ids.get("user_id"), ids.get("assistant_id"), ids.get("org_id"))
+
+
+@functools.lru_cache(maxsize=NAMESPACE_CACHE_SIZE)
+def _build_namespace(
+    scope: Scope, user_id: str | None, assistant_id: str | None, org_id: str | None
+) -> Namespace:
+    try:
+        return Namespace(scope=scope, user_id=user_id, assistant_id=assistant_id, org_id=org_id)
+    except ValidationError as exc:
+        raise InvalidCandidate(_first_error(exc)) from None

@@ -1,0 +1,79 @@
+"""Consolidate one namespace now, by hand, through the same claim and fence as the workers.
+
+Safe while workers run: a namespace is consolidated only under its queue lease (a namespace a
+worker holds is reported, not touched) and commits go through the database fence and the
+unique ledger, so nothing is merged twice. A dry run takes no lease and writes nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from worker.models import Candidate
+from worker.outcomes import Outcome
+from worker.service.batch import BatchResult
+from worker.service.consolidate import Pipeline
+from worker.service.preview import preview
+
+#: Why a leased namespace was left alone.
+LEASED_NOTE = (
+    "being consolidated by a worker now; that worker commits it (candidates that arrived "
+    "meanwhile are merged in the next batch)"
+)
+
+
+@dataclass(frozen=True)
+class Reconciled:
+    """What reconcile did for one namespace (``result`` when it consolidated or previewed)."""
+
+    namespace: str
+    outcome: Outcome
+    result: BatchResult | None = None
+    note: str | None = None
+
+
+def reconcile_namespace(
+    pipeline: Pipeline,
+    namespace: str,
+    *,
+    dry_run: bool = False,
+    extra: Sequence[Candidate] = (),
+    now: datetime,
+) -> Reconciled:
+    """Consolidate (or, with ``dry_run``, preview with ``extra`` candidates) ``namespace``."""
+    queue = pipeline.queue
+    state = queue.namespace_state(namespace)
+    if state.leased:
+        return Reconciled(namespace, Outcome.LEASED, note=LEASED_NOTE)
+    if state.dead:
+        return Reconciled(
+            namespace,
+            Outcome.DEAD_LETTERED,
+            note=f"dead-lettered after {state.attempts} attempt(s) (last error: "
+            f"{state.last_error or 'none recorded'}); `memworker dlq retry {namespace}` brings it "
+            "back",
+        )
+    if dry_run:
+        result = preview(
+            queue,
+            pipeline.store,
+            pipeline.consolidator,
+            pipeline.settings,
+            namespace,
+            extra=extra,
+            max_batch=pipeline.settings.max_batch,
+            now=now,
+        )
+        if result.outcome is Outcome.NOTHING_NEW and not result.skipped:
+            return Reconciled(namespace, Outcome.NOTHING_PENDING, result)
+        return Reconciled(namespace, result.outcome, result)
+    claim = queue.claim_namespace(namespace)
+    if claim is None:
+        # A worker may have claimed it since we looked: say so rather than "nothing pending".
+        if queue.namespace_state(namespace).leased:
+            return Reconciled(namespace, Outcome.LEASED, note=LEASED_NOTE)
+        return Reconciled(namespace, Outcome.NOTHING_PENDING)
+    result = pipeline.consolidate(claim, trigger="reconcile")
+    return Reconciled(namespace, result.outcome, result)
