@@ -60,3 +60,18 @@ def test_put_outside_the_memory_route_exits_2(ops: Ops, tmp_path: Path) -> None:
 
     assert ran.code == 2
     assert "outside /memories/" in ran.err
+
+
+def test_put_of_an_endless_file_is_refused_without_reading_it_all(ops: Ops) -> None:
+    ran = ops("put", "--org", "acme-" + ops.user, "--path", "p", "/dev/zero")
+
+    assert ran.code == 2
+    assert "/dev/zero is over" in ran.err
+
+
+def test_put_of_an_empty_file_is_refused(ops: Ops) -> None:
+    ran = ops("put", "--org", "acme-" + ops.user, "--path", "p", "/dev/null")
+
+    assert ran.code == 2
+    assert "/dev/null is empty" in ran.err
+    assert ops.store.list_files(f"org:acme-{ops.user}") == []

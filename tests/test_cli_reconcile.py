@@ -149,6 +149,14 @@ def test_reconcile_refuses_all_together_with_a_user(ops: Ops) -> None:
     assert "either --all or one namespace" in ran.err
 
 
+def test_reconcile_without_a_target_names_the_targets_it_accepts(ops: Ops) -> None:
+    ran = ops("reconcile")
+
+    assert ran.code == 2
+    assert "--all" in ran.err
+    assert "--org" not in ran.err
+
+
 def test_reconcile_of_a_dead_lettered_namespace_points_at_dlq_retry(ops: Ops) -> None:
     ns = f"user:{ops.user}"
     ops.enqueue("I prefer green tea")

@@ -7,8 +7,11 @@ Every command builds :class:`~worker.settings.Settings` here, at the edge, and t
 from __future__ import annotations
 
 import importlib
+from typing import Annotated
 
 import typer
+
+from worker import __version__
 
 app = typer.Typer(
     name="memworker",
@@ -35,6 +38,24 @@ COMMAND_MODULES: tuple[str, ...] = (
 
 for _module in COMMAND_MODULES:
     importlib.import_module(_module).register(app)
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        typer.echo(f"memworker {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_print_version, is_eager=True, help="Print the version and exit."
+        ),
+    ] = False,
+) -> None:
+    """Background memory consolidation for LLM chat services."""
 
 
 def main() -> None:

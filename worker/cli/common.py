@@ -25,10 +25,15 @@ def open_runtime() -> Iterator[Runtime]:
 
 
 def namespace_from(
-    user: str | None, assistant: str | None, namespace: str | None, org: str | None = None
+    user: str | None,
+    assistant: str | None,
+    namespace: str | None,
+    org: str | None = None,
+    *,
+    accepted: str = "--user U [--assistant A], --org O or --namespace NS",
 ) -> Namespace:
     """Exactly one way of naming a namespace: --user [--assistant], --assistant, --org or
-    --namespace."""
+    --namespace; ``accepted`` is what the command's own error names when none is given."""
     if namespace is not None:
         if user or org:
             raise InvalidOption("give either --namespace or --user/--org, not both")
@@ -41,7 +46,7 @@ def namespace_from(
         return Namespace.for_org(org)
     if assistant is not None:
         return Namespace.for_agent(assistant)
-    raise InvalidOption("name a namespace: --user U [--assistant A], --org O or --namespace NS")
+    raise InvalidOption(f"name a namespace: {accepted}")
 
 
 def print_json(data: Any) -> None:

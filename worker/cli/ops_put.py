@@ -51,13 +51,7 @@ def put(
             raise InvalidOption("name exactly one owner: --org ID or --assistant A")
         ns = Namespace.for_org(org) if org is not None else Namespace.for_agent(str(assistant))
         wanted = normalise_path(path)
-        content = _read(file)
-        size = len(content.encode("utf-8"))
-        if size > runtime.settings.file_budget_bytes:
-            raise InvalidOption(
-                f"{file} is {size} bytes; memory files are at most "
-                f"{runtime.settings.file_budget_bytes} (MEMWORKER_FILE_BUDGET_BYTES)"
-            )
+        content = _read(file, limit=runtime.settings.file_budget_bytes)
         who = f"operator:{author}" if author and not author.startswith("operator:") else author
         result = runtime.store.put_file(
             namespace=ns.key,
@@ -83,14 +77,28 @@ def put(
         console.print(describe_delivery(delivery, runtime))
 
 
-def _read(file: str) -> str:
-    if file == "-":
-        return sys.stdin.read()
+def _read(file: str, *, limit: int) -> str:
+    """The file's text, read no further than ``limit`` bytes (so ``/dev/zero`` or a huge file
+    is refused at once rather than read to the end); an empty file is refused too."""
     try:
-        return Path(file).read_text(encoding="utf-8")
+        if file == "-":
+            raw = sys.stdin.buffer.read(limit + 1)
+        else:
+            with Path(file).open("rb") as handle:
+                raw = handle.read(limit + 1)
     except FileNotFoundError:
         raise InvalidOption(f"{file} does not exist; give the Markdown file to store") from None
-    except UnicodeDecodeError:
-        raise InvalidOption(f"{file} is not UTF-8 text; memory files are Markdown") from None
     except OSError as exc:
         raise InvalidOption(f"cannot read {file}: {exc.strerror}") from None
+    if len(raw) > limit:
+        raise InvalidOption(
+            f"{file} is over {limit} bytes; memory files are at most {limit} "
+            "(MEMWORKER_FILE_BUDGET_BYTES)"
+        )
+    try:
+        content = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise InvalidOption(f"{file} is not UTF-8 text; memory files are Markdown") from None
+    if not content.strip():
+        raise InvalidOption(f"{file} is empty; give the Markdown to store")
+    return content

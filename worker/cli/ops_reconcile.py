@@ -45,6 +45,9 @@ from worker.service.scan import SourceScan, scan_sources
 
 log = logging.getLogger(__name__)
 
+#: What reconcile accepts as its target, for the error when none is given.
+_TARGETS: Final = "--user U [--assistant A], --namespace NS, or --all for every namespace"
+
 _STYLES: Final = {
     Outcome.COMMITTED: "green",
     Outcome.PREVIEWED: "yellow",
@@ -96,7 +99,7 @@ def reconcile(
         lookback = parse_duration(since) if since is not None else None
         if all_ and (user or assistant or namespace):
             raise InvalidOption("give either --all or one namespace (--user/--namespace)")
-        target = None if all_ else namespace_from(user, assistant, namespace)
+        target = None if all_ else namespace_from(user, assistant, namespace, accepted=_TARGETS)
         scan = _rescan(runtime, target, lookback, dry_run) if lookback is not None else None
         if scan is not None and not as_json:
             _print_scan(scan, lookback)
