@@ -1,5 +1,9 @@
 """Consolidation throughput: candidates/s through claim → read → merge → commit → ack.
 
+First, merge-only figures (:mod:`bench._merge_cases`): the adversarial worst-case batch against
+a typical batch of the same size, and the rules consolidator's throughput with the current
+matcher against the difflib one it replaced.
+
 What runs: ``USERS`` users × ``PER_USER`` distinct ``fact`` candidates are enqueued (untimed)
 with the worker's :class:`~worker.queue.redis_queue.RedisQueue`; then, timed, sweeps
 (``claim_due``) and :meth:`Pipeline.consolidate` with the default rules consolidator and the
@@ -35,6 +39,7 @@ from typing import Any, ClassVar, Final
 import redis
 import sqlalchemy as sa
 
+from bench._merge_cases import merge_lines
 from bench._support import (
     delete_prefix,
     drain,
@@ -188,7 +193,8 @@ def _measure(database: str, url: str, client: redis.Redis) -> list[str]:
 
 def run() -> list[str]:
     client = redis.Redis.from_url(redis_url())
-    lines = [f"rules consolidator, files sink; {ROUNDS} interleaved rounds per database"]
+    lines = merge_lines()
+    lines.append(f"rules consolidator, files sink; {ROUNDS} interleaved rounds per database")
     databases: list[tuple[str, Callable[[], AbstractContextManager[str]]]] = [
         ("SQLite", temp_sqlite)
     ]

@@ -7,6 +7,11 @@ pipeline (lease held, batch read, plan merged, inside the commit transaction, co
 acknowledged, acknowledged). Each killed worker is replaced. When the kills are done, healthy
 workers drain the queue (lease expiry → re-claim) and the database is audited.
 
+Halfway through the kills one user is erased (the service's ``erase``, as ``memworker forget``
+runs it, retried while a worker holds the namespace): none of the candidates enqueued for that
+user before the erase may reach the database afterwards (0 resurrected), and every one
+enqueued after it is merged exactly once, like every other namespace's.
+
 ``MEMWORKER_CHAOS_SCALE`` multiplies the number of kills (default 1: 100 kills).
 """
 
@@ -16,6 +21,7 @@ import os
 import random
 import time
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Final
 
@@ -37,7 +43,9 @@ from tests.chaos_support.worker_loop import STAGES
 from tests.conftest import PG_SERVER_URL
 from worker.hotpath.client import MemoryClient
 from worker.queue.redis_queue import RedisQueue
+from worker.service.erase import erase
 from worker.settings import Settings
+from worker.store.memory import MemoryStore
 
 SCALE: Final = float(os.environ.get("MEMWORKER_CHAOS_SCALE", "1"))
 KILLS: Final = max(1, round(100 * SCALE))
@@ -59,6 +67,8 @@ TARGETS: Final = (
     ("agent", None, "bot-a"),
     ("agent", None, "bot-b"),
 )
+#: The user erased halfway through the kills.
+FORGOTTEN: Final = "user:u0"
 COLOURS: Final = ("red", "green", "blue", "amber", "violet", "teal", "ochre", "white")
 THINGS: Final = ("kite", "teapot", "atlas", "violin", "lantern", "compass", "quilt", "sextant")
 
@@ -110,10 +120,13 @@ def test_sigkilled_workers_neither_lose_nor_duplicate_a_candidate(
     state_dir.mkdir()
     fleet = Fleet(settings_env(chaos_settings), state_dir)
     queue = RedisQueue(redis_client, chaos_settings)
+    queue.publish_policy()  # the deployment's debounce, as its workers write it at start
     enqueued: dict[str, set[str]] = {_namespace(*t): set() for t in TARGETS}
     sent: list[tuple[tuple[str, str | None, str | None], str, str]] = []
     kills_by_mode: dict[str, int] = {}
     arrivals = retries = 0
+    erased: set[str] | None = None  # ids of FORGOTTEN enqueued before its erase
+    erase_store = MemoryStore.from_url(str(chaos_settings.database_url))
     started = time.monotonic()
     try:
         with MemoryClient(chaos_settings) as client:
@@ -166,6 +179,10 @@ def test_sigkilled_workers_neither_lose_nor_duplicate_a_candidate(
                     assert code == -9, f"worker exited with {code}:\n{fleet.stderr()[-3000:]}"
                     kills += 1
                     kills_by_mode[worker.mode] = kills_by_mode.get(worker.mode, 0) + 1
+                if erased is None and kills >= KILLS // 2:
+                    done = erase(queue, erase_store, {}, [FORGOTTEN], now=datetime.now(UTC))
+                    if not done.busy:  # else a worker holds it: try again next round
+                        erased, enqueued[FORGOTTEN] = enqueued[FORGOTTEN], set()
                 while len(fleet.processes) < WORKERS:
                     _start(fleet, rng)
                 time.sleep(0.005)  # pacing of the driver loop, not a synchronisation
@@ -179,6 +196,7 @@ def test_sigkilled_workers_neither_lose_nor_duplicate_a_candidate(
             wait_until(lambda: queue_settled(queue, enqueued), "the queue to drain", DRAIN_SECONDS)
     finally:
         fleet.stop_all()
+        erase_store.dispose()
     outcomes = fleet.outcomes()
     audit = audit_store(str(chaos_settings.database_url))
     pending = pending_ids(queue, enqueued)
@@ -187,9 +205,14 @@ def test_sigkilled_workers_neither_lose_nor_duplicate_a_candidate(
     print(
         f"\nCHAOS kill: seed={seed} kills={sum(kills_by_mode.values())} by mode={kills_by_mode} "
         f"candidates={total} (+{retries} retried enqueues) kill phase={kill_phase:.1f}s "
-        f"total={time.monotonic() - started:.1f}s outcomes={dict(outcomes)} dead={len(dead)}"
+        f"total={time.monotonic() - started:.1f}s outcomes={dict(outcomes)} dead={len(dead)} "
+        f"erased={len(erased or ())}"
     )
 
+    assert erased is not None, f"the erase never found {FORGOTTEN} free (seed {seed})"
+    resurrected = (erased - enqueued[FORGOTTEN]) & set(audit.ledger.get(FORGOTTEN, []))
+    resurrected |= (erased - enqueued[FORGOTTEN]) & set(audit.entry_candidates.get(FORGOTTEN, []))
+    assert not resurrected, f"{len(resurrected)} erased candidates came back (seed {seed})"
     for ns, ids in enqueued.items():
         ledger = audit.ledger.get(ns, [])
         assert duplicates(ledger) == {}, f"{ns}: ledger rows repeated (seed {seed})"

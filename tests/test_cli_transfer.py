@@ -64,6 +64,23 @@ def test_import_into_a_namespace_with_memory_exits_2_and_writes_nothing(
     assert ops.store.export_namespace(f"user:{ops.user}") == before
 
 
+def test_an_erased_user_can_be_imported_again_above_the_erase_fence(
+    ops: Ops, tmp_path: Path
+) -> None:
+    _history(ops)
+    exported = tmp_path / "export.json"
+    ops("export", "--user", ops.user, "--out", str(exported))
+    ns = f"user:{ops.user}"
+    before = ops.store.load_state(ns).version
+    ops("forget", "--user", ops.user, "--yes")
+
+    ran = ops("import", str(exported))
+
+    assert ran.code == 0, ran.err
+    assert "green tea" in ops.store.current_files(ns)["/memories/preferences.md"]
+    assert ops.store.load_state(ns).version > before
+
+
 def test_import_of_an_invalid_document_exits_2_and_writes_nothing(ops: Ops, tmp_path: Path) -> None:
     _history(ops)
     doc = json.loads(ops("export", "--user", ops.user).out)

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 import redis
 
+from tests.support.memory_queue import deploy_policy
 from worker import BacklogFull, ConfigurationError, InvalidCandidate, MemoryClient, QueueUnavailable
 from worker.queue.redis_queue import RedisQueue
 from worker.settings import Settings
@@ -147,9 +148,8 @@ def test_enqueue_many_of_nothing_returns_nothing(client: MemoryClient) -> None:
 def test_a_full_backlog_raises_backlog_full(
     redis_url: str, key_prefix: str, redis_client: redis.Redis
 ) -> None:
-    with MemoryClient.from_url(
-        redis_url, key_prefix=key_prefix, max_pending_per_namespace=1
-    ) as client:
+    deploy_policy(redis_url, key_prefix, max_pending_per_namespace=1)
+    with MemoryClient.from_url(redis_url, key_prefix=key_prefix) as client:
         client.enqueue(user_id="u1", trace_id="t", text="one")
 
         with pytest.raises(BacklogFull, match="MEMWORKER_MAX_PENDING_PER_NAMESPACE"):

@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator
 import pytest
 import redis
 
+from tests.support.memory_queue import deploy_policy
 from worker import AsyncMemoryClient, BacklogFull, InvalidCandidate, QueueUnavailable
 from worker.queue.redis_queue import RedisQueue
 from worker.settings import Settings
@@ -54,9 +55,8 @@ async def test_async_org_scope_is_refused(client: AsyncMemoryClient, queue: Redi
 async def test_async_full_backlog_raises_backlog_full(
     redis_url: str, key_prefix: str, redis_client: redis.Redis
 ) -> None:
-    async with AsyncMemoryClient.from_url(
-        redis_url, key_prefix=key_prefix, max_pending_per_namespace=1
-    ) as client:
+    deploy_policy(redis_url, key_prefix, max_pending_per_namespace=1)
+    async with AsyncMemoryClient.from_url(redis_url, key_prefix=key_prefix) as client:
         await client.enqueue(user_id="u1", trace_id="t", text="one")
 
         with pytest.raises(BacklogFull):

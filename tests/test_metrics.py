@@ -10,6 +10,7 @@ import pytest
 import redis
 from prometheus_client import generate_latest
 
+from tests.support.memory_queue import deploy_policy
 from worker import AsyncMemoryClient, BacklogFull, MemoryClient
 from worker.metrics import (
     CLAIMS,
@@ -154,7 +155,8 @@ async def test_an_async_hot_path_enqueue_counts_once(settings: Settings) -> None
 def test_a_candidate_refused_with_backlog_full_is_not_counted(
     redis_url: str, key_prefix: str
 ) -> None:
-    with MemoryClient.from_url(redis_url, key_prefix=key_prefix, max_pending_per_namespace=1) as c:
+    deploy_policy(redis_url, key_prefix, max_pending_per_namespace=1)
+    with MemoryClient.from_url(redis_url, key_prefix=key_prefix) as c:
         c.enqueue(user_id="u1", trace_id="t", text="one")
         before = enqueued()
         with pytest.raises(BacklogFull):
@@ -166,9 +168,10 @@ def test_a_candidate_refused_with_backlog_full_is_not_counted(
 def test_enqueue_many_counts_the_accepted_candidates_when_one_is_refused(
     redis_url: str, key_prefix: str
 ) -> None:
+    deploy_policy(redis_url, key_prefix, max_pending_per_namespace=1)
     before = enqueued()
     with (
-        MemoryClient.from_url(redis_url, key_prefix=key_prefix, max_pending_per_namespace=1) as c,
+        MemoryClient.from_url(redis_url, key_prefix=key_prefix) as c,
         pytest.raises(BacklogFull),
     ):
         c.enqueue_many(
@@ -208,6 +211,7 @@ def test_a_worker_side_enqueue_refused_with_backlog_full_is_not_counted(
     redis_client: redis.Redis, settings: Settings
 ) -> None:
     queue = RedisQueue(redis_client, settings.model_copy(update={"max_pending_per_namespace": 1}))
+    queue.publish_policy()
     queue.enqueue(make_candidate(user_id="u1", trace_id="t", text="one"), now=T0)
     before = enqueued()
 

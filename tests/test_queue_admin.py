@@ -102,6 +102,7 @@ def test_enqueue_refuses_past_the_pending_limit(
     redis_client: redis.Redis, settings: Settings
 ) -> None:
     queue = RedisQueue(redis_client, settings.model_copy(update={"max_pending_per_namespace": 2}))
+    queue.publish_policy()
     queue.enqueue_many([candidate("one"), candidate("two")], now=T0)
 
     with pytest.raises(BacklogFull, match=r"user:u1 already has 2 pending candidates \(limit 2\)"):
@@ -111,6 +112,7 @@ def test_enqueue_refuses_past_the_pending_limit(
 
 def test_the_pending_limit_is_per_namespace(redis_client: redis.Redis, settings: Settings) -> None:
     queue = RedisQueue(redis_client, settings.model_copy(update={"max_pending_per_namespace": 1}))
+    queue.publish_policy()
     queue.enqueue(candidate(user="u1"), now=T0)
 
     queue.enqueue(candidate(user="u2"), now=T0)
@@ -122,6 +124,7 @@ def test_enqueue_many_refuses_only_the_full_namespace(
     redis_client: redis.Redis, settings: Settings
 ) -> None:
     queue = RedisQueue(redis_client, settings.model_copy(update={"max_pending_per_namespace": 1}))
+    queue.publish_policy()
     queue.enqueue(candidate(user="u1"), now=T0)
 
     with pytest.raises(BacklogFull):

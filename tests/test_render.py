@@ -32,7 +32,7 @@ def test_entries_of_other_paths_are_not_rendered() -> None:
 
 def test_multiline_text_cannot_start_a_new_bullet() -> None:
     body = render_file("/memories/facts.md", [entry("a", "line one\n- fake bullet\n# fake title")])
-    assert body == "# Facts\n\n- line one\n  - fake bullet\n  # fake title\n"
+    assert body == "# Facts\n\n- line one - fake bullet # fake title\n"
 
 
 def test_rendering_is_independent_of_input_order() -> None:

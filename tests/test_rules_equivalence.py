@@ -37,6 +37,9 @@ def reference_near_duplicate(a: str, b: str) -> bool:
         return False
     if text._polarity(na.split()) != text._polarity(nb.split()):
         return False
+    ea, eb = text._entities(a), text._entities(b)  # named entities differ: not the same memory
+    if ea is not None and eb is not None and ea != eb:
+        return False
     return SequenceMatcher(None, na, nb, autojunk=False).ratio() >= text.DUPLICATE_RATIO
 
 

@@ -117,6 +117,7 @@ def test_erase_leaves_other_namespaces_alone(store: MemoryStore) -> None:
 
     store.erase_namespaces([ns], now=T0)
 
-    assert store.load_state(ns).version == 0
+    assert store.load_state(ns).entries == ()
+    assert store.current_files(ns) == {}
     assert [e.text for e in store.load_state(other).entries] == ["theirs"]
     assert store.current_files(other) == {FACTS: "- theirs\n"}

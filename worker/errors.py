@@ -47,6 +47,12 @@ class ScheduleError(ConfigurationError):
     """A schedule file or entry is invalid; the message names the file and the entry."""
 
 
+class QueueMisconfigured(ConfigurationError):
+    """Redis refused the queue for a reason only configuration fixes: a wrong password or ACL,
+    a Cluster node (``MOVED``, ``CLUSTERDOWN``) where one endpoint is expected, or an evicting
+    ``maxmemory-policy`` that would silently drop candidates."""
+
+
 # --- unavailable: try again later ------------------------------------------------------------
 class Unavailable(MemworkerError):
     """A dependency could not be reached or refused for now; nothing was lost, retry later."""
@@ -56,8 +62,21 @@ class QueueUnavailable(Unavailable):
     """Redis could not be reached (or answered too slowly) on the hot path; nothing was enqueued."""
 
 
+class QueueReadOnly(QueueUnavailable):
+    """The Redis reached is a read-only replica (``READONLY``); nothing was written."""
+
+
+class BusyNamespace(Unavailable):
+    """A worker holds the namespace right now, so the operation (an erase) was not started;
+    nothing changed. Run it again once the batch is done (at most the lease length)."""
+
+
 class BacklogFull(Unavailable):
     """A namespace has more pending candidates than the configured limit; try again later."""
+
+
+class QueueOutOfMemory(BacklogFull):
+    """Redis is at its ``maxmemory`` limit (``OOM`` under ``noeviction``); nothing was written."""
 
 
 class StoreError(MemworkerError):

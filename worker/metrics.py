@@ -131,6 +131,13 @@ LLM_TOKENS: Final = Counter(
     namespace=NAMESPACE,
     registry=REGISTRY,
 )
+QUEUE_EPOCH_CHANGES: Final = Counter(
+    "queue_epoch_changes",
+    "Batches whose namespace was last committed in another queue epoch: Redis lost its data "
+    "(restart without AOF, flush, eviction, stale failover) since. Anything above 0 needs a look.",
+    namespace=NAMESPACE,
+    registry=REGISTRY,
+)
 SINK_DELIVERIES: Final = Counter(
     "sink_deliveries",
     "Outbox deliveries by sink and outcome (ok, failed).",

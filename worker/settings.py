@@ -61,12 +61,14 @@ class Settings(BaseSettings):
     debounce_seconds: Annotated[float, Field(gt=0)] = Field(
         default=30.0,
         description="Quiet period: a namespace is due this long after its last candidate, so a "
-        "burst of turns in one conversation becomes one batch.",
+        "burst of turns in one conversation becomes one batch. The workers' value rules: they "
+        "write it into Redis at start.",
     )
     max_wait_seconds: Annotated[float, Field(gt=0)] = Field(
         default=300.0,
         description="Cap on debouncing: a namespace is due at most this long after its first "
-        "pending candidate, so a chatty user still gets consolidated.",
+        "pending candidate, so a chatty user still gets consolidated. The workers' value rules "
+        "(written into Redis at start).",
     )
     lease_seconds: Annotated[float, Field(gt=0)] = Field(
         default=120.0,
@@ -92,7 +94,8 @@ class Settings(BaseSettings):
     max_pending_per_namespace: Annotated[int, Field(ge=1)] = Field(
         default=10_000,
         description="Backpressure: enqueue refuses (BacklogFull) past this many pending "
-        "candidates in one namespace, so one runaway client cannot fill Redis.",
+        "candidates in one namespace, so one runaway client cannot fill Redis. The workers' value "
+        "rules (written into Redis at start).",
     )
     max_text_bytes: Annotated[int, Field(ge=16, le=1_048_576)] = Field(
         default=8192,
@@ -106,6 +109,12 @@ class Settings(BaseSettings):
     sweep_interval_seconds: Annotated[float, Field(gt=0)] = Field(
         default=2.0,
         description="How often beat sweeps for due namespaces; bounds the extra debounce lag.",
+    )
+    allow_evicting_redis: bool = Field(
+        default=False,
+        description="Start workers even though Redis runs an allkeys-* maxmemory-policy. "
+        "Eviction silently drops queued candidates (the queue epoch detects it afterwards), so "
+        "this is an explicit, informed override; the default refuses to start.",
     )
 
     # --- consolidation -------------------------------------------------------------------------

@@ -149,6 +149,7 @@ def main(argv: Sequence[str] = ()) -> int:
 
     signal.signal(signal.SIGTERM, stop)
     runtime.redis.ping()
+    runtime.queue.publish_policy()  # as `memworker worker` does at start
     store.load_state("user:warmup")  # connects to the database before declaring readiness
     pid = os.getpid()
     log_path = state_dir / f"{pid}.log"

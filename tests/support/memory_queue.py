@@ -30,3 +30,14 @@ def queued(redis_url: str, key_prefix: str, namespace: str) -> list[Candidate]:
         ]
     finally:
         client.close()
+
+
+def deploy_policy(redis_url: str, key_prefix: str, **policy: float | int) -> None:
+    """Write the deployment's queue policy into Redis, as a worker does at start (the
+    client side cannot set it: ``max_pending_per_namespace``, debounce and max wait)."""
+    client = redis.Redis.from_url(redis_url)
+    try:
+        settings = Settings(redis_url=redis_url, key_prefix=key_prefix, **policy)  # type: ignore[arg-type]
+        RedisQueue(client, settings).publish_policy()
+    finally:
+        client.close()

@@ -72,7 +72,8 @@ def show(
             )
         for file_path, content in sorted(files.items()):
             console.rule(f"{ns.key} {file_path}")
-            console.print(content, markup=False)
+            # The file's bytes as the sinks publish them: no markup, emoji codes or wrapping.
+            console.print(content, markup=False, emoji=False, soft_wrap=True, end="")
 
 
 def history(

@@ -1,8 +1,8 @@
 """``memworker forget``: erase a user everywhere — queue, SQL store and sinks.
 
 The erase itself, and the order it keeps, is :mod:`worker.service.erase`. A namespace a worker
-is consolidating right now is not erased: the command stops and asks to run again once the
-lease ends.
+is consolidating right now is not erased (checked at the moment of the erase, after the
+confirmation): the command says so, exits 1 and asks to run again once the batch is done.
 """
 
 from __future__ import annotations
@@ -63,19 +63,19 @@ def forget(
             raise NotFound(
                 f"user {user} has nothing to forget (no memory, nothing queued); check the id"
             )
-        if target.busy:
-            console.print(
-                f"{', '.join(target.busy)} is being consolidated by a worker right now; nothing "
-                "was erased. Run forget again in a minute, once that batch is done"
-            )
-            raise typer.Exit(EXIT_FAILURE)
         confirm(f"Erase everything memworker holds for {', '.join(keys)}?", yes)
         done = erase(runtime.queue, runtime.store, runtime.sinks, keys, now=now_utc())
         delivery = done.delivery
+        if done.busy:
+            console.print(
+                f"{', '.join(done.busy)} is being consolidated by a worker right now; nothing "
+                "of it was erased. Run forget again in a minute, once that batch is done"
+            )
         if as_json:
             print_json(
                 {
-                    "namespaces": keys,
+                    "namespaces": [k for k in keys if k not in done.busy],
+                    "busy": done.busy,
                     "queued_candidates": done.queued,
                     "sql_rows": done.sql_rows,
                     "sink_deletions": delivery.delivered,
@@ -84,12 +84,14 @@ def forget(
             )
         else:
             _print_erased(runtime, target, done)
-        if delivery.failed:
+        if delivery.failed or done.busy:
             raise typer.Exit(EXIT_FAILURE)
 
 
 def _print_erased(runtime: Runtime, target: EraseTarget, done: Erased) -> None:
     for key in target.keys:
+        if key in done.busy:
+            continue
         console.print(
             f"{key}: {done.queued[key]} queued candidate(s), {len(done.files[key])} file(s) erased"
         )

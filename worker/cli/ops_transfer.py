@@ -2,8 +2,10 @@
 
 The document carries every version of every file, the entries, the candidate ledger and pending
 approvals (format ``memworker.namespace.v1``). Import validates the whole document before
-writing anything, then writes it in one transaction into a namespace that has no memory yet,
-and publishes the files. Exporting the imported namespace gives the same bytes.
+writing anything — its shape, and then as a merge would (:mod:`worker.service.transfer`: files
+are the rendering of their entries, guards, entry ids, versions) — then writes it in one
+transaction into a namespace that has no memory yet, and publishes the files. Exporting the
+imported namespace gives the same bytes.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from worker.cli.ops_support import (
 )
 from worker.errors import InvalidOption, StoreRefused
 from worker.models import Namespace
+from worker.service.transfer import import_document
 from worker.store.transfer import parse_document
 
 
@@ -89,9 +92,12 @@ def import_(
                 f"{key} already has memory; nothing was imported. Erase it first "
                 "(`memworker forget`) or import under another --namespace"
             )
-        result = runtime.store.import_namespace(
-            data, namespace=key, sinks=tuple(runtime.sinks), now=now_utc()
-        )
+        try:
+            _, result = import_document(
+                runtime.store, data, namespace=key, sinks=tuple(runtime.sinks), now=now_utc()
+            )
+        except StoreRefused as exc:
+            raise InvalidOption(f"{file}: {exc}; fix the document and import it again") from None
         delivery = publish(runtime)
         if as_json:
             print_json(

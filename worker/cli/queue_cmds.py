@@ -24,6 +24,7 @@ from worker.queue.address import resolve_redis_url
 from worker.queue.redis_queue import RedisQueue
 from worker.queue.types import QueueStats, ScopeStats
 from worker.scheduling.schedules import bundled_schedules_dir, load_schedules
+from worker.service.queue_health import queue_health
 from worker.settings import Settings, load_settings
 from worker.store.memory import MemoryStore
 
@@ -88,7 +89,9 @@ def status(
         url = resolve_redis_url(settings)
         client = connect(url, STATUS_TIMEOUT_SECONDS)
         try:
-            stats = RedisQueue(client, settings).stats()
+            queue = RedisQueue(client, settings)
+            stats = queue.stats()
+            redis_health = _redis_health(settings, queue)
         except (redis.ConnectionError, redis.TimeoutError) as exc:
             raise unavailable(url, exc, STATUS_TIMEOUT_SECONDS) from None
         finally:
@@ -96,10 +99,38 @@ def status(
         health = _store_health(settings, datetime.now(UTC))
         if as_json:
             # Scope keys stay at the top level (as before); the SQL parts sit beside them.
-            typer.echo(json.dumps({**stats.as_dict(), **health}, indent=2, default=str))
+            body = {**stats.as_dict(), **health, "redis": redis_health}
+            typer.echo(json.dumps(body, indent=2, default=str))
         else:
             stdout.print(_table(stats))
             _print_health(health)
+            _print_redis_health(redis_health)
+
+
+def _redis_health(settings: Settings, queue: RedisQueue) -> dict[str, Any]:
+    """Durability settings and epoch changes (:mod:`worker.service.queue_health`)."""
+    url = settings.effective_database_url
+    store = MemoryStore.from_url(url, create=url.startswith("sqlite"))
+    try:
+        return queue_health(queue, store)
+    finally:
+        store.dispose()
+
+
+def _print_redis_health(health: dict[str, Any]) -> None:
+    durability, epoch = health["durability"], health["epoch"]
+    stdout.print(
+        f"redis: appendonly {durability['appendonly'] or '?'}, appendfsync "
+        f"{durability['appendfsync'] or '?'}, maxmemory-policy "
+        f"{durability['maxmemory_policy'] or '?'}"
+    )
+    for warning in durability["warnings"]:
+        stdout.print(f"  [yellow]warning:[/yellow] {warning}")
+    if epoch["changed"]:
+        stdout.print(
+            f"  [red]queue epoch changed[/red] for {epoch['namespaces_from_an_earlier_epoch']} "
+            f"recently committed namespace(s): {epoch['meaning']}"
+        )
 
 
 def _store_health(settings: Settings, now: datetime) -> dict[str, Any]:

@@ -123,9 +123,16 @@ def _prepare_store(settings: Settings) -> None:
 
 def _start_worker(settings: Settings, extra: list[str]) -> None:
     from worker.metrics import start_metrics_server
+    from worker.runtime.container import build_runtime
+    from worker.service.startup import prepare_queue
     from worker.tasks.app import create_app
     from worker.tasks.names import CONSOLIDATE_QUEUE, SWEEP_QUEUE
 
+    runtime = build_runtime(settings)
+    try:
+        prepare_queue(runtime.queue)  # refuses an evicting Redis; publishes the queue policy
+    finally:
+        runtime.close()
     app = create_app(settings)
     if settings.metrics_port:
         start_metrics_server(settings.metrics_port)

@@ -41,6 +41,8 @@ import re
 from dataclasses import dataclass
 from typing import Final, Literal
 
+from worker.consolidation.text import canonical
+
 #: Role prefixes of a turn's lines; only the first two are the user's words.
 _ROLE_LINE: Final = re.compile(r"^\s*(user|human|assistant|ai|system|tool)\s*:\s?(.*)$", re.I)
 _USER_ROLES: Final = frozenset({"user", "human"})
@@ -163,7 +165,7 @@ def forget_target(text: str) -> str:
     >>> forget_target("I no longer live in Paris")
     'live in Paris'
     """
-    sentence = _END_PUNCT.sub("", _FILLERS.sub("", text.strip()))
+    sentence = _END_PUNCT.sub("", _FILLERS.sub("", canonical(text).strip()))
     for pattern in (_FORGET, _NO_LONGER, _NOT_ANYMORE):
         match = pattern.match(sentence)
         if match:
@@ -214,7 +216,9 @@ def classify(sentence: str) -> Statement | None:
 def extract_statements(turn: str) -> list[Statement]:
     """Every explicit statement in the user lines of ``turn``, in order."""
     found = []
-    for sentence in sentences(user_text(turn)):
+    # The canonical form (NFKC, zero-width characters dropped, look-alikes folded in Latin
+    # words), so a fullwidth "ｍｙ ｃｉｔｙ ｉｓ …" routes to the same key as the plain one.
+    for sentence in sentences(canonical(user_text(turn))):
         statement = classify(sentence)
         if statement is not None:
             found.append(statement)

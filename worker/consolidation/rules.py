@@ -47,8 +47,9 @@ from worker.models import Candidate, Kind
 from worker.settings import Settings
 from worker.values import NamespaceState
 
-#: Shortest normalised forget target matched by text; a shorter one ("it", "me") would match
-#: entries by accident, so it only works through a ``key``.
+#: Shortest normalised forget target matched by text (:func:`~.text.weight`: a character of a
+#: word-free script counts twice); a shorter one ("it", "me") would match entries by accident,
+#: so it only works through a ``key``.
 MIN_FORGET_CHARS: Final = 4
 
 #: Defaults when built without settings; the same values as the Settings defaults.
@@ -68,6 +69,25 @@ class _Live:
     existing: bool
     #: The normalised text and its comparison features, derived once per entry and merge.
     norm: Normalised = field(repr=False)
+    #: Position in ``live`` order (set when added), to pick the first of several matches.
+    seq: int = field(default=0, repr=False)
+
+
+#: Index of live entries by the features a fuzzy match needs equal: numbers, negation, length.
+_FuzzyKey = tuple[tuple[str, ...], bool, int]
+
+
+def _fuzzy_key(norm: Normalised, length: int | None = None) -> _FuzzyKey:
+    return (norm.numbers, norm.negated, len(norm.text) if length is None else length)
+
+
+def _lengths(norm: Normalised) -> range:
+    """Every length a near-duplicate of ``norm`` can have (a superset of the rule's window)."""
+    size = len(norm.text)
+    if size < text.MIN_FUZZY_CHARS:
+        return range(0)
+    spread = min(text.MAX_EDITS, size // 4 + 1)
+    return range(max(text.MIN_FUZZY_CHARS, size - spread), size + spread + 1)
 
 
 class RulesConsolidator:
@@ -110,14 +130,20 @@ class _Merge:
         #: Normalised text → the live entries with it, in ``live`` order: exact duplicates are
         #: found by one lookup instead of a scan.
         self.by_text: dict[str, list[_Live]] = {}
+        #: Entries that could be fuzzy duplicates of a text with the same key's features.
+        self.by_features: dict[_FuzzyKey, list[_Live]] = {}
+        self.added = 0
         for e in ordered:
             norm = Normalised.of(e.text)
             self._add_live(_Live(e.id, e.path, e.text, e.key, e.valid_from, True, norm))
 
     def _add_live(self, entry: _Live) -> None:
         # New entries go last in both maps, so every ``by_text`` list stays in ``live`` order.
+        self.added += 1
+        entry.seq = self.added
         self.live[entry.id] = entry
         self.by_text.setdefault(entry.norm.text, []).append(entry)
+        self.by_features.setdefault(_fuzzy_key(entry.norm), []).append(entry)
 
     def _drop_live(self, entry: _Live) -> None:
         del self.live[entry.id]
@@ -125,6 +151,11 @@ class _Merge:
         same.remove(entry)
         if not same:
             del self.by_text[entry.norm.text]
+        features = _fuzzy_key(entry.norm)
+        alike = self.by_features[features]
+        alike.remove(entry)
+        if not alike:
+            del self.by_features[features]
 
     def run(self, batch: Sequence[Candidate]) -> Plan:
         seen: set[str] = set()
@@ -230,20 +261,27 @@ class _Merge:
         """
         if wanted is None:
             wanted = Normalised.of(body)
+        if not wanted.text:  # an empty normal form (punctuation only) matches nothing
+            return None
         for entry in self.by_text.get(wanted.text, ()):
             if key is None or entry.key in (None, key):
                 return entry
         same = text.NearDuplicateOf(wanted)
-        for entry in self.live.values():
-            if (key is None or entry.key in (None, key)) and same(entry.norm):
-                return entry
-        return None
+        first: _Live | None = None
+        for length in _lengths(wanted):  # only entries that can pass the cheap checks
+            for entry in self.by_features.get(_fuzzy_key(wanted, length), ()):
+                if first is not None and entry.seq > first.seq:
+                    break  # each list is in ``live`` order: the rest come later still
+                if (key is None or entry.key in (None, key)) and same(entry.norm):
+                    first = entry
+                    break
+        return first
 
     def _forget(self, cand: Candidate, *, key: str | None, target: str) -> str | None:
         """Invalidate what ``key`` or ``target`` names; the reason when nothing is removed."""
         if key is not None:
             matches = [e for e in self.live.values() if e.key == key]
-        elif len(text.normalise(target)) < MIN_FORGET_CHARS:
+        elif text.weight(text.normalise(target)) < MIN_FORGET_CHARS:
             return "forget target too short to match safely; forget by key instead"
         else:
             wanted = Normalised.of(target)

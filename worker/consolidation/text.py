@@ -1,83 +1,168 @@
 """Text normalisation and fuzzy similarity, for de-duplicating memories without a model.
 
-Two statements are *the same memory* when their normalised forms are equal, or when they are
-nearly equal character-wise *and* agree on every number and on negation. The extra checks exist
-because a character ratio alone calls "my sister is 30" and "my sister is 31" duplicates, and
-"I eat meat" / "I don't eat meat" close ones.
+One normal form (:func:`normalise`) is used by everything that compares text: dedupe, confirm,
+forget matching and the guards (:mod:`~worker.consolidation.guards`). It is built from
+:func:`canonical` (NFKC, default-ignorable and zero-width characters removed, look-alike letters
+inside mixed-script words folded to Latin, every decimal digit made ASCII), then case-folded and
+cut into tokens with the ``regex`` module's Unicode properties: a word is letters *with their
+combining marks* (``\\p{L}\\p{M}``, so Devanagari vowel signs and Hebrew points are kept), a
+number is a run of digits, an emoji is a token of its own, and the characters of word-free
+scripts (Han, Hiragana, Katakana, Thai, Lao, Khmer, Myanmar) are one token each, so those
+scripts are compared as character sequences and n-grams rather than as words.
+
+Two statements are *the same memory* when their normal forms are equal and not empty, or when
+they are nearly equal *and* agree on every number, on negation and on their named entities.
+"Nearly equal" is, for spaced scripts, at most ``(len(a) + len(b)) // 10`` (the old 0.9 ratio)
+and at most :data:`MAX_EDITS` character insertions/deletions (rapidfuzz's bounded ``Indel``
+distance, so a long text costs a banded comparison, never a full quadratic one), and outside
+ASCII every changed word must be a one-edit typo of a word of :data:`MIN_TYPO_WORD`+ letters;
+for word-free scripts, a character-bigram overlap of at least 0.9 with every character of one
+text found in the other (a changed character is a different word).
 
 >>> normalise("  I prefer   Dark-mode!! ")
 'i prefer dark mode'
+>>> normalise("ig\\u200bnore"), normalise("ｐａｓｓｗｏｒｄ"), normalise("pаssword")  # Cyrillic а
+('ignore', 'password', 'password')
+>>> normalise("我喜欢喝茶")
+'我 喜 欢 喝 茶'
 >>> is_near_duplicate("I prefer dark mode.", "i prefer DARK mode")
 True
 >>> is_near_duplicate("My sister is 30", "My sister is 31")
 False
+>>> is_near_duplicate("🍕🍕", "🎉🎉"), is_near_duplicate("!!!", "???")
+(False, False)
 """
 
 from __future__ import annotations
 
-import re
 import unicodedata
 from collections import Counter
 from dataclasses import dataclass
-from difflib import SequenceMatcher
+from functools import cache, lru_cache
+from itertools import pairwise
 from typing import Final
 
-#: Character similarity (difflib ratio of the normalised texts) at or above which two statements
-#: count as the same memory. 0.9 tolerates a changed article or a typo in a sentence of ~20+
-#: characters ("in my editor" / "in the editor") but not a changed object ("tea" / "coffee"
-#: scores ~0.7), so near-misses stay separate entries rather than silently merging.
+import regex
+from rapidfuzz.distance import Indel, Levenshtein
+
+from worker.consolidation.lexicon import (
+    CJK_NUMERALS,
+    NEGATION_MARKERS,
+    NEGATION_PREFIXES,
+    NEGATIONS,
+    NUMBER_WORDS,
+)
+
+#: Character similarity at or above which two statements count as the same memory, as a share
+#: of their total length: at most ``(len(a) + len(b)) // 10`` insertions/deletions. 0.9
+#: tolerates a changed article or a typo in a sentence of ~20+ characters ("in my editor" /
+#: "in the editor") but not a changed object ("tea" / "coffee").
 DUPLICATE_RATIO: Final = 0.9
+
+#: Most character insertions/deletions two near-duplicates may differ by, whatever their
+#: length: past this a long text was rewritten, not retyped. It also bounds the comparison
+#: (rapidfuzz stops once the distance is exceeded), so an adversarial batch of long texts
+#: costs O(length × MAX_EDITS) per pair instead of O(length²).
+MAX_EDITS: Final = 64
 
 #: Shortest normalised text a fuzzy comparison is attempted on; below it only exact matches
 #: count, since one changed letter in a 5-letter text is a different word, not a typo.
 MIN_FUZZY_CHARS: Final = 12
 
-#: Words that flip a statement's meaning; two texts differing in these are never duplicates.
-NEGATIONS: Final = frozenset(
-    {
-        "not",
-        "no",
-        "never",
-        "dont",
-        "doesnt",
-        "didnt",
-        "isnt",
-        "arent",
-        "wasnt",
-        "cant",
-        "wont",
-        "nobody",
-        "nothing",
-        "neither",
-        "nor",
-        "without",
-        "hate",
-        "dislike",
-    }
+#: Shortest word (outside ASCII) in which one edit counts as a typo rather than a new word.
+MIN_TYPO_WORD: Final = 5
+
+#: Scripts written without spaces between words: each character is one token.
+_WORD_FREE: Final = r"\p{Han}\p{Hiragana}\p{Katakana}\u30fc\p{Thai}\p{Lao}\p{Khmer}\p{Myanmar}"
+
+_IGNORABLE: Final = regex.compile(r"[\p{Default_Ignorable_Code_Point}\p{Cf}\u0640]+")
+_APOSTROPHES: Final = regex.compile(r"['’`ʼ]")
+_TOKEN: Final = regex.compile(
+    rf"[{_WORD_FREE}]\p{{M}}*"  # one character of a word-free script, with its marks
+    r"|\p{Regional_Indicator}{2}"  # a flag
+    r"|\p{Extended_Pictographic}\p{M}*"  # an emoji
+    rf"|(?:(?![{_WORD_FREE}])[\p{{L}}\p{{N}}])[\p{{M}}]*"  # a word: letters/digits + marks…
+    rf"(?:(?![{_WORD_FREE}])[\p{{L}}\p{{N}}\p{{M}}])*"  # …without word-free characters
 )
+_OTHER_DIGIT: Final = regex.compile(r"(?![0-9])\p{Nd}")
+_ASCII_TOKEN: Final = regex.compile(r"[a-z0-9]+")
+_HAS_WORD_FREE: Final = regex.compile(rf"[{_WORD_FREE}]")
+_DENSE: Final = regex.compile(rf"[{_WORD_FREE}\p{{Hangul}}]")
+_MIXED_WORD: Final = regex.compile(r"\S*[A-Za-z]\S*")
+_DIGITS: Final = regex.compile(r"[0-9]+")
+#: For named entities (cased scripts): capitalised words not at a sentence start.
+_LOWER: Final = regex.compile(r"\p{Ll}")
+_UPPER: Final = regex.compile(r"\p{Lu}|\p{Lt}")
+_SENTENCE_END: Final = regex.compile(r"[.!?:;\n]")
+_WORD: Final = regex.compile(r"[\p{L}\p{M}\p{N}]+")
 
-#: Bits for the occurrence number in a :class:`Normalised` bag member (``ord(char) << bits |
-#: k``): far more occurrences of one character than any text the store accepts can hold.
-_OCCURRENCE_BITS: Final = 32
 
-_APOSTROPHES: Final = re.compile(r"['’`]")
-_NON_WORD: Final = re.compile(r"[^\w]+")
-_DIGITS: Final = re.compile(r"\d+")
+@cache
+def confusable_table() -> dict[int, str]:
+    """Non-ASCII characters that look like one ASCII letter or digit → that character.
+
+    From the Unicode confusables data shipped with ``confusable-homoglyphs`` (e.g. Cyrillic
+    ``а`` → ``a``, Greek ``ο`` → ``o``); used to fold look-alikes before text is compared.
+    """
+    from confusable_homoglyphs.utils import load
+
+    table: dict[int, str] = {}
+    for char, homoglyphs in load("confusables.json").items():
+        if len(char) != 1 or char.isascii():
+            continue
+        for glyph in homoglyphs:
+            target = glyph["c"]
+            if len(target) == 1 and target.isascii() and target.isalnum():
+                table[ord(char)] = target
+                break
+    return table
 
 
+def skeleton(text: str) -> str:
+    """``text`` with every look-alike character folded to ASCII (the guards' second look)."""
+    return text.translate(confusable_table())
+
+
+#: Texts whose normal forms are kept: the guards and dedupe look at the same candidate.
+_CACHED: Final = 1024
+
+
+@lru_cache(maxsize=_CACHED)
+def canonical(text: str) -> str:
+    """The case-preserving first stage of :func:`normalise` (punctuation kept).
+
+    NFKC, default-ignorable/zero-width characters and tatweel removed, decimal digits of every
+    script made ASCII, and look-alikes folded inside words that mix Latin letters with others.
+
+    >>> canonical("４２ и раѕѕword")
+    '42 и password'
+    """
+    if text.isascii():  # NFKC and the rest change nothing in ASCII
+        return text
+    folded = _IGNORABLE.sub("", unicodedata.normalize("NFKC", text))
+    if not folded.isascii():
+        folded = _OTHER_DIGIT.sub(lambda m: str(unicodedata.digit(m.group())), folded)
+        folded = _MIXED_WORD.sub(lambda m: skeleton(m.group()), folded)
+    return folded
+
+
+@lru_cache(maxsize=_CACHED)
 def normalise(text: str) -> str:
-    """Case-fold, unify Unicode forms, drop apostrophes and punctuation, collapse whitespace.
+    """Canonical form, case-folded, cut into tokens (see the module notes), space-joined.
 
     >>> normalise("Don’t  call me   Bob.")
     'dont call me bob'
+    >>> normalise("मेरी बेटी डॉक्टर है") != normalise("मेरा बेटा डॉक्टर है")
+    True
     """
-    folded = unicodedata.normalize("NFKC", text).casefold()
-    folded = _APOSTROPHES.sub("", folded)
-    return " ".join(_NON_WORD.sub(" ", folded).replace("_", " ").split())
+    folded = _APOSTROPHES.sub("", canonical(text).casefold())
+    if folded.isascii():  # the same tokens, found by a simpler pattern
+        return " ".join(_ASCII_TOKEN.findall(folded))
+    return " ".join(_TOKEN.findall(folded))
 
 
 def tokens(text: str) -> list[str]:
-    """The words of the normalised text.
+    """The tokens of the normalised text.
 
     >>> tokens("I live in São Paulo!")
     ['i', 'live', 'in', 'são', 'paulo']
@@ -86,91 +171,166 @@ def tokens(text: str) -> list[str]:
 
 
 def similarity(a: str, b: str) -> float:
-    """difflib ratio of the normalised texts, 0.0 … 1.0.
+    """Indel (LCS-based) similarity of the normalised texts, 0.0 … 1.0.
 
     >>> similarity("I like tea", "i like tea!")
     1.0
     """
-    na, nb = normalise(a), normalise(b)
-    if na == nb:
-        return 1.0
-    return SequenceMatcher(None, na, nb, autojunk=False).ratio()
+    return float(Indel.normalized_similarity(normalise(a), normalise(b)))
+
+
+def _nf(words: frozenset[str]) -> frozenset[str]:
+    """Word lists as written → as they appear in normal form (NFKC, case-folded)."""
+    return frozenset(unicodedata.normalize("NFKC", w).casefold() for w in words)
+
+
+_NEGATIONS_NF: Final = _nf(NEGATIONS)
+_NUMBER_WORDS_NF: Final = _nf(NUMBER_WORDS)
+_MARKERS_NF: Final = tuple(_nf(frozenset(NEGATION_MARKERS)))
 
 
 def _polarity(words: list[str]) -> bool:
-    return any(w in NEGATIONS for w in words)
+    if not _NEGATIONS_NF.isdisjoint(words):
+        return True
+    compact = "".join(words)
+    if compact.isascii():
+        return False
+    if any(w.startswith(NEGATION_PREFIXES) for w in words):
+        return True
+    return any(marker in compact for marker in _MARKERS_NF)
+
+
+def _numbers(norm: str) -> tuple[str, ...]:
+    found = _DIGITS.findall(norm)
+    words = (w for w in norm.split() if w in _NUMBER_WORDS_NF)
+    return (*found, *words, *(c for c in norm if c in CJK_NUMERALS))
+
+
+def weight(norm: str) -> int:
+    """Length of a normal form for "long enough to match safely" checks.
+
+    Its length, with each character of a word-free script and each Hangul syllable counted
+    twice (two Han characters or Hangul syllables are a word; two Latin letters are not).
+
+    >>> weight("it"), weight("女 儿"), weight("녹차를")
+    (2, 5, 6)
+    """
+    return len(norm) + len(_DENSE.findall(norm))
+
+
+def _entities(raw: str) -> frozenset[str] | None:
+    """Capitalised words not at a sentence start (None when the text has no lower case)."""
+    text = canonical(raw)
+    if not _LOWER.search(text):
+        return None
+    if not _UPPER.search(text, 1):  # the usual case: nothing capitalised after the start
+        return frozenset()
+    found = set()
+    for sentence in _SENTENCE_END.split(text):
+        for word in _WORD.findall(sentence)[1:]:
+            if word[0].isupper() and word != "I":
+                found.add(word.casefold())
+    return frozenset(found)
 
 
 @dataclass(frozen=True, slots=True)
 class Normalised:
-    """A text's normalised form and the features the duplicate rule compares, computed once.
-
-    Comparing one candidate with every live entry re-derived all of this per pair; holding it
-    per entry makes a comparison a few integer checks for almost every unrelated pair.
-    """
+    """A text's normal form and the features the duplicate rule compares, computed once."""
 
     text: str
     numbers: tuple[str, ...]
     negated: bool
-    #: The characters of ``text`` as a multiset, the one behind difflib's ``quick_ratio``:
-    #: the k-th occurrence of a character is one set member, so the size of the intersection
-    #: of two bags is the number of characters the texts have in common, computed in C.
-    bag: frozenset[int]
+    #: Named entities (cased scripts); None when the text is all capitals, so not comparable.
+    entities: frozenset[str] | None
+    #: Token bigrams, for texts holding word-free scripts (None otherwise).
+    grams: Counter[tuple[str, str]] | None
 
     @classmethod
     def of(cls, raw: str) -> Normalised:
+        """Derive the normal form and features of ``raw``."""
         norm = normalise(raw)
-        return cls(
-            text=norm,
-            numbers=tuple(_DIGITS.findall(norm)),
-            negated=_polarity(norm.split()),
-            bag=frozenset(
-                ord(char) << _OCCURRENCE_BITS | k
-                for char, count in Counter(norm).items()
-                for k in range(count)
+        words = norm.split()
+        grams = Counter(pairwise(words)) if _HAS_WORD_FREE.search(norm) else None
+        return cls(norm, _numbers(norm), _polarity(words), _entities(raw), grams)
+
+
+def _same_entities(a: Normalised, b: Normalised) -> bool:
+    return a.entities is None or b.entities is None or a.entities == b.entities
+
+
+def _grams_match(a: Normalised, b: Normalised) -> bool:
+    """Word-free scripts: bigram overlap ≥ 0.9, and one side's tokens all in the other."""
+    ga, gb = a.grams or Counter(), b.grams or Counter()
+    total = ga.total() + gb.total()
+    if not total or 2 * (ga & gb).total() < DUPLICATE_RATIO * total:
+        return False
+    ta, tb = set(a.text.split()), set(b.text.split())
+    return ta <= tb or tb <= ta
+
+
+def _words_are_typos(a: str, b: str) -> bool:
+    """Outside ASCII, every word one text has and the other lacks is a typo of one it has.
+
+    A typo is one edit in a word of at least :data:`MIN_TYPO_WORD` characters. The rules know
+    no function words of other languages, and there a short changed word is a different word:
+    Hindi मेरी/मेरा (my, feminine/masculine), Arabic ابني/ابنتي (my son/my daughter).
+    """
+    only_a, only_b = Counter(a.split()), Counter(b.split())
+    only_a, only_b = only_a - only_b, only_b - only_a
+    if any(w.isascii() for w in (*only_a, *only_b)) and not all(
+        w.isascii() for w in (*only_a, *only_b)
+    ):
+        return False
+    rest = list(only_b.elements())
+    for word in only_a.elements():
+        if word.isascii():
+            continue
+        match = next(
+            (
+                other
+                for other in rest
+                if min(len(word), len(other)) >= MIN_TYPO_WORD
+                and Levenshtein.distance(word, other, score_cutoff=1) <= 1
             ),
+            None,
         )
+        if match is None:
+            return False
+        rest.remove(match)
+    return all(w.isascii() for w in rest)
 
 
 class NearDuplicateOf:
     """:func:`is_near_duplicate` of one text ``b`` against many texts ``a``, same answers.
-
-    ``SequenceMatcher`` indexes its second sequence (``set_seq2``), the costly part, so one
-    matcher per ``b`` is reused with ``set_seq1`` per ``a``: the argument order of
-    :func:`is_near_duplicate` is kept, since difflib's ratio is not symmetric. The two
-    quick-ratio bounds are computed from the cached lengths and character counts, exactly as
-    difflib computes them, before the full ratio is paid for.
 
     >>> same = NearDuplicateOf(Normalised.of("I prefer dark mode in the editor"))
     >>> same(Normalised.of("I prefer dark mode in my editor")), same(Normalised.of("I eat meat"))
     (True, False)
     """
 
-    __slots__ = ("_matcher", "b")
+    __slots__ = ("b",)
 
     def __init__(self, b: Normalised) -> None:
         self.b = b
-        self._matcher: SequenceMatcher[str] | None = None
 
     def __call__(self, a: Normalised) -> bool:
         b = self.b
-        if a.text == b.text:
+        at, bt = a.text, b.text
+        la, lb = len(at), len(bt)
+        if la < MIN_FUZZY_CHARS or lb < MIN_FUZZY_CHARS:  # only exact; empty never matches
+            return la > 0 and at == bt
+        if at == bt:
             return True
-        la, lb = len(a.text), len(b.text)
-        if min(la, lb) < MIN_FUZZY_CHARS or a.numbers != b.numbers or a.negated != b.negated:
+        limit = min((la + lb) // 10, MAX_EDITS)
+        if abs(la - lb) > limit or a.numbers != b.numbers or a.negated != b.negated:
             return False
-        # difflib's real_quick_ratio and quick_ratio, the same float expressions: upper bounds
-        # of ratio(), so a pair under either can never reach the threshold.
-        total = la + lb
-        if 2.0 * min(la, lb) / total < DUPLICATE_RATIO:
+        if not _same_entities(a, b):
             return False
-        if 2.0 * len(a.bag & b.bag) / total < DUPLICATE_RATIO:
+        if a.grams is not None or b.grams is not None:
+            return _grams_match(a, b)
+        if int(Indel.distance(at, bt, score_cutoff=limit)) > limit:
             return False
-        matcher = self._matcher
-        if matcher is None:
-            matcher = self._matcher = SequenceMatcher(None, b.text, b.text, autojunk=False)
-        matcher.set_seq1(a.text)
-        return matcher.ratio() >= DUPLICATE_RATIO
+        return (at.isascii() and bt.isascii()) or _words_are_typos(at, bt)
 
 
 def is_near_duplicate(a: str, b: str) -> bool:
@@ -185,7 +345,7 @@ def is_near_duplicate(a: str, b: str) -> bool:
 
 
 def contains_phrase(haystack: str, phrase: str) -> bool:
-    """True when the normalised ``phrase`` occurs in ``haystack`` on word boundaries.
+    """True when the normalised ``phrase`` occurs in ``haystack`` on token boundaries.
 
     >>> contains_phrase("I live in Paris", "live in paris")
     True

@@ -20,7 +20,6 @@ from worker.hotpath.connection import HOTPATH_MAX_CONNECTIONS, unavailable
 from worker.hotpath.pool import AsyncHotPool
 from worker.models import EnqueueFields
 from worker.queue.address import resolve_redis_url
-from worker.queue.encoding import to_ms
 from worker.queue.scripts import SCRIPTS
 from worker.settings import Settings
 
@@ -51,12 +50,12 @@ class AsyncMemoryClient:
         as in :meth:`MemoryClient.enqueue`.
         """
         candidate = self._builder.candidate(fields)
-        packed = self._builder.encoder.packed(candidate, to_ms(None))
+        packed = self._builder.encoder.packed(candidate)
         try:
             results = await self._pool.run_script(_ENQUEUE, [packed])
-        except (redis.ConnectionError, redis.TimeoutError) as exc:
+        except redis.RedisError as exc:
             raise unavailable(self.url, exc, self._timeout) from exc
-        return self._builder.check([candidate], results)[0]
+        return self._builder.check([candidate], results, self.url)[0]
 
     async def enqueue_many(self, items: Iterable[EnqueueFields]) -> list[str]:
         """Queue several candidates (dicts of :meth:`enqueue`'s keyword arguments) in one
@@ -66,9 +65,9 @@ class AsyncMemoryClient:
             return []
         try:
             results = await self._pool.run_script(_ENQUEUE, self._builder.calls(candidates))
-        except (redis.ConnectionError, redis.TimeoutError) as exc:
+        except redis.RedisError as exc:
             raise unavailable(self.url, exc, self._timeout) from exc
-        return self._builder.check(candidates, results)
+        return self._builder.check(candidates, results, self.url)
 
     async def aclose(self) -> None:
         """Close the pooled connections."""

@@ -25,11 +25,11 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource
 from typing_extensions import Unpack
 
 from worker.errors import ConfigurationError, InvalidCandidate
-from worker.hotpath.connection import HOTPATH_MAX_CONNECTIONS, unavailable
+from worker.hotpath.connection import HOTPATH_MAX_CONNECTIONS, redacted, unavailable
 from worker.hotpath.pool import HotPool
 from worker.models import Candidate, EnqueueFields, build_candidate
 from worker.queue.address import resolve_redis_url
-from worker.queue.encoding import EnqueueEncoder, to_ms
+from worker.queue.encoding import EnqueueEncoder
 from worker.queue.scripts import SCRIPTS
 from worker.settings import Settings
 
@@ -93,14 +93,13 @@ class CandidateBuilder:
         return out
 
     def calls(self, candidates: Iterable[Candidate]) -> list[bytes]:
-        """Packed enqueue calls, all stamped with the current time."""
-        now_ms = to_ms(None)
-        return [self.encoder.packed(c, now_ms) for c in candidates]
+        """Packed enqueue calls; the server stamps each with its own time."""
+        return [self.encoder.packed(c) for c in candidates]
 
-    def check(self, candidates: list[Candidate], results: list[Any]) -> list[str]:
-        """Candidate ids, or the first refusal raised (the others were enqueued and counted in
-        ``memworker_enqueued_total``)."""
-        self.encoder.settle(candidates, results)
+    def check(self, candidates: list[Candidate], results: list[Any], url: str) -> list[str]:
+        """Candidate ids, or the first refusal raised as a MemworkerError (the others were
+        enqueued and counted in ``memworker_enqueued_total``)."""
+        self.encoder.settle(candidates, results, redacted(url))
         return [c.id for c in candidates]
 
 
@@ -137,12 +136,12 @@ class MemoryClient:
         :class:`~worker.errors.InvalidCandidate` naming it.
         """
         candidate = self._builder.candidate(fields)
-        packed = self._builder.encoder.packed(candidate, to_ms(None))
+        packed = self._builder.encoder.packed(candidate)
         try:
             results = self._pool.run_script(_ENQUEUE, [packed])
-        except (redis.ConnectionError, redis.TimeoutError) as exc:
+        except redis.RedisError as exc:
             raise unavailable(self.url, exc, self._timeout) from exc
-        return self._builder.check([candidate], results)[0]
+        return self._builder.check([candidate], results, self.url)[0]
 
     def enqueue_many(self, items: Iterable[EnqueueFields]) -> list[str]:
         """Queue several candidates in one pipelined round trip; returns their ids in order.
@@ -156,9 +155,9 @@ class MemoryClient:
             return []
         try:
             results = self._pool.run_script(_ENQUEUE, self._builder.calls(candidates))
-        except (redis.ConnectionError, redis.TimeoutError) as exc:
+        except redis.RedisError as exc:
             raise unavailable(self.url, exc, self._timeout) from exc
-        return self._builder.check(candidates, results)
+        return self._builder.check(candidates, results, self.url)
 
     def close(self) -> None:
         """Close the pooled connections."""

@@ -22,7 +22,8 @@ import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
-from worker.errors import QueueUnavailable
+from worker.errors import MemworkerError, QueueUnavailable
+from worker.queue.failures import translate
 
 #: Most sockets one client process opens. Each enqueue holds a connection for one round trip
 #: (~50 µs), so 32 serves thousands of concurrent requests; past it callers wait (at most the
@@ -56,9 +57,15 @@ def connect(
     return redis.Redis(connection_pool=pool)
 
 
-def unavailable(url: str, exc: Exception, timeout: float) -> QueueUnavailable:
-    """The :class:`QueueUnavailable` for a connection error or timeout talking to ``url``."""
+def unavailable(url: str, exc: Exception, timeout: float) -> MemworkerError:
+    """The :class:`QueueUnavailable` for a connection error or timeout talking to ``url``;
+    any other Redis error (a refused password, a read-only replica…) as
+    :func:`~worker.queue.failures.translate` names it."""
     where = redacted(url)
+    if isinstance(exc, redis.AuthenticationError) or not isinstance(
+        exc, redis.ConnectionError | redis.TimeoutError
+    ):
+        return translate(exc, where)
     if isinstance(exc, redis.TimeoutError):
         return QueueUnavailable(
             f"Redis at {where} did not answer within {timeout:g} s; the candidate may not have "

@@ -7,13 +7,17 @@ the same call here, so there is one definition of what an enqueue sends.
 >>> from worker.settings import Settings
 >>> enc = EnqueueEncoder(Settings(redis_url="redis://x", key_prefix="mw", queue_shards=16))
 >>> c = make_candidate(user_id="u1", trace_id="t1", text="I prefer tea")
->>> keys, args = enc.call(c, 1_700_000_000_000)
+>>> keys, args = enc.call(c)
 >>> keys[0], args[:2]
-('mw:{s8}:ns:user:u1:log', [1700000000000, 'user:u1'])
+('mw:{s8}:ns:user:u1:log', ['', 'user:u1'])
 >>> decode_candidate(args[3]) == c
 True
->>> enc.packed(c, 1_700_000_000_000).split()[:3]
-[b'*14', b'$7', b'EVALSHA']
+>>> enc.packed(c).split()[:3]
+[b'*12', b'$7', b'EVALSHA']
+
+The call carries no clock and no policy: the script reads the server's ``TIME`` and the
+deployment's policy (``<prefix>:{sN}:policy``), so a client's clock or settings change nothing
+about when a namespace becomes due. ``now`` exists only as a test hook.
 """
 
 from __future__ import annotations
@@ -24,9 +28,10 @@ from typing import Any, Final
 
 from pydantic import ValidationError
 
-from worker.errors import BacklogFull, InvalidCandidate
+from worker.errors import BacklogFull, InvalidCandidate, MemworkerError
 from worker.metrics import count_enqueued
 from worker.models import Candidate
+from worker.queue.failures import translate
 from worker.queue.keys import QueueLayout
 from worker.queue.scripts import SCRIPTS, pack_bulk
 from worker.settings import Settings
@@ -41,12 +46,24 @@ PACKED_KEYS_CACHE: Final = 4096
 
 
 def to_ms(now: float | None) -> int:
-    """Epoch seconds (default: the current time) as the integer ms every script takes.
+    """Epoch seconds (default: this host's current time) as integer ms.
+
+    Only for reading replies against a caller's own clock; scripts get :func:`script_now`.
 
     >>> to_ms(1.5)
     1500
     """
     return int((time.time() if now is None else now) * 1000)
+
+
+def script_now(now: float | None) -> str | int:
+    """The ``now`` argument every script takes: ``""`` (the server's ``TIME``) unless a test
+    passes a time explicitly, in epoch seconds.
+
+    >>> script_now(None), script_now(1.5)
+    ('', 1500)
+    """
+    return "" if now is None else int(now * 1000)
 
 
 def seconds_to_ms(seconds: float) -> int:
@@ -56,49 +73,36 @@ def seconds_to_ms(seconds: float) -> int:
 class EnqueueEncoder:
     """Builds ``enqueue`` script calls for one deployment's settings."""
 
-    __slots__ = (
-        "_head",
-        "_max_pending",
-        "_max_wait_ms",
-        "_packed_keys",
-        "_quiet_ms",
-        "_tail",
-        "layout",
-    )
+    __slots__ = ("_head", "_packed_keys", "layout")
 
     def __init__(self, settings: Settings) -> None:
         self.layout = QueueLayout(settings.key_prefix, settings.queue_shards)
-        self._quiet_ms = seconds_to_ms(settings.debounce_seconds)
-        self._max_wait_ms = seconds_to_ms(settings.max_wait_seconds)
-        self._max_pending = settings.max_pending_per_namespace
-        # The parts of a packed call that never change, packed once. 14 parts: EVALSHA, sha,
-        # numkeys, 4 KEYS, 7 ARGV.
+        # The parts of a packed call that never change, packed once. 12 parts: EVALSHA, sha,
+        # numkeys, 5 KEYS, 4 ARGV (the first, `now`, empty unless a test passes it).
         sha = SCRIPTS["enqueue"].sha.encode()
-        self._head = b"*14\r\n" + pack_bulk(b"EVALSHA", sha, b"4")
-        self._tail = pack_bulk(
-            b"%d" % self._quiet_ms, b"%d" % self._max_wait_ms, b"%d" % self._max_pending
-        )
+        self._head = b"*12\r\n" + pack_bulk(b"EVALSHA", sha, b"5")
         self._packed_keys: dict[str, tuple[bytes, bytes]] = {}
 
-    def call(self, candidate: Candidate, now_ms: int) -> tuple[list[str], list[str | int]]:
-        """KEYS and ARGV of the enqueue script for ``candidate`` (see ``lua/enqueue.lua``)."""
+    def call(
+        self, candidate: Candidate, now: float | None = None
+    ) -> tuple[list[str], list[str | int]]:
+        """KEYS and ARGV of the enqueue script for ``candidate`` (see ``lua/enqueue.lua``);
+        ``now`` (epoch seconds) is a test hook, the server's clock otherwise."""
         ns = candidate.namespace
         layout = self.layout
         shard = layout.shard(ns)
         base = layout.base(shard)
-        keys = [f"{base}ns:{ns}:log", f"{base}ns:{ns}:meta", f"{base}due", f"{base}stats"]
-        args: list[str | int] = [
-            now_ms,
-            ns,
-            candidate.id,
-            candidate.model_dump_json(),
-            self._quiet_ms,
-            self._max_wait_ms,
-            self._max_pending,
+        keys = [
+            f"{base}ns:{ns}:log",
+            f"{base}ns:{ns}:meta",
+            f"{base}due",
+            f"{base}stats",
+            f"{base}policy",
         ]
+        args: list[str | int] = [script_now(now), ns, candidate.id, candidate.model_dump_json()]
         return keys, args
 
-    def packed(self, candidate: Candidate, now_ms: int) -> bytes:
+    def packed(self, candidate: Candidate, now: float | None = None) -> bytes:
         """The same call as :meth:`call`, as one EVALSHA in the Redis protocol."""
         ns = candidate.namespace
         cached = self._packed_keys.get(ns)
@@ -111,24 +115,28 @@ class EnqueueEncoder:
                 f"{base}ns:{ns}:meta".encode(),
                 f"{base}due".encode(),
                 f"{base}stats".encode(),
+                f"{base}policy".encode(),
             )
             cached = self._packed_keys[ns] = (keys, pack_bulk(ns.encode()))
         keys, ns_bulk = cached
+        stamp = b"" if now is None else b"%d" % int(now * 1000)
         return b"".join(
             (
                 self._head,
                 keys,
-                pack_bulk(b"%d" % now_ms),
+                pack_bulk(stamp),
                 ns_bulk,
                 pack_bulk(candidate.id.encode(), candidate.model_dump_json().encode()),
-                self._tail,
             )
         )
 
-    def settle(self, candidates: Sequence[Candidate], results: Sequence[Any]) -> None:
+    def settle(
+        self, candidates: Sequence[Candidate], results: Sequence[Any], where: str = "Redis"
+    ) -> None:
         """Count each candidate Redis accepted (``memworker_enqueued_total``), then raise the
-        first refusal, if any: a full backlog refuses only its own namespace's candidates, so
-        the others were enqueued and are counted."""
+        first refusal, if any, as a :class:`~worker.errors.MemworkerError`: a full backlog
+        refuses only its own namespace's candidates, so the others were enqueued and are
+        counted. ``where`` names the server in the error (a redacted URL)."""
         refused: tuple[str, Exception] | None = None
         for candidate, result in zip(candidates, results, strict=True):
             if isinstance(result, Exception):
@@ -138,19 +146,21 @@ class EnqueueEncoder:
                 count_enqueued(candidate.namespace)
         if refused is not None:
             namespace, error = refused
-            raise self.backlog_error(namespace, error) or error
+            raise enqueue_error(namespace, error, where) from None
 
-    def backlog_error(self, namespace: str, error: Exception) -> BacklogFull | None:
-        """The :class:`BacklogFull` an enqueue script error stands for, if it is that error."""
-        message = str(error)
-        if not message.startswith(BACKLOG_FULL):
-            return None
-        pending = message.removeprefix(BACKLOG_FULL).strip()
-        return BacklogFull(
-            f"namespace {namespace} already has {pending} pending candidates (limit "
-            f"{self._max_pending}); nothing was enqueued. The worker is behind or stopped: check "
-            "`memworker status`, or raise MEMWORKER_MAX_PENDING_PER_NAMESPACE"
-        )
+
+def enqueue_error(namespace: str, error: BaseException, where: str) -> MemworkerError:
+    """What an enqueue refusal means: :class:`BacklogFull` from the script, or a Redis failure
+    translated by :func:`worker.queue.failures.translate`."""
+    message = str(error)
+    if not message.startswith(BACKLOG_FULL):
+        return translate(error, where)
+    pending, _, limit = message.removeprefix(BACKLOG_FULL).strip().partition(" ")
+    return BacklogFull(
+        f"namespace {namespace} already has {pending} pending candidates (limit {limit or '?'}); "
+        "nothing was enqueued. The worker is behind or stopped: check "
+        "`memworker status`, or raise MEMWORKER_MAX_PENDING_PER_NAMESPACE on the workers"
+    )
 
 
 def decode_candidate(raw: str | bytes, stream_id: str = "?") -> Candidate:

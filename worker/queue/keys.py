@@ -17,6 +17,10 @@ Per shard:
 - ``<prefix>:{s7}:leases`` — zset namespace → lease expiry (ms)
 - ``<prefix>:{s7}:dead`` — zset namespace → dead-lettered at (ms)
 - ``<prefix>:{s7}:stats`` — hash scope → pending candidates
+- ``<prefix>:{s7}:fence`` — counter of lease tokens (never deleted, so never reissued)
+- ``<prefix>:{s7}:epoch`` — the shard's identity, created by the first claim; a new value
+  means Redis lost the shard's data (restart without AOF, flush, stale failover)
+- ``<prefix>:{s7}:policy`` — hash: the deployment's quiet period, max wait and max pending
 
 >>> layout = QueueLayout("mw", shards=16)
 >>> layout.shard("user:u1")
@@ -84,6 +88,15 @@ class QueueLayout:
 
     def stats(self, shard: int) -> str:
         return f"{self.base(shard)}stats"
+
+    def fence(self, shard: int) -> str:
+        return f"{self.base(shard)}fence"
+
+    def epoch(self, shard: int) -> str:
+        return f"{self.base(shard)}epoch"
+
+    def policy(self, shard: int) -> str:
+        return f"{self.base(shard)}policy"
 
     def meta_pattern(self) -> str:
         """SCAN pattern matching every namespace meta key of this deployment."""

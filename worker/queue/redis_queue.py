@@ -18,7 +18,8 @@ Invariants the scripts keep:
   operator retries or drops them.
 - A namespace's keys share a hash tag, so each script touches one Redis Cluster slot.
 
-Every method takes ``now`` in epoch seconds (default: ``time.time()``), so tests control time.
+The clock is the Redis server's: every script reads ``TIME`` itself. Methods take ``now``
+(epoch seconds) only as a test hook; production callers leave it out and send no clock.
 
 Example (needs a Redis server)::
 
@@ -35,18 +36,25 @@ from __future__ import annotations
 import itertools
 import logging
 from collections.abc import Iterator, Sequence
-from datetime import UTC, datetime
 from typing import Any, Final, Literal
 
 import redis
 
-from worker.errors import InvalidCandidate, NotFound
+from worker.errors import BusyNamespace, InvalidCandidate, NotFound
 from worker.metrics import count_enqueued
 from worker.models import Candidate
-from worker.queue.encoding import EnqueueEncoder, decode_candidate, seconds_to_ms, to_ms
+from worker.queue import deployment, views
+from worker.queue.encoding import (
+    EnqueueEncoder,
+    enqueue_error,
+    script_now,
+    seconds_to_ms,
+)
+from worker.queue.failures import translate, where_of
 from worker.queue.keys import QueueLayout
-from worker.queue.scripts import SCRIPTS, Args, Call, run_pipeline
-from worker.queue.stats import collect_stats
+from worker.queue.replies import claims_of, claims_of_shards, entries_of, s
+from worker.queue.scripts import SCRIPTS, Args, Call, LuaScript, run_pipeline
+from worker.queue.stats import collect_stats, server_ms
 from worker.queue.types import Claim, DeadLetter, NamespaceQueueState, QueueStats
 from worker.settings import Settings
 
@@ -66,11 +74,6 @@ __all__ = ["Claim", "DeadLetter", "QueueStats", "RedisQueue"]
 log = logging.getLogger(__name__)
 
 
-def _s(value: Any) -> str:
-    """Redis replies are bytes unless the client decodes them; accept both."""
-    return value.decode() if isinstance(value, bytes) else str(value)
-
-
 class RedisQueue:
     """The worker's side of the queue (the hot path's side is :class:`worker.MemoryClient`).
 
@@ -82,6 +85,7 @@ class RedisQueue:
         self.settings = settings
         self.layout = QueueLayout(settings.key_prefix, settings.queue_shards)
         self._encoder = EnqueueEncoder(settings)
+        self._where = where_of(redis)
         self._lease_ms = seconds_to_ms(settings.lease_seconds)
         self._quiet_ms = seconds_to_ms(settings.debounce_seconds)
         self._max_wait_ms = seconds_to_ms(settings.max_wait_seconds)
@@ -96,11 +100,11 @@ class RedisQueue:
 
         Raises :class:`~worker.errors.BacklogFull` when the namespace is at its pending limit.
         """
-        keys, args = self._encoder.call(candidate, to_ms(now))
+        keys, args = self._encoder.call(candidate, now)
         try:
-            stream_id = _s(SCRIPTS["enqueue"].call(self.redis, keys, args))
-        except redis.ResponseError as exc:
-            raise self._encoder.backlog_error(candidate.namespace, exc) or exc from None
+            stream_id = s(SCRIPTS["enqueue"].call(self.redis, keys, args))
+        except redis.RedisError as exc:
+            raise enqueue_error(candidate.namespace, exc, self._where) from None
         count_enqueued(candidate.namespace)
         return stream_id
 
@@ -112,13 +116,13 @@ class RedisQueue:
         If some are refused (a full backlog), the others are still enqueued and the first
         refusal is raised.
         """
-        now_ms = to_ms(now)
-        calls: list[Call] = [
-            (SCRIPTS["enqueue"], *self._encoder.call(c, now_ms)) for c in candidates
-        ]
-        results = run_pipeline(self.redis, calls)
-        self._encoder.settle(candidates, results)
-        return [_s(r) for r in results]
+        calls: list[Call] = [(SCRIPTS["enqueue"], *self._encoder.call(c, now)) for c in candidates]
+        try:
+            results = run_pipeline(self.redis, calls)
+        except redis.RedisError as exc:
+            raise translate(exc, self._where) from exc
+        self._encoder.settle(candidates, results, self._where)  # names each refusal
+        return [s(r) for r in results]
 
     # --- claiming ----------------------------------------------------------------------------
     def claim_due(self, *, now: float | None = None, limit: int | None = None) -> list[Claim]:
@@ -127,13 +131,13 @@ class RedisQueue:
         With ``limit``, at most that many in total, visiting shards in turn (one round trip
         each); without it, all shards in one pipelined round trip.
         """
-        now_ms = to_ms(now)
+        now_ms = script_now(now)
         shards = self.settings.queue_shards
         if limit is None:
             calls = [
-                self._claim_call(s, now_ms, self.settings.claim_limit, "") for s in range(shards)
+                self._claim_call(i, now_ms, self.settings.claim_limit, "") for i in range(shards)
             ]
-            return _claims_of_shards(run_pipeline(self.redis, calls))
+            return claims_of_shards(self._pipeline(calls))
         claims: list[Claim] = []
         start = next(self._next_shard)
         for i in range(shards):
@@ -142,7 +146,7 @@ class RedisQueue:
             script, keys, args = self._claim_call(
                 (start + i) % shards, now_ms, limit - len(claims), ""
             )
-            claims.extend(_claims(script.call(self.redis, keys, args)))
+            claims.extend(claims_of(self._call(script, keys, args)))
         return claims
 
     def claim_namespace(self, namespace: str, *, now: float | None = None) -> Claim | None:
@@ -152,17 +156,20 @@ class RedisQueue:
         that lease ends) or is dead-lettered.
         """
         script, keys, args = self._claim_call(
-            self.layout.shard(namespace), to_ms(now), 1, namespace
+            self.layout.shard(namespace), script_now(now), 1, namespace
         )
-        claims = _claims(script.call(self.redis, keys, args))
+        claims = claims_of(self._call(script, keys, args))
         return claims[0] if claims else None
 
     def read_batch(self, claim: Claim) -> list[tuple[str, Candidate]]:
         """The claimed candidates as ``(stream id, candidate)``, in arrival order."""
-        raw = self.redis.xrange(
-            self.layout.log(claim.namespace), "-", claim.covered, count=claim.count
-        )
-        batch = _entries(raw)
+        try:
+            raw = self.redis.xrange(
+                self.layout.log(claim.namespace), "-", claim.covered, count=claim.count
+            )
+        except redis.RedisError as exc:
+            raise translate(exc, self._where) from exc
+        batch = entries_of(raw)
         for stream_id, candidate in batch:
             # Keys are per namespace, so this cannot happen unless Redis was written to by hand;
             # checked anyway because mixing two users' memories is the one unrecoverable bug.
@@ -176,11 +183,12 @@ class RedisQueue:
     def extend(self, claim: Claim, *, now: float | None = None) -> bool:
         """Heartbeat: push the lease's expiry to now + lease. False when the lease was lost."""
         keys = [self.layout.meta(claim.namespace), self.layout.leases(self._shard(claim))]
-        args: Args = [to_ms(now), self._lease_ms, claim.token, claim.namespace]
-        return bool(SCRIPTS["extend"].call(self.redis, keys, args))
+        args: Args = [script_now(now), self._lease_ms, claim.token, claim.namespace]
+        return bool(self._call(SCRIPTS["extend"], keys, args))
 
     def ack(self, claim: Claim, *, now: float | None = None) -> bool:
-        """The batch is committed: drop the entries it covered. False for a stale token."""
+        """The batch is committed: drop the entries it covered. False for a stale token, or a
+        lease that covers other entries than ``claim`` (an ack only trims its own lease's)."""
         ns, shard = claim.namespace, self._shard(claim)
         keys = [
             self.layout.log(ns),
@@ -190,13 +198,14 @@ class RedisQueue:
             self.layout.stats(shard),
         ]
         args: Args = [
-            to_ms(now),
+            script_now(now),
             claim.token,
             ns,
             self._quiet_ms,
             self._max_wait_ms,
+            claim.covered,
         ]
-        return int(SCRIPTS["ack"].call(self.redis, keys, args)) >= 0
+        return int(self._call(SCRIPTS["ack"], keys, args)) >= 0
 
     def fail(
         self, claim: Claim, error: str, *, now: float | None = None
@@ -221,59 +230,44 @@ class RedisQueue:
         False when it has nothing pending or is dead-lettered (see :meth:`retry_dead`).
         """
         keys = [self.layout.log(namespace), self.layout.meta(namespace), self._due(namespace)]
-        return bool(SCRIPTS["mark_due"].call(self.redis, keys, [to_ms(now), namespace]))
+        return bool(self._call(SCRIPTS["mark_due"], keys, [script_now(now), namespace]))
 
     def pending(self, namespace: str, limit: int = 1000) -> list[tuple[str, Candidate]]:
         """Up to ``limit`` queued candidates of ``namespace``, oldest first (leased ones too)."""
-        return _entries(self.redis.xrange(self.layout.log(namespace), "-", "+", count=limit))
+        return entries_of(self.redis.xrange(self.layout.log(namespace), "-", "+", count=limit))
 
     def namespace_state(self, namespace: str, *, now: float | None = None) -> NamespaceQueueState:
         """Pending count, lease and dead-letter state of ``namespace``, in one round trip.
 
         A snapshot for operators: a worker may claim or ack the namespace right after.
+        Leases are judged by the Redis server's clock (``now`` is a test hook).
         """
-        pipe = self.redis.pipeline(transaction=False)
-        pipe.hmget(self.layout.meta(namespace), "token", "lease_until", "dead", "attempts")
-        pipe.hget(self.layout.meta(namespace), "last_error")
-        pipe.xlen(self.layout.log(namespace))
-        pipe.exists(self.layout.meta(namespace), self.layout.log(namespace))
-        (token, lease_until, dead, attempts), last_error, pending, exists = pipe.execute()
-        return NamespaceQueueState(
-            namespace=namespace,
-            known=bool(exists),
-            pending=int(pending),
-            leased=token is not None and int(lease_until or 0) > to_ms(now),
-            dead=dead is not None,
-            attempts=int(attempts or 0),
-            last_error=_s(last_error) if last_error is not None else None,
-        )
+        return views.namespace_state(self.redis, self.layout, namespace, now)
 
     def dead_letters(self) -> list[DeadLetter]:
         """Every dead-lettered namespace, longest dead first."""
-        pipe = self.redis.pipeline(transaction=False)
-        for shard in range(self.settings.queue_shards):
-            pipe.zrange(self.layout.dead(shard), 0, -1, withscores=True)
-        dead = [(_s(ns), score) for rows in pipe.execute() for ns, score in rows]
-        letters: list[DeadLetter] = []
-        for start in range(0, len(dead), SCAN_COUNT):
-            chunk = dead[start : start + SCAN_COUNT]
-            pipe = self.redis.pipeline(transaction=False)
-            for ns, _ in chunk:
-                pipe.hmget(self.layout.meta(ns), "attempts", "last_error")
-                pipe.xlen(self.layout.log(ns))
-            replies = pipe.execute()
-            for i, (ns, since) in enumerate(chunk):
-                attempts, last_error = replies[2 * i]
-                letters.append(
-                    DeadLetter(
-                        namespace=ns,
-                        attempts=int(attempts or 0),
-                        last_error=_s(last_error) if last_error is not None else None,
-                        pending=int(replies[2 * i + 1]),
-                        dead_since=datetime.fromtimestamp(since / 1000, UTC),
-                    )
-                )
-        return sorted(letters, key=lambda d: d.dead_since)
+        return views.dead_letters(self.redis, self.layout)
+
+    def server_ms(self) -> int:
+        """The Redis server's clock (epoch ms): the queue's only clock."""
+        return server_ms(self._call_time())
+
+    def epochs(self) -> dict[int, str | None]:
+        """Each shard's queue epoch (None: no claim since Redis started empty)."""
+        return views.epochs(self.redis, self.layout)
+
+    def publish_policy(self) -> None:
+        """Write this deployment's debounce, max wait and backlog limit into Redis, where the
+        enqueue script reads them (worker start; see :mod:`worker.queue.deployment`)."""
+        deployment.publish_policy(self.redis, self.layout, self.settings)
+
+    def check_durability(self) -> deployment.Durability:
+        """Refuse an evicting Redis unless overridden; warn about no AOF (worker start)."""
+        return deployment.check_durability(self.redis, self.settings)
+
+    def durability(self) -> deployment.Durability:
+        """Redis's persistence settings and their risks, for ``memworker status``."""
+        return deployment.read_durability(self.redis)
 
     def retry_dead(self, namespace: str, *, now: float | None = None) -> bool:
         """Bring a dead-lettered namespace back with a fresh attempt count; due now.
@@ -287,7 +281,7 @@ class RedisQueue:
             self.layout.due(shard),
             self.layout.dead(shard),
         ]
-        return bool(SCRIPTS["dlq_retry"].call(self.redis, keys, [to_ms(now), namespace]))
+        return bool(self._call(SCRIPTS["dlq_retry"], keys, [script_now(now), namespace]))
 
     def drop_dead(self, namespace: str) -> int:
         """Delete a dead-lettered namespace's pending candidates; returns how many.
@@ -303,7 +297,7 @@ class RedisQueue:
             self.layout.dead(shard),
             self.layout.stats(shard),
         ]
-        dropped = int(SCRIPTS["dlq_drop"].call(self.redis, keys, [namespace]))
+        dropped = int(self._call(SCRIPTS["dlq_drop"], keys, [namespace]))
         if dropped < 0:
             raise NotFound(
                 f"namespace {namespace} is not dead-lettered, so nothing was dropped; only dead "
@@ -311,8 +305,12 @@ class RedisQueue:
             )
         return dropped
 
-    def purge_namespace(self, namespace: str) -> int:
-        """Erase everything queued for ``namespace`` (forget a user); returns the count erased."""
+    def purge_namespace(self, namespace: str, *, now: float | None = None) -> int:
+        """Erase everything queued for ``namespace`` (forget a user); returns the count erased.
+
+        Raises :class:`~worker.errors.BusyNamespace` (nothing erased) while a worker holds an
+        unexpired lease on it: the check and the erase are one script, so no claim slips in.
+        """
         shard = self.layout.shard(namespace)
         keys = [
             self.layout.log(namespace),
@@ -322,30 +320,65 @@ class RedisQueue:
             self.layout.dead(shard),
             self.layout.stats(shard),
         ]
-        return int(SCRIPTS["purge"].call(self.redis, keys, [namespace]))
+        erased = int(self._call(SCRIPTS["purge"], keys, [namespace, script_now(now)]))
+        if erased < 0:
+            raise BusyNamespace(
+                f"{namespace} is being consolidated by a worker right now; nothing of it was "
+                "erased. Run forget again in a minute, once that batch is done"
+            )
+        return erased
 
     def namespaces(self) -> Iterator[str]:
         """Every namespace the queue knows (pending or not), each once, in no order."""
         seen: set[str] = set()
         for key in self.redis.scan_iter(match=self.layout.meta_pattern(), count=SCAN_COUNT):
-            ns = self.layout.namespace_of_meta(_s(key))
+            ns = self.layout.namespace_of_meta(s(key))
             if ns is not None and ns not in seen:
                 seen.add(ns)
                 yield ns
 
     def stats(self, *, now: float | None = None) -> QueueStats:
         """Per-scope pending candidates, waiting/due/leased/dead namespaces, oldest pending age."""
-        return collect_stats(self.redis, self.layout, to_ms(now))
+        return collect_stats(self.redis, self.layout, None if now is None else int(now * 1000))
 
     # --- internals ---------------------------------------------------------------------------
+    def _call(self, script: LuaScript, keys: Args, args: Args) -> Any:
+        """One script call; a Redis failure raised as the MemworkerError that names it."""
+        try:
+            return script.call(self.redis, keys, args)
+        except redis.RedisError as exc:
+            raise translate(exc, self._where) from exc
+
+    def _pipeline(self, calls: Sequence[Call]) -> list[Any]:
+        """Many script calls in one round trip; per-call errors come back translated."""
+        try:
+            results = run_pipeline(self.redis, calls)
+        except redis.RedisError as exc:
+            raise translate(exc, self._where) from exc
+        return [translate(r, self._where) if isinstance(r, Exception) else r for r in results]
+
+    def _call_time(self) -> Any:
+        try:
+            return self.redis.time()
+        except redis.RedisError as exc:
+            raise translate(exc, self._where) from exc
+
     def _shard(self, claim: Claim) -> int:
         return self.layout.shard(claim.namespace)
 
     def _due(self, namespace: str) -> str:
         return self.layout.due(self.layout.shard(namespace))
 
-    def _claim_call(self, shard: int, now_ms: int, limit: int, namespace: str) -> Call:
-        keys = [self.layout.due(shard), self.layout.leases(shard), self.layout.dead(shard)]
+    def _claim_call(self, shard: int, now_ms: str | int, limit: int, namespace: str) -> Call:
+        layout = self.layout
+        keys = [
+            layout.due(shard),
+            layout.leases(shard),
+            layout.dead(shard),
+            layout.fence(shard),
+            layout.epoch(shard),
+            layout.policy(shard),
+        ]
         args: Args = [
             now_ms,
             self._lease_ms,
@@ -354,6 +387,9 @@ class RedisQueue:
             self.settings.max_attempts,
             self.layout.base(shard),
             namespace,
+            self._quiet_ms,
+            self._max_wait_ms,
+            self.settings.max_pending_per_namespace,
         ]
         return SCRIPTS["claim"], keys, args
 
@@ -367,7 +403,7 @@ class RedisQueue:
             self.layout.dead(shard),
         ]
         args: Args = [
-            to_ms(now),
+            script_now(now),
             claim.token,
             ns,
             mode,
@@ -376,46 +412,4 @@ class RedisQueue:
             self._backoff_ms,
             self._max_delay_ms,
         ]
-        return _s(SCRIPTS["settle"].call(self.redis, keys, args))
-
-
-def _claims_of_shards(results: list[Any]) -> list[Claim]:
-    """Claims of every shard that answered. A shard's error is logged, not raised, unless all
-    failed: raising would orphan the leases the other shards just granted."""
-    claims: list[Claim] = []
-    errors = [r for r in results if isinstance(r, Exception)]
-    for result in results:
-        if not isinstance(result, Exception):
-            claims.extend(_claims(result))
-    if errors and len(errors) == len(results):
-        raise errors[0]
-    for error in errors:
-        log.error("claiming one queue shard failed: %s", error)
-    return claims
-
-
-def _claims(result: Any) -> list[Claim]:
-    if isinstance(result, Exception):
-        raise result
-    return [
-        Claim(
-            namespace=_s(ns),
-            token=int(token),
-            covered=_s(covered),
-            count=int(count),
-            attempts=int(n),
-            due_at_ms=int(due),
-        )
-        for ns, token, covered, count, n, due in result
-    ]
-
-
-def _entries(raw: Any) -> list[tuple[str, Candidate]]:
-    out = []
-    for stream_id, fields in raw or ():
-        sid = _s(stream_id)
-        payload = fields.get(b"c", fields.get("c"))
-        if payload is None:
-            raise InvalidCandidate(f"log entry {sid} has no candidate field 'c'")
-        out.append((sid, decode_candidate(payload, sid)))
-    return out
+        return s(self._call(SCRIPTS["settle"], keys, args))

@@ -23,15 +23,32 @@ def _s(value: Any) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
 
 
-def collect_stats(client: redis.Redis, layout: QueueLayout, now_ms: int) -> QueueStats:
-    """Per-scope counts over every shard; see :class:`~worker.queue.types.ScopeStats`."""
+def server_ms(reply: Any) -> int:
+    """A ``TIME`` reply (seconds, microseconds) as epoch ms.
+
+    >>> server_ms((1700000000, 250000))
+    1700000000250
+    """
+    seconds, micros = reply
+    return int(seconds) * 1000 + int(micros) // 1000
+
+
+def collect_stats(client: redis.Redis, layout: QueueLayout, now_ms: int | None) -> QueueStats:
+    """Per-scope counts over every shard; see :class:`~worker.queue.types.ScopeStats`.
+
+    Ages and due states are measured against the Redis server's clock (``now_ms`` is a test
+    hook), the same clock that stamped them.
+    """
     pipe = client.pipeline(transaction=False)
+    pipe.time()
     for shard in range(layout.shards):
         pipe.hgetall(layout.stats(shard))
         pipe.zrange(layout.due(shard), 0, -1, withscores=True)
         pipe.zrange(layout.leases(shard), 0, -1)
         pipe.zrange(layout.dead(shard), 0, -1)
-    replies = pipe.execute()
+    server_time, *replies = pipe.execute()
+    if now_ms is None:
+        now_ms = server_ms(server_time)
 
     pending: dict[str, int] = defaultdict(int)
     state: dict[str, str] = {}

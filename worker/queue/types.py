@@ -17,12 +17,15 @@ from datetime import datetime
 class Claim:
     """A lease on one namespace's batch: the first ``count`` log entries, up to ``covered``.
 
-    ``token`` is the lease's fencing number: it only grows per namespace, so a store can reject
-    a write carrying an older one. ``attempts`` counts the batch's earlier failed attempts.
+    ``token`` is the lease's fencing number, drawn from the shard's counter: it only grows and
+    is never issued twice, so an ack or heartbeat carrying another lease's token is refused.
+    ``attempts`` counts the batch's earlier failed attempts.
     ``due_at_ms`` is when the namespace became claimable (epoch ms): its debounced due time,
     the expiry of the lease it was taken over from, or the claim time for a namespace claimed
     by name before it was due; the due lag is the claim time minus it. ``None`` for a claim
     serialised by an older release (claims travel through Celery as ``asdict(claim)``).
+    ``epoch`` is the queue shard's identity when the claim was made (``None``: an older
+    release); a position is only comparable with positions of the same epoch.
     """
 
     namespace: str
@@ -31,6 +34,12 @@ class Claim:
     count: int
     attempts: int
     due_at_ms: int | None = None
+    epoch: str | None = None
+
+    @property
+    def position(self) -> str:
+        """Where this batch ends in the queue, as SQL records it: ``<epoch>/<covered>``."""
+        return f"{self.epoch or ''}/{self.covered}"
 
 
 @dataclass(frozen=True)

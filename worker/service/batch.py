@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 
 from worker.consolidation.base import Consolidator
 from worker.consolidation.engine import Limits, consolidate_batch
@@ -20,6 +20,32 @@ from worker.values import AppliedPlan, FileChange
 #: Stream position given to candidates that are not in the log (a preview's re-scan): after
 #: any applied position, so only the ledger decides whether they are new.
 AFTER_EVERYTHING = f"{2**63 - 1}-0"
+
+#: Where stream ids count their milliseconds from.
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+#: Arrivals within one millisecond are ordered by their id's sequence number, as microseconds;
+#: past 999 in one millisecond (1,000 candidates of one namespace) the order is by id instead.
+MAX_SEQ_MICROS = 999
+
+
+def epoch_of(position: str | None) -> str | None:
+    """The queue epoch an applied position was recorded in (None: none, or from before epochs).
+
+    >>> epoch_of("19a2b3c4d5e6f/1764579000000-3"), epoch_of("1764579000000-3"), epoch_of(None)
+    ('19a2b3c4d5e6f', None, None)
+    """
+    if position is None:
+        return None
+    epoch, sep, _ = position.rpartition("/")
+    return epoch if sep and epoch else None
+
+
+def epoch_changed(applied_position: str | None, epoch: str | None) -> bool:
+    """True when SQL's applied position was recorded in another epoch than ``epoch``, the one
+    the claim was made in: Redis lost its data since (restart without AOF, flush, eviction,
+    failover to a stale replica)."""
+    recorded = epoch_of(applied_position)
+    return recorded is not None and epoch is not None and recorded != epoch
 
 
 @dataclass(frozen=True)
@@ -59,6 +85,8 @@ class Merged:
     version: int
     applied: AppliedPlan | None
     result: BatchResult
+    #: SQL's applied position when the batch was read (``<epoch>/<stream id>``).
+    applied_position: str | None = None
 
 
 def merge_entries(
@@ -69,19 +97,25 @@ def merge_entries(
     entries: Sequence[tuple[str, Candidate]],
     *,
     now: datetime,
+    epoch: str | None = None,
 ) -> Merged:
     """Everything a commit of ``entries`` (stream id, candidate) would write, computed from one
-    read snapshot; candidates already committed (applied position or ledger) are skipped."""
+    read snapshot; candidates already committed (applied position or ledger) are skipped.
+
+    Positions are only compared within one queue ``epoch``: entries of another epoch (or with
+    no epoch given) are judged by the unique ledger alone, so a Redis that lost its data and
+    restarted its ids lower can never make a new candidate look already applied.
+    """
     # One read transaction for the state, the files and the ledger lookup. The ledger is
     # asked about every candidate read, a superset of those past the applied position.
     snapshot = store.snapshot(namespace, [c.id for _, c in entries])
     state = snapshot.state
-    fresh = _not_yet_applied(entries, state.applied_position)
+    fresh = _not_yet_applied(arrived(entries), state.applied_position, epoch)
     batch = _unique([c for c in fresh if c.id not in snapshot.recorded])
     skipped = len(entries) - len(batch)
     if not batch:
         nothing = BatchResult(namespace, Outcome.NOTHING_NEW, skipped=skipped)
-        return Merged(state.version, None, nothing)
+        return Merged(state.version, None, nothing, state.applied_position)
     plan, applied = consolidate_batch(
         consolidator, state, batch, now=now, settings=limits, current_files=snapshot.current_files
     )
@@ -97,7 +131,28 @@ def merge_entries(
         prompt_tokens=plan.prompt_tokens,
         completion_tokens=plan.completion_tokens,
     )
-    return Merged(state.version, applied, result)
+    return Merged(state.version, applied, result, state.applied_position)
+
+
+def arrived(entries: Sequence[tuple[str, Candidate]]) -> list[tuple[str, Candidate]]:
+    """Each candidate stamped with its arrival on the Redis server (its stream id's ms).
+
+    The consolidator orders candidates and decides "newer wins" for a key by ``created_at``;
+    stamping the server's arrival time there makes that the queue's arrival order, so a chat
+    host whose clock runs fast or slow cannot make its value win or lose. The client's own
+    stamp stays in the queue's log entry. Entries without a stream id (a preview's extra
+    candidates) keep theirs.
+    """
+    out = []
+    for sid, candidate in entries:
+        if sid == AFTER_EVERYTHING:
+            out.append((sid, candidate))
+            continue
+        ms, seq = _stream_position(sid)
+        # The id's sequence number as microseconds keeps arrivals of one millisecond in order.
+        at = EPOCH + timedelta(milliseconds=ms, microseconds=min(seq, MAX_SEQ_MICROS))
+        out.append((sid, candidate.model_copy(update={"created_at": at})))
+    return out
 
 
 def _stream_position(stream_id: str) -> tuple[int, int]:
@@ -106,12 +161,14 @@ def _stream_position(stream_id: str) -> tuple[int, int]:
 
 
 def _not_yet_applied(
-    entries: Sequence[tuple[str, Candidate]], applied_position: str | None
+    entries: Sequence[tuple[str, Candidate]], applied_position: str | None, epoch: str | None
 ) -> list[Candidate]:
-    """Candidates after the namespace's applied log position (a committed-but-unacked batch)."""
-    if applied_position is None:
+    """Candidates after the namespace's applied log position (a committed-but-unacked batch);
+    all of them when the position is of another epoch (or of none)."""
+    recorded = epoch_of(applied_position)
+    if applied_position is None or recorded is None or recorded != epoch:
         return [c for _, c in entries]
-    applied = _stream_position(applied_position)
+    applied = _stream_position(applied_position.rpartition("/")[2])
     return [c for sid, c in entries if _stream_position(sid) > applied]
 
 

@@ -27,8 +27,8 @@ from worker.consolidation.base import Consolidator
 from worker.errors import LeaseLost, MemworkerError, StaleVersion
 from worker.outcomes import Outcome
 from worker.queue.redis_queue import Claim, RedisQueue
-from worker.service.batch import BatchResult, merge_entries
-from worker.service.report import observe_batch
+from worker.service.batch import BatchResult, epoch_changed, epoch_of, merge_entries
+from worker.service.report import observe_batch, observe_epoch_change
 from worker.settings import Settings
 from worker.store.memory import MemoryStore, RunRecord
 
@@ -79,9 +79,12 @@ class Pipeline:
         except StaleVersion as exc:
             # Another batch of this namespace committed first (e.g. a zombie worker's lease was
             # taken over). Give the batch back untouched; the next attempt re-reads the state
-            # and skips whatever is already in the ledger.
+            # and skips whatever is already in the ledger. A namespace erased meanwhile gets no
+            # run row: nothing of an erased user is written after the erase.
             self.queue.release(claim)
-            return self._failed(claim, trigger, started, Outcome.STALE, str(exc))
+            return self._failed(
+                claim, trigger, started, Outcome.STALE, str(exc), record=not self._erased(claim)
+            )
         except Exception as exc:
             error = _describe(exc)
             log.warning("consolidation of %s failed: %s", namespace, error)
@@ -95,8 +98,16 @@ class Pipeline:
         namespace = claim.namespace
         entries = self.queue.read_batch(claim)
         merged = merge_entries(
-            self.store, self.consolidator, self.settings, namespace, entries, now=self.clock()
+            self.store,
+            self.consolidator,
+            self.settings,
+            namespace,
+            entries,
+            now=self.clock(),
+            epoch=claim.epoch,
         )
+        if epoch_changed(merged.applied_position, claim.epoch):
+            observe_epoch_change(namespace, epoch_of(merged.applied_position), claim.epoch)
         if merged.applied is None:
             self.queue.ack(claim)
             return merged.result
@@ -105,7 +116,7 @@ class Pipeline:
         commit = self.store.commit_batch(
             namespace=namespace,
             expected_version=merged.version,
-            applied_position=claim.covered,
+            applied_position=claim.position,
             applied=merged.applied,
             run=self._run(claim, trigger, started, merged.result),
             sinks=self.sinks,
@@ -136,11 +147,27 @@ class Pipeline:
             completion_tokens=result.completion_tokens,
         )
 
+    def _erased(self, claim: Claim) -> bool:
+        """Whether the claim's namespace was erased (best effort: a store outage says no)."""
+        try:
+            return self.store.was_erased(claim.namespace)
+        except MemworkerError:
+            return False
+
     def _failed(
-        self, claim: Claim, trigger: Trigger, started: datetime, outcome: Outcome, error: str
+        self,
+        claim: Claim,
+        trigger: Trigger,
+        started: datetime,
+        outcome: Outcome,
+        error: str,
+        *,
+        record: bool = True,
     ) -> BatchResult:
-        """The failed attempt's result, recorded as a run row (best effort)."""
+        """The failed attempt's result, recorded as a run row (best effort) when ``record``."""
         failed = BatchResult(claim.namespace, outcome, candidates=claim.count, error=error)
+        if not record:
+            return BatchResult(claim.namespace, outcome, error=error)
         try:
             self.store.record_run(self._run(claim, trigger, started, failed))
         except Exception:  # the failure itself is already counted in Redis
@@ -163,7 +190,7 @@ def _heartbeat(queue: RedisQueue, claim: Claim, lease_seconds: float) -> Iterato
     def beat() -> None:
         while not stop.wait(interval):
             try:
-                if not queue.extend(claim, now=time.time()):
+                if not queue.extend(claim):  # server time: a skewed host cannot shorten it
                     lost.set()
                     return
             except Exception:  # a Redis blip: the next beat tries again

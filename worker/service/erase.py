@@ -1,10 +1,20 @@
 """Erase a user everywhere: the queue, the SQL store and the sinks.
 
 Order matters: the queue first (so no batch of the user is merged back afterwards), then SQL
-in one transaction (which queues an erase tombstone per file and sink), then the tombstones are
-delivered (the sinks delete their copies; a delivered tombstone is itself deleted). A namespace
-a worker is consolidating right now is not erased: its commit could land after the erase, so
-the caller is told to try again once the lease ends.
+in one transaction (which queues an erase tombstone per file and sink, and takes the namespace's
+fence), then the tombstones are delivered (the sinks delete their copies; a delivered tombstone
+is itself deleted).
+
+What keeps erased data from coming back:
+
+* The queue's purge refuses a namespace a worker holds an unexpired lease on, checked and
+  erased in one script (after the operator confirmed, not before): that namespace is reported
+  busy and left whole, to be erased once the batch is done.
+* A worker whose lease expired (a zombie) finds its token gone; its commit is refused by the
+  SQL fence (the erase records the namespace's version, see :mod:`worker.store.fence`), so it
+  writes nothing, not even a run row, and lease tokens are never reissued to trim a later batch.
+* A delivery read before the erase and landing after it is taken back out of the sink
+  (:mod:`worker.service.publish`).
 """
 
 from __future__ import annotations
@@ -14,7 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
-from worker.errors import MemworkerError
+from worker.errors import BusyNamespace, MemworkerError
 from worker.models import Namespace, Scope
 from worker.queue.redis_queue import RedisQueue
 from worker.service.publish import DeliveryReport, publish_now
@@ -28,7 +38,6 @@ class EraseTarget:
     """The namespaces an erase would cover, and what stands in its way."""
 
     keys: list[str]  #: the user's namespaces the store or the queue knows, per the request
-    busy: list[str]  #: of those, the ones a worker holds a lease on right now
     others: list[str]  #: the user's namespaces the request leaves alone (other assistants)
 
 
@@ -36,6 +45,7 @@ class EraseTarget:
 class Erased:
     files: dict[str, list[str]]  #: per namespace, the paths of the files erased
     queued: dict[str, int]  #: per namespace, the queued candidates dropped
+    busy: list[str]  #: namespaces left whole: a worker held them (run forget again later)
     sql_rows: dict[str, int]  #: per table, the rows deleted (tables with none left out)
     delivery: DeliveryReport  #: the sinks' deletions
 
@@ -56,8 +66,7 @@ def erase_target(
         key = Namespace.for_user(user, assistant_id=assistant).key
         known = key in every or queue.namespace_state(key).known
         keys = [key] if known else []
-    busy = [k for k in keys if queue.namespace_state(k).leased]
-    return EraseTarget(keys, busy, [k for k in every if k not in keys])
+    return EraseTarget(keys, [k for k in every if k not in keys])
 
 
 def erase(
@@ -68,14 +77,26 @@ def erase(
     *,
     now: datetime,
 ) -> Erased:
-    """Erase ``keys`` from the queue, then SQL, then the sinks (see the module docstring)."""
-    files = {k: [f.path for f in store.list_files(k)] for k in keys}
-    queued = {k: queue.purge_namespace(k) for k in keys}
-    report = store.erase_namespaces(keys, now=now, sinks=tuple(sinks))
+    """Erase ``keys`` from the queue, then SQL, then the sinks (see the module docstring).
+
+    A namespace a worker holds right now is left whole and listed in ``busy``.
+    """
+    queued: dict[str, int] = {}
+    busy: list[str] = []
+    for key in keys:
+        try:
+            queued[key] = queue.purge_namespace(key)
+        except BusyNamespace:
+            busy.append(key)
+    done = [k for k in keys if k not in busy]
+    files = {k: [f.path for f in store.list_files(k)] for k in done}
+    if not done:
+        return Erased(files, queued, busy, {}, DeliveryReport(0, 0))
+    report = store.erase_namespaces(done, now=now, sinks=tuple(sinks))
     delivery = publish_now(store, sinks, now=now)
     _prune_empty_dirs(sinks, files)
     rows = {table: n for table, n in sorted(report.deleted.items()) if n}
-    return Erased(files, queued, rows, delivery)
+    return Erased(files, queued, busy, rows, delivery)
 
 
 def _all_of_user(queue: RedisQueue, store: MemoryStore, user: str) -> list[str]:

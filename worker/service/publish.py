@@ -3,16 +3,18 @@
 Only committed versions are ever in the outbox (rows are written in the commit's transaction),
 so a sink can never see an uncommitted version. Delivery is at-least-once: sinks overwrite by
 key, so a repeated delivery is harmless, and any number of deliverers (workers, the CLI) may
-run at once.
+run at once. A delivery that lands after its namespace was erased is taken back at once.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from worker.errors import NotFound
 from worker.metrics import SINK_DELIVERIES
 from worker.sinks.base import PublishedFile, Sink
 from worker.store.memory import MemoryStore
@@ -88,6 +90,10 @@ def _deliver(
             sink.erase(published.namespace, [published.path])
         else:
             sink.deliver(published)
+            if store.was_erased(item.namespace):
+                # Read before an erase, delivered after it: take the copy back out, so no
+                # deliverer that raced `forget` can bring the user's data back.
+                sink.erase(published.namespace, [published.path])
     except Exception as exc:
         SINK_DELIVERIES.labels(sink=name, outcome="failed").inc()
         log.warning("sink %s could not take %s%s: %s", name, item.namespace, item.path, exc)
@@ -96,5 +102,6 @@ def _deliver(
         )
         return DeliveryReport(0, 1)
     SINK_DELIVERIES.labels(sink=name, outcome="ok").inc()
-    store.mark_delivered(item.id, now=now)
+    with contextlib.suppress(NotFound):  # the row went with an erase, or another deliverer
+        store.mark_delivered(item.id, now=now)
     return DeliveryReport(1, 0)

@@ -2,8 +2,16 @@
 
 from __future__ import annotations
 
+import logging
+import threading
+
 from worker import metrics
 from worker.service.batch import BatchResult
+
+log = logging.getLogger(__name__)
+
+_reported_epochs: set[tuple[str, str]] = set()
+_reported_lock = threading.Lock()
 
 
 def observe_batch(result: BatchResult, seconds: float) -> None:
@@ -15,3 +23,24 @@ def observe_batch(result: BatchResult, seconds: float) -> None:
     metrics.LLM_CALLS.inc(result.llm_calls)
     metrics.LLM_TOKENS.labels(kind="input").inc(result.prompt_tokens)
     metrics.LLM_TOKENS.labels(kind="output").inc(result.completion_tokens)
+
+
+def observe_epoch_change(namespace: str, recorded: str | None, current: str | None) -> None:
+    """Count a batch whose namespace was last committed in another queue epoch; log it at
+    ERROR once per (old, new) epoch pair in this process, saying what it means."""
+    metrics.QUEUE_EPOCH_CHANGES.inc()
+    pair = (recorded or "?", current or "?")
+    with _reported_lock:
+        if pair in _reported_epochs:
+            return
+        _reported_epochs.add(pair)
+    log.error(
+        "queue epoch changed from %s to %s (first seen on %s): Redis lost its data since the "
+        "last commit (restarted without AOF, flushed, evicted keys, or failed over to a stale "
+        "replica). Candidates acknowledged to clients but not yet committed then are gone; "
+        "nothing new is skipped (the ledger decides). Check Redis persistence "
+        "(`memworker status`)",
+        pair[0],
+        pair[1],
+        namespace,
+    )

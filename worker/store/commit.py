@@ -38,17 +38,25 @@ IN_CHUNK: Final = 1000
 
 
 def load_state(conn: Connection, namespace: str) -> NamespaceState:
-    """The active entries, version and applied position of ``namespace`` (version 0 if new)."""
+    """The active entries, version and applied position of ``namespace`` (version 0 if new,
+    the erase fence if it was erased)."""
     Namespace.parse(namespace)
     row = namespace_row(conn, namespace)
     if row is None:
-        return NamespaceState(namespace=namespace, version=0, applied_position=None)
+        return empty_state(conn, namespace)
     read_only = conn.execute(
         sa.select(memory_files.c.path).where(
             memory_files.c.namespace_id == row.id, memory_files.c.operator_owned.is_(True)
         )
     ).scalars()
     return state_from_rows(namespace, row, active_entries(conn, row.id), read_only)
+
+
+def empty_state(conn: Connection, namespace: str) -> NamespaceState:
+    """The state of a namespace with no row: never committed (version 0), or erased (its
+    fence, so a commit that read it before the erase is told apart from one after)."""
+    version = fence.erased_version(conn, namespace) or 0
+    return NamespaceState(namespace=namespace, version=version, applied_position=None)
 
 
 def namespace_row(conn: Connection, namespace: str) -> Any:

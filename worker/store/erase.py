@@ -2,7 +2,9 @@
 
 Sinks still hold copies, so for each file that existed an ``erase`` tombstone is queued per
 sink (the sinks that ever received the namespace, plus any named). A delivered tombstone is
-deleted, after which nothing of the namespace remains in the database.
+deleted, after which nothing of the namespace remains in the database but its erase fence: a
+version number under a digest of the key (see :mod:`worker.store.fence`), which makes any
+commit that read the namespace before the erase fail as stale.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from datetime import datetime
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from worker.store import fence
 from worker.store.records import EraseReport
 from worker.store.schema import (
     approvals,
@@ -34,11 +37,13 @@ def erase_namespaces(
     """Delete everything of ``keys``; queue tombstones; report rows deleted per table."""
     now = require_utc(now, "now")
     keys = sorted(set(keys))
+    placeholders = fence.take_for_erase(conn, keys, now=now)
     ns_ids = list(
         conn.execute(sa.select(namespaces.c.id).where(namespaces.c.key.in_(keys))).scalars()
     )
     items, all_sinks = _published(conn, keys, ns_ids, sinks)
     deleted = _delete_rows(conn, keys, ns_ids)
+    deleted["namespaces"] -= placeholders  # rows the fence created only to lock the key
     tombstones = [
         {
             "file_version_id": None,

@@ -6,10 +6,20 @@ commits that read the same version exactly one matches a row. On PostgreSQL the 
 on the row lock and then sees the new version; on SQLite write transactions are serialised by
 ``BEGIN IMMEDIATE``. The first commit of a namespace inserts its row instead, and the unique
 key turns a concurrent first commit into :class:`StaleVersion` the same way.
+
+**Erase takes the fence.** Erasing deletes the namespace row but records its version plus one
+in ``namespace_fences`` (under a digest of the key, see :func:`digest`). A commit that read the
+namespace before the erase carries an older version, so it is refused as stale even when it
+would have been the namespace's first commit: the insert-first path looks for the erase fence
+*after* its insert, so on PostgreSQL either the erase sees the committed row (and deletes it)
+or the commit sees the committed fence (and rolls back). A state read after the erase reports
+the fence as its version (:func:`erased_version`), and its commit recreates the row from there.
 """
 
 from __future__ import annotations
 
+import hashlib
+from collections.abc import Sequence
 from datetime import datetime
 
 import sqlalchemy as sa
@@ -18,7 +28,24 @@ from sqlalchemy.engine import Connection
 from worker.errors import StaleVersion, StoreRefused
 from worker.models import Namespace
 from worker.store.engine import dialect_insert
-from worker.store.schema import namespaces
+from worker.store.schema import namespace_fences, namespaces
+
+
+def digest(namespace: str) -> str:
+    """The key an erased namespace's fence is stored under: never the namespace key itself.
+
+    >>> len(digest("user:u1")), digest("user:u1") == digest("user:u1")
+    (64, True)
+    """
+    return hashlib.sha256(f"memworker-fence:{namespace}".encode()).hexdigest()
+
+
+def erased_version(conn: Connection, namespace: str) -> int | None:
+    """The version an erase left for ``namespace`` (None: never erased since its last write)."""
+    value = conn.execute(
+        sa.select(namespace_fences.c.version).where(namespace_fences.c.digest == digest(namespace))
+    ).scalar_one_or_none()
+    return None if value is None else int(value)
 
 
 def advance(
@@ -44,11 +71,13 @@ def advance(
         # UPDATE below decides, exactly as before: it only matches a row still at version 0.
         created = conn.execute(
             dialect_insert(conn, namespaces)
-            .values(_new_row(ns, namespace, applied_position, now))
+            .values(_new_row(ns, namespace, applied_position, now, 1))
             .on_conflict_do_nothing(index_elements=[namespaces.c.key])
             .returning(namespaces.c.id)
         ).scalar_one_or_none()
         if created is not None:
+            if erased_version(conn, namespace) is not None:
+                raise _erased(namespace)  # read before an erase; the rollback undoes the insert
             return int(created), 1
     values: dict[str, object] = {"version": namespaces.c.version + 1, "updated_at": now}
     if applied_position is not None:
@@ -59,31 +88,52 @@ def advance(
     row = conn.execute(stmt.values(values).returning(namespaces.c.id, namespaces.c.version)).first()
     if row is not None:
         return int(row.id), int(row.version)
-    if expected is not None:
-        raise _stale(namespace, expected)
+    return _recreate(
+        conn, ns, namespace=namespace, expected=expected, applied_position=applied_position, now=now
+    )
+
+
+def _recreate(
+    conn: Connection,
+    ns: Namespace,
+    *,
+    namespace: str,
+    expected: int | None,
+    applied_position: str | None,
+    now: datetime,
+) -> tuple[int, int]:
+    """No row matched: the namespace's first write, or its first since an erase."""
+    fence = erased_version(conn, namespace)
+    if expected is not None and expected != fence:
+        raise _erased(namespace) if fence is not None else _stale(namespace, expected)
+    version = (fence or 0) + 1
     try:
         new_id = conn.execute(
             sa.insert(namespaces)
-            .values(_new_row(ns, namespace, applied_position, now))
+            .values(_new_row(ns, namespace, applied_position, now, version))
             .returning(namespaces.c.id)
         ).scalar_one()
     except sa.exc.IntegrityError:
         # Another transaction created the namespace first.
-        raise _stale(namespace, 0) from None
-    return int(new_id), 1
+        raise _stale(namespace, expected or 0) from None
+    if fence is not None:
+        conn.execute(
+            sa.delete(namespace_fences).where(namespace_fences.c.digest == digest(namespace))
+        )
+    return int(new_id), version
 
 
 def _new_row(
-    ns: Namespace, namespace: str, applied_position: str | None, now: datetime
+    ns: Namespace, namespace: str, applied_position: str | None, now: datetime, version: int
 ) -> dict[str, object]:
-    """The row of a namespace's first commit (version 1)."""
+    """The row of a namespace's first commit (version 1, or the erase fence plus one)."""
     return {
         "key": namespace,
         "scope": ns.scope.value,
         "user_id": ns.user_id,
         "assistant_id": ns.assistant_id,
         "org_id": ns.org_id,
-        "version": 1,
+        "version": version,
         "applied_position": applied_position,
         "created_at": now,
         "updated_at": now,
@@ -103,3 +153,53 @@ def _stale(namespace: str, expected: int) -> StaleVersion:
         f"namespace {namespace} is no longer at version {expected}: another batch committed "
         "first. Reload its state and merge again (nothing was written)"
     )
+
+
+def _erased(namespace: str) -> StaleVersion:
+    return StaleVersion(
+        f"namespace {namespace} was erased after this batch read it; nothing was written. Its "
+        "candidates were erased with it, so there is nothing to retry"
+    )
+
+
+def take_for_erase(conn: Connection, keys: Sequence[str], *, now: datetime) -> int:
+    """Record the erase fence of each of ``keys`` (in the erase's transaction, before its
+    deletes); returns how many namespace rows this created only to take the lock.
+
+    Each key first gets a placeholder row if it has none (``ON CONFLICT DO NOTHING``), which on
+    PostgreSQL waits for an in-flight first commit of the same key; the row is then locked and
+    its version read, so no commit can move it between this read and the erase's delete. The
+    placeholder rows are deleted with the rest of the namespace.
+    """
+    created = 0
+    for key in keys:
+        ns = Namespace.parse(key)
+        created += (
+            conn.execute(
+                dialect_insert(conn, namespaces)
+                .values(_new_row(ns, key, None, now, 0))
+                .on_conflict_do_nothing(index_elements=[namespaces.c.key])
+                .returning(namespaces.c.id)
+            ).scalar_one_or_none()
+            is not None
+        )
+        version = conn.execute(
+            sa.select(namespaces.c.version).where(namespaces.c.key == key).with_for_update()
+        ).scalar_one()
+        fence = max(int(version), erased_version(conn, key) or 0) + 1
+        conn.execute(sa.delete(namespace_fences).where(namespace_fences.c.digest == digest(key)))
+        conn.execute(
+            sa.insert(namespace_fences).values(digest=digest(key), version=fence, erased_at=now)
+        )
+    return created
+
+
+def recent_positions(conn: Connection, limit: int) -> list[tuple[str, str]]:
+    """``(namespace, applied position)`` of the ``limit`` most recently committed namespaces."""
+    rows = conn.execute(
+        sa.select(namespaces.c.key, namespaces.c.applied_position)
+        .where(namespaces.c.applied_position.is_not(None))
+        .order_by(namespaces.c.updated_at.desc())
+        .limit(limit)
+    ).all()
+    return [(str(r.key), str(r.applied_position)) for r in rows]

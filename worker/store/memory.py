@@ -41,6 +41,7 @@ from worker.store import approvals as _approvals
 from worker.store import commit as _commit
 from worker.store import cursors as _cursors
 from worker.store import erase as _erase
+from worker.store import fence as _fence
 from worker.store import history as _history
 from worker.store import migrate as _migrate
 from worker.store import outbox as _outbox
@@ -388,6 +389,14 @@ class MemoryStore:
             "erase",
             lambda c: _erase.erase_namespaces(c, namespaces, sinks=sinks, now=now),
         )
+
+    def was_erased(self, namespace: str) -> bool:
+        """True when ``namespace`` was erased and nothing was written to it since."""
+        return self._read("erase fence", lambda c: _fence.erased_version(c, namespace) is not None)
+
+    def recent_positions(self, limit: int = 500) -> list[tuple[str, str]]:
+        """(namespace, applied queue position) of the most recently committed namespaces."""
+        return self._read("positions", lambda c: _fence.recent_positions(c, limit))
 
     def export_namespace(self, namespace: str) -> dict[str, Any]:
         """One namespace as a JSON-able document (files with history, entries, ledger)."""

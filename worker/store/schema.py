@@ -1,8 +1,8 @@
 """The SQL schema of the memory store (SQLAlchemy Core), the source of truth.
 
 Every namespace-owned table hangs off ``namespaces.id`` so isolation is one indexed column and
-erasing a user is a handful of ``DELETE … WHERE namespace_id IN (…)``. The migration
-``0001_initial`` creates exactly these tables; a test compares the two.
+erasing a user is a handful of ``DELETE … WHERE namespace_id IN (…)``. The migrations
+(``0001_initial``, ``0002_namespace_fences``) create exactly these tables; a test compares.
 
 >>> sorted(t.name for t in metadata.sorted_tables)[:3]
 ['approvals', 'candidate_ledger', 'entries']
@@ -61,10 +61,24 @@ namespaces = sa.Table(
     sa.Column("org_id", sa.String(MAX_ID_LENGTH), nullable=True),
     # The fence: every commit moves it by one, guarded by ``WHERE version = :expected``.
     sa.Column("version", sa.Integer, nullable=False),
-    # Redis stream id of the last candidate whose batch is committed.
+    # ``<queue epoch>/<stream id>`` of the last candidate whose batch is committed (a bare
+    # stream id from before epochs: compared with nothing, so the ledger alone decides).
     sa.Column("applied_position", sa.String(64), nullable=True),
     sa.Column("created_at", UTCDateTime, nullable=False),
     sa.Column("updated_at", UTCDateTime, nullable=False),
+)
+
+#: The fence of erased namespaces: erasing deletes the namespace row, so the version it had
+#: moves here (plus one), keyed by a one-way digest of the key rather than the key itself (an
+#: erased user's id is stored nowhere). A commit that read the namespace before the erase
+#: carries an older version and is refused as stale; the first commit after it starts from
+#: this version, which is then deleted.
+namespace_fences = sa.Table(
+    "namespace_fences",
+    metadata,
+    sa.Column("digest", sa.String(64), primary_key=True),
+    sa.Column("version", sa.Integer, nullable=False),
+    sa.Column("erased_at", UTCDateTime, nullable=False),
 )
 
 runs = sa.Table(

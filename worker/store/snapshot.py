@@ -21,7 +21,13 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from worker.models import Namespace
-from worker.store.commit import active_entries, ledger_hits, namespace_row, state_from_rows
+from worker.store.commit import (
+    active_entries,
+    empty_state,
+    ledger_hits,
+    namespace_row,
+    state_from_rows,
+)
 from worker.store.schema import file_versions, memory_files
 from worker.values import NamespaceState
 
@@ -42,7 +48,7 @@ def read_snapshot(conn: Connection, namespace: str, candidate_ids: Iterable[str]
     Namespace.parse(namespace)
     row = namespace_row(conn, namespace)
     if row is None:
-        return BatchSnapshot(NamespaceState(namespace=namespace, version=0, applied_position=None))
+        return BatchSnapshot(empty_state(conn, namespace))
     ns_id = int(row.id)
     active = active_entries(conn, ns_id)
     files: dict[str, str] = {}

@@ -212,8 +212,12 @@ def import_namespace(
             f"{key} already has memory; erase it first (`memworker forget`) or import into "
             "another namespace"
         )
-    ns_id, _ = fence.advance(conn, key, expected=0, applied_position=None, now=now)
-    conn.execute(sa.update(namespaces).where(namespaces.c.id == ns_id).values(version=doc.version))
+    # An erased namespace keeps its fence: the import starts above it, so a commit that read
+    # the namespace before the erase still fails as stale.
+    erased = fence.erased_version(conn, key)
+    ns_id, floor = fence.advance(conn, key, expected=erased or 0, applied_position=None, now=now)
+    version = doc.version if erased is None else max(doc.version, floor)
+    conn.execute(sa.update(namespaces).where(namespaces.c.id == ns_id).values(version=version))
     run_id = insert_run(
         conn,
         RunRecord(
@@ -248,7 +252,7 @@ def import_namespace(
         conn, namespace=key, items=published, sinks=list(dict.fromkeys(sinks)), now=now
     )
     return CommitResult(
-        version=doc.version, run_id=run_id, files=tuple(written), outbox_ids=tuple(outbox_ids)
+        version=version, run_id=run_id, files=tuple(written), outbox_ids=tuple(outbox_ids)
     )
 
 

@@ -4,7 +4,8 @@
 --   first        ms of the first arrival of the batch not yet claimed (unset: none, or claimed)
 --   lms, lseq    the last stream id issued (so `lms` is the latest arrival); ids keep
 --                increasing even after trims and drops
---   fence        monotonic counter; each new lease takes the next value as its token
+--   (fence)      not here: lease tokens come from the shard's counter <prefix>:{sN}:fence,
+--                which no script ever deletes, so a token is never issued twice in one epoch
 --   token        fence of the current lease (unset: not leased)
 --   lease_until  ms when the current lease expires unless extended
 --   covered      id of the last log entry the current lease covers
@@ -12,6 +13,25 @@
 --   attempts     failed (or abandoned) attempts of the current batch
 --   last_error   why the last attempt failed
 --   dead         ms when the namespace was dead-lettered (unset: not dead)
+
+-- Redis server time in ms: the queue's only clock. `hook` is the optional `now` argument, a
+-- test hook; production callers send "" and every timestamp comes from the server.
+local function server_now(hook)
+  local given = tonumber(hook)
+  if given then
+    return given
+  end
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+-- The deployment's queue policy (written by the workers, see worker/queue/policy.py), with
+-- the Settings defaults when no worker has written it yet (a fresh or emptied Redis).
+-- Returns quiet (ms), max wait (ms), max pending.
+local function policy_of(key)
+  local p = redis.call('HMGET', key, 'quiet', 'max_wait', 'max_pending')
+  return tonumber(p[1]) or 30000, tonumber(p[2]) or 300000, tonumber(p[3]) or 10000
+end
 
 -- The ms part of the oldest log entry's id, or nil when the log is empty.
 local function first_entry_ms(log)

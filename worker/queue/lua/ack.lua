@@ -7,22 +7,24 @@
 -- KEYS[3]  due     <prefix>:{sN}:due
 -- KEYS[4]  leases  <prefix>:{sN}:leases
 -- KEYS[5]  stats   <prefix>:{sN}:stats
--- ARGV[1]  now (ms)
+-- ARGV[1]  now (ms), or "" for the server's TIME (unused; kept so every script takes it)
 -- ARGV[2]  token
 -- ARGV[3]  namespace key
 -- ARGV[4]  quiet period (ms)
 -- ARGV[5]  max wait (ms)
+-- ARGV[6]  covered: the last entry id the acknowledging lease covered (its own claim's)
 --
--- Returns the number of entries removed, or -1 when the token no longer holds the lease
--- (nothing changes then: a zombie worker cannot drop the batch someone else now holds).
+-- Returns the number of entries removed, or -1 when the token no longer holds the lease or
+-- the lease covers other entries (nothing changes then: a zombie worker cannot drop the batch
+-- someone else now holds). Only the claim's own `covered` is trimmed up to.
 -- Entries that arrived during the lease stay, and re-arm the due time from their own arrivals.
 
 local ns = ARGV[3]
 local m = redis.call('HMGET', KEYS[2], 'token', 'covered')
-if m[1] ~= ARGV[2] then
+if m[1] ~= ARGV[2] or m[2] ~= ARGV[6] then
   return -1
 end
-local cms, cseq = string.match(m[2], '^(%d+)-(%d+)$')
+local cms, cseq = string.match(ARGV[6], '^(%d+)-(%d+)$')
 local before = redis.call('XLEN', KEYS[1])
 -- MINID drops every id below the one right after `covered`: exactly the covered entries.
 redis.call('XTRIM', KEYS[1], 'MINID', string.format('%d-%d', tonumber(cms), tonumber(cseq) + 1))

@@ -1,9 +1,14 @@
 -- claim: lease due namespaces of one shard (or one named namespace, at once).
 --
+-- uses _lib.lua (prepended when loaded)
+--
 -- KEYS[1]  due     <prefix>:{sN}:due
 -- KEYS[2]  leases  <prefix>:{sN}:leases
 -- KEYS[3]  dead    <prefix>:{sN}:dead
--- ARGV[1]  now (ms)
+-- KEYS[4]  fence   <prefix>:{sN}:fence   lease tokens; never deleted by any script
+-- KEYS[5]  epoch   <prefix>:{sN}:epoch   this shard's identity; created here when missing
+-- KEYS[6]  policy  <prefix>:{sN}:policy  the deployment's queue policy
+-- ARGV[1]  now (ms), or "" for the server's TIME (only tests send a value)
 -- ARGV[2]  lease length (ms)
 -- ARGV[3]  max batch (entries one claim covers)
 -- ARGV[4]  limit (most claims made)
@@ -11,8 +16,14 @@
 -- ARGV[6]  shard base "<prefix>:{sN}:"; namespace keys are derived from it inside the script.
 --          They carry the shard's hash tag, so they live in the same Cluster slot as KEYS.
 -- ARGV[7]  namespace to claim now whatever its due time, or "" to sweep the shard
+-- ARGV[8]  quiet period (ms)    \
+-- ARGV[9]  max wait (ms)         } the policy, written only when the shard has none (after a
+-- ARGV[10] max pending          /  restart or flush); `memworker worker` writes it at start
 --
--- Returns a list of {namespace, token, covered id, count, attempts, due at (ms)}, where "due at"
+-- Returns a list of {namespace, token, covered id, count, attempts, due at (ms), epoch}.
+-- The epoch is created (from the server's TIME) when the key is missing: a fresh deployment,
+-- or a Redis that lost its data. The fence counter, when missing, starts at now * 1000, so a
+-- token issued after such a loss is still above every token issued before it. "due at"
 -- is when the namespace became claimable: its score in the due set (the debounced due time),
 -- the expiry (lease_until) of an expired lease taken over, or now for a namespace claimed by
 -- name before it was due. Claim time minus it is the due lag.
@@ -21,13 +32,26 @@
 -- A leased namespace is parked (due again when its lease ends); an expired lease counts as a
 -- failed attempt, so a batch that keeps killing its workers ends up dead-lettered.
 
-local now = tonumber(ARGV[1])
+local now = server_now(ARGV[1])
 local lease_ms = tonumber(ARGV[2])
 local max_batch = tonumber(ARGV[3])
 local limit = tonumber(ARGV[4])
 local max_attempts = tonumber(ARGV[5])
 local base = ARGV[6]
 local EXPIRED = 'lease expired: the worker holding it stopped heartbeating (crashed or stuck)'
+
+local epoch = redis.call('GET', KEYS[5])
+if not epoch then
+  local t = redis.call('TIME')
+  epoch = string.format('%x%05x', tonumber(t[1]), tonumber(t[2]))
+  redis.call('SET', KEYS[5], epoch)
+end
+if redis.call('EXISTS', KEYS[6]) == 0 then
+  redis.call('HSET', KEYS[6], 'quiet', ARGV[8], 'max_wait', ARGV[9], 'max_pending', ARGV[10])
+end
+if redis.call('EXISTS', KEYS[4]) == 0 then
+  redis.call('SET', KEYS[4], string.format('%d', now * 1000))
+end
 
 -- due: the namespace's score in the due set when the caller read it (nil: not read).
 local function try_claim(ns, due)
@@ -79,7 +103,7 @@ local function try_claim(ns, due)
   if due == nil or due > now then
     due = now  -- claimed by name before it was due (or not in the due set at all)
   end
-  local token = redis.call('HINCRBY', meta, 'fence', 1)
+  local token = redis.call('INCR', KEYS[4])
   local lease_until = now + lease_ms
   redis.call('HSET', meta, 'token', token, 'lease_until', lease_until, 'covered', covered,
     'count', count)
@@ -87,7 +111,7 @@ local function try_claim(ns, due)
   redis.call('HDEL', meta, 'first')
   redis.call('ZREM', KEYS[1], ns)
   redis.call('ZADD', KEYS[2], lease_until, ns)
-  return {ns, token, covered, count, attempts, due}
+  return {ns, token, covered, count, attempts, due, epoch}
 end
 
 local claims = {}

@@ -10,7 +10,7 @@
 -- ARGV[1]  namespace key
 --
 -- Returns the number of candidates dropped, or -1 when the namespace is not dead-lettered.
--- The fence and the last stream id stay in meta, so tokens and ids keep increasing.
+-- The last stream id stays in meta, so ids keep increasing; the fence is the shard's counter.
 
 local ns = ARGV[1]
 if not redis.call('HGET', KEYS[2], 'dead') then

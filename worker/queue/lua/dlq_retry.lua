@@ -6,7 +6,7 @@
 -- KEYS[2]  meta  <prefix>:{sN}:ns:<ns>:meta
 -- KEYS[3]  due   <prefix>:{sN}:due
 -- KEYS[4]  dead  <prefix>:{sN}:dead
--- ARGV[1]  now (ms)
+-- ARGV[1]  now (ms), or "" for the server's TIME (only tests send a value)
 -- ARGV[2]  namespace key
 --
 -- Returns 1, or 0 when the namespace is not dead-lettered.
@@ -17,6 +17,6 @@ end
 redis.call('HDEL', KEYS[2], 'dead', 'attempts', 'last_error')
 redis.call('ZREM', KEYS[4], ARGV[2])
 if restore_first(KEYS[1], KEYS[2]) then
-  redis.call('ZADD', KEYS[3], tonumber(ARGV[1]), ARGV[2])
+  redis.call('ZADD', KEYS[3], server_now(ARGV[1]), ARGV[2])
 end
 return 1

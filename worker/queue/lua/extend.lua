@@ -1,8 +1,10 @@
 -- extend: heartbeat; move a lease's expiry to now + lease length if the token still holds it.
 --
+-- uses _lib.lua (prepended when loaded)
+--
 -- KEYS[1]  meta    <prefix>:{sN}:ns:<ns>:meta
 -- KEYS[2]  leases  <prefix>:{sN}:leases
--- ARGV[1]  now (ms)
+-- ARGV[1]  now (ms), or "" for the server's TIME (only tests send a value)
 -- ARGV[2]  lease length (ms)
 -- ARGV[3]  token
 -- ARGV[4]  namespace key
@@ -12,7 +14,7 @@
 if redis.call('HGET', KEYS[1], 'token') ~= ARGV[3] then
   return 0
 end
-local lease_until = tonumber(ARGV[1]) + tonumber(ARGV[2])
+local lease_until = server_now(ARGV[1]) + tonumber(ARGV[2])
 redis.call('HSET', KEYS[1], 'lease_until', lease_until)
 redis.call('ZADD', KEYS[2], lease_until, ARGV[4])
 return 1

@@ -1,15 +1,17 @@
 -- mark_due: make a namespace due now, debounce or not (reconcile by hand).
 --
+-- uses _lib.lua (prepended when loaded)
+--
 -- KEYS[1]  log   <prefix>:{sN}:ns:<ns>:log
 -- KEYS[2]  meta  <prefix>:{sN}:ns:<ns>:meta
 -- KEYS[3]  due   <prefix>:{sN}:due
--- ARGV[1]  now (ms)
+-- ARGV[1]  now (ms), or "" for the server's TIME (only tests send a value)
 -- ARGV[2]  namespace key
 --
 -- Returns 1 when the namespace will be swept: due now, or parked until its current lease ends;
 -- 0 when it has nothing pending or is dead-lettered (retry it first).
 
-local now = tonumber(ARGV[1])
+local now = server_now(ARGV[1])
 local m = redis.call('HMGET', KEYS[2], 'token', 'lease_until', 'dead')
 if m[3] or redis.call('XLEN', KEYS[1]) == 0 then
   return 0

@@ -9,11 +9,19 @@
 -- KEYS[5]  dead    <prefix>:{sN}:dead
 -- KEYS[6]  stats   <prefix>:{sN}:stats
 -- ARGV[1]  namespace key
+-- ARGV[2]  now (ms), or "" for the server's TIME (only tests send a value)
 --
--- Returns the number of candidates erased. A worker holding a lease finds its token gone:
--- its ack and heartbeats are refused.
+-- Returns the number of candidates erased, or -1 (nothing erased) when a worker holds an
+-- unexpired lease on the namespace: checked and erased in one step, so no claim slips in
+-- between. A worker whose lease expired finds its token gone: its ack and heartbeats are
+-- refused, and its commit is refused by the SQL fence the erase takes. The shard's fence
+-- counter (<prefix>:{sN}:fence) is not touched, so tokens are never issued twice.
 
 local ns = ARGV[1]
+local m = redis.call('HMGET', KEYS[2], 'token', 'lease_until')
+if m[1] and (tonumber(m[2]) or 0) > server_now(ARGV[2]) then
+  return -1
+end
 local n = redis.call('XLEN', KEYS[1])
 redis.call('DEL', KEYS[1], KEYS[2])
 redis.call('ZREM', KEYS[3], ns)

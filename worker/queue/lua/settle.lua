@@ -7,7 +7,7 @@
 -- KEYS[3]  due     <prefix>:{sN}:due
 -- KEYS[4]  leases  <prefix>:{sN}:leases
 -- KEYS[5]  dead    <prefix>:{sN}:dead
--- ARGV[1]  now (ms)
+-- ARGV[1]  now (ms), or "" for the server's TIME (only tests send a value)
 -- ARGV[2]  token
 -- ARGV[3]  namespace key
 -- ARGV[4]  mode: "release" or "fail"
@@ -20,7 +20,7 @@
 -- `release` does not count an attempt (graceful shutdown) and makes the namespace due now.
 -- `fail` counts one; at max attempts the namespace is dead-lettered, its candidates kept.
 
-local now = tonumber(ARGV[1])
+local now = server_now(ARGV[1])
 local ns = ARGV[3]
 if redis.call('HGET', KEYS[2], 'token') ~= ARGV[2] then
   return 'stale'

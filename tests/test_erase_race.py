@@ -1,0 +1,240 @@
+"""``forget`` racing a worker: erased data never comes back, and later memories are kept.
+
+A real :class:`Pipeline` merges in a thread with a consolidator that blocks until the test
+releases it, while the real ``memworker forget`` runs (real Redis, SQLite and PostgreSQL, the
+files sink). Afterwards the erased text is nowhere (SQL, files, Redis), and a candidate
+enqueued after the erase is merged exactly once.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import ClassVar, Final
+
+import sqlalchemy as sa
+
+from tests.test_cli_support import Ops, ops, redis_keys
+from worker.consolidation.rules import RulesConsolidator
+from worker.consolidation.types import Plan
+from worker.models import Candidate
+from worker.outcomes import Outcome
+from worker.queue.types import Claim
+from worker.service.batch import BatchResult
+from worker.service.consolidate import Pipeline
+from worker.service.erase import erase, erase_target
+from worker.service.publish import _deliver as deliver_one
+from worker.store.schema import candidate_ledger, metadata
+from worker.values import NamespaceState
+
+__all__ = ["ops"]
+
+#: The erased fact; its cat's name is unique to this test run, since the PostgreSQL database
+#: is shared by every test of the session and "nowhere" is checked across all of it.
+CAT: Final = "Miso" + uuid.uuid4().hex[:8]
+SECRET: Final = f"Remember that my cat is called {CAT}"
+TEA: Final = "tea" + uuid.uuid4().hex[:8]
+#: Longest a test waits for the merge thread to reach or leave the gate.
+GATE_SECONDS: Final = 30.0
+
+
+class GatedConsolidator:
+    """The rules consolidator, held at the gate until the test opens it (a slow LLM call)."""
+
+    name: ClassVar[str] = "gated"
+    needs_model: ClassVar[bool] = False
+    handles_turns: ClassVar[bool] = True
+
+    def __init__(self) -> None:
+        self.entered = threading.Event()
+        self.opened = threading.Event()
+        self.inner = RulesConsolidator()
+
+    def merge(self, state: NamespaceState, batch: Sequence[Candidate], *, now: datetime) -> Plan:
+        self.entered.set()
+        assert self.opened.wait(GATE_SECONDS), "the test never opened the gate"
+        return self.inner.merge(state, batch, now=now)
+
+
+class InFlight(threading.Thread):
+    """One worker's merge of ``claim``, stopped at the gate."""
+
+    def __init__(self, ops: Ops, claim: Claim) -> None:
+        super().__init__(daemon=True)
+        self.gate = GatedConsolidator()
+        runtime = ops.runtime()
+        self.pipeline = Pipeline(
+            ops.queue, ops.store, self.gate, ops.settings, sinks=tuple(runtime.sinks)
+        )
+        self.claim = claim
+        self.result: BatchResult | None = None
+
+    def run(self) -> None:
+        self.result = self.pipeline.consolidate(self.claim)
+
+    def finish(self) -> BatchResult:
+        self.gate.opened.set()
+        self.join(GATE_SECONDS)
+        assert self.result is not None
+        return self.result
+
+
+def _zombie_claim(ops: Ops, namespace: str) -> Claim:
+    """A claim whose lease has already expired: its worker still runs, but stalled (a GC pause,
+    a hung model call) past its lease, so nothing shows it as busy any more."""
+    claim = ops.queue.claim_namespace(namespace, now=time.time() - ops.settings.lease_seconds - 5)
+    assert claim is not None
+    return claim
+
+
+def _start(ops: Ops, claim: Claim) -> InFlight:
+    merge = InFlight(ops, claim)
+    merge.start()
+    assert merge.gate.entered.wait(GATE_SECONDS)
+    return merge
+
+
+def _traces(ops: Ops, needle: str) -> list[str]:
+    """Where ``needle`` appears: SQL tables, files-sink paths or contents, Redis keys or values."""
+    found = []
+    with ops.store.engine.connect() as conn:
+        for table in metadata.sorted_tables:
+            if any(needle in repr(tuple(row)) for row in conn.execute(sa.select(table))):
+                found.append(f"sql:{table.name}")
+    if ops.files_dir.exists():
+        for path in ops.files_dir.rglob("*"):
+            if needle in str(path) or (path.is_file() and needle in path.read_text()):
+                found.append(f"file:{path}")
+    for key in redis_keys(ops.redis, ops.settings.key_prefix):
+        kind = ops.redis.type(key).decode()
+        dump = repr(ops.redis.xrange(key)) if kind == "stream" else repr(ops.redis.dump(key))
+        if needle in key or needle in dump:
+            found.append(f"redis:{key}")
+    return found
+
+
+def _merged_once(ops: Ops, candidate_id: str) -> bool:
+    with ops.store.engine.connect() as conn:
+        n = conn.execute(
+            sa.select(sa.func.count()).where(candidate_ledger.c.candidate_id == candidate_id)
+        ).scalar_one()
+    return int(n) == 1
+
+
+def test_forget_during_a_stalled_first_merge_leaves_the_erased_text_nowhere(ops: Ops) -> None:
+    ns = f"user:{ops.user}"
+    ops.enqueue(SECRET)
+    merge = _start(ops, _zombie_claim(ops, ns))
+
+    forgot = ops("forget", "--user", ops.user, "--yes")
+    result = merge.finish()
+
+    assert forgot.code == 0
+    assert result.outcome is Outcome.STALE
+    assert _traces(ops, CAT) == []
+    assert _traces(ops, ops.user) == []
+
+
+def test_forget_during_a_stalled_merge_of_a_known_user_leaves_the_erased_text_nowhere(
+    ops: Ops,
+) -> None:
+    ns = f"user:{ops.user}"
+    ops.enqueue(f"I prefer green {TEA}")
+    ops("reconcile", "--user", ops.user)
+    ops.enqueue(SECRET)
+    merge = _start(ops, _zombie_claim(ops, ns))
+
+    forgot = ops("forget", "--user", ops.user, "--yes")
+    result = merge.finish()
+
+    assert forgot.code == 0
+    assert result.outcome is Outcome.STALE
+    assert _traces(ops, CAT) == []
+    assert _traces(ops, TEA) == []
+    assert _traces(ops, ops.user) == []
+
+
+def test_a_candidate_enqueued_after_the_erase_is_merged_once(ops: Ops) -> None:
+    ns = f"user:{ops.user}"
+    ops.enqueue(SECRET)
+    merge = _start(ops, _zombie_claim(ops, ns))
+    ops("forget", "--user", ops.user, "--yes")
+    merge.finish()
+
+    later = ops.enqueue("I prefer short answers")
+    ops("reconcile", "--user", ops.user)
+    ops("reconcile", "--user", ops.user)  # a second pass finds nothing new
+
+    assert [e.text for e in ops.store.load_state(ns).entries] == ["I prefer short answers"]
+    assert _merged_once(ops, later)
+    assert _traces(ops, CAT) == []
+
+
+def test_forget_checks_for_a_worker_at_the_moment_of_the_erase_not_before(ops: Ops) -> None:
+    ns = f"user:{ops.user}"
+    ops.enqueue(SECRET)
+    target = erase_target(ops.queue, ops.store, ops.user)  # what the prompt showed: not busy
+    claim = ops.queue.claim_namespace(ns)  # a worker claims while the operator confirms
+    assert claim is not None
+
+    done = erase(ops.queue, ops.store, ops.runtime().sinks, target.keys, now=_utc_now())
+
+    assert done.busy == [ns]
+    assert [c.text for _, c in ops.queue.pending(ns)] == [SECRET]  # left whole, not half-erased
+
+
+def test_an_ack_from_before_the_erase_cannot_trim_a_batch_claimed_after_it(ops: Ops) -> None:
+    ns = f"user:{ops.user}"
+    ops.enqueue(SECRET)
+    zombie = _zombie_claim(ops, ns)
+    ops("forget", "--user", ops.user, "--yes")
+    ops.enqueue("I prefer short answers")
+    successor = ops.queue.claim_namespace(ns)
+    assert successor is not None
+
+    acked = ops.queue.ack(zombie)
+
+    assert acked is False
+    assert successor.token > zombie.token
+    assert [c.text for _, c in ops.queue.pending(ns)] == ["I prefer short answers"]
+
+
+def test_a_redelivered_batch_of_an_erased_user_writes_nothing(ops: Ops) -> None:
+    ns = f"user:{ops.user}"
+    ops.enqueue(SECRET)
+    zombie = _zombie_claim(ops, ns)
+    merge = _start(ops, zombie)
+    ops("forget", "--user", ops.user, "--yes")
+    merge.finish()
+
+    again = InFlight(ops, zombie)  # the broker redelivers the zombie's task
+    again.start()
+    redelivered = again.finish()
+
+    assert redelivered.outcome in (Outcome.STALE, Outcome.NOTHING_NEW)
+    assert _traces(ops, CAT) == []
+    assert _traces(ops, ops.user) == []
+
+
+def _utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+def test_a_delivery_read_before_the_erase_and_landing_after_it_is_taken_back(ops: Ops) -> None:
+    ns = f"user:{ops.user}"
+    ops.enqueue(SECRET)
+    sinks = ops.runtime().sinks
+    claim = ops.queue.claim_namespace(ns)
+    assert claim is not None
+    Pipeline(
+        ops.queue, ops.store, RulesConsolidator(), ops.settings, sinks=tuple(sinks)
+    ).consolidate(claim)
+    (item,) = ops.store.due_outbox(sink="files", now=_utc_now())  # a deliverer picks it up ...
+    ops("forget", "--user", ops.user, "--yes")  # ... the user is erased meanwhile ...
+
+    deliver_one(ops.store, "files", sinks["files"], item, now=_utc_now())  # ... then it lands
+
+    assert _traces(ops, CAT) == []

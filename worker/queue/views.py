@@ -1,0 +1,80 @@
+"""Read-only views of the queue for operators: one namespace, the dead letters, the epochs.
+
+Plain pipelined reads, not scripts: snapshots for people, never decisions.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Final
+
+import redis
+
+from worker.queue.failures import translate
+from worker.queue.keys import QueueLayout
+from worker.queue.replies import s
+from worker.queue.stats import server_ms
+from worker.queue.types import DeadLetter, NamespaceQueueState
+
+#: Dead letters read per pipelined round trip.
+PAGE: Final = 1000
+
+
+def namespace_state(
+    client: redis.Redis, layout: QueueLayout, namespace: str, now: float | None
+) -> NamespaceQueueState:
+    """See :meth:`worker.queue.redis_queue.RedisQueue.namespace_state`."""
+    pipe = client.pipeline(transaction=False)
+    pipe.hmget(layout.meta(namespace), "token", "lease_until", "dead", "attempts")
+    pipe.hget(layout.meta(namespace), "last_error")
+    pipe.xlen(layout.log(namespace))
+    pipe.exists(layout.meta(namespace), layout.log(namespace))
+    pipe.time()
+    try:
+        (token, lease_until, dead, attempts), last_error, pending, exists, t = pipe.execute()
+    except redis.RedisError as exc:
+        raise translate(exc, "the queue's Redis") from exc
+    at_ms = server_ms(t) if now is None else int(now * 1000)
+    return NamespaceQueueState(
+        namespace=namespace,
+        known=bool(exists),
+        pending=int(pending),
+        leased=token is not None and int(lease_until or 0) > at_ms,
+        dead=dead is not None,
+        attempts=int(attempts or 0),
+        last_error=s(last_error) if last_error is not None else None,
+    )
+
+
+def dead_letters(client: redis.Redis, layout: QueueLayout) -> list[DeadLetter]:
+    """Every dead-lettered namespace, longest dead first."""
+    pipe = client.pipeline(transaction=False)
+    for shard in range(layout.shards):
+        pipe.zrange(layout.dead(shard), 0, -1, withscores=True)
+    dead = [(s(ns), score) for rows in pipe.execute() for ns, score in rows]
+    letters: list[DeadLetter] = []
+    for start in range(0, len(dead), PAGE):
+        chunk = dead[start : start + PAGE]
+        pipe = client.pipeline(transaction=False)
+        for ns, _ in chunk:
+            pipe.hmget(layout.meta(ns), "attempts", "last_error")
+            pipe.xlen(layout.log(ns))
+        replies = pipe.execute()
+        for i, (ns, since) in enumerate(chunk):
+            attempts, last_error = replies[2 * i]
+            letters.append(
+                DeadLetter(
+                    namespace=ns,
+                    attempts=int(attempts or 0),
+                    last_error=s(last_error) if last_error is not None else None,
+                    pending=int(replies[2 * i + 1]),
+                    dead_since=datetime.fromtimestamp(since / 1000, UTC),
+                )
+            )
+    return sorted(letters, key=lambda d: d.dead_since)
+
+
+def epochs(client: redis.Redis, layout: QueueLayout) -> dict[int, str | None]:
+    """Each shard's epoch, or None where no claim has created one yet."""
+    values = client.mget([layout.epoch(shard) for shard in range(layout.shards)])
+    return {shard: None if v is None else s(v) for shard, v in enumerate(values)}

@@ -1,0 +1,41 @@
+"""Is the queue's Redis keeping its promises? Durability settings and epoch changes.
+
+For ``memworker status``: Redis's AOF and eviction settings (with what each risk means), and
+whether the epochs SQL recorded with recent commits still match the shards' epochs in Redis.
+A mismatch means Redis lost its data since those commits (restart without AOF, ``FLUSHALL``,
+eviction, failover to a stale replica): nothing new is skipped because of it (positions are
+only compared within an epoch), but candidates that were queued and not yet committed then
+are gone.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from worker.queue.redis_queue import RedisQueue
+from worker.service.batch import epoch_of
+from worker.store.memory import MemoryStore
+
+#: Recently committed namespaces compared; enough to notice a lost Redis, cheap to read.
+EPOCH_SAMPLE: Final = 500
+
+
+def queue_health(queue: RedisQueue, store: MemoryStore) -> dict[str, Any]:
+    """Durability settings plus ``epoch``: namespaces whose last commit was in another epoch."""
+    epochs = queue.epochs()
+    stale = []
+    for namespace, position in store.recent_positions(EPOCH_SAMPLE):
+        recorded = epoch_of(position)
+        if recorded is not None and recorded != epochs[queue.layout.shard(namespace)]:
+            stale.append(namespace)
+    epoch: dict[str, Any] = {
+        "changed": bool(stale),
+        "namespaces_from_an_earlier_epoch": len(stale),
+    }
+    if stale:
+        epoch["meaning"] = (
+            "Redis lost its data since these namespaces were last committed (restart without "
+            "AOF, flush, eviction or a stale failover): candidates queued then and not yet "
+            "committed are gone; nothing enqueued since is skipped"
+        )
+    return {"durability": queue.durability().as_dict(), "epoch": epoch}
