@@ -25,7 +25,7 @@ local function server_now(hook)
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
--- The deployment's queue policy (written by the workers, see worker/queue/policy.py), with
+-- The deployment's queue policy (written by the workers, see worker/queue/deployment.py), with
 -- the Settings defaults when no worker has written it yet (a fresh or emptied Redis).
 -- Returns quiet (ms), max wait (ms), max pending.
 local function policy_of(key)
