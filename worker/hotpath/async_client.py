@@ -36,7 +36,7 @@ class AsyncMemoryClient:
         self.url = resolve_redis_url(settings)
         self._timeout = settings.socket_timeout_seconds
         self._pool = AsyncHotPool(self.url, self._timeout, max_connections)
-        self._builder = CandidateBuilder(settings)
+        self._builder = CandidateBuilder(settings, self.url)
 
     @classmethod
     def from_url(cls, url: str, **settings_overrides: Any) -> AsyncMemoryClient:
@@ -55,7 +55,7 @@ class AsyncMemoryClient:
             results = await self._pool.run_script(_ENQUEUE, [packed])
         except redis.RedisError as exc:
             raise unavailable(self.url, exc, self._timeout) from exc
-        return self._builder.check([candidate], results, self.url)[0]
+        return self._builder.check([candidate], results)[0]
 
     async def enqueue_many(self, items: Iterable[EnqueueFields]) -> list[str]:
         """Queue several candidates (dicts of :meth:`enqueue`'s keyword arguments) in one
@@ -67,7 +67,7 @@ class AsyncMemoryClient:
             results = await self._pool.run_script(_ENQUEUE, self._builder.calls(candidates))
         except redis.RedisError as exc:
             raise unavailable(self.url, exc, self._timeout) from exc
-        return self._builder.check(candidates, results, self.url)
+        return self._builder.check(candidates, results)
 
     async def aclose(self) -> None:
         """Close the pooled connections."""

@@ -70,11 +70,13 @@ def settings_for_url(url: str, **overrides: Any) -> Settings:
 class CandidateBuilder:
     """Validates enqueue arguments into candidates and script calls; shared by both clients."""
 
-    __slots__ = ("encoder", "max_text_bytes")
+    __slots__ = ("encoder", "max_text_bytes", "where")
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, url: str) -> None:
         self.encoder = EnqueueEncoder(settings)
         self.max_text_bytes = settings.max_text_bytes
+        #: The server, as errors name it (password hidden); worked out once, not per enqueue.
+        self.where = redacted(url)
 
     def candidate(self, fields: EnqueueFields) -> Candidate:
         """One enqueue's fields validated into a candidate (the dict is read, not copied)."""
@@ -96,10 +98,10 @@ class CandidateBuilder:
         """Packed enqueue calls; the server stamps each with its own time."""
         return [self.encoder.packed(c) for c in candidates]
 
-    def check(self, candidates: list[Candidate], results: list[Any], url: str) -> list[str]:
+    def check(self, candidates: list[Candidate], results: list[Any]) -> list[str]:
         """Candidate ids, or the first refusal raised as a MemworkerError (the others were
         enqueued and counted in ``memworker_enqueued_total``)."""
-        self.encoder.settle(candidates, results, redacted(url))
+        self.encoder.settle(candidates, results, self.where)
         return [c.id for c in candidates]
 
 
@@ -113,7 +115,7 @@ class MemoryClient:
         self.url = resolve_redis_url(settings)
         self._timeout = settings.socket_timeout_seconds
         self._pool = HotPool(self.url, self._timeout, max_connections)
-        self._builder = CandidateBuilder(settings)
+        self._builder = CandidateBuilder(settings, self.url)
 
     @classmethod
     def from_url(cls, url: str, **settings_overrides: Any) -> MemoryClient:
@@ -141,7 +143,7 @@ class MemoryClient:
             results = self._pool.run_script(_ENQUEUE, [packed])
         except redis.RedisError as exc:
             raise unavailable(self.url, exc, self._timeout) from exc
-        return self._builder.check([candidate], results, self.url)[0]
+        return self._builder.check([candidate], results)[0]
 
     def enqueue_many(self, items: Iterable[EnqueueFields]) -> list[str]:
         """Queue several candidates in one pipelined round trip; returns their ids in order.
@@ -157,7 +159,7 @@ class MemoryClient:
             results = self._pool.run_script(_ENQUEUE, self._builder.calls(candidates))
         except redis.RedisError as exc:
             raise unavailable(self.url, exc, self._timeout) from exc
-        return self._builder.check(candidates, results, self.url)
+        return self._builder.check(candidates, results)
 
     def close(self) -> None:
         """Close the pooled connections."""
