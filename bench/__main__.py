@@ -1,6 +1,8 @@
 """Run every benchmark: each ``bench/bench_<name>.py`` exposes ``run() -> list[str]``.
 
 ``python -m bench`` runs them all; ``python -m bench enqueue`` runs ``bench_enqueue`` only.
+A benchmark that also exposes ``main(argv) -> int`` takes options after its name:
+``python -m bench llm_quality --model openai:gpt-4o-mini --json``.
 A benchmark prints ratios against a baseline measured in the same run, because absolute
 numbers on shared machines drift by more than the effects being measured.
 """
@@ -28,6 +30,12 @@ def discover() -> list[str]:
 
 def main(argv: list[str]) -> int:
     available = discover()
+    if len(argv) > 1 and argv[0] in available and argv[1].startswith("-"):
+        module = importlib.import_module(f"bench.{PREFIX}{argv[0]}")
+        if hasattr(module, "main"):
+            return int(module.main(argv[1:]))
+        print(f"benchmark {argv[0]} takes no options")
+        return 2
     wanted = argv or available
     unknown = sorted(set(wanted) - set(available))
     if unknown:

@@ -30,7 +30,7 @@ from worker.scheduling.beat import (
 )
 from worker.scheduling.heartbeat import HEARTBEAT_INTERVAL_SECONDS, heartbeat_age
 from worker.scheduling.schedules import ScheduleSpec
-from worker.tasks.names import SCHEDULED_RUN_TASK, SWEEP_QUEUE
+from worker.tasks.names import SCHEDULED_RUN_TASK
 
 #: Bound on waiting for the published message; it is there at once, this only ends a hang.
 RECEIVE_TIMEOUT_SECONDS = 5.0
@@ -105,20 +105,20 @@ def test_schedules_with_different_crons_are_not_equal(app: Celery) -> None:
 
 
 def test_beat_schedule_routes_each_enabled_spec_to_the_scheduled_run_task() -> None:
-    entries = beat_schedule_for([SIX_HOURLY])
+    entries = beat_schedule_for([SIX_HOURLY], queue="mw.sweep")
     assert entries == {
         "six-hourly": {
             "task": SCHEDULED_RUN_TASK,
             "schedule": CronTickSchedule("0 */6 * * *", "UTC"),
             "args": ("six-hourly",),
-            "options": {"queue": SWEEP_QUEUE},
+            "options": {"queue": "mw.sweep"},
         }
     }
 
 
 def test_beat_schedule_leaves_out_disabled_specs() -> None:
     disabled = SIX_HOURLY.model_copy(update={"enabled": False})
-    assert beat_schedule_for([disabled]) == {}
+    assert beat_schedule_for([disabled], queue="mw.sweep") == {}
 
 
 def test_with_tick_adds_the_due_tick_as_iso_utc(app: Celery) -> None:

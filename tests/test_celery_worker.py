@@ -15,7 +15,8 @@ from worker.hotpath.client import MemoryClient
 from worker.runtime.container import Runtime, build_runtime
 from worker.settings import Settings
 from worker.tasks.app import create_app
-from worker.tasks.names import CONSOLIDATE_QUEUE, SCHEDULED_RUN_TASK, SWEEP_QUEUE, SWEEP_TASK
+from worker.tasks.lanes import LANES
+from worker.tasks.names import SCHEDULED_RUN_TASK, SWEEP_LANE, SWEEP_TASK, queue_name
 
 #: Upper bound on how long the worker may take to finish what a test sent it. Polling stops as
 #: soon as the outcome is there; this only turns a hang into a failure.
@@ -58,7 +59,7 @@ def celery_app(worker_settings: Settings, runtime: Runtime) -> Iterator[Celery]:
         pool="threads",
         concurrency=2,
         perform_ping_check=False,
-        queues=[SWEEP_QUEUE, CONSOLIDATE_QUEUE],
+        queues=[queue_name(worker_settings.key_prefix, lane) for lane in LANES],
         shutdown_timeout=30,
     ):
         yield app
@@ -71,7 +72,9 @@ def test_enqueued_candidate_becomes_a_memory_file_after_the_quiet_period(
     with MemoryClient(worker_settings) as client:
         client.enqueue(user_id="u1", trace_id="t1", text="I prefer short answers")
     celery_app.send_task(
-        SWEEP_TASK, kwargs={"now": now + worker_settings.debounce_seconds + 1}, queue=SWEEP_QUEUE
+        SWEEP_TASK,
+        kwargs={"now": now + worker_settings.debounce_seconds + 1},
+        queue=queue_name(worker_settings.key_prefix, SWEEP_LANE),
     )
     files = wait_for(lambda: runtime.store.current_files("user:u1"), "the memory file")
     assert "short answers" in "".join(files.values())
@@ -85,7 +88,9 @@ def test_scheduled_run_with_an_injected_tick_is_idempotent_when_fired_twice(
     tick = datetime(2026, 3, 2, 12, 0, tzinfo=UTC)
     for _ in range(2):
         celery_app.send_task(
-            SCHEDULED_RUN_TASK, args=("every-six-hours", tick.isoformat()), queue=SWEEP_QUEUE
+            SCHEDULED_RUN_TASK,
+            args=("every-six-hours", tick.isoformat()),
+            queue=queue_name(runtime.settings.key_prefix, SWEEP_LANE),
         )
     # The row appears when the first fire starts; the watermark moves when it finishes.
     wait_for(lambda: runtime.store.watermark("every-six-hours"), "the finished tick")

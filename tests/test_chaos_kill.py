@@ -1,16 +1,27 @@
 """Experiment: worker processes SIGKILLed at random points while candidates keep arriving.
 
-Two to three worker subprocesses (``tests/chaos_support/worker_loop.py``) consolidate into a
-throwaway PostgreSQL database with a short lease, while this test enqueues continuously across
-several namespaces and SIGKILLs workers: half at a random moment, half at a chosen stage of the
-pipeline (lease held, batch read, plan merged, inside the commit transaction, committed but not
-acknowledged, acknowledged). Each killed worker is replaced. When the kills are done, healthy
-workers drain the queue (lease expiry → re-claim) and the database is audited.
+Three worker processes (``tests/chaos_support/worker_loop.py``, forked from a preloaded
+forkserver so a replacement starts in milliseconds) consolidate into a throwaway PostgreSQL
+database with a short lease, while this test enqueues continuously across several namespaces
+and SIGKILLs workers: half at a random moment, half at a chosen stage of the pipeline (lease
+held, batch read, plan merged, inside the commit transaction, committed but not acknowledged,
+acknowledged). Each killed worker is replaced. When the kills are done, healthy workers drain
+the queue (lease expiry → re-claim) and the database is audited.
+
+The candidates come from three chat hosts: this process, and two processes under ``faketime``
+whose clocks run a day fast and a day slow (``tests/chaos_support/enqueuer.py``); retried
+captures may come back through another host. Redis is a private server with AOF
+(``appendfsync always``), as production runs it.
 
 Halfway through the kills one user is erased (the service's ``erase``, as ``memworker forget``
 runs it, retried while a worker holds the namespace): none of the candidates enqueued for that
 user before the erase may reach the database afterwards (0 resurrected), and every one
-enqueued after it is merged exactly once, like every other namespace's.
+enqueued after it is merged exactly once, like every other namespace's. Three quarters of the
+way through, Redis itself is SIGKILLed mid-traffic and restarted on its AOF: an enqueue while
+it is down raises ``QueueUnavailable``, the workers wait it out, nothing acknowledged is lost,
+and the queue epoch is unchanged (a restart that keeps its data is not a data loss). Redis
+restarted *empty* loses what was queued by definition; that case is specified by
+``tests/test_queue_epoch.py``, where exactly which candidates survive is known.
 
 ``MEMWORKER_CHAOS_SCALE`` multiplies the number of kills (default 1: 100 kills).
 """
@@ -26,10 +37,11 @@ from pathlib import Path
 from typing import Final
 
 import pytest
-import redis
 
 from tests.chaos_support.harness import (
+    ChatHost,
     Fleet,
+    HostRefused,
     audit_store,
     duplicates,
     pending_ids,
@@ -41,6 +53,8 @@ from tests.chaos_support.harness import (
 )
 from tests.chaos_support.worker_loop import STAGES
 from tests.conftest import PG_SERVER_URL
+from tests.support.private_redis import PrivateRedis, private_redis
+from worker.errors import QueueUnavailable
 from worker.hotpath.client import MemoryClient
 from worker.queue.redis_queue import RedisQueue
 from worker.service.erase import erase
@@ -55,8 +69,17 @@ ARRIVALS_PER_SECOND: Final = 30.0
 RETRY_SHARE: Final = 0.05
 #: A self-killing worker that has not reached its stage this long after start-up is killed.
 STAGE_FALLBACK_SECONDS: Final = 2.0
-KILL_PHASE_SECONDS: Final = 600.0 * max(1.0, SCALE)
-DRAIN_SECONDS: Final = 180.0
+KILL_PHASE_SECONDS: Final = 300.0 * max(1.0, SCALE)
+DRAIN_SECONDS: Final = 120.0
+#: Clock offsets of the chat hosts besides this process (``faketime -f``): a day either way.
+SKEWS: Final = ("+1d", "-1d")
+DAY: Final = 86_400.0
+#: A host's clock is "skewed by a day" when it is within this much of a day off.
+SKEW_TOLERANCE_SECONDS: Final = 3_600.0
+#: How long Redis stays down: long enough for every worker's sweeps and heartbeats to fail.
+OUTAGE_SECONDS: Final = 0.5
+#: Redis durability of the experiment: every acknowledged write is on disk.
+AOF_ARGS: Final = ("--appendonly", "yes", "--appendfsync", "always")
 
 #: (scope, user, assistant): user-scope, per-assistant user-scope and agent-scope namespaces.
 TARGETS: Final = (
@@ -80,9 +103,17 @@ def chaos_database() -> Iterator[str]:
 
 
 @pytest.fixture
-def chaos_settings(settings: Settings, chaos_database: str, redis_client: redis.Redis) -> Settings:
+def chaos_redis(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PrivateRedis]:
+    """A private Redis with AOF, which the experiment kills and restarts."""
+    with private_redis(tmp_path_factory.mktemp("chaosredis"), *AOF_ARGS) as server:
+        yield server
+
+
+@pytest.fixture
+def chaos_settings(settings: Settings, chaos_database: str, chaos_redis: PrivateRedis) -> Settings:
     return settings.model_copy(
         update={
+            "redis_url": chaos_redis.url,
             "database_url": chaos_database,
             "debounce_seconds": 0.05,
             "max_wait_seconds": 0.25,
@@ -110,25 +141,29 @@ def _start(fleet: Fleet, rng: random.Random) -> None:
 
 @pytest.mark.chaos
 @pytest.mark.postgres
-@pytest.mark.timeout(1800)
+@pytest.mark.timeout(900)
 def test_sigkilled_workers_neither_lose_nor_duplicate_a_candidate(
-    chaos_settings: Settings, redis_client: redis.Redis, tmp_path: Path
+    chaos_settings: Settings, chaos_redis: PrivateRedis, tmp_path: Path
 ) -> None:
     seed = int(os.environ.get("MEMWORKER_CHAOS_SEED", str(random.randrange(1 << 30))))
     rng = random.Random(seed)
     state_dir = tmp_path / "fleet"
     state_dir.mkdir()
-    fleet = Fleet(settings_env(chaos_settings), state_dir)
-    queue = RedisQueue(redis_client, chaos_settings)
+    fleet = Fleet(settings_env(chaos_settings), state_dir, forked=True)
+    queue = RedisQueue(chaos_redis.client(), chaos_settings)
     queue.publish_policy()  # the deployment's debounce, as its workers write it at start
     enqueued: dict[str, set[str]] = {_namespace(*t): set() for t in TARGETS}
     sent: list[tuple[tuple[str, str | None, str | None], str, str]] = []
     kills_by_mode: dict[str, int] = {}
+    by_host: dict[str, int] = {}
     arrivals = retries = 0
     erased: set[str] | None = None  # ids of FORGOTTEN enqueued before its erase
+    refused_while_down: str | None = None  # what an enqueue said while Redis was down
     erase_store = MemoryStore.from_url(str(chaos_settings.database_url))
+    hosts: list[ChatHost] = []
     started = time.monotonic()
     try:
+        hosts.extend(ChatHost.start(offset, chaos_settings) for offset in SKEWS)
         with MemoryClient(chaos_settings) as client:
 
             def enqueue() -> None:
@@ -146,11 +181,30 @@ def test_sigkilled_workers_neither_lose_nor_duplicate_a_candidate(
                     key = f"arrival-{arrivals}"
                     sent.append((target, text, key))
                 scope, user, assistant = target
-                cid = client.enqueue(
-                    user_id=user, assistant_id=assistant, scope=scope, trace_id=f"t-{key}",
-                    text=text, idempotency_key=key,
-                )  # fmt: skip
+                fields = {
+                    "user_id": user, "assistant_id": assistant, "scope": scope,
+                    "trace_id": f"t-{key}", "text": text, "idempotency_key": key,
+                }  # fmt: skip
+                host = rng.choice([None, *hosts])  # a retry may come through another host
+                cid = client.enqueue(**fields) if host is None else host.enqueue(**fields)  # type: ignore[arg-type]
+                name = "correct" if host is None else host.offset
+                by_host[name] = by_host.get(name, 0) + 1
                 enqueued[_namespace(*target)].add(cid)
+
+            def restart_redis() -> str:
+                """SIGKILL Redis mid-traffic, enqueue while it is down, restart it on its AOF."""
+                chaos_redis.stop()
+                try:
+                    client.enqueue(user_id="u0", trace_id="t-down", text="Sent while Redis is down")
+                except QueueUnavailable as exc:
+                    refusal = str(exc)
+                else:
+                    raise AssertionError("an enqueue to a killed Redis returned an id")
+                with pytest.raises(HostRefused, match="QueueUnavailable"):
+                    hosts[0].enqueue(user_id="u1", trace_id="t-down", text="Also sent while down")
+                time.sleep(OUTAGE_SECONDS)  # the outage's length, so workers meet it mid-work
+                chaos_redis.start()
+                return refusal
 
             for _ in range(WORKERS):
                 _start(fleet, rng)
@@ -183,6 +237,8 @@ def test_sigkilled_workers_neither_lose_nor_duplicate_a_candidate(
                     done = erase(queue, erase_store, {}, [FORGOTTEN], now=datetime.now(UTC))
                     if not done.busy:  # else a worker holds it: try again next round
                         erased, enqueued[FORGOTTEN] = enqueued[FORGOTTEN], set()
+                if erased is not None and refused_while_down is None and kills >= KILLS * 3 // 4:
+                    refused_while_down = restart_redis()
                 while len(fleet.processes) < WORKERS:
                     _start(fleet, rng)
                 time.sleep(0.005)  # pacing of the driver loop, not a synchronisation
@@ -196,19 +252,30 @@ def test_sigkilled_workers_neither_lose_nor_duplicate_a_candidate(
             wait_until(lambda: queue_settled(queue, enqueued), "the queue to drain", DRAIN_SECONDS)
     finally:
         fleet.stop_all()
+        for host in hosts:
+            host.close()
         erase_store.dispose()
     outcomes = fleet.outcomes()
     audit = audit_store(str(chaos_settings.database_url))
     pending = pending_ids(queue, enqueued)
     dead = queue.dead_letters()
     total = sum(len(ids) for ids in enqueued.values())
+    waited_out = sum(fleet.stderr().count(s) for s in ("sweep failed", "interrupted", "failed:"))
     print(
         f"\nCHAOS kill: seed={seed} kills={sum(kills_by_mode.values())} by mode={kills_by_mode} "
-        f"candidates={total} (+{retries} retried enqueues) kill phase={kill_phase:.1f}s "
-        f"total={time.monotonic() - started:.1f}s outcomes={dict(outcomes)} dead={len(dead)} "
-        f"erased={len(erased or ())}"
+        f"candidates={total} (+{retries} retried enqueues) by host={by_host} "
+        f"kill phase={kill_phase:.1f}s total={time.monotonic() - started:.1f}s "
+        f"outcomes={dict(outcomes)} dead={len(dead)} erased={len(erased or ())} "
+        f"worker calls that met the Redis restart={waited_out}"
     )
 
+    for host in hosts:
+        skew = host.believed_time - time.time()
+        expected = DAY if host.offset.startswith("+") else -DAY
+        assert abs(skew - expected) < SKEW_TOLERANCE_SECONDS, f"{host.offset}: skew {skew:.0f} s"
+    assert refused_while_down is not None, f"Redis was never restarted (seed {seed})"
+    assert "nothing was enqueued" in refused_while_down
+    assert "queue epoch changed" not in fleet.stderr(), "a restart on AOF looked like data loss"
     assert erased is not None, f"the erase never found {FORGOTTEN} free (seed {seed})"
     resurrected = (erased - enqueued[FORGOTTEN]) & set(audit.ledger.get(FORGOTTEN, []))
     resurrected |= (erased - enqueued[FORGOTTEN]) & set(audit.entry_candidates.get(FORGOTTEN, []))

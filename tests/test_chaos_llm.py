@@ -123,9 +123,14 @@ class World:
         return self.pipeline(respond).consolidate(claim).outcome
 
 
+#: The provider failing: an outage, not the batch's fault (never dead-lettered).
+PROVIDER_FAILURES: Final[dict[str, Responder]] = {
+    "raises": raising(RuntimeError("provider answered 500")),
+    "times out": raising(TimeoutError("the request timed out after 30 s")),
+}
+
+#: The model answering, badly: the batch's fault (counted, then dead-lettered).
 MISBEHAVIOURS: Final[dict[str, Callable[[str], Responder]]] = {
-    "raises": lambda _foreign: raising(RuntimeError("provider answered 500")),
-    "times out": lambda _foreign: raising(TimeoutError("the request timed out after 30 s")),
     "invalidates everything": lambda _foreign: invalidate_everything,
     "uses another namespace's ids": foreign_ids,
     "writes outside /memories/": lambda _foreign: escaping_paths,
@@ -164,3 +169,27 @@ def test_a_misbehaving_model_is_rejected_dead_lettered_and_retried_after_the_fix
     assert after.ledger[f"user:{other}"] == before.ledger[f"user:{other}"]
     assert after.active_texts[f"user:{other}"] == ["My cat is called Miso"]
     assert world.queue.pending(f"user:{victim}") == []
+
+
+@pytest.mark.parametrize("failure", list(PROVIDER_FAILURES))
+def test_a_failing_model_provider_changes_nothing_and_is_retried_until_it_answers(
+    failure: str, cfg: Settings, store: MemoryStore, redis_client: redis.Redis
+) -> None:
+    world = World(cfg, store, redis_client)
+    victim = "v" + uuid.uuid4().hex[:8]
+    world.enqueue(victim, "I live in Lyon")
+    assert world.run(cooperative) == "committed"
+    before = audit_store(str(cfg.database_url))
+    new = world.enqueue(victim, "I started learning Welsh", "My sister lives in Oslo")
+
+    outcomes = [world.run(PROVIDER_FAILURES[failure]) for _ in range(MAX_ATTEMPTS * 3)]
+
+    assert outcomes == ["failed"] * (MAX_ATTEMPTS * 3)
+    assert audit_store(str(cfg.database_url)) == before
+    assert world.queue.dead_letters() == []
+    assert world.queue.namespace_state(f"user:{victim}").attempts == 0
+    assert world.run(cooperative) == "committed"  # the provider is back: no operator needed
+    after = audit_store(str(cfg.database_url))
+    assert sorted(after.ledger[f"user:{victim}"]) == sorted(
+        before.ledger[f"user:{victim}"] + list(new)
+    )

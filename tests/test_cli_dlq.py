@@ -7,10 +7,11 @@ from tests.test_cli_support import Ops, ops
 __all__ = ["ops"]
 
 
-def _dead(ops: Ops, error: str = "model provider timed out") -> str:
-    """A namespace whose batch failed max_attempts times; returns its key."""
-    ns = f"user:{ops.user}"
-    ops.enqueue("I prefer green tea")
+def _dead(ops: Ops, error: str = "model provider timed out", *, user: str | None = None) -> str:
+    """A namespace (of ``user``, default the test's) whose batch failed max_attempts times;
+    returns its key."""
+    ns = f"user:{user or ops.user}"
+    ops.enqueue("I prefer green tea", user=user)
     for _ in range(ops.settings.max_attempts):
         claim = ops.queue.claim_namespace(ns)
         assert claim is not None
@@ -70,12 +71,12 @@ def test_dlq_drop_with_yes_deletes_the_pending_candidates(ops: Ops) -> None:
     assert ops.queue.dead_letters() == []
 
 
-def test_dlq_drop_without_confirmation_keeps_everything(ops: Ops) -> None:
+def test_dlq_drop_without_an_answer_or_yes_keeps_everything_and_exits_2(ops: Ops) -> None:
     ns = _dead(ops)
 
     ran = ops("dlq", "drop", ns)
 
-    assert ran.code == 1
+    assert ran.code == 2
     assert ops.queue.namespace_state(ns).pending == 1
 
 

@@ -59,12 +59,23 @@ def test_forget_one_assistant_keeps_the_others(ops: Ops) -> None:
     assert ops.store.namespaces(user_id=ops.user) == [f"user:{ops.user}"]
 
 
-def test_forget_without_confirmation_erases_nothing(ops: Ops) -> None:
+def test_forget_answered_no_erases_nothing_and_exits_0(ops: Ops) -> None:
     _remember_everywhere(ops)
 
-    ran = ops("forget", "--user", ops.user, "--all-assistants")
+    ran = ops("forget", "--user", ops.user, "--all-assistants", input="n\n")
 
-    assert ran.code == 1
+    assert ran.code == 0
+    assert "nothing was changed" in ran.err
+    assert len(ops.store.namespaces(user_id=ops.user)) == 2
+
+
+def test_forget_with_no_answer_and_no_yes_is_a_usage_error_that_erases_nothing(ops: Ops) -> None:
+    _remember_everywhere(ops)
+
+    ran = ops("forget", "--user", ops.user, "--all-assistants")  # end of input: no terminal
+
+    assert ran.code == 2
+    assert "pass --yes" in " ".join(ran.err.split())
     assert len(ops.store.namespaces(user_id=ops.user)) == 2
 
 

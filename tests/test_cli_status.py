@@ -59,3 +59,15 @@ def test_status_counts_undelivered_versions_per_sink(ops: Ops) -> None:
     ran = ops("status", "--json")
 
     assert ran.json()["sinks"]["files"]["pending"] == before + 1
+
+
+def test_status_with_redis_down_says_redis_is_unreachable_not_that_nothing_was_enqueued(
+    ops: Ops,
+) -> None:
+    ran = ops("status", MEMWORKER_REDIS_URL="redis://127.0.0.1:1/0")
+
+    message = " ".join(ran.err.split())
+    assert ran.code == 4
+    assert "Redis at redis://127.0.0.1:1/0 is unreachable" in message
+    assert "the queue could not be read" in message
+    assert "enqueued" not in message

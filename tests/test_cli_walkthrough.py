@@ -1,80 +1,73 @@
-"""The README's operator walkthrough, run command by command as a new operator would.
+"""The README's incident walkthrough, replayed as a new operator would, from an empty home.
 
-The walkthrough is a ```console block: ``$ memworker …`` lines are run through the CLI (each
-must exit 0); the lines under a command are key output that must appear in what it printed
-(whitespace-insensitive). Table rows (box-drawing lines) are illustrations and not compared:
-they hold times and column widths that differ per run.
-
-Before the walkthrough the test sets the scene it describes: while the model provider was
-down, user ``ben``'s batch failed until it was dead-lettered.
+The section "Operating it: an incident walkthrough" holds a python block (the stand-in model,
+saved as ``broken_model.py``), a ``console`` block that replays the scene (Ben's dead letter,
+Ana's unwanted preference) and the operator's ``console`` block. All run here, in order, in
+one fresh home directory against a real ``memworker run`` (embedded Redis, SQLite, a Celery
+worker and beat), every ``$`` line through bash; what each prints must be what the README
+shows under it, except ids, times, ages and table padding (:mod:`tests.readme_support`).
 """
 
 from __future__ import annotations
 
-import re
-import shlex
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Final
 
-from tests.test_cli_support import Ops, ops
+import pytest
 
-__all__ = ["ops"]
+from tests.readme_support import (
+    Block,
+    FreshHome,
+    RunningServer,
+    console_steps,
+    mismatches,
+    readme_blocks,
+    started_run,
+)
 
-REPO = Path(__file__).resolve().parent.parent
-#: The walkthrough lives in the README only: what a new operator reads is what runs here.
-SOURCES: Final = (REPO / "README.md",)
-BLOCK: Final = re.compile(r"```console\n(.*?)```", re.DOTALL)
-BOX: Final = re.compile(r"[│┃━─┏┓┗┛┡┩└┘┌┐╇╋]")
+SECTION = "Operating it: an incident walkthrough"
 
-
-def walkthrough() -> list[tuple[list[str], list[str]]]:
-    """(command argv, expected lines) for each ``$ memworker`` line of the operator block."""
-    for source in SOURCES:
-        text = source.read_text(encoding="utf-8") if source.exists() else ""
-        for block in BLOCK.findall(text):
-            if "memworker rollback" in block and "memworker dlq" in block:
-                return _steps(block)
-    raise AssertionError("no operator walkthrough block found in the README")
+pytestmark = pytest.mark.slow
 
 
-def _steps(block: str) -> list[tuple[list[str], list[str]]]:
-    steps: list[tuple[list[str], list[str]]] = []
-    for line in block.splitlines():
-        if line.startswith("$ "):
-            argv = shlex.split(line[2:])
-            assert argv[0] == "memworker", line
-            steps.append((argv[1:], []))
-        elif line.strip() and not BOX.search(line):
-            steps[-1][1].append(line)
-    return steps
+def walkthrough() -> list[Block]:
+    """The section's blocks, in order: the saved python file, then the console blocks."""
+    blocks = [b for b in readme_blocks() if b.section == SECTION]
+    assert [b.lang for b in blocks] == ["python", "console", "console"], blocks
+    return blocks
 
 
-def _flat(text: str) -> str:
-    return " ".join(text.split())
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
+    home = FreshHome(Path(tmp_path_factory.mktemp("walkthrough"))).make()
+    yield from started_run(home)
 
 
-def _dead_letter(ops: Ops, user: str) -> None:
-    ops.enqueue("Remember that I work night shifts", user=user)
-    for _ in range(ops.settings.max_attempts):
-        claim = ops.queue.claim_namespace(f"user:{user}")
-        assert claim is not None
-        ops.queue.fail(claim, "ConsolidatorError: model provider timed out after 30 s")
+def test_the_walkthrough_has_the_incident_commands() -> None:
+    commands = {
+        " ".join(step.command.split()[:3])
+        for block in walkthrough()
+        if block.lang == "console"
+        for step in console_steps(block)
+    }
+
+    assert {
+        "memworker history --user",
+        "memworker diff --user",
+        "memworker rollback --user",
+        "memworker dlq list",
+        "memworker dlq retry",
+    } <= commands
 
 
-def test_the_walkthrough_block_has_the_incident_commands() -> None:
-    commands = [" ".join(argv[:2]) for argv, _ in walkthrough()]
+def test_the_scene_and_the_operator_walkthrough_print_what_the_readme_shows(
+    server: RunningServer,
+) -> None:
+    stand_in, scene, operator = walkthrough()
+    assert server.home.save_python(stand_in) == server.home.cwd / "broken_model.py"
 
-    assert {"history --user", "diff --user", "rollback --user", "dlq list", "dlq retry"} <= set(
-        commands
-    )
+    ran = server.home.run_console(scene) + server.home.run_console(operator)
 
-
-def test_the_operator_walkthrough_runs_as_written(ops: Ops) -> None:
-    _dead_letter(ops, "ben")
-
-    for argv, expected in walkthrough():
-        ran = ops(*argv)
-        shown = _flat(ran.out)
-        assert ran.code == 0, f"memworker {shlex.join(argv)} exited {ran.code}: {ran.err}"
-        for line in expected:
-            assert _flat(line) in shown, f"memworker {shlex.join(argv)} did not print {line!r}"
+    problems = mismatches(ran)
+    assert not problems, "\n\n".join(problems)
+    assert [r.command for r in ran if r.code != 0] == []

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
 import socket
 from collections.abc import Iterator
 from pathlib import Path
@@ -10,7 +12,9 @@ import pytest
 import redis
 
 from tests.support.memory_queue import deploy_policy
+from tests.support.private_redis import private_redis
 from worker import BacklogFull, ConfigurationError, InvalidCandidate, MemoryClient, QueueUnavailable
+from worker.hotpath import EnqueueItem
 from worker.queue.redis_queue import RedisQueue
 from worker.settings import Settings
 
@@ -201,11 +205,6 @@ def test_from_url_reads_no_environment(monkeypatch: pytest.MonkeyPatch, redis_ur
         assert client.settings.key_prefix == "mw"
 
 
-def test_from_url_with_a_bad_setting_raises_configuration_error(redis_url: str) -> None:
-    with pytest.raises(ConfigurationError, match="invalid client settings"):
-        MemoryClient.from_url(redis_url, debounce_seconds=-1)
-
-
 def test_without_a_url_or_embedded_server_the_client_says_what_to_start(tmp_path: Path) -> None:
     settings = Settings(redis_url=None, data_dir=tmp_path)
 
@@ -243,6 +242,120 @@ def test_enqueue_many_refuses_an_item_with_an_unknown_field(
 
 def test_enqueue_many_refuses_an_item_that_is_not_a_dict(client: MemoryClient) -> None:
     with pytest.raises(
-        InvalidCandidate, match=r"each enqueue_many item is a dict of enqueue fields .*got tuple"
+        InvalidCandidate,
+        match=r"enqueue_many item 0: each item is a dict of .*got tuple",
     ):
         client.enqueue_many([("u1", "t", "x")])  # type: ignore[list-item]
+
+
+def test_enqueue_many_names_the_index_of_its_one_bad_item_and_sends_nothing(
+    client: MemoryClient, queue: RedisQueue
+) -> None:
+    items: list[EnqueueItem] = [
+        {"user_id": "u1", "trace_id": "t1", "text": "I prefer tea"},
+        {"user_id": "u1", "trace_id": "t2", "text": "I prefer jazz"},
+        {"user_id": "u1", "trace_id": "t3", "text": "   "},
+        {"user_id": "u1", "trace_id": "t4", "text": "I prefer rain"},
+    ]
+
+    with pytest.raises(InvalidCandidate, match=r"^enqueue_many item 2: text is empty"):
+        client.enqueue_many(items)
+    assert list(queue.namespaces()) == []
+
+
+# --- settings: the deployment's, from the edge -------------------------------------------
+
+
+@pytest.fixture
+def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> pytest.MonkeyPatch:
+    """No MEMWORKER_* variable set, and a data directory of this test."""
+    for name in list(os.environ):
+        if name.startswith("MEMWORKER_"):
+            monkeypatch.delenv(name)
+    monkeypatch.setenv("MEMWORKER_DATA_DIR", str(tmp_path / "home"))
+    return monkeypatch
+
+
+def test_without_arguments_the_client_reads_the_deployments_environment(
+    clean_env: pytest.MonkeyPatch, settings: Settings, queue: RedisQueue
+) -> None:
+    clean_env.setenv("MEMWORKER_REDIS_URL", str(settings.redis_url))
+    clean_env.setenv("MEMWORKER_KEY_PREFIX", settings.key_prefix)
+    clean_env.setenv("MEMWORKER_QUEUE_SHARDS", str(settings.queue_shards))
+
+    with MemoryClient() as client:
+        cid = client.enqueue(user_id="u1", trace_id="t1", text="I prefer tea")
+
+    assert [c.id for _, c in queue.pending("user:u1")] == [cid]
+
+
+def test_without_a_url_the_client_finds_the_embedded_server_of_memworker_data_dir(
+    clean_env: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    with private_redis(home) as server:  # what `memworker run` starts: <data dir>/redis.sock
+        with MemoryClient() as client:
+            cid = client.enqueue(user_id="u1", trace_id="t1", text="I prefer tea")
+        with contextlib.closing(server.client()) as raw:
+            stored = [fields[b"i"].decode() for _, fields in raw.xrange(_log_key(raw))]
+
+    assert client.url == f"unix://{home / 'redis.sock'}"
+    assert stored == [cid]
+
+
+def test_from_url_none_honours_memworker_data_dir(
+    clean_env: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    with private_redis(home), MemoryClient.from_url(None, key_prefix="chat") as client:
+        assert client.url == f"unix://{home / 'redis.sock'}"
+        assert client.settings.key_prefix == "chat"
+
+
+def test_a_bad_client_override_names_the_field(redis_url: str) -> None:
+    with pytest.raises(
+        ConfigurationError, match=r"^invalid client settings: debounce_seconds: Input should be"
+    ):
+        MemoryClient.from_url(redis_url, debounce_seconds=0)
+
+
+def test_a_bad_environment_value_names_the_field_and_its_variable(
+    clean_env: pytest.MonkeyPatch,
+) -> None:
+    clean_env.setenv("MEMWORKER_SOCKET_TIMEOUT_SECONDS", "-1")
+
+    with pytest.raises(
+        ConfigurationError,
+        match=r"socket_timeout_seconds: .* \(argument or MEMWORKER_SOCKET_TIMEOUT_SECONDS\)",
+    ):
+        MemoryClient()
+
+
+def test_an_unknown_client_override_names_it(redis_url: str) -> None:
+    with pytest.raises(ConfigurationError, match=r"debounce: Extra inputs are not permitted"):
+        MemoryClient.from_url(redis_url, debounce=5)
+
+
+def test_a_url_with_another_scheme_raises_configuration_error_naming_it() -> None:
+    with pytest.raises(
+        ConfigurationError, match=r"Redis URL 'http://cache:6379' has scheme 'http'"
+    ):
+        MemoryClient.from_url("http://cache:6379")
+
+
+def test_a_malformed_url_raises_configuration_error_without_its_password() -> None:
+    with pytest.raises(ConfigurationError, match="is malformed") as raised:
+        MemoryClient.from_url("redis://:s3cret@cache:port/0")
+    assert "s3cret" not in str(raised.value)
+
+
+def test_a_url_with_a_bad_option_raises_configuration_error() -> None:
+    with pytest.raises(ConfigurationError, match="cannot be used"):
+        MemoryClient.from_url("redis://cache:6379/0?socket_timeout=soon")
+
+
+def _log_key(client: redis.Redis) -> bytes:
+    (key,) = client.scan_iter(match="*:log")
+    return bytes(key)

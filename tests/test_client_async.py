@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import socket
 from collections.abc import AsyncIterator
 
@@ -115,3 +116,32 @@ async def test_async_enqueue_stores_every_argument_on_the_candidate(
         "th-9",
         "middleware",
     )
+
+
+async def test_async_client_without_arguments_reads_the_deployments_environment(
+    monkeypatch: pytest.MonkeyPatch, settings: Settings, queue: RedisQueue
+) -> None:
+    for name in list(os.environ):
+        if name.startswith("MEMWORKER_"):
+            monkeypatch.delenv(name)
+    monkeypatch.setenv("MEMWORKER_REDIS_URL", str(settings.redis_url))
+    monkeypatch.setenv("MEMWORKER_KEY_PREFIX", settings.key_prefix)
+    monkeypatch.setenv("MEMWORKER_QUEUE_SHARDS", str(settings.queue_shards))
+
+    async with AsyncMemoryClient() as client:
+        cid = await client.enqueue(user_id="u1", trace_id="t1", text="I prefer tea")
+
+    assert [c.id for _, c in queue.pending("user:u1")] == [cid]
+
+
+async def test_async_enqueue_many_names_the_index_of_its_bad_item(
+    client: AsyncMemoryClient, queue: RedisQueue
+) -> None:
+    with pytest.raises(InvalidCandidate, match=r"^enqueue_many item 1: trace_id is empty"):
+        await client.enqueue_many(
+            [
+                {"user_id": "u1", "trace_id": "t1", "text": "I prefer tea"},
+                {"user_id": "u1", "trace_id": "", "text": "I prefer jazz"},
+            ]
+        )
+    assert list(queue.namespaces()) == []

@@ -2,35 +2,44 @@
 
 A real :class:`Pipeline` merges in a thread with a consolidator that blocks until the test
 releases it, while the real ``memworker forget`` runs (real Redis, SQLite and PostgreSQL, the
-files sink). Afterwards the erased text is nowhere (SQL, files, Redis), and a candidate
-enqueued after the erase is merged exactly once.
+files sink, and in the ``langgraph`` tests also the LangGraph store sink on a real
+``langgraph dev`` server). Afterwards the erased text is nowhere (SQL, files, LangGraph store,
+Redis), and a candidate enqueued after the erase is merged exactly once.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
-from typing import ClassVar, Final
+from pathlib import Path
+from typing import Any, ClassVar, Final
 
+import pytest
+import redis
 import sqlalchemy as sa
+from langgraph_sdk.client import SyncLangGraphClient
 
-from tests.test_cli_support import Ops, ops, redis_keys
+from tests.langgraph_fixtures import langgraph_client, langgraph_url
+from tests.test_cli_support import Ops, make_ops, ops, redis_keys
 from worker.consolidation.rules import RulesConsolidator
 from worker.consolidation.types import Plan
-from worker.models import Candidate
+from worker.models import Candidate, Namespace
 from worker.outcomes import Outcome
 from worker.queue.types import Claim
 from worker.service.batch import BatchResult
 from worker.service.consolidate import Pipeline
 from worker.service.erase import erase, erase_target
 from worker.service.publish import _deliver as deliver_one
+from worker.service.publish import publish_now
+from worker.sinks.langgraph_store import store_namespace
 from worker.store.schema import candidate_ledger, metadata
 from worker.values import NamespaceState
 
-__all__ = ["ops"]
+__all__ = ["langgraph_client", "langgraph_url", "ops"]
 
 #: The erased fact; its cat's name is unique to this test run, since the PostgreSQL database
 #: is shared by every test of the session and "nowhere" is checked across all of it.
@@ -39,6 +48,9 @@ SECRET: Final = f"Remember that my cat is called {CAT}"
 TEA: Final = "tea" + uuid.uuid4().hex[:8]
 #: Longest a test waits for the merge thread to reach or leave the gate.
 GATE_SECONDS: Final = 30.0
+#: Store items per search page when looking through the whole LangGraph store.
+STORE_PAGE: Final = 100
+LATER: Final = "I prefer short answers"
 
 
 class GatedConsolidator:
@@ -232,9 +244,192 @@ def test_a_delivery_read_before_the_erase_and_landing_after_it_is_taken_back(ops
     Pipeline(
         ops.queue, ops.store, RulesConsolidator(), ops.settings, sinks=tuple(sinks)
     ).consolidate(claim)
-    (item,) = ops.store.due_outbox(sink="files", now=_utc_now())  # a deliverer picks it up ...
+    # A deliverer picks it up (the PostgreSQL database is shared by the session: only ours) ...
+    (item,) = [
+        i
+        for i in ops.store.due_outbox(sink="files", now=_utc_now(), limit=10_000)
+        if i.namespace == ns
+    ]
     ops("forget", "--user", ops.user, "--yes")  # ... the user is erased meanwhile ...
 
-    deliver_one(ops.store, "files", sinks["files"], item, now=_utc_now())  # ... then it lands
+    assert deliver_one(ops.store, sinks["files"], item) is None  # ... then it lands
 
     assert _traces(ops, CAT) == []
+
+
+# --- the same races with the LangGraph store sink on a real server -------------------------
+
+
+@pytest.fixture
+def store_ops(
+    database_url: str,
+    redis_url: str,
+    key_prefix: str,
+    tmp_path: Path,
+    redis_client: redis.Redis,
+    langgraph_url: str,
+) -> Iterator[Ops]:
+    """:func:`ops` publishing to the files sink and to the LangGraph store of a real server."""
+    for base in make_ops(
+        database_url=database_url,
+        redis_url=redis_url,
+        key_prefix=key_prefix,
+        data_dir=tmp_path / "data",
+        client=redis_client,
+        MEMWORKER_SINKS='["files", "langgraph"]',
+    ):
+        yield dataclasses.replace(
+            base,
+            env={**base.env, "MEMWORKER_LANGGRAPH_URL": langgraph_url},
+            settings=base.settings.model_copy(update={"langgraph_url": langgraph_url}),
+        )
+
+
+def _store_items(client: SyncLangGraphClient) -> Iterator[dict[str, Any]]:
+    """Every item of the server's store, page by page (other tests' items too)."""
+    offset = 0
+    while True:
+        page = client.store.search_items((), limit=STORE_PAGE, offset=offset)["items"]
+        yield from (dict(item) for item in page)
+        if len(page) < STORE_PAGE:
+            return
+        offset += STORE_PAGE
+
+
+def _everywhere(ops: Ops, client: SyncLangGraphClient, needle: str) -> list[str]:
+    """:func:`_traces`, plus the LangGraph store items whose namespace, key or value has it."""
+    found = _traces(ops, needle)
+    for item in _store_items(client):
+        where = "/".join(item["namespace"]) + item["key"]
+        if needle in where or needle in repr(item["value"]):
+            found.append(f"store:{where}")
+    return found
+
+
+def _store_contents(ops: Ops, client: SyncLangGraphClient) -> list[str]:
+    """The contents of the user's memory files in the LangGraph store."""
+    prefix = store_namespace(Namespace.for_user(ops.user))
+    items = client.store.search_items(prefix, limit=STORE_PAGE)["items"]
+    return [str(item["value"]["content"]) for item in items]
+
+
+def _publish(ops: Ops, namespace: str) -> None:
+    """Deliver the outbox rows of ``namespace`` now, as a deliverer would."""
+    publish_now(ops.store, ops.runtime().sinks, now=_utc_now(), namespaces=[namespace])
+
+
+@pytest.mark.langgraph
+def test_with_the_store_sink_forget_during_a_stalled_merge_leaves_the_text_nowhere(
+    store_ops: Ops, langgraph_client: SyncLangGraphClient
+) -> None:
+    ops = store_ops
+    ns = f"user:{ops.user}"
+    ops.enqueue(f"I prefer green {TEA}")
+    ops("reconcile", "--user", ops.user)
+    assert _everywhere(ops, langgraph_client, TEA) != []  # published, to the store too
+    assert any(TEA in content for content in _store_contents(ops, langgraph_client))
+    ops.enqueue(SECRET)
+    merge = _start(ops, _zombie_claim(ops, ns))
+
+    forgot = ops("forget", "--user", ops.user, "--yes")
+    result = merge.finish()
+
+    assert forgot.code == 0
+    assert result.outcome is Outcome.STALE
+    assert _everywhere(ops, langgraph_client, CAT) == []
+    assert _everywhere(ops, langgraph_client, TEA) == []
+    assert _everywhere(ops, langgraph_client, ops.user) == []
+
+
+@pytest.mark.langgraph
+def test_with_the_store_sink_an_ack_from_before_the_erase_trims_nothing_of_the_next_batch(
+    store_ops: Ops, langgraph_client: SyncLangGraphClient
+) -> None:
+    ops = store_ops
+    ns = f"user:{ops.user}"
+    ops.enqueue(SECRET)
+    zombie = _zombie_claim(ops, ns)
+    ops("forget", "--user", ops.user, "--yes")
+    later = ops.enqueue(LATER)
+    successor = ops.queue.claim_namespace(ns)
+    assert successor is not None
+
+    acked = ops.queue.ack(zombie)
+    sinks = tuple(ops.runtime().sinks)
+    Pipeline(ops.queue, ops.store, RulesConsolidator(), ops.settings, sinks=sinks).consolidate(
+        successor
+    )
+    _publish(ops, ns)
+
+    assert acked is False
+    assert _merged_once(ops, later)
+    assert [c for c in _store_contents(ops, langgraph_client) if LATER in c] != []
+    assert _everywhere(ops, langgraph_client, CAT) == []
+
+
+@pytest.mark.langgraph
+def test_with_the_store_sink_a_redelivered_batch_of_an_erased_user_writes_nothing(
+    store_ops: Ops, langgraph_client: SyncLangGraphClient
+) -> None:
+    ops = store_ops
+    ns = f"user:{ops.user}"
+    ops.enqueue(SECRET)
+    zombie = _zombie_claim(ops, ns)
+    merge = _start(ops, zombie)
+    ops("forget", "--user", ops.user, "--yes")
+    merge.finish()
+
+    again = InFlight(ops, zombie)  # the broker redelivers the zombie's task
+    again.start()
+    redelivered = again.finish()
+    _publish(ops, ns)
+
+    assert redelivered.outcome in (Outcome.STALE, Outcome.NOTHING_NEW)
+    assert _everywhere(ops, langgraph_client, CAT) == []
+    assert _everywhere(ops, langgraph_client, ops.user) == []
+
+
+@pytest.mark.langgraph
+def test_with_the_store_sink_a_candidate_enqueued_after_the_erase_is_published_once(
+    store_ops: Ops, langgraph_client: SyncLangGraphClient
+) -> None:
+    ops = store_ops
+    ns = f"user:{ops.user}"
+    ops.enqueue(SECRET)
+    merge = _start(ops, _zombie_claim(ops, ns))
+    ops("forget", "--user", ops.user, "--yes")
+    merge.finish()
+
+    later = ops.enqueue(LATER)
+    ops("reconcile", "--user", ops.user)
+    ops("reconcile", "--user", ops.user)  # a second pass finds nothing new
+
+    assert _merged_once(ops, later)
+    assert [c.count(LATER) for c in _store_contents(ops, langgraph_client)] == [1]
+    assert _everywhere(ops, langgraph_client, CAT) == []
+
+
+@pytest.mark.langgraph
+def test_with_the_store_sink_a_delivery_landing_after_the_erase_is_taken_back(
+    store_ops: Ops, langgraph_client: SyncLangGraphClient
+) -> None:
+    ops = store_ops
+    ns = f"user:{ops.user}"
+    ops.enqueue(SECRET)
+    sinks = ops.runtime().sinks
+    claim = ops.queue.claim_namespace(ns)
+    assert claim is not None
+    Pipeline(
+        ops.queue, ops.store, RulesConsolidator(), ops.settings, sinks=tuple(sinks)
+    ).consolidate(claim)
+    # A deliverer reads it (only ours: the PostgreSQL database is shared by the session) ...
+    (item,) = [
+        i
+        for i in ops.store.due_outbox(sink="langgraph", now=_utc_now(), limit=10_000)
+        if i.namespace == ns
+    ]
+    ops("forget", "--user", ops.user, "--yes")  # ... the user is erased meanwhile ...
+
+    assert deliver_one(ops.store, sinks["langgraph"], item) is None  # ... then it lands
+
+    assert _everywhere(ops, langgraph_client, CAT) == []

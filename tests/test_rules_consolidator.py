@@ -53,6 +53,20 @@ def test_newer_value_for_a_key_supersedes_the_old_entry() -> None:
     assert (op.entry_id, op.text) == ("e1", "I live in Berlin")
 
 
+def test_a_near_duplicate_new_value_for_a_key_supersedes_rather_than_confirms() -> None:
+    old = entry("e1", "I prefer sencha in the morning", key="preference.drink")
+    plan = merge([old], [cand("I prefer chai in the morning", key="preference.drink")])
+    op = plan.ops[0]
+    assert isinstance(op, Supersede)
+    assert (op.entry_id, op.text) == ("e1", "I prefer chai in the morning")
+
+
+def test_the_same_value_for_a_key_confirms() -> None:
+    old = entry("e1", "I prefer sencha in the morning", key="preference.drink")
+    plan = merge([old], [cand("I prefer Sencha in the morning!", key="preference.drink")])
+    assert isinstance(plan.ops[0], Confirm)
+
+
 def test_supersession_keeps_the_old_entry_in_history() -> None:
     old = entry("e1", "I live in Paris", key="profile.location")
     batch = [cand("I live in Berlin", key="profile.location")]

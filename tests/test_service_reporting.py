@@ -126,3 +126,24 @@ def test_a_sweep_with_nothing_due_observes_no_lag(
 
     assert sweep(queue, lambda _claim: None, now=T0 + 1) == []
     assert sample("memworker_due_lag_seconds_count") == lag_count
+
+
+def test_sweeps_refresh_the_queue_gauges_once_per_period_not_on_every_sweep(
+    queue: RedisQueue, key_prefix: str
+) -> None:
+    from worker.service.sweep import GaugeSchedule
+
+    schedule = GaugeSchedule(every_seconds=3600)
+    reads = 0
+    stats = queue.stats
+
+    def counting_stats(**kwargs):  # type: ignore[no-untyped-def]
+        nonlocal reads
+        reads += 1
+        return stats(**kwargs)
+
+    queue.stats = counting_stats  # type: ignore[method-assign]
+    for step in range(5):
+        sweep(queue, lambda _claim: None, now=T0 + step, gauges=schedule)
+
+    assert reads == 1

@@ -9,10 +9,15 @@ import pytest
 from langgraph_sdk.client import SyncLangGraphClient
 
 from tests.langgraph_fixtures import free_port, langgraph_client, langgraph_url
-from worker.errors import SinkError
+from worker.errors import ExternalEdit, SinkError
 from worker.models import Namespace
 from worker.sinks.base import PublishedFile
-from worker.sinks.langgraph_store import LangGraphStoreSink, store_namespace
+from worker.sinks.langgraph_store import (
+    LangGraphStoreSink,
+    content_sha256,
+    item_content,
+    store_namespace,
+)
 
 __all__ = ["langgraph_client", "langgraph_url"]
 
@@ -64,7 +69,62 @@ def test_a_delivered_file_is_a_filedata_item_keyed_relative_to_the_route(
         "encoding": "utf-8",
         "created_at": "2025-03-01T09:00:00+00:00",
         "modified_at": "2025-03-02T10:30:00+00:00",
+        "memworker": {"version": 1, "sha256": content_sha256("- likes green tea\n")},
     }
+
+
+def test_a_newer_version_overwrites_what_memworker_published(
+    langgraph_url: str, langgraph_client: SyncLangGraphClient
+) -> None:
+    user = _user()
+    sink = LangGraphStoreSink(langgraph_url)
+    sink.deliver(_file(user, "- tea\n", version=1))
+
+    sink.deliver(_file(user, "- coffee\n", version=2))
+
+    assert item_content(sink.read(f"user:{user}", "/memories/preferences.md") or {}) == (
+        "- coffee\n"
+    )
+
+
+def test_content_the_agent_wrote_is_not_overwritten_but_raised_as_an_external_edit(
+    langgraph_url: str, langgraph_client: SyncLangGraphClient
+) -> None:
+    user = _user()
+    sink = LangGraphStoreSink(langgraph_url)
+    sink.deliver(_file(user, "- tea\n", version=1))
+    ns = store_namespace(Namespace.for_user(user))
+    langgraph_client.store.put_item(ns, "/preferences.md", {"content": "- tea\n- jazz\n"})
+
+    with pytest.raises(ExternalEdit) as raised:
+        sink.deliver(_file(user, "- coffee\n", version=2))
+
+    edit = raised.value
+    assert (edit.namespace, edit.path, edit.content) == (
+        f"user:{user}",
+        "/memories/preferences.md",
+        "- tea\n- jazz\n",
+    )
+    assert langgraph_client.store.get_item(ns, key="/preferences.md")["value"]["content"] == (
+        "- tea\n- jazz\n"
+    )
+
+
+def test_overwrite_publishes_over_exactly_the_absorbed_content_and_nothing_else(
+    langgraph_url: str, langgraph_client: SyncLangGraphClient
+) -> None:
+    user = _user()
+    sink = LangGraphStoreSink(langgraph_url)
+    ns = store_namespace(Namespace.for_user(user))
+    langgraph_client.store.put_item(ns, "/preferences.md", {"content": "- jazz\n"})
+
+    with pytest.raises(ExternalEdit):
+        sink.overwrite(_file(user, "- v2\n", 2), expected_sha256=content_sha256("- other\n"))
+    sink.overwrite(_file(user, "- v2\n", 2), expected_sha256=content_sha256("- jazz\n"))
+
+    assert langgraph_client.store.get_item(ns, key="/preferences.md")["value"]["content"] == (
+        "- v2\n"
+    )
 
 
 def test_erase_deletes_the_item(langgraph_url: str, langgraph_client: SyncLangGraphClient) -> None:

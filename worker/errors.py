@@ -84,8 +84,14 @@ class StoreError(MemworkerError):
 
 
 class StoreUnavailable(StoreError, Unavailable):
-    """The SQL store could not be reached, failed mid-transaction (rolled back: nothing was
-    written) or is not migrated (run ``memworker db upgrade``)."""
+    """The SQL store could not be reached, answered too slowly, or failed mid-transaction
+    (rolled back: nothing was written)."""
+
+
+class SchemaOutOfDate(StoreError, ConfigurationError):
+    """The database's schema is not the one this release needs (never migrated, behind, or
+    from a newer release); nothing was read or written. Run ``memworker db upgrade`` (or
+    upgrade memworker). A worker refuses to start rather than fail every batch."""
 
 
 class StoreRefused(StoreError, UsageError):
@@ -133,3 +139,44 @@ class ModelUnavailable(ConsolidatorError, Unavailable):
 # --- not found ---------------------------------------------------------------------------------
 class NotFound(MemworkerError, LookupError):
     """The thing asked for (user, file, version, dead letter) does not exist."""
+
+
+class ExternalEdit(SinkError):
+    """The store holds content memworker did not publish (an agent edited the file), so the
+    sink did not overwrite it; the edit is absorbed as candidates (``worker.service.agent_edits``)
+    before the file is published again.
+
+    Carries what the reaction needs: the memory ``namespace`` and ``path``, the ``content`` the
+    store holds now, and the version memworker last published there (``None`` when the item
+    carries no marker of memworker's, e.g. the agent rewrote it).
+    """
+
+    def __init__(
+        self, namespace: str, path: str, content: str, published_version: int | None
+    ) -> None:
+        self.namespace = namespace
+        self.path = path
+        self.content = content
+        self.published_version = published_version
+        super().__init__(
+            f"{namespace}{path} was changed in the store since memworker published "
+            f"{'version ' + str(published_version) if published_version else 'it'}; the edit is "
+            "absorbed as candidates before the file is published again"
+        )
+
+
+# --- appended: a model's rejected plan, with what it cost ---------------------------------------
+class InvalidModelPlan(InvalidPlan):
+    """A chat model's plan and its one repair both failed validation; the batch stays pending.
+
+    Carries the calls and tokens the attempts cost, so they are still accounted for (the
+    quality harness charges them; a failed batch spends tokens too).
+    """
+
+    def __init__(
+        self, problems: list[str], *, llm_calls: int, prompt_tokens: int, completion_tokens: int
+    ) -> None:
+        super().__init__(problems)
+        self.llm_calls = llm_calls
+        self.prompt_tokens = prompt_tokens
+        self.completion_tokens = completion_tokens

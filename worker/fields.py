@@ -27,7 +27,17 @@ class Kind(StrEnum):
     FORGET = "forget"  #: something to remove
 
 
-Source = Literal["hot_path", "middleware", "tool", "summary_flush", "thread_scan", "cli", "import"]
+Source = Literal[
+    "hot_path",
+    "middleware",
+    "tool",
+    "summary_flush",
+    "thread_scan",
+    "cli",
+    "import",
+    "agent_edit",
+    "inbox",
+]
 
 #: The valid ``source`` values; checked at enqueue, since a candidate is built without pydantic
 #: validation and a bad value would otherwise only fail when the worker decodes the batch.

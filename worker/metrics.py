@@ -9,9 +9,9 @@ Every metric is prefixed ``memworker_``; counters gain prometheus' ``_total`` su
 >>> b"memworker_consolidations_total{outcome=\\"ok\\"}" in generate_latest(REGISTRY)
 True
 
-Celery's default prefork pool runs tasks in child processes whose counters the parent's
-metrics server cannot see: run workers that serve metrics with ``--pool threads`` (the work
-is I/O-bound), or use prometheus-client's multiprocess mode.
+``memworker worker`` runs each lane in a process of its own and serves all of them from the
+supervisor with prometheus-client's multiprocess mode (the children write to a private folder,
+``PROMETHEUS_MULTIPROC_DIR``); a single lane (``--lanes consolidate``) serves its own.
 """
 
 from __future__ import annotations
@@ -27,6 +27,10 @@ from worker.models import Scope
 
 #: The registry every memworker metric lives on; serve it, or pass it to ``generate_latest``.
 REGISTRY: Final = CollectorRegistry(auto_describe=True)
+
+#: How the queue gauges of several lane processes combine in multiprocess mode: the sweep lane
+#: alone sets them, so the largest value among live processes is the current one.
+QUEUE_GAUGE_MODE: Final = "livemax"
 
 #: Prefix of every metric name.
 NAMESPACE: Final = "memworker"
@@ -62,6 +66,7 @@ PENDING_CANDIDATES: Final = Gauge(
     ["scope"],
     namespace=NAMESPACE,
     registry=REGISTRY,
+    multiprocess_mode=QUEUE_GAUGE_MODE,
 )
 DUE_NAMESPACES: Final = Gauge(
     "due_namespaces",
@@ -69,6 +74,7 @@ DUE_NAMESPACES: Final = Gauge(
     ["scope"],
     namespace=NAMESPACE,
     registry=REGISTRY,
+    multiprocess_mode=QUEUE_GAUGE_MODE,
 )
 LEASED_NAMESPACES: Final = Gauge(
     "leased_namespaces",
@@ -76,6 +82,7 @@ LEASED_NAMESPACES: Final = Gauge(
     ["scope"],
     namespace=NAMESPACE,
     registry=REGISTRY,
+    multiprocess_mode=QUEUE_GAUGE_MODE,
 )
 DEAD_LETTERS: Final = Gauge(
     "dead_letters",
@@ -83,6 +90,7 @@ DEAD_LETTERS: Final = Gauge(
     ["scope"],
     namespace=NAMESPACE,
     registry=REGISTRY,
+    multiprocess_mode=QUEUE_GAUGE_MODE,
 )
 DUE_LAG: Final = Histogram(
     "due_lag_seconds",

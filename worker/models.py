@@ -15,6 +15,7 @@ from typing import (
     Annotated,
     Any,
     Final,
+    NamedTuple,
     NotRequired,
     Self,
     TypedDict,
@@ -60,6 +61,7 @@ __all__ = [
     "SOURCES",
     "Candidate",
     "EnqueueFields",
+    "EnqueueValues",
     "Kind",
     "Namespace",
     "Scope",
@@ -68,6 +70,7 @@ __all__ = [
     "candidate_id_for",
     "make_candidate",
     "normalise_path",
+    "validate_enqueue",
     "validate_id",
 ]
 
@@ -245,19 +248,35 @@ def make_candidate(
     )
 
 
-def build_candidate(
+class EnqueueValues(NamedTuple):
+    """One enqueue's fields, validated (:func:`validate_enqueue`); what a candidate is built
+    from, less its id and creation time."""
+
+    namespace: Namespace
+    user_id: str | None
+    trace_id: str
+    thread_id: str | None
+    kind: Kind
+    path: str | None
+    key: str | None
+    text: str
+    source: Source
+    idempotency_key: str | None
+
+
+def validate_enqueue(
     fields: EnqueueFields,
     *,
     max_text_bytes: int = 8192,
     allow_org: bool = False,
     org_id: str | None = None,
-    now: datetime | None = None,
-) -> Candidate:
-    """:func:`make_candidate` for fields already in a dict (the clients' ``**fields``), so the
-    hot path does not copy them again.
+) -> EnqueueValues:
+    """Every check of :func:`build_candidate` but the idempotency key's (which
+    :func:`candidate_id_for` makes), in the same order; shared with the hot-path clients,
+    which build the stored form directly from it.
 
-    >>> build_candidate({"user_id": "u1", "trace_id": "t1", "text": "tea"}).namespace
-    'user:u1'
+    >>> validate_enqueue({"user_id": "u1", "trace_id": "t1", "text": " tea "}).text
+    'tea'
     """
     keys = fields.keys()
     if not REQUIRED_ENQUEUE_FIELDS <= keys <= ENQUEUE_FIELDS:
@@ -283,19 +302,48 @@ def build_candidate(
         raise InvalidCandidate(f"topic {topic!r}: {exc}") from None
     key = validate_key(fields.get("key"))
     source = validate_source(fields.get("source", "hot_path"))
+    return EnqueueValues(
+        namespace,
+        user_id,
+        trace_id,
+        thread_id,
+        kind,
+        path,
+        key,
+        text,
+        source,
+        fields.get("idempotency_key"),
+    )
+
+
+def build_candidate(
+    fields: EnqueueFields,
+    *,
+    max_text_bytes: int = 8192,
+    allow_org: bool = False,
+    org_id: str | None = None,
+    now: datetime | None = None,
+) -> Candidate:
+    """:func:`make_candidate` for fields already in a dict (the clients' ``**fields``), so the
+    hot path does not copy them again.
+
+    >>> build_candidate({"user_id": "u1", "trace_id": "t1", "text": "tea"}).namespace
+    'user:u1'
+    """
+    v = validate_enqueue(fields, max_text_bytes=max_text_bytes, allow_org=allow_org, org_id=org_id)
     created = validate_time(now, "now") if now is not None else datetime.now(UTC)
     return Candidate.model_construct(
-        id=candidate_id_for(namespace, fields.get("idempotency_key")),
-        namespace=namespace.key,
-        user_id=user_id,
-        trace_id=trace_id,
-        thread_id=thread_id,
-        kind=kind,
-        path=path,
-        key=key,
-        text=text,
+        id=candidate_id_for(v.namespace, v.idempotency_key),
+        namespace=v.namespace.key,
+        user_id=v.user_id,
+        trace_id=v.trace_id,
+        thread_id=v.thread_id,
+        kind=v.kind,
+        path=v.path,
+        key=v.key,
+        text=v.text,
         created_at=created,
-        source=source,
+        source=v.source,
     )
 
 

@@ -11,7 +11,7 @@ The core never reads ``os.environ``: build a :class:`Settings` and hand it over.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -35,6 +35,12 @@ class Settings(BaseSettings):
         default=None,
         description="Redis for the queue and the Celery broker. Unset: the embedded server that "
         "`memworker run` starts in the data directory.",
+    )
+    broker_url: str | None = Field(
+        default=None,
+        description="Celery broker (e.g. amqp://user:pass@rabbitmq:5672/memworker). Unset: the "
+        "queue's Redis. Task queues are named `<key_prefix>.<lane>`, so deployments sharing a "
+        "broker never consume each other's tasks.",
     )
     database_url: str | None = Field(
         default=None,
@@ -110,11 +116,46 @@ class Settings(BaseSettings):
         default=2.0,
         description="How often beat sweeps for due namespaces; bounds the extra debounce lag.",
     )
+    beat_lock_seconds: Annotated[float, Field(gt=1, le=3600)] = Field(
+        default=45.0,
+        description="Lifetime of the single-beat lock in Redis. Only the beat holding it "
+        "schedules; a standby takes over within this (plus one loop) after the holder dies.",
+    )
     allow_evicting_redis: bool = Field(
         default=False,
         description="Start workers even though Redis runs an allkeys-* maxmemory-policy. "
         "Eviction silently drops queued candidates (the queue epoch detects it afterwards), so "
         "this is an explicit, informed override; the default refuses to start.",
+    )
+
+    # --- deadlines and outages ----------------------------------------------------------------
+    database_connect_timeout_seconds: Annotated[float, Field(gt=0, le=300)] = Field(
+        default=5.0,
+        description="PostgreSQL connect timeout (and the wait for a pooled connection): a "
+        "reachable server answers in milliseconds, so this only trips when it is down.",
+    )
+    database_timeout_seconds: Annotated[float, Field(gt=0, le=3600)] = Field(
+        default=30.0,
+        description="Longest PostgreSQL transaction: the server's statement_timeout, and (5 s "
+        "later) a client-side deadline that cuts off a server or network that stopped "
+        "answering. A batch commits in milliseconds; raise it only for huge imports.",
+    )
+    sink_timeout_seconds: Annotated[float, Field(gt=0, le=600)] = Field(
+        default=10.0,
+        description="Longest call to a sink (LangGraph store): a hung sink holds one deliverer "
+        "this long, then the row is retried and the sink's breaker counts a failure.",
+    )
+    max_merge_seconds: Annotated[float, Field(gt=0)] = Field(
+        default=900.0,
+        description="Hard cap on one merge. Past it the heartbeat stops extending the lease, "
+        "so another worker takes the namespace over once the lease ends, and the stuck "
+        "worker's late commit is refused. Keep it above the slowest model call you accept.",
+    )
+    outage_retry_max_seconds: Annotated[float, Field(gt=0)] = Field(
+        default=120.0,
+        description="Longest wait between retries of a batch that failed because a dependency "
+        "(database, Redis, sink, model provider) was unreachable. Such failures never count "
+        "toward max_attempts, so an outage heals by itself once the dependency is back.",
     )
 
     # --- consolidation -------------------------------------------------------------------------
@@ -131,6 +172,35 @@ class Settings(BaseSettings):
     model_token_budget: Annotated[int, Field(ge=512)] = Field(
         default=12_000,
         description="Prompt tokens per LLM call; bigger batches are split and merged serially.",
+    )
+    model_structured_method: Literal["auto", "function_calling", "json_schema", "json_mode"] = (
+        Field(
+            default="auto",
+            description="How the LLM agent asks for its structured plan: `function_calling` "
+            "(a forced tool call), `json_schema` (constrained JSON), `json_mode` (JSON object, "
+            "schema in the prompt), or `auto`: json_schema for OpenAI's own API and Ollama, "
+            "function_calling for everything else (OpenAI-compatible servers behind "
+            "`model_base_url` differ: llama.cpp answers json_schema with HTTP 500), falling back "
+            "once, logged, to the other when the server rejects the first.",
+        )
+    )
+    model_base_url: str | None = Field(
+        default=None,
+        description="Base URL of the model server, passed to the provider as `base_url`: with "
+        "provider `openai`, any OpenAI-compatible server (the tested ones are listed in the "
+        "README's model section).",
+    )
+    model_kwargs: dict[str, Any] = Field(
+        default_factory=dict,
+        description="Extra keyword arguments for the provider's chat model class, as a JSON "
+        'object, e.g. `{"api_key": "none", "temperature": 0}`; they override the ones above.',
+    )
+    model_timeout_seconds: Annotated[float, Field(gt=0, le=3600)] = Field(
+        default=120.0,
+        description="Deadline on every model call. A batch holds its namespace's lease (kept "
+        "alive by heartbeats) while it waits, so a provider that never answers would stall that "
+        "user's memory and a worker slot; past the deadline the call fails as ModelUnavailable "
+        "and the batch is retried with backoff.",
     )
     file_budget_bytes: Annotated[int, Field(ge=256)] = Field(
         default=8192,
@@ -167,7 +237,34 @@ class Settings(BaseSettings):
     langgraph_api_key: str | None = Field(default=None, description="API key for that server.")
     store_namespace: tuple[str, ...] = Field(
         default=("{assistant_id}", "{user_id}", "memories"),
-        description="LangGraph store namespace template for the store sink.",
+        description="LangGraph store namespace template of user memory (fields `{user_id}`, "
+        "`{assistant_id}`, `{org_id}`, `{scope}`, one per part). The three templates are checked "
+        "at start: two namespaces that could share a tuple (or prefix) refuse to start.",
+    )
+    store_namespace_agent: tuple[str, ...] = Field(
+        default=("{assistant_id}", "_shared", "memories"),
+        description="LangGraph store namespace template of agent (assistant-shared) memory.",
+    )
+    store_namespace_org: tuple[str, ...] = Field(
+        default=("{org_id}", "_org", "memories"),
+        description="LangGraph store namespace template of org memory: one tuple per org.",
+    )
+    store_routes: dict[str, str] = Field(
+        default_factory=dict,
+        description="Per scope (`user`, `agent`, `org`), the memory folder stripped from paths to "
+        'make store keys (default `/memories/`): `{"org": "/memories/policies/"}` keys '
+        "`/memories/policies/compliance.md` as `/compliance.md`.",
+    )
+    thread_assistant_key: str | None = Field(
+        default=None,
+        description="Thread-metadata key naming the assistant of a scanned thread (e.g. "
+        "`graph_id`, which the LangGraph server sets): its exchanges go to the per-assistant "
+        "namespace, as the capture middleware's `assistant_id` does. Unset: per user only.",
+    )
+    inbox_route: str = Field(
+        default="/memories/inbox/",
+        description="Folder of user memory that agents may write freely; the inbox source merges "
+        "what they write there and removes it.",
     )
     metrics_port: int | None = Field(
         default=None,

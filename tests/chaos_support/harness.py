@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import json
+import multiprocessing
 import os
 import signal
 import subprocess
@@ -18,11 +19,14 @@ import uuid
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from multiprocessing.process import BaseProcess
 from pathlib import Path
-from typing import Final, TypeVar
+from typing import Any, Final, Protocol, TypeVar
 
 import sqlalchemy as sa
 
+from tests.chaos_support.worker_loop import forked_main
+from tests.support.skewed import faketime
 from worker.queue.redis_queue import RedisQueue
 from worker.settings import Settings
 from worker.store.memory import MemoryStore
@@ -78,9 +82,69 @@ def throwaway_database(server_url: str) -> Iterator[str]:
         admin.dispose()
 
 
+class Proc(Protocol):
+    """What the fleet needs of a worker process: ``subprocess.Popen`` has it, and so does
+    :class:`ForkedProcess`."""
+
+    @property
+    def pid(self) -> int: ...
+
+    @property
+    def returncode(self) -> int | None: ...
+
+    def poll(self) -> int | None: ...
+
+    def wait(self, timeout: float | None = None) -> int: ...
+
+    def send_signal(self, sig: int) -> None: ...
+
+
+#: Modules a forkserver imports once, so a forked worker starts in milliseconds instead of
+#: the ~1-2 s an interpreter takes to import SQLAlchemy, redis-py and the worker.
+FORKSERVER_PRELOAD: Final = ["tests.chaos_support.worker_loop"]
+
+
+class ForkedProcess:
+    """A worker forked from a preloaded forkserver (``multiprocessing``), seen as a ``Popen``.
+
+    The child is a real, separate process (its own sockets, connections and pid), SIGKILLed
+    for real; only the imports were done before the fork.
+    """
+
+    def __init__(self, process: BaseProcess) -> None:
+        self.process = process
+
+    @property
+    def pid(self) -> int:
+        assert self.process.pid is not None
+        return self.process.pid
+
+    @property
+    def returncode(self) -> int | None:
+        return self.process.exitcode
+
+    def poll(self) -> int | None:
+        return self.process.exitcode
+
+    def wait(self, timeout: float | None = None) -> int:
+        self.process.join(timeout)
+        if self.process.exitcode is None:
+            raise subprocess.TimeoutExpired("forked worker", timeout or 0.0)
+        return self.process.exitcode
+
+    def send_signal(self, sig: int) -> None:
+        os.kill(self.pid, sig)
+
+
+def _forkserver() -> Any:
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(FORKSERVER_PRELOAD)  # ignored once the server runs
+    return context
+
+
 @dataclass
 class WorkerProcess:
-    proc: subprocess.Popen[bytes]
+    proc: Proc
     mode: str  #: "timer" (the driver kills it) or a stage it kills itself at
     started: float
     kill_at: float | None = None  #: monotonic time the driver kills it, once it is ready
@@ -92,10 +156,15 @@ class WorkerProcess:
 
 @dataclass
 class Fleet:
-    """Worker subprocesses running ``tests.chaos_support.worker_loop`` with one environment."""
+    """Worker subprocesses running ``tests.chaos_support.worker_loop`` with one environment.
+
+    ``forked``: fork them from a preloaded forkserver (fast start-ups, for experiments that
+    kill and replace workers by the hundred) instead of starting a fresh interpreter each.
+    """
 
     env: Mapping[str, str]
     state_dir: Path
+    forked: bool = False
     processes: list[WorkerProcess] = field(default_factory=list)
     exits: Counter[int] = field(default_factory=Counter)
 
@@ -105,14 +174,21 @@ class Fleet:
         env["MEMWORKER_CHAOS_DIE_AT"] = mode if mode not in ("none", "timer") else ""
         env["MEMWORKER_CHAOS_DIE_ON"] = str(die_on)
         env["MEMWORKER_CHAOS_ZOMBIE"] = str(zombie)
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "tests.chaos_support.worker_loop"],
-            cwd=ROOT,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=(self.state_dir / "stderr.log").open("ab"),
-        )
+        stderr = self.state_dir / "stderr.log"
+        proc: Proc
+        if self.forked:
+            process = _forkserver().Process(target=forked_main, args=(env, str(stderr)))
+            process.start()
+            proc = ForkedProcess(process)
+        else:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "tests.chaos_support.worker_loop"],
+                cwd=ROOT,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=stderr.open("ab"),
+            )
         worker = WorkerProcess(proc, mode, time.monotonic())
         self.processes.append(worker)
         return worker
@@ -124,7 +200,9 @@ class Fleet:
         """Forget the processes that exited (counting exit codes); return them."""
         gone = [w for w in self.processes if w.proc.poll() is not None]
         for worker in gone:
-            self.exits[worker.proc.returncode] += 1
+            code = worker.proc.returncode
+            assert code is not None
+            self.exits[code] += 1
             self.processes.remove(worker)
         return gone
 
@@ -160,6 +238,63 @@ class Fleet:
     def stderr(self) -> str:
         path = self.state_dir / "stderr.log"
         return path.read_text(encoding="utf-8", errors="replace") if path.exists() else ""
+
+
+class HostRefused(Exception):
+    """A chat host's enqueue raised a MemworkerError (its class name and message)."""
+
+
+@dataclass
+class ChatHost:
+    """A chat service's process (``tests.chaos_support.enqueuer``) with the real hot-path
+    client, its clock shifted by ``offset`` under ``faketime`` (``"+1d"``, ``"-1d"``)."""
+
+    offset: str
+    proc: subprocess.Popen[str]
+    believed_time: float  #: what the host's clock said at start, for checking the skew
+
+    @classmethod
+    def start(cls, offset: str, settings: Settings) -> ChatHost:
+        args = [settings.redis_url or "", settings.key_prefix, str(settings.queue_shards)]
+        command = [faketime(), "-f", offset, sys.executable, "-m", "tests.chaos_support.enqueuer"]
+        env = {**os.environ}
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+        proc = subprocess.Popen(
+            [*command, *args],
+            cwd=ROOT,
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        return cls(offset, proc, float(cls._reply(proc)["time"]))
+
+    def enqueue(self, **fields: Any) -> str:
+        """The candidate id; :class:`HostRefused` when the client raised."""
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(json.dumps(fields) + "\n")
+        self.proc.stdin.flush()
+        reply = self._reply(self.proc)
+        if "error" in reply:
+            raise HostRefused(f"{reply['error']}: {reply['message']}")
+        return str(reply["id"])
+
+    def close(self) -> None:
+        if self.proc.stdin is not None:
+            self.proc.stdin.close()
+        try:
+            self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+    @staticmethod
+    def _reply(proc: subprocess.Popen[str]) -> dict[str, Any]:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        assert line, f"chat host exited with {proc.wait()}"
+        reply: dict[str, Any] = json.loads(line)
+        return reply
 
 
 def pending_ids(queue: RedisQueue, namespaces_: Iterable[str]) -> dict[str, list[str]]:

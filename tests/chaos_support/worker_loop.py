@@ -17,23 +17,30 @@ pipeline is given (the pipeline itself is the production code):
     committing it waits until another worker has taken its lease over (or a deadline passes),
     then commits anyway, as a worker paused by GC or a network partition would.
 
-Run as ``python -m tests.chaos_support.worker_loop``; SIGTERM stops it between batches.
+A Redis or database outage (a restart during the experiment) is waited out: the failed call
+is logged to stderr and the loop sweeps again, as a Celery task retries an ``Unavailable``.
+
+Run as ``python -m tests.chaos_support.worker_loop`` (or :func:`forked_main` from a preloaded
+forkserver); SIGTERM stops it between batches.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import random
 import signal
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
 
+import redis
 from sqlalchemy import event
 
+from worker.errors import Unavailable
 from worker.queue.redis_queue import Claim, RedisQueue
 from worker.runtime.container import build_runtime
 from worker.service.consolidate import Pipeline
@@ -44,6 +51,11 @@ STAGES: Final = ("claimed", "read", "merged", "in_commit", "committed", "acked")
 
 #: How long an idle worker waits before sweeping again; the loop's pace, not a synchronisation.
 IDLE_POLL_SECONDS: Final = 0.01
+
+logger = logging.getLogger("chaos.worker")
+
+#: Longest a starting worker waits for Redis to answer (it restarts in milliseconds).
+REDIS_STARTUP_SECONDS: Final = 30.0
 
 #: Longest a zombie waits for its lease to be taken over before committing anyway.
 ZOMBIE_WAIT_SECONDS: Final = 10.0
@@ -126,6 +138,20 @@ class ChaosStore(MemoryStore):
         return result
 
 
+def _wait_for_redis(client: redis.Redis) -> None:
+    """PING until Redis answers: a worker started while Redis restarts waits for it, as a
+    supervised worker would be restarted until it comes up."""
+    deadline = time.monotonic() + REDIS_STARTUP_SECONDS
+    while True:
+        try:
+            client.ping()
+            return
+        except redis.RedisError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(IDLE_POLL_SECONDS)
+
+
 def main(argv: Sequence[str] = ()) -> int:
     settings = load_settings()
     state_dir = Path(os.environ["MEMWORKER_CHAOS_STATE_DIR"])
@@ -148,7 +174,7 @@ def main(argv: Sequence[str] = ()) -> int:
         stopping = True
 
     signal.signal(signal.SIGTERM, stop)
-    runtime.redis.ping()
+    _wait_for_redis(runtime.redis)
     runtime.queue.publish_policy()  # as `memworker worker` does at start
     store.load_state("user:warmup")  # connects to the database before declaring readiness
     pid = os.getpid()
@@ -156,14 +182,25 @@ def main(argv: Sequence[str] = ()) -> int:
     (state_dir / f"{pid}.ready").touch()
     with log_path.open("a", encoding="utf-8") as log:
         while not stopping:
-            claims = queue.claim_due(limit=1)
+            try:
+                claims = queue.claim_due(limit=1)
+            except Unavailable as exc:
+                logger.warning("sweep failed, sweeping again: %s", exc)
+                claims = []
             if not claims:
                 time.sleep(IDLE_POLL_SECONDS)
                 continue
             for claim in claims:
                 chaos.claim = claim
                 chaos.reached("claimed")
-                result = pipeline.consolidate(claim)
+                try:
+                    result = pipeline.consolidate(claim)
+                except Unavailable as exc:
+                    # Even recording the failure failed: the lease runs out and another
+                    # sweep re-claims the batch.
+                    logger.warning("consolidation of %s interrupted: %s", claim.namespace, exc)
+                    chaos.claim = None
+                    continue
                 chaos.claim = None
                 record = {
                     "namespace": result.namespace,
@@ -176,6 +213,21 @@ def main(argv: Sequence[str] = ()) -> int:
                 log.flush()
     runtime.close()
     return 0
+
+
+def forked_main(env: Mapping[str, str], stderr_path: str) -> None:
+    """:func:`main` in a process forked from a forkserver: ``env`` replaces the environment
+    (it is read as a fresh process would read it) and stderr goes to ``stderr_path``."""
+    os.environ.clear()
+    os.environ.update(env)
+    fd = os.open(stderr_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    os.dup2(fd, 2)
+    os.close(fd)
+    null = os.open(os.devnull, os.O_RDWR)
+    os.dup2(null, 0)
+    os.dup2(null, 1)
+    os.close(null)
+    sys.exit(main())
 
 
 if __name__ == "__main__":

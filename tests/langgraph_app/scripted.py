@@ -89,3 +89,37 @@ class RuleChatModel(_Recording):
             call = {"name": "get_weather", "args": {"city": match.group(1)}, "id": "call-weather"}
             return self._result(AIMessage("", tool_calls=[call]))
         return self._result(AIMessage(f"echo: {text}", response_metadata={"system_prompt": system}))
+
+
+class ToolCallChatModel(_Recording):
+    """Emits the tool call the user's message scripts, then reports the tool's answer.
+
+    - a user message ``call <tool> <json arguments>`` → that one tool call;
+    - a tool result → ``tool said: <result>`` (the test reads the outcome from the thread);
+    - anything else → ``echo: <last user text>``, with the system prompt in its metadata.
+    """
+
+    @property
+    def _llm_type(self) -> str:
+        return "tool-call-test-model"
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        import json
+
+        self.prompts.append(list(messages))
+        last = messages[-1]
+        if isinstance(last, ToolMessage):
+            return self._result(AIMessage(f"tool said: {last.text}"))
+        system = "\n".join(m.text for m in messages if isinstance(m, SystemMessage))
+        text = last.text if isinstance(last, HumanMessage) else ""
+        if text.startswith("call "):
+            _, name, args = text.split(" ", 2)
+            call = {"name": name, "args": json.loads(args), "id": f"call-{len(self.prompts)}"}
+            return self._result(AIMessage("", tool_calls=[call]))
+        return self._result(AIMessage(f"echo: {text}", response_metadata={"system_prompt": system}))

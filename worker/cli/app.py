@@ -12,9 +12,11 @@ from typing import Annotated
 import typer
 
 from worker import __version__
+from worker.cli.help import MemworkerGroup
 
 app = typer.Typer(
     name="memworker",
+    cls=MemworkerGroup,
     help="Background memory consolidation for LLM chat services.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
@@ -34,6 +36,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "worker.cli.ops_put",
     "worker.cli.ops_forget",
     "worker.cli.ops_transfer",
+    "worker.cli.store_cmds",
 )
 
 for _module in COMMAND_MODULES:

@@ -13,7 +13,7 @@ from typing import Annotated
 
 import typer
 
-from worker.errors import MemworkerError
+from worker.cli.errors import cli_errors
 from worker.settings import load_settings
 from worker.store import migrate
 from worker.store.engine import create_store_engine
@@ -33,11 +33,6 @@ def _url(database_url: str | None) -> str:
     return database_url or load_settings().effective_database_url
 
 
-def _fail(exc: MemworkerError) -> typer.Exit:
-    typer.echo(f"error: {exc}", err=True)
-    return typer.Exit(code=1)
-
-
 def register(app: typer.Typer) -> None:
     """Add the ``db`` command group (``upgrade``, ``current``) to ``app``."""
     db = typer.Typer(help="The SQL memory store: schema migrations.", no_args_is_help=True)
@@ -45,7 +40,7 @@ def register(app: typer.Typer) -> None:
     @db.command("upgrade")
     def upgrade(database_url: DatabaseUrl = None) -> None:
         """Migrate the store to the newest schema (creates it on an empty database)."""
-        try:
+        with cli_errors():  # a bad URL exits 2, an unreachable server 4
             engine = create_store_engine(_url(database_url), create_dirs=True)
             try:
                 before = migrate.current_revision(engine)
@@ -53,8 +48,6 @@ def register(app: typer.Typer) -> None:
                 after = migrate.current_revision(engine)
             finally:
                 engine.dispose()
-        except MemworkerError as exc:
-            raise _fail(exc) from None
         if before == after:
             typer.echo(f"already at {after} (newest)")
         else:
@@ -63,15 +56,13 @@ def register(app: typer.Typer) -> None:
     @db.command("current")
     def current(database_url: DatabaseUrl = None) -> None:
         """Show the store's schema revision and whether it is the newest."""
-        try:
+        with cli_errors():
             engine = create_store_engine(_url(database_url))
             try:
                 revision = migrate.current_revision(engine)
             finally:
                 engine.dispose()
             head = migrate.head_revision()
-        except MemworkerError as exc:
-            raise _fail(exc) from None
         if revision is None:
             typer.echo(f"not migrated (newest is {head}); run `memworker db upgrade`")
             raise typer.Exit(code=1)

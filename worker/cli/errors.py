@@ -6,18 +6,19 @@ import contextlib
 from collections.abc import Iterator
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 
+from worker.cli.console import make_console
 from worker.errors import MemworkerError, NotFound, Unavailable, UsageError
 
 #: Exit codes, so scripts can tell a usage mistake from an outage.
+EXIT_DECLINED = 0  #: the operator answered no at a confirmation: nothing changed, by choice
 EXIT_FAILURE = 1  #: the operation failed (e.g. a plan was rejected)
 EXIT_USAGE = 2  #: bad input or configuration: fix the command or the settings
 EXIT_NOT_FOUND = 3  #: the user, file or version asked for does not exist
 EXIT_UNAVAILABLE = 4  #: Redis, the database, a sink or the model could not be reached
 
-stderr = Console(stderr=True, highlight=False)
+stderr = make_console(stderr=True)
 
 
 def exit_code_for(exc: MemworkerError) -> int:

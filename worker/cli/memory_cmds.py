@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 import typer
+from rich.rule import Rule
 from rich.syntax import Syntax
 from rich.table import Table
 
@@ -71,7 +72,8 @@ def show(
                 f"{ns.key} has no memory files yet (pending candidates: `memworker status`)"
             )
         for file_path, content in sorted(files.items()):
-            console.rule(f"{ns.key} {file_path}")
+            title = f"{ns.key} {file_path}"
+            console.print(Rule(title), width=console.rule_width(title))
             # The file's bytes as the sinks publish them: no markup, emoji codes or wrapping.
             console.print(content, markup=False, emoji=False, soft_wrap=True, end="")
 

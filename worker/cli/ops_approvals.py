@@ -85,7 +85,7 @@ def approve(approval_id: IdArg, by: ByOpt = None, as_json: JsonOpt = False) -> N
             sinks=tuple(runtime.sinks),
             now=now_utc(),
         )
-        delivery = publish(runtime)
+        delivery = publish(runtime, [info.namespace])
         if as_json:
             print_json(
                 {

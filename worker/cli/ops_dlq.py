@@ -1,8 +1,9 @@
 """``memworker dlq``: batches that failed ``max_attempts`` times, kept until an operator acts.
 
-``list`` shows each dead-lettered namespace with its last error; ``retry`` brings one back with
-a fresh attempt count (due now, so the next sweep merges it); ``drop`` deletes its pending
-candidates for good, after confirmation.
+``list`` shows each dead-lettered namespace with its last error; ``retry`` brings one back (or
+``--all``, optionally only those whose last error matches) with a fresh attempt count, due now
+so the next sweep merges it; ``drop`` deletes its pending candidates for good, after
+confirmation.
 """
 
 from __future__ import annotations
@@ -14,8 +15,9 @@ from rich.table import Table
 
 from worker.cli.common import print_json
 from worker.cli.ops_support import JsonOpt, YesOpt, confirm, console, operator_session
-from worker.errors import NotFound
+from worker.errors import InvalidOption, NotFound
 from worker.models import Namespace
+from worker.service.dead_letters import retry_dead_letters
 
 NamespaceArg = Annotated[str, typer.Argument(metavar="NS", help="A namespace, e.g. user:u1.")]
 
@@ -61,9 +63,28 @@ def list_dead(as_json: JsonOpt = False) -> None:
         console.print("retry one with `memworker dlq retry NS` once its cause is fixed")
 
 
-def retry(namespace: NamespaceArg) -> None:
-    """Bring a dead-lettered namespace back with a fresh attempt count; it is due now."""
+def retry(
+    namespace: Annotated[
+        str | None, typer.Argument(metavar="[NS]", help="A namespace, e.g. user:u1.")
+    ] = None,
+    every: Annotated[bool, typer.Option("--all", help="Retry every dead letter.")] = False,
+    error_contains: Annotated[
+        str | None,
+        typer.Option(help="With --all: only those whose last error contains this text."),
+    ] = None,
+) -> None:
+    """Bring a dead-lettered namespace (or --all) back with a fresh attempt count; due now."""
     with operator_session() as runtime:
+        if (namespace is None) == (not every):
+            raise InvalidOption("name one namespace (NS) or pass --all, not both")
+        if error_contains is not None and not every:
+            raise InvalidOption("--error-contains filters --all; with one NS, drop it")
+        if every:
+            done = retry_dead_letters(runtime.queue, error_contains=error_contains)
+            note = f"; {done.left} other dead letter(s) left" if done.left else ""
+            console.print(f"{len(done.namespaces)} namespace(s) back in the queue, due now{note}")
+            return
+        assert namespace is not None
         key = Namespace.parse(namespace).key
         if not runtime.queue.retry_dead(key):
             raise NotFound(

@@ -61,7 +61,7 @@ def put(
             sinks=tuple(runtime.sinks),
             now=now_utc(),
         )
-        delivery = publish(runtime)
+        delivery = publish(runtime, [ns.key])
         ((_, version),) = result.files
         if as_json:
             print_json(

@@ -96,6 +96,9 @@ def reconcile(
 ) -> None:
     """Consolidate what is pending now (safe while workers run), show diffs, publish."""
     with operator_session() as runtime:
+        # Open the store first, so a bad database URL is refused (exit 2) even when the queue
+        # happens to be empty and nothing would have touched it.
+        runtime.store  # noqa: B018
         lookback = parse_duration(since) if since is not None else None
         if all_ and (user or assistant or namespace):
             raise InvalidOption("give either --all or one namespace (--user/--namespace)")
@@ -121,7 +124,9 @@ def reconcile(
                 advance(key)
         delivery = None
         if any(r.outcome is Outcome.COMMITTED for r in done):
-            delivery = publish(runtime)
+            delivery = publish(
+                runtime, [r.namespace for r in done if r.outcome is Outcome.COMMITTED]
+            )
         if as_json:
             print_json(_report_json(done, scan, dry_run, delivery))
         else:

@@ -13,23 +13,23 @@ from __future__ import annotations
 import contextlib
 import getpass
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Annotated, Final
 
 import redis
 import typer
-from rich.console import Console
 
 from worker.cli.common import open_runtime
-from worker.cli.errors import EXIT_FAILURE, cli_errors, stderr
+from worker.cli.console import make_console
+from worker.cli.errors import EXIT_DECLINED, cli_errors, stderr
 from worker.errors import InvalidOption, NotFound, QueueUnavailable
 from worker.hotpath.connection import redacted
 from worker.models import Namespace
 from worker.runtime.container import Runtime
 from worker.service.publish import DeliveryReport, publish_now
 
-console = Console(highlight=False)
+console = make_console()
 
 UserOpt = Annotated[str | None, typer.Option("--user", help="User id.")]
 AssistantOpt = Annotated[str | None, typer.Option("--assistant", help="Assistant id.")]
@@ -87,12 +87,13 @@ def operator_session() -> Iterator[Runtime]:
             ) from None
 
 
-def publish(runtime: Runtime) -> DeliveryReport:
-    """Deliver what the outbox holds now, so committed files appear in the sinks right away.
+def publish(runtime: Runtime, namespaces: Sequence[str]) -> DeliveryReport:
+    """Deliver what the outbox holds for the namespaces this command touched, so its files
+    appear in the sinks right away; bounded, and the report says what is still due.
 
-    Workers deliver too; delivery is idempotent per item, so doing it here is harmless.
+    Workers deliver too; deliveries are claimed, so doing it here never doubles one.
     """
-    return publish_now(runtime.store, runtime.sinks, now=now_utc())
+    return publish_now(runtime.store, runtime.sinks, now=now_utc(), namespaces=namespaces)
 
 
 def describe_delivery(report: DeliveryReport, runtime: Runtime) -> str:
@@ -103,20 +104,30 @@ def describe_delivery(report: DeliveryReport, runtime: Runtime) -> str:
             f"; {report.failed} delivery(ies) failed and will be retried by the workers "
             "(`memworker status` shows sink lag)"
         )
+    if report.skipped_sinks:
+        line += f"; skipped {', '.join(report.skipped_sinks)} (failing: left alone for a while)"
+    if report.remaining:
+        line += f"; {report.remaining} delivery(ies) not yet done; the workers retry them"
     return line
 
 
 def confirm(question: str, yes: bool) -> None:
-    """Ask unless ``--yes``; a "no" (or no terminal to ask on) stops with nothing changed."""
+    """Ask unless ``--yes``. Answering "no" is a decision, not a failure: the command stops
+    with nothing changed and exit code 0. No answer at all (no terminal to ask on, end of
+    input, Ctrl-C) is a usage error (exit 2): a script must say ``--yes``."""
     if yes:
         return
     try:
         agreed = typer.confirm(question, default=False, err=True)
     except typer.Abort:
-        agreed = False
+        stderr.print()  # end the unanswered prompt's line
+        raise InvalidOption(
+            "no answer to the confirmation (no terminal to ask on?), so nothing was changed; "
+            "pass --yes to run without asking"
+        ) from None
     if not agreed:
-        stderr.print("nothing was changed (pass --yes to skip this question)")
-        raise typer.Exit(EXIT_FAILURE)
+        stderr.print("nothing was changed (you answered no; pass --yes to skip this question)")
+        raise typer.Exit(EXIT_DECLINED)
 
 
 def require_known(runtime: Runtime, ns: Namespace) -> None:

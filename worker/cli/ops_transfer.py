@@ -98,7 +98,7 @@ def import_(
             )
         except StoreRefused as exc:
             raise InvalidOption(f"{file}: {exc}; fix the document and import it again") from None
-        delivery = publish(runtime)
+        delivery = publish(runtime, [key])
         if as_json:
             print_json(
                 {

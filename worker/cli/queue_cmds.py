@@ -14,12 +14,13 @@ from typing import Annotated, Any, Final
 
 import redis
 import typer
-from rich.console import Console
 from rich.table import Table
 
+from worker.cli.console import make_console
 from worker.cli.errors import cli_errors, stderr
+from worker.errors import MemworkerError, QueueUnavailable
 from worker.hotpath.client import MemoryClient
-from worker.hotpath.connection import connect, unavailable
+from worker.hotpath.connection import connect, redacted, unavailable
 from worker.queue.address import resolve_redis_url
 from worker.queue.redis_queue import RedisQueue
 from worker.queue.types import QueueStats, ScopeStats
@@ -35,7 +36,7 @@ STATUS_TIMEOUT_SECONDS: Final = 5.0
 #: "Recent" failed runs, as ``status`` counts them.
 FAILED_RUNS_WINDOW: Final = timedelta(hours=24)
 
-stdout = Console(highlight=False)
+stdout = make_console()
 
 
 def enqueue(
@@ -93,7 +94,7 @@ def status(
             stats = queue.stats()
             redis_health = _redis_health(settings, queue)
         except (redis.ConnectionError, redis.TimeoutError) as exc:
-            raise unavailable(url, exc, STATUS_TIMEOUT_SECONDS) from None
+            raise _queue_unreadable(url, exc) from None
         finally:
             client.close()
         health = _store_health(settings, datetime.now(UTC))
@@ -105,6 +106,22 @@ def status(
             stdout.print(_table(stats))
             _print_health(health)
             _print_redis_health(redis_health)
+
+
+def _queue_unreadable(url: str, exc: redis.ConnectionError | redis.TimeoutError) -> MemworkerError:
+    """Why ``status`` could not read the queue: Redis is down or stuck (a refused password is
+    named as the hot path names it). Status only reads, so nothing was changed."""
+    if isinstance(exc, redis.AuthenticationError):
+        return unavailable(url, exc, STATUS_TIMEOUT_SECONDS)
+    if isinstance(exc, redis.TimeoutError):
+        what = f"did not answer within {STATUS_TIMEOUT_SECONDS:g} s"
+    else:
+        what = f"is unreachable ({exc})"
+    return QueueUnavailable(
+        f"Redis at {redacted(url)} {what}, so the queue could not be read (nothing was "
+        "changed). Start Redis (or `memworker run` for the embedded one) or fix "
+        "MEMWORKER_REDIS_URL"
+    )
 
 
 def _redis_health(settings: Settings, queue: RedisQueue) -> dict[str, Any]:
@@ -126,6 +143,10 @@ def _print_redis_health(health: dict[str, Any]) -> None:
     )
     for warning in durability["warnings"]:
         stdout.print(f"  [yellow]warning:[/yellow] {warning}")
+    beat = health.get("beat")
+    stdout.print(
+        f"beat: {beat} holds the beat lock" if beat else "beat: [yellow]none running[/yellow]"
+    )
     if epoch["changed"]:
         stdout.print(
             f"  [red]queue epoch changed[/red] for {epoch['namespaces_from_an_earlier_epoch']} "
@@ -165,12 +186,23 @@ def _store_health(settings: Settings, now: datetime) -> dict[str, Any]:
             name: {"pending": lag.pending, "oldest_age_seconds": lag.oldest_age_seconds}
             for name, lag in sorted(store.outbox_lag(now=now).items())
         }
+        breakers = {
+            h.sink: {
+                "state": h.state(now),
+                "consecutive_failures": h.consecutive_failures,
+                "open_until": _iso(h.open_until),
+                "last_error": h.last_error,
+            }
+            for h in store.sink_health()
+            if h.consecutive_failures
+        }
         failed = store.count_runs(outcome="failed", since=now - FAILED_RUNS_WINDOW)
     finally:
         store.dispose()
     return {
         "schedules": schedules,
         "sinks": sinks,
+        "failing_sinks": breakers,
         "failed_runs_24h": failed,
     }
 
@@ -207,6 +239,12 @@ def _print_health(health: dict[str, Any]) -> None:
     else:
         lag = "every committed version is delivered"
     stdout.print(f"sink delivery lag: {lag}")
+    for name, b in health.get("failing_sinks", {}).items():
+        until = f", left alone until {_short(b['open_until'])}" if b["state"] == "open" else ""
+        stdout.print(
+            f"[red]sink {name} failing[/red]: {b['consecutive_failures']} failure(s) in a row"
+            f"{until}; last error: {b['last_error']}"
+        )
     failed = health["failed_runs_24h"]
     style = "red" if failed else "green"
     stdout.print(f"failed runs in the last 24 h: [{style}]{failed}[/{style}]")

@@ -1,10 +1,21 @@
-"""``memworker run`` (everything in one process, zero setup), ``worker`` and ``beat``."""
+"""``memworker run`` (everything on one machine, zero setup), ``worker`` and ``beat``.
+
+``worker`` runs the three lanes (:mod:`worker.tasks.lanes`) as one child process each, so a
+hung sink or a slow model only ever holds its own lane; ``--lanes`` runs some of them, to scale
+each on its own. ``run`` does the same plus beat, on an embedded Redis when none is configured.
+Both check the database schema and the queue's Redis before any process takes work.
+"""
 
 from __future__ import annotations
 
 import contextlib
+import logging
+import os
+import shutil
+import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Final
 
 import typer
 from rich.console import Console
@@ -12,11 +23,31 @@ from rich.console import Console
 from worker.cli.errors import cli_errors
 from worker.settings import Settings, load_settings
 
+if TYPE_CHECKING:
+    from worker.runtime.supervisor import Child
+
 console = Console(highlight=False)
 
-#: Threads, not processes, for the embedded mode: one process owns the private Redis server and
-#: the SQLite file, and two threads let a sweep run while a merge waits on a model.
-EMBEDDED_CONCURRENCY = 2
+#: Embedded mode's lanes: two merges (SQLite has one writer; two let one merge wait on a model
+#: while the other commits), one sweep, and two deliverers, so a hung sink holds one of them
+#: and the other keeps publishing to the healthy sinks.
+EMBEDDED_CONCURRENCY: Final = {"sweep": 1, "consolidate": 2, "deliver": 2}
+
+#: Loggers that print a line per task received and finished, or per sink request: a sweep every
+#: two seconds would bury the work. They are kept at WARNING unless the log level is DEBUG; each
+#: consolidation logs one INFO line of its own instead.
+CHATTY_LOGGERS: Final = (
+    "celery.app.trace",
+    "celery.worker.strategy",
+    "celery.beat",
+    "httpx",  # one line per HTTP request a sink makes
+)
+
+SupervisedOpt = Annotated[
+    bool,
+    typer.Option("--supervised", hidden=True, help="Started by `worker`/`run` (internal)."),
+]
+LoglevelOpt = Annotated[str, typer.Option(help="Log level: DEBUG, INFO, WARNING, ERROR.")]
 
 
 def register(app: typer.Typer) -> None:
@@ -29,63 +60,90 @@ def run(
     data_dir: Annotated[
         Path | None, typer.Option(help="Where the embedded Redis, SQLite and files live.")
     ] = None,
-    loglevel: Annotated[str, typer.Option(help="Celery log level.")] = "INFO",
+    loglevel: LoglevelOpt = "INFO",
 ) -> None:
-    """Run worker and beat in one process; with no MEMWORKER_REDIS_URL, on an embedded Redis."""
+    """Run worker lanes and beat together; with no MEMWORKER_REDIS_URL, on an embedded Redis."""
     from worker.runtime.embedded_redis import embedded_redis
+    from worker.runtime.supervisor import Child
+    from worker.tasks.lanes import LANES
 
     with cli_errors():
         overrides: dict[str, object] = {"data_dir": data_dir} if data_dir else {}
         settings = load_settings(**overrides)
         settings.data_dir.mkdir(parents=True, exist_ok=True)
         with contextlib.ExitStack() as stack:
+            env = dict(os.environ) | {"MEMWORKER_DATA_DIR": str(settings.data_dir)}
             if settings.redis_url is None:
                 url = stack.enter_context(embedded_redis(settings.data_dir))
+                env["MEMWORKER_REDIS_URL"] = url
+                settings = settings.model_copy(update={"redis_url": url})
                 redis_note = f"embedded Redis on {url}"
             else:
                 redis_note = f"Redis at {_redact(settings.redis_url)}"
-            _prepare_store(settings)
-            _bind_beat_to_this_process()
+            _prepare(settings)
             _print_banner(settings, redis_note)
-            _start_worker(
+            beat_argv = [*_memworker(), "beat", f"--loglevel={loglevel}", "--supervised"]
+            status = _supervise_lanes(
                 settings,
-                [
-                    "--beat",
-                    f"--schedule={settings.data_dir / 'celerybeat-schedule'}",
-                    "--pool=threads",
-                    f"--concurrency={EMBEDDED_CONCURRENCY}",
-                    f"--loglevel={loglevel}",
-                ],
+                list(LANES),
+                EMBEDDED_CONCURRENCY,
+                loglevel,
+                env,
+                extra=[Child("beat", beat_argv, env)],
             )
+            raise typer.Exit(status)
 
 
 def worker(
-    concurrency: Annotated[int, typer.Option(help="Merges run at once in this worker.")] = 4,
+    lanes: Annotated[
+        str, typer.Option(help="Lanes to run: all, or some of sweep,consolidate,deliver.")
+    ] = "all",
+    concurrency: Annotated[int, typer.Option(min=1, help="Merges run at once.")] = 4,
+    sweep_concurrency: Annotated[int, typer.Option(min=1, help="Sweep lane threads.")] = 2,
+    deliver_concurrency: Annotated[int, typer.Option(min=1, help="Deliveries at once.")] = 2,
     pool: Annotated[str, typer.Option(help="Celery pool: threads, prefork or solo.")] = "threads",
-    loglevel: Annotated[str, typer.Option(help="Celery log level.")] = "INFO",
+    loglevel: LoglevelOpt = "INFO",
+    supervised: SupervisedOpt = False,
 ) -> None:
-    """Run a consolidation worker (scale these out; they share Redis and the database).
+    """Run consolidation workers: one process per lane (scale these out; they share Redis and
+    the database).
 
-    Threads by default: merges wait on the database and the model, not the CPU, and one
-    process keeps the Prometheus metrics in one place.
+    Threads by default: merges wait on the database and the model, not the CPU.
     """
+    from worker.tasks.lanes import parse_lanes
+
     with cli_errors():
         settings = load_settings()
-        _start_worker(
-            settings, [f"--loglevel={loglevel}", f"--pool={pool}", f"--concurrency={concurrency}"]
-        )
+        chosen = parse_lanes(lanes)
+        counts = {"sweep": sweep_concurrency, "consolidate": concurrency}
+        counts["deliver"] = deliver_concurrency
+        if len(chosen) == 1:
+            lane = chosen[0]
+            _run_lane(settings, lane.name, counts[lane.name], pool, loglevel, supervised)
+            return
+        _prepare(settings)
+        names = [c.name for c in chosen]
+        raise typer.Exit(_supervise_lanes(settings, names, counts, loglevel, dict(os.environ)))
 
 
-def beat(
-    loglevel: Annotated[str, typer.Option(help="Celery log level.")] = "INFO",
-) -> None:
-    """Run the scheduler. Run exactly one per deployment (tasks are idempotent anyway)."""
+def beat(loglevel: LoglevelOpt = "INFO", supervised: SupervisedOpt = False) -> None:
+    """Run the scheduler. Run one or more: only the one holding the beat lock in Redis
+    schedules; the others stand by and take over when it stops."""
+    from worker.queue.beat_lock import BeatLock
+    from worker.scheduling.beat import BEAT_LOCK_CONF_KEY
     from worker.tasks.app import create_app
 
     with cli_errors():
         settings = load_settings()
         settings.data_dir.mkdir(parents=True, exist_ok=True)
+        if not supervised:
+            _prepare(settings)
+        _quiet_celery(loglevel)
         app = create_app(settings)
+        runtime = app.memworker_runtime
+        app.conf[BEAT_LOCK_CONF_KEY] = BeatLock(
+            runtime.redis, settings.key_prefix, ttl_seconds=settings.beat_lock_seconds
+        )
         app.start(
             [
                 "beat",
@@ -95,48 +153,106 @@ def beat(
         )
 
 
-def _bind_beat_to_this_process() -> None:
-    """The embedded beat runs in a child process; make it die with us, even on SIGKILL, so an
-    orphaned scheduler never keeps firing at a Redis that is gone."""
-    import os
-    import signal
+def _run_lane(
+    settings: Settings, lane_name: str, concurrency: int, pool: str, loglevel: str, supervised: bool
+) -> None:
+    """Run one lane in this process (a supervisor's child, or a deployment that scales lanes
+    as separate containers)."""
+    from worker.metrics import start_metrics_server
+    from worker.tasks.app import create_app
+    from worker.tasks.lanes import LANES, celery_argv
 
-    from celery.signals import beat_init
+    if not supervised:
+        _prepare(settings)
+    _quiet_celery(loglevel)
+    app = create_app(settings)
+    if settings.metrics_port and not supervised:
+        start_metrics_server(settings.metrics_port)
+    lane = LANES[lane_name]
+    argv = celery_argv(
+        lane,
+        key_prefix=settings.key_prefix,
+        concurrency=concurrency,
+        loglevel=loglevel,
+        pool=pool,
+    )
+    app.worker_main(argv)
 
-    from worker.runtime.lifetime import die_with_parent
 
-    parent = os.getpid()
+def _supervise_lanes(
+    settings: Settings,
+    names: list[str],
+    counts: dict[str, int],
+    loglevel: str,
+    env: dict[str, str],
+    *,
+    extra: list[Child] | None = None,
+) -> int:
+    """One child per lane (plus ``extra``); their metrics are collected in one folder and
+    served from here."""
+    from worker.runtime.supervisor import supervise
 
-    def bind(**_: object) -> None:
-        die_with_parent(signal.SIGTERM, parent=parent)
+    on_exit = _serve_lane_metrics(settings, env)
+    children = [_lane_child(name, counts[name], loglevel, env) for name in names]
+    return supervise([*children, *(extra or [])], on_exit=on_exit)
 
-    beat_init.connect(bind, weak=False)
+
+def _serve_lane_metrics(settings: Settings, env: dict[str, str]) -> Callable[[int], None]:
+    """Prometheus multiprocess mode: children write to a private folder, this process serves
+    the sum. Returns the hook that marks a reaped child dead (its live gauges go away)."""
+    if not settings.metrics_port:
+        return lambda _pid: None
+    from prometheus_client import CollectorRegistry, multiprocess
+
+    from worker.metrics import start_metrics_server
+
+    folder = settings.data_dir / f"metrics.{os.getpid()}"
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    env["PROMETHEUS_MULTIPROC_DIR"] = str(folder)
+    registry = CollectorRegistry()
+    multiprocess.MultiProcessCollector(registry, path=str(folder))  # type: ignore[no-untyped-call]
+    start_metrics_server(settings.metrics_port, registry)
+    mark_dead = multiprocess.mark_process_dead
+    return lambda pid: mark_dead(pid, path=str(folder))  # type: ignore[no-untyped-call]
 
 
-def _prepare_store(settings: Settings) -> None:
-    """Migrate the embedded SQLite store now, so every command can read it from the start."""
+def _lane_child(name: str, concurrency: int, loglevel: str, env: dict[str, str]) -> Child:
+    from worker.runtime.supervisor import Child
+
+    argv = [*_memworker(), "worker", f"--lanes={name}", f"--loglevel={loglevel}", "--supervised"]
+    option = {"sweep": "--sweep-concurrency", "deliver": "--deliver-concurrency"}
+    argv.append(f"{option.get(name, '--concurrency')}={concurrency}")
+    return Child(f"{name} lane", argv, env)
+
+
+def _memworker() -> list[str]:
+    """This interpreter running the ``memworker`` command, whatever the PATH says."""
+    return [sys.executable, "-m", "worker"]
+
+
+def _prepare(settings: Settings) -> None:
+    """Before any process takes work: the schema is this release's (SQLite is migrated in
+    place; a server database must be migrated by `memworker db upgrade`), and the queue's
+    Redis keeps what it is given (durability check, then the deployment's policy)."""
+    from worker.runtime.container import build_runtime
+    from worker.service.startup import prepare_queue
     from worker.store.memory import MemoryStore
 
     if settings.database_url is None:
         MemoryStore.from_url(settings.effective_database_url, create=True).dispose()
-
-
-def _start_worker(settings: Settings, extra: list[str]) -> None:
-    from worker.metrics import start_metrics_server
-    from worker.runtime.container import build_runtime
-    from worker.service.startup import prepare_queue
-    from worker.tasks.app import create_app
-    from worker.tasks.names import CONSOLIDATE_QUEUE, SWEEP_QUEUE
-
     runtime = build_runtime(settings)
     try:
+        runtime.store  # noqa: B018 - opening it checks the schema (SchemaOutOfDate)
         prepare_queue(runtime.queue)  # refuses an evicting Redis; publishes the queue policy
     finally:
         runtime.close()
-    app = create_app(settings)
-    if settings.metrics_port:
-        start_metrics_server(settings.metrics_port)
-    app.worker_main(["worker", f"--queues={SWEEP_QUEUE},{CONSOLIDATE_QUEUE}", *extra])
+
+
+def _quiet_celery(loglevel: str) -> None:
+    if loglevel.upper() != "DEBUG":
+        for name in CHATTY_LOGGERS:
+            logging.getLogger(name).setLevel(logging.WARNING)
 
 
 def _print_banner(settings: Settings, redis_note: str) -> None:

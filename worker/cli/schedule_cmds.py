@@ -6,16 +6,16 @@ from datetime import UTC, datetime
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
 from worker.cli.common import print_json
+from worker.cli.console import make_console
 from worker.cli.errors import cli_errors
 from worker.scheduling.cron import lookback_window, next_ticks
 from worker.scheduling.schedules import ScheduleSpec, bundled_schedules_dir, load_schedules
 from worker.settings import load_settings
 
-console = Console(highlight=False)
+console = make_console()
 
 #: Upcoming fires shown per schedule: enough to see the rhythm (and a weekend gap).
 FIRES_SHOWN = 3

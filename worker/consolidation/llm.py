@@ -11,24 +11,40 @@ Flow for a batch:
    tagged ``["memworker", "consolidation"]`` with the namespace in metadata. The answer's short
    ids are translated back (an unknown short id is a problem) and the plan is checked with
    :func:`~worker.consolidation.validate.validate_plan`. On any problem, ONE repair call gets
-   the problem list; if that fails too, :class:`~worker.errors.InvalidPlan` is raised and the
+   the problem list; if that fails too, :class:`~worker.errors.InvalidModelPlan` (an
+   :class:`~worker.errors.InvalidPlan` carrying the calls and tokens spent) is raised and the
    batch stays pending.
 4. Calls and tokens are recorded on the plan, from ``usage_metadata`` (else approximated).
 
-Model errors and timeouts raise :class:`~worker.errors.ModelUnavailable` (a
-:class:`~worker.errors.ConsolidatorError`).
+The structured-output *method* is a list of at most two: the one to use and a fallback
+(:func:`structured_methods` picks them for ``auto``). When the server rejects the first (an HTTP
+4xx/5xx answer, or a model class that does not implement it), the call is repeated once with the
+fallback, a warning is logged, and the fallback is kept for the consolidator's lifetime.
+
+Every call has a deadline (``timeout_seconds``), enforced here whatever the provider does with
+its own timeout. Provider errors, missed deadlines and refusals other than the request's own
+fault raise :class:`~worker.errors.ModelUnavailable` (a
+:class:`~worker.errors.ConsolidatorError` and an :class:`~worker.errors.Unavailable`): the
+infrastructure failed, not the batch. A request refused as such (HTTP 400, 413, 422, after the
+fallback) raises a plain :class:`~worker.errors.ConsolidatorError`: it would fail again.
 """
 
 from __future__ import annotations
 
+import contextvars
+import json
+import logging
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 from datetime import datetime
-from typing import Any, ClassVar, Final, Literal
+from typing import Any, ClassVar, Final, Literal, get_args
 
+from langchain_core.exceptions import OutputParserException
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.messages.utils import count_tokens_approximately
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 
 from worker.consolidation import guards
 from worker.consolidation.apply import advance, apply_plan
@@ -36,10 +52,34 @@ from worker.consolidation.prompt import ShortIds, build_messages, candidate_line
 from worker.consolidation.types import Add, Confirm, Invalidate, Operation, Plan, Reject, Supersede
 from worker.consolidation.validate import validate_plan
 from worker.constants import FACTS_PATH
-from worker.errors import ConsolidatorError, InvalidPlan, ModelUnavailable
+from worker.errors import ConfigurationError, ConsolidatorError, InvalidModelPlan, ModelUnavailable
 from worker.models import Candidate, Kind
 from worker.settings import Settings
 from worker.values import NamespaceState
+
+log = logging.getLogger(__name__)
+
+#: A structured-output method of ``BaseChatModel.with_structured_output``.
+Method = Literal["function_calling", "json_schema", "json_mode"]
+METHODS: Final[tuple[Method, ...]] = get_args(Method)
+
+#: Providers whose own API constrains decoding to a JSON schema (``auto`` tries that first).
+#: OpenAI's only when no ``base_url`` points elsewhere: OpenAI-compatible servers differ
+#: (llama.cpp answers json_schema with HTTP 500, forced tool calls work there).
+_JSON_SCHEMA_FIRST: Final = frozenset({"openai", "ollama"})
+
+#: HTTP statuses with which a server refuses the *form* of a request (the method) rather than
+#: being unreachable; llama.cpp's server answers an unsupported response_format with 500.
+_REJECTION_STATUSES: Final = frozenset({400, 404, 405, 415, 422, 500, 501})
+
+#: HTTP statuses that refuse *this request* (malformed, too large, unprocessable): sending it
+#: again fails the same way, so it is the batch that failed (counted toward dead-lettering),
+#: not the provider that is unavailable. Other statuses (5xx, 401/403, 408, 429) are outages
+#: or configuration the operator fixes without touching the batch.
+_REQUEST_REFUSED: Final = frozenset({400, 413, 422})
+
+#: Default deadline of a consolidator built directly (settings carry the configured one).
+DEFAULT_TIMEOUT_SECONDS: Final = 120.0
 
 #: Tags on every model call, so traces (LangSmith, callbacks) attribute them to this worker.
 CALL_TAGS: Final = ("memworker", "consolidation")
@@ -128,6 +168,90 @@ def translate(answer: ConsolidationPlan, ids: ShortIds) -> tuple[list[Operation]
     return ops, problems
 
 
+def structured_methods(
+    setting: str, *, provider: str | None, base_url: str | None
+) -> tuple[Method, ...]:
+    """The methods to try, in order: the setting itself, or for ``auto`` a first and a fallback.
+
+    >>> structured_methods("auto", provider="openai", base_url=None)
+    ('json_schema', 'function_calling')
+    >>> structured_methods("auto", provider="openai", base_url="http://127.0.0.1:8080/v1")
+    ('function_calling', 'json_schema')
+    >>> structured_methods("json_mode", provider="anthropic", base_url=None)
+    ('json_mode',)
+    """
+    if setting != "auto":
+        if setting not in METHODS:
+            raise ConfigurationError(
+                f"MEMWORKER_MODEL_STRUCTURED_METHOD={setting!r}: use auto, " + ", ".join(METHODS)
+            )
+        return (setting,)
+    if provider in _JSON_SCHEMA_FIRST and not (provider == "openai" and base_url):
+        return ("json_schema", "function_calling")
+    return ("function_calling", "json_schema")
+
+
+def method_rejected(exc: BaseException) -> bool:
+    """Whether ``exc`` says the server (or model class) refused the structured-output method.
+
+    An HTTP error answer counts (``status_code`` on the exception or its ``response``, as the
+    OpenAI, Anthropic and httpx errors carry it); timeouts and connection errors do not.
+
+    >>> class Rejected(Exception):
+    ...     status_code = 500
+    >>> method_rejected(Rejected("json_schema is not supported")), method_rejected(TimeoutError())
+    (True, False)
+    """
+    if isinstance(exc, NotImplementedError):
+        return True
+    return http_status(exc) in _REJECTION_STATUSES
+
+
+def http_status(exc: BaseException) -> int | None:
+    """The HTTP status an SDK error carries (on itself or its ``response``), or None."""
+    status = getattr(exc, "status_code", None)
+    if status is None:
+        status = getattr(getattr(exc, "response", None), "status_code", None)
+    return status if isinstance(status, int) else None
+
+
+def answer_problem(exc: BaseException) -> str | None:
+    """The problem to show the model when the *answer* made the call raise, else None.
+
+    Some providers raise instead of returning an unparsable answer: OpenAI's client when the
+    answer hit the length limit or the content filter (``LengthFinishReasonError``,
+    ``ContentFilterFinishReasonError``), LangChain's parsers on malformed output. That is the
+    model's answer failing the schema (repaired once, then an invalid plan), not the model
+    being unavailable.
+
+    >>> class LengthFinishReasonError(Exception): ...
+    >>> answer_problem(LengthFinishReasonError("limit"))[:38]
+    'the answer was cut off at its length l'
+    >>> answer_problem(ConnectionError("refused")) is None
+    True
+    """
+    name = type(exc).__name__
+    if name == "LengthFinishReasonError":
+        return (
+            "the answer was cut off at its length limit before the plan was complete; answer "
+            "with one short ConsolidationPlan: one operation per candidate, short texts"
+        )
+    if name == "ContentFilterFinishReasonError":
+        return "the answer was stopped by the content filter; answer with one ConsolidationPlan"
+    if isinstance(exc, OutputParserException | ValidationError | json.JSONDecodeError):
+        return (
+            f"the answer did not match the ConsolidationPlan schema: {str(exc)[:300]}; answer "
+            "with one ConsolidationPlan holding all operations"
+        )
+    return None
+
+
+def schema_hint() -> str:
+    """The answer format for ``json_mode``, where the server checks only that it is JSON."""
+    schema = json.dumps(ConsolidationPlan.model_json_schema(), separators=(",", ":"))
+    return "Answer with one JSON object, nothing else, that matches this JSON schema:\n" + schema
+
+
 class LLMConsolidator:
     """Consolidation by a LangChain chat model (any provider; see the module docs)."""
 
@@ -136,12 +260,29 @@ class LLMConsolidator:
     handles_turns: ClassVar[bool] = True
 
     def __init__(
-        self, model: BaseChatModel, *, token_budget: int, max_text_bytes: int, max_removals: int
+        self,
+        model: BaseChatModel,
+        *,
+        token_budget: int,
+        max_text_bytes: int,
+        max_removals: int,
+        methods: Sequence[Method] = ("function_calling",),
+        timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS,
     ) -> None:
+        if not methods or any(m not in METHODS for m in methods):
+            raise ConfigurationError(
+                f"structured-output methods {list(methods)!r}: give one or two of "
+                + ", ".join(METHODS)
+            )
         self.model = model
         self.token_budget = token_budget
         self.max_text_bytes = max_text_bytes
         self.max_removals = max_removals
+        self.methods: tuple[Method, ...] = tuple(methods)[:2]
+        self.timeout_seconds = timeout_seconds
+        #: Index into ``methods`` of the one in use; moves to the fallback at most once.
+        self._current = 0
+        self._structured: dict[Method, Any] = {}
 
     @classmethod
     def from_settings(
@@ -149,12 +290,45 @@ class LLMConsolidator:
     ) -> LLMConsolidator:
         if model is None:
             raise ConsolidatorError("LLMConsolidator needs a model; set MEMWORKER_MODEL")
+        provider = settings.model.partition(":")[0] if settings.model else None
+        methods = structured_methods(
+            settings.model_structured_method, provider=provider, base_url=settings.model_base_url
+        )
         return cls(
             model,
             token_budget=settings.model_token_budget,
             max_text_bytes=settings.max_text_bytes,
             max_removals=settings.max_removals_per_run,
+            methods=methods,
+            timeout_seconds=settings.model_timeout_seconds,
         )
+
+    @property
+    def method(self) -> Method:
+        """The structured-output method in use now."""
+        return self.methods[self._current]
+
+    def fall_back(self, exc: BaseException) -> bool:
+        """Switch to the fallback method once, logged; False when there is none left."""
+        if self._current + 1 >= len(self.methods):
+            return False
+        rejected, self._current = self.method, self._current + 1
+        log.warning(
+            "the model server rejected structured-output method %s (%s: %s); falling back to "
+            "%s for the rest of this worker's life (set MEMWORKER_MODEL_STRUCTURED_METHOD to "
+            "choose one)",
+            rejected, type(exc).__name__, str(exc)[:200], self.method,
+        )  # fmt: skip
+        return True
+
+    def structured(self) -> Any:
+        """``with_structured_output`` for the method in use (built once per method)."""
+        method = self.method
+        if method not in self._structured:
+            self._structured[method] = self.model.with_structured_output(
+                ConsolidationPlan, method=method, include_raw=True
+            )
+        return self._structured[method]
 
     def merge(self, state: NamespaceState, batch: Sequence[Candidate], *, now: datetime) -> Plan:
         unique = sorted({c.id: c for c in batch}.values(), key=lambda c: (c.created_at, c.id))
@@ -187,9 +361,15 @@ class _Run:
         self.removals = 0
         self.calls = self.prompt_tokens = self.completion_tokens = 0
 
+    def _messages(
+        self, chunk: Sequence[Candidate], problems: Sequence[str] = ()
+    ) -> tuple[list[BaseMessage], ShortIds]:
+        hint = schema_hint() if self.owner.method == "json_mode" else None
+        return build_messages(self.state, chunk, problems=problems, answer_format=hint)
+
     def take(self, pending: list[Candidate]) -> tuple[list[Candidate], list[Candidate]]:
         """The longest prefix of ``pending`` whose prompt fits the budget (at least one)."""
-        used = count_tokens_approximately(build_messages(self.state, [])[0])
+        used = count_tokens_approximately(self._messages([])[0])
         for n, cand in enumerate(pending):
             used += count_tokens_approximately([candidate_line(f"C{n + 1}", cand)])
             if used > self.owner.token_budget and n > 0:
@@ -197,12 +377,9 @@ class _Run:
         return pending, []
 
     def merge_chunk(self, chunk: list[Candidate]) -> None:
-        messages, ids = build_messages(self.state, chunk)
         problems: list[str] = []
         for _attempt in range(ATTEMPTS):
-            if problems:
-                messages, ids = build_messages(self.state, chunk, problems=problems)
-            ops, problems = self._ask(messages, ids)
+            ops, problems = self._ask(chunk, problems)
             plan = Plan(ops=ops)
             if not problems:
                 problems = validate_plan(
@@ -213,7 +390,10 @@ class _Run:
             if not problems:
                 self._accept(chunk, plan)
                 return
-        raise InvalidPlan(problems)
+        raise InvalidModelPlan(
+            problems, llm_calls=self.calls, prompt_tokens=self.prompt_tokens,
+            completion_tokens=self.completion_tokens,
+        )  # fmt: skip
 
     def _accept(self, chunk: list[Candidate], plan: Plan) -> None:
         self.ops += plan.ops
@@ -227,20 +407,37 @@ class _Run:
         )  # fmt: skip
         self.state = advance(self.state, applied)
 
-    def _ask(self, messages: list[BaseMessage], ids: ShortIds) -> tuple[list[Operation], list[str]]:
-        structured = self.owner.model.with_structured_output(ConsolidationPlan, include_raw=True)
-        config: Any = {
-            "tags": list(CALL_TAGS),
-            "metadata": {"namespace": self.state.namespace},
-            "run_name": "memworker.consolidate",
-        }
-        try:
-            result = structured.invoke(messages, config=config)
-        except Exception as exc:  # any provider error, timeout or transport failure
-            raise ModelUnavailable(
-                f"the consolidation model failed for {self.state.namespace}: "
-                f"{type(exc).__name__}: {exc}; the batch stays pending and is retried"
-            ) from exc
+    def _ask(
+        self, chunk: Sequence[Candidate], problems: Sequence[str]
+    ) -> tuple[list[Operation], list[str]]:
+        """One call (or, when the server rejects the method, one more with the fallback)."""
+        while True:
+            messages, ids = self._messages(chunk, problems)
+            try:
+                result = self._invoke(messages)
+                break
+            except ModelUnavailable:
+                raise
+            except Exception as exc:  # any provider error or transport failure
+                problem = answer_problem(exc)
+                if problem is not None:  # the server answered; the answer was unusable
+                    self._count_failed(messages, exc)
+                    return [], [problem]
+                if method_rejected(exc) and self.owner.fall_back(exc):
+                    continue
+                if http_status(exc) in _REQUEST_REFUSED:
+                    raise ConsolidatorError(
+                        f"the model provider refused the request for {self.state.namespace} "
+                        f"(structured-output method {self.owner.method}): "
+                        f"{type(exc).__name__}: {str(exc)[:500]}; the same request would be "
+                        "refused again, so this counts as a failed attempt"
+                    ) from exc
+                raise ModelUnavailable(
+                    f"the consolidation model failed for {self.state.namespace} "
+                    f"(structured-output method {self.owner.method}): "
+                    f"{type(exc).__name__}: {str(exc)[:500]}; the batch stays pending and is "
+                    "retried"
+                ) from exc
         raw = result.get("raw") if isinstance(result, dict) else None
         self._count(messages, raw)
         parsed = result.get("parsed") if isinstance(result, dict) else None
@@ -252,6 +449,47 @@ class _Run:
                 + "; answer with one ConsolidationPlan holding all operations"
             ]  # fmt: skip
         return translate(parsed, ids)
+
+    def _invoke(self, messages: list[BaseMessage]) -> Any:
+        """The structured call, under the consolidator's deadline.
+
+        The call runs in a helper thread (with this context, so callbacks and tracing still
+        see it) and is abandoned past the deadline; the provider's own timeout, set from the
+        same setting by the loader, then ends its socket.
+        """
+        structured = self.owner.structured()
+        config: Any = {
+            "tags": list(CALL_TAGS),
+            "metadata": {"namespace": self.state.namespace},
+            "run_name": "memworker.consolidate",
+        }
+        context = contextvars.copy_context()
+        pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memworker-model")
+        try:
+            future = pool.submit(context.run, structured.invoke, messages, config=config)
+            return future.result(timeout=self.owner.timeout_seconds)
+        except FutureTimeout:
+            if future.done():  # the call itself raised a TimeoutError: the caller wraps it
+                raise
+            raise ModelUnavailable(
+                f"the consolidation model did not answer for {self.state.namespace} within "
+                f"{self.owner.timeout_seconds:g} s (MEMWORKER_MODEL_TIMEOUT_SECONDS); the batch "
+                "stays pending and is retried"
+            ) from None
+        finally:
+            pool.shutdown(wait=False, cancel_futures=True)
+
+    def _count_failed(self, messages: list[BaseMessage], exc: BaseException) -> None:
+        """Count a call whose answer raised while parsing, from the usage the error carries."""
+        usage = getattr(getattr(exc, "completion", None), "usage", None)
+        prompt = getattr(usage, "prompt_tokens", None)
+        completion = getattr(usage, "completion_tokens", None)
+        self.calls += 1
+        if isinstance(prompt, int) and isinstance(completion, int):
+            self.prompt_tokens += prompt
+            self.completion_tokens += completion
+        else:
+            self.prompt_tokens += count_tokens_approximately(messages)
 
     def _count(self, messages: list[BaseMessage], raw: object) -> None:
         self.calls += 1

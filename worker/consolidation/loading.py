@@ -4,8 +4,8 @@
   ``from_settings(settings, *, model=None)`` classmethod is built through it; otherwise it is
   called with no arguments, or with the model when it needs one.
 - When ``MEMWORKER_MODEL`` (``provider:model``) is set and the consolidator is the default, the
-  LLM agent is used with ``init_chat_model(settings.model)``; the provider package is imported
-  only then.
+  LLM agent is used with ``init_chat_model(settings.model, **model_arguments(settings))``
+  (base URL, timeout, ``MEMWORKER_MODEL_KWARGS``); the provider package is imported only then.
 - A bad path, a class that is not a consolidator, a consolidator that needs a model with none
   configured (or a model configured for one that does not use it), or one that cannot read
   turns when turns are required, raise :class:`~worker.errors.ConfigurationError` naming the
@@ -33,6 +33,13 @@ if TYPE_CHECKING:
 DEFAULT_CONSOLIDATOR: Final = "worker.consolidation.rules:RulesConsolidator"
 LLM_CONSOLIDATOR: Final = "worker.consolidation.llm:LLMConsolidator"
 
+#: Providers whose chat model class takes its request timeout as ``timeout`` (an alias in
+#: several); others get only the consolidator's own deadline (or ``model_kwargs``).
+TIMEOUT_ARGUMENT: Final = frozenset(
+    {"openai", "azure_openai", "anthropic", "google_genai", "mistralai", "groq", "deepseek",
+     "xai", "fireworks", "together"}
+)  # fmt: skip
+
 
 def import_class(path: str, setting: str) -> type[Any]:
     """The class named by ``package.module:Class``; ConfigurationError naming ``setting``."""
@@ -51,17 +58,49 @@ def import_class(path: str, setting: str) -> type[Any]:
     return cls
 
 
-def chat_model(spec: str) -> BaseChatModel:
-    """``init_chat_model(spec)``; a missing provider package is a ConfigurationError."""
+def model_arguments(settings: Settings) -> dict[str, Any]:
+    """Keyword arguments for the provider's chat model class, from the model settings.
+
+    ``model_base_url`` becomes ``base_url``; ``model_timeout_seconds`` becomes the provider's
+    own request timeout where its name for it is known (the consolidator enforces the same
+    deadline on every call regardless); ``model_kwargs`` come last and win.
+
+    >>> from worker.settings import Settings
+    >>> model_arguments(Settings(model="openai:m", model_base_url="http://127.0.0.1:8080/v1",
+    ...     model_timeout_seconds=30, model_kwargs={"api_key": "none"}))
+    {'base_url': 'http://127.0.0.1:8080/v1', 'timeout': 30.0, 'api_key': 'none'}
+    >>> model_arguments(Settings(model="ollama:m", model_timeout_seconds=30))
+    {'client_kwargs': {'timeout': 30.0}}
+    """
+    provider = (settings.model or "").partition(":")[0]
+    arguments: dict[str, Any] = {}
+    if settings.model_base_url:
+        arguments["base_url"] = settings.model_base_url
+    if provider in TIMEOUT_ARGUMENT:
+        arguments["timeout"] = settings.model_timeout_seconds
+    elif provider == "ollama":
+        arguments["client_kwargs"] = {"timeout": settings.model_timeout_seconds}
+    arguments.update(settings.model_kwargs)
+    return arguments
+
+
+def chat_model(settings: Settings) -> BaseChatModel:
+    """``init_chat_model(settings.model, **model_arguments(settings))``.
+
+    A missing provider package or arguments the provider refuses are a ConfigurationError.
+    """
     from langchain.chat_models import init_chat_model
 
+    spec = settings.model or ""
     try:
-        return init_chat_model(spec)
-    except (ImportError, ValueError) as exc:
+        model: BaseChatModel = init_chat_model(spec, **model_arguments(settings))
+    except (ImportError, ValueError, TypeError) as exc:
         raise ConfigurationError(
-            f"MEMWORKER_MODEL={spec!r} could not be loaded ({exc}); use 'provider:model' and "
-            "install the provider package, e.g. `pip install memworker[openai]`"
+            f"MEMWORKER_MODEL={spec!r} could not be loaded ({exc}); use 'provider:model', "
+            "install the provider package, e.g. `pip install memworker[openai]`, and check "
+            "MEMWORKER_MODEL_BASE_URL and MEMWORKER_MODEL_KWARGS"
         ) from None
+    return model
 
 
 def load_consolidator(
@@ -101,8 +140,7 @@ def load_consolidator(
             "configured thread-scan schedules produce; pick one that can"
         )
     if cls.needs_model and model is None:
-        assert settings.model is not None
-        model = chat_model(settings.model)
+        model = chat_model(settings)
     try:
         if hasattr(cls, "from_settings"):
             built = cls.from_settings(settings, model=model)

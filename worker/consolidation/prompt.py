@@ -110,10 +110,13 @@ def build_messages(
     candidates: Sequence[Candidate],
     *,
     problems: Sequence[str] = (),
+    answer_format: str | None = None,
 ) -> tuple[list[BaseMessage], ShortIds]:
     """The messages for one consolidation call, and the short-id mapping to translate back.
 
     With ``problems`` (a repair attempt), a last message lists them after the data.
+    ``answer_format`` (the JSON schema, for servers that check only that the answer is JSON)
+    is appended to the instructions.
     """
     ids = ShortIds()
     lines = ["<memories>"]
@@ -136,7 +139,8 @@ def build_messages(
         ids.candidates[short] = cand.id
         lines.append(candidate_line(short, cand))
     lines.append("</candidates>")
-    messages: list[BaseMessage] = [SystemMessage(INSTRUCTIONS), HumanMessage("\n".join(lines))]
+    instructions = INSTRUCTIONS + (f"\n{answer_format}\n" if answer_format else "")
+    messages: list[BaseMessage] = [SystemMessage(instructions), HumanMessage("\n".join(lines))]
     if problems:
         listed = "\n".join(f"- {escape(p)}" for p in problems)
         messages.append(HumanMessage(f"{REPAIR}\n<problems>\n{listed}\n</problems>"))

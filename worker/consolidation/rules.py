@@ -256,8 +256,9 @@ class _Merge:
     ) -> _Live | None:
         """The first comparable live entry (in ``live`` order) that ``body`` duplicates.
 
-        An exact (normalised) match wins over a fuzzy one. With a ``key``, only entries with
-        no key or the same key are comparable. ``wanted``: ``body`` normalised, if at hand.
+        An exact (normalised) match wins over a fuzzy one. With a ``key``, entries with no key
+        or the same key match exactly, and only entries with no key match fuzzily.
+        ``wanted``: ``body`` normalised, if at hand.
         """
         if wanted is None:
             wanted = Normalised.of(body)
@@ -272,7 +273,9 @@ class _Merge:
             for entry in self.by_features.get(_fuzzy_key(wanted, length), ()):
                 if first is not None and entry.seq > first.seq:
                     break  # each list is in ``live`` order: the rest come later still
-                if (key is None or entry.key in (None, key)) and same(entry.norm):
+                # Under one key, only an exact match confirms: a near-duplicate that differs
+                # ("chai" for "sencha") is the key's new value and supersedes it.
+                if (key is None or entry.key is None) and same(entry.norm):
                     first = entry
                     break
         return first

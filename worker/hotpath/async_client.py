@@ -2,7 +2,7 @@
 
 >>> from worker import AsyncMemoryClient
 >>> async def reply():  # doctest: +SKIP
-...     async with AsyncMemoryClient.from_url("redis://127.0.0.1:6379/0") as memory:
+...     async with AsyncMemoryClient() as memory:
 ...         return await memory.enqueue(user_id="u1", trace_id="req-42", text="Call me Sam")
 """
 
@@ -15,7 +15,8 @@ from typing import Any, Self
 import redis
 from typing_extensions import Unpack
 
-from worker.hotpath.client import CandidateBuilder, settings_for_url
+from worker.hotpath.builder import CandidateBuilder
+from worker.hotpath.client import client_settings
 from worker.hotpath.connection import HOTPATH_MAX_CONNECTIONS, unavailable
 from worker.hotpath.pool import AsyncHotPool
 from worker.models import EnqueueFields
@@ -30,18 +31,20 @@ class AsyncMemoryClient:
     """Hot-path client for one event loop; share one per process. An async context manager."""
 
     def __init__(
-        self, settings: Settings, *, max_connections: int = HOTPATH_MAX_CONNECTIONS
+        self, settings: Settings | None = None, *, max_connections: int = HOTPATH_MAX_CONNECTIONS
     ) -> None:
-        self.settings = settings
-        self.url = resolve_redis_url(settings)
-        self._timeout = settings.socket_timeout_seconds
+        """See :class:`~worker.hotpath.client.MemoryClient`: without ``settings``, the
+        deployment's settings from the environment (an edge of the chat service)."""
+        self.settings = client_settings() if settings is None else settings
+        self.url = resolve_redis_url(self.settings)
+        self._timeout = self.settings.socket_timeout_seconds
         self._pool = AsyncHotPool(self.url, self._timeout, max_connections)
-        self._builder = CandidateBuilder(settings, self.url)
+        self._builder = CandidateBuilder(self.settings, self.url)
 
     @classmethod
-    def from_url(cls, url: str, **settings_overrides: Any) -> AsyncMemoryClient:
-        """A client for Redis at ``url``; other settings from keyword arguments only."""
-        return cls(settings_for_url(url, **settings_overrides))
+    def from_url(cls, url: str | None, **settings_overrides: Any) -> AsyncMemoryClient:
+        """As :meth:`MemoryClient.from_url <worker.hotpath.client.MemoryClient.from_url>`."""
+        return cls(client_settings(url, **settings_overrides))
 
     async def enqueue(self, **fields: Unpack[EnqueueFields]) -> str:
         """Queue one candidate memory; returns its id. One Redis round trip.
@@ -49,13 +52,13 @@ class AsyncMemoryClient:
         Keyword arguments only: :class:`~worker.models.EnqueueFields`, checked and described
         as in :meth:`MemoryClient.enqueue`.
         """
-        candidate = self._builder.candidate(fields)
-        packed = self._builder.encoder.packed(candidate)
+        builder = self._builder
+        candidate = builder.candidate(fields)
         try:
-            results = await self._pool.run_script(_ENQUEUE, [packed])
+            result = await self._pool.run_one(_ENQUEUE, builder.call(candidate))
         except redis.RedisError as exc:
             raise unavailable(self.url, exc, self._timeout) from exc
-        return self._builder.check([candidate], results)[0]
+        return builder.check_one(candidate, result)
 
     async def enqueue_many(self, items: Iterable[EnqueueFields]) -> list[str]:
         """Queue several candidates (dicts of :meth:`enqueue`'s keyword arguments) in one

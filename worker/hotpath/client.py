@@ -1,9 +1,17 @@
 """The chat service's side of the queue: enqueue a candidate memory in one Redis round trip.
 
 >>> from worker import MemoryClient
->>> with MemoryClient.from_url("redis://127.0.0.1:6379/0") as memory:  # doctest: +SKIP
+>>> with MemoryClient() as memory:  # doctest: +SKIP
 ...     memory.enqueue(user_id="u1", trace_id="req-42", text="I prefer tea")
 '5f0c…'
+
+``MemoryClient()`` reads the deployment's settings as the worker does: the ``MEMWORKER_*``
+environment, so ``MEMWORKER_REDIS_URL`` or else the embedded server that ``memworker run``
+started in ``MEMWORKER_DATA_DIR``. Constructing a client is an *edge* of the chat service, the
+one place its memory settings are read, like the worker's command line; below it nothing reads
+the environment. ``MemoryClient(settings)`` takes settings built elsewhere, and
+``MemoryClient.from_url(url, key_prefix=…)`` reads no environment at all (a library call;
+``from_url(None)`` is ``MemoryClient()`` with overrides).
 
 The arguments are :class:`~worker.models.EnqueueFields`, declared once for both clients,
 ``enqueue_many`` and the integrations. ``user_id`` and ``trace_id`` are always passed
@@ -15,7 +23,7 @@ them). Invalid input raises
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from types import TracebackType
 from typing import Any, Self
 
@@ -24,12 +32,12 @@ from pydantic import ValidationError
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource
 from typing_extensions import Unpack
 
-from worker.errors import ConfigurationError, InvalidCandidate
-from worker.hotpath.connection import HOTPATH_MAX_CONNECTIONS, redacted, unavailable
+from worker.errors import ConfigurationError
+from worker.hotpath.builder import CandidateBuilder
+from worker.hotpath.connection import HOTPATH_MAX_CONNECTIONS, unavailable
 from worker.hotpath.pool import HotPool
-from worker.models import Candidate, EnqueueFields, build_candidate
+from worker.models import EnqueueFields
 from worker.queue.address import resolve_redis_url
-from worker.queue.encoding import EnqueueEncoder
 from worker.queue.scripts import SCRIPTS
 from worker.settings import Settings
 
@@ -55,73 +63,70 @@ class _ExplicitSettings(Settings):
         return (init_settings,)
 
 
-def settings_for_url(url: str, **overrides: Any) -> Settings:
-    """Settings with ``redis_url=url`` and ``overrides``; the environment is not read.
+def client_settings(url: str | None = None, **overrides: Any) -> Settings:
+    """The settings a client is built with.
 
-    >>> settings_for_url("redis://cache:6379/0", key_prefix="chat").key_prefix
+    With a ``url``: that URL and ``overrides``, the environment unread. Without one: the
+    environment as the worker reads it (``MEMWORKER_*``), ``overrides`` taking precedence,
+    so the client finds the same Redis as the worker. A bad value raises
+    :class:`ConfigurationError` naming the field.
+
+    >>> client_settings("redis://cache:6379/0", key_prefix="chat").key_prefix
     'chat'
+    >>> try:
+    ...     client_settings("redis://cache:6379/0", debounce_seconds=0)
+    ... except ConfigurationError as exc:
+    ...     print(exc)
+    invalid client settings: debounce_seconds: Input should be greater than 0
     """
     try:
+        if url is None:
+            return Settings(**overrides)
         return _ExplicitSettings(redis_url=url, **overrides)
     except ValidationError as exc:
-        raise ConfigurationError(f"invalid client settings: {exc.errors()[0]['msg']}") from None
+        problems = "; ".join(_problem(e, from_env=url is None) for e in exc.errors())
+        raise ConfigurationError(f"invalid client settings: {problems}") from None
 
 
-class CandidateBuilder:
-    """Validates enqueue arguments into candidates and script calls; shared by both clients."""
+def _problem(error: Any, *, from_env: bool) -> str:
+    field = ".".join(str(p) for p in error["loc"])
+    message = str(error["msg"]).removeprefix("Value error, ")
+    if not field:
+        return message
+    where = f" (argument or MEMWORKER_{field.upper()})" if from_env else ""
+    return f"{field}: {message}{where}"
 
-    __slots__ = ("encoder", "max_text_bytes", "where")
 
-    def __init__(self, settings: Settings, url: str) -> None:
-        self.encoder = EnqueueEncoder(settings)
-        self.max_text_bytes = settings.max_text_bytes
-        #: The server, as errors name it (password hidden); worked out once, not per enqueue.
-        self.where = redacted(url)
-
-    def candidate(self, fields: EnqueueFields) -> Candidate:
-        """One enqueue's fields validated into a candidate (the dict is read, not copied)."""
-        return build_candidate(fields, max_text_bytes=self.max_text_bytes)
-
-    def candidates(self, items: Iterable[EnqueueFields]) -> list[Candidate]:
-        """Every item validated into a candidate; the first invalid one raises."""
-        out = []
-        for item in items:
-            if not isinstance(item, Mapping):
-                raise InvalidCandidate(
-                    "each enqueue_many item is a dict of enqueue fields (user_id, trace_id, "
-                    f"text, …), got {type(item).__name__}"
-                )
-            out.append(self.candidate(item))
-        return out
-
-    def calls(self, candidates: Iterable[Candidate]) -> list[bytes]:
-        """Packed enqueue calls; the server stamps each with its own time."""
-        return [self.encoder.packed(c) for c in candidates]
-
-    def check(self, candidates: list[Candidate], results: list[Any]) -> list[str]:
-        """Candidate ids, or the first refusal raised as a MemworkerError (the others were
-        enqueued and counted in ``memworker_enqueued_total``)."""
-        self.encoder.settle(candidates, results, self.where)
-        return [c.id for c in candidates]
+def settings_for_url(url: str, **overrides: Any) -> Settings:
+    """:func:`client_settings` for a given URL: the environment is not read."""
+    return client_settings(url, **overrides)
 
 
 class MemoryClient:
     """Thread-safe hot-path client; share one per process. Also a context manager."""
 
     def __init__(
-        self, settings: Settings, *, max_connections: int = HOTPATH_MAX_CONNECTIONS
+        self, settings: Settings | None = None, *, max_connections: int = HOTPATH_MAX_CONNECTIONS
     ) -> None:
-        self.settings = settings
-        self.url = resolve_redis_url(settings)
-        self._timeout = settings.socket_timeout_seconds
+        """A client with ``settings``; without them, with the deployment's settings from the
+        environment (``MEMWORKER_*``; see the module docstring: this is an edge).
+
+        Raises :class:`~worker.errors.ConfigurationError` for a bad setting or Redis URL
+        (naming it) and :class:`~worker.errors.QueueUnavailable` when no URL is set and no
+        embedded server is running (a stale socket is named as such, at once).
+        """
+        self.settings = client_settings() if settings is None else settings
+        self.url = resolve_redis_url(self.settings)
+        self._timeout = self.settings.socket_timeout_seconds
         self._pool = HotPool(self.url, self._timeout, max_connections)
-        self._builder = CandidateBuilder(settings, self.url)
+        self._builder = CandidateBuilder(self.settings, self.url)
 
     @classmethod
-    def from_url(cls, url: str, **settings_overrides: Any) -> MemoryClient:
-        """A client for Redis at ``url``; other settings from keyword arguments, not the
-        environment (e.g. ``key_prefix="chat"``)."""
-        return cls(settings_for_url(url, **settings_overrides))
+    def from_url(cls, url: str | None, **settings_overrides: Any) -> MemoryClient:
+        """A client for Redis at ``url``, other settings from keyword arguments only (e.g.
+        ``key_prefix="chat"``), the environment unread. ``url=None``: as ``MemoryClient()``,
+        the environment's settings under these keyword arguments."""
+        return cls(client_settings(url, **settings_overrides))
 
     def enqueue(self, **fields: Unpack[EnqueueFields]) -> str:
         """Queue one candidate memory; returns its id. One Redis round trip.
@@ -137,13 +142,13 @@ class MemoryClient:
         merges once. An unknown or missing argument raises
         :class:`~worker.errors.InvalidCandidate` naming it.
         """
-        candidate = self._builder.candidate(fields)
-        packed = self._builder.encoder.packed(candidate)
+        builder = self._builder
+        candidate = builder.candidate(fields)
         try:
-            results = self._pool.run_script(_ENQUEUE, [packed])
+            result = self._pool.run_one(_ENQUEUE, builder.call(candidate))
         except redis.RedisError as exc:
             raise unavailable(self.url, exc, self._timeout) from exc
-        return self._builder.check([candidate], results)[0]
+        return builder.check_one(candidate, result)
 
     def enqueue_many(self, items: Iterable[EnqueueFields]) -> list[str]:
         """Queue several candidates in one pipelined round trip; returns their ids in order.

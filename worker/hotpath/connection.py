@@ -16,30 +16,21 @@ backoff by default, which would multiply the worst case). The hot-path clients u
 from __future__ import annotations
 
 from typing import Final
-from urllib.parse import urlsplit, urlunsplit
 
 import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
 from worker.errors import MemworkerError, QueueUnavailable
+from worker.queue.address import redacted
 from worker.queue.failures import translate
+
+__all__ = ["HOTPATH_MAX_CONNECTIONS", "connect", "redacted", "unavailable"]
 
 #: Most sockets one client process opens. Each enqueue holds a connection for one round trip
 #: (~50 µs), so 32 serves thousands of concurrent requests; past it callers wait (at most the
 #: socket timeout) instead of opening sockets without bound during a burst.
 HOTPATH_MAX_CONNECTIONS: Final = 32
-
-
-def redacted(url: str) -> str:
-    """``url`` with its password replaced by ``***``, for error messages and logs."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    user = parts.username or ""
-    host = parts.hostname or ""
-    port = f":{parts.port}" if parts.port else ""
-    return urlunsplit(parts._replace(netloc=f"{user}:***@{host}{port}"))
 
 
 def connect(

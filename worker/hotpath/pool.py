@@ -29,6 +29,8 @@ from redis.backoff import NoBackoff
 from redis.exceptions import NoScriptError
 from redis.retry import Retry
 
+from worker.errors import ConfigurationError
+from worker.queue.address import redacted
 from worker.queue.scripts import LuaScript, pack_command
 
 
@@ -36,9 +38,15 @@ class HotPool:
     """Thread-safe pool for :meth:`execute`; one per :class:`~worker.MemoryClient`."""
 
     def __init__(self, url: str, timeout: float, max_connections: int) -> None:
-        template = redis.ConnectionPool.from_url(
-            url, socket_timeout=timeout, socket_connect_timeout=timeout, retry=Retry(NoBackoff(), 0)
-        )
+        try:
+            template = redis.ConnectionPool.from_url(
+                url,
+                socket_timeout=timeout,
+                socket_connect_timeout=timeout,
+                retry=Retry(NoBackoff(), 0),
+            )
+        except ValueError as exc:  # e.g. a bad option in the URL's query string
+            raise _bad_url(url, exc) from None
         self._connection_class = template.connection_class
         self._connection_kwargs = template.connection_kwargs
         self._timeout = timeout
@@ -93,6 +101,16 @@ class HotPool:
                 results[i] = result
         return results
 
+    def run_one(self, script: LuaScript, call: bytes) -> Any:
+        """:meth:`run_script` for one packed call: its result, an error reply as its
+        exception."""
+        result = self.execute(call)[0]
+        if isinstance(result, NoScriptError):
+            load, again = self.execute(_load(script, [call], [0]), 2)
+            _check_loaded(load)
+            return again
+        return result
+
     def _checkin(self, conn: Any) -> None:
         with self._lock:
             self._idle.append(conn)
@@ -124,12 +142,15 @@ class AsyncHotPool:
     """Async twin of :class:`HotPool`, for one event loop."""
 
     def __init__(self, url: str, timeout: float, max_connections: int) -> None:
-        template = redis.asyncio.ConnectionPool.from_url(
-            url,
-            socket_timeout=timeout,
-            socket_connect_timeout=timeout,
-            retry=redis.asyncio.retry.Retry(NoBackoff(), 0),
-        )
+        try:
+            template = redis.asyncio.ConnectionPool.from_url(
+                url,
+                socket_timeout=timeout,
+                socket_connect_timeout=timeout,
+                retry=redis.asyncio.retry.Retry(NoBackoff(), 0),
+            )
+        except ValueError as exc:
+            raise _bad_url(url, exc) from None
         self._connection_class = template.connection_class
         self._connection_kwargs = template.connection_kwargs
         self._timeout = timeout
@@ -176,6 +197,15 @@ class AsyncHotPool:
                 results[i] = result
         return results
 
+    async def run_one(self, script: LuaScript, call: bytes) -> Any:
+        """See :meth:`HotPool.run_one`."""
+        result = (await self.execute(call))[0]
+        if isinstance(result, NoScriptError):
+            load, again = await self.execute(_load(script, [call], [0]), 2)
+            _check_loaded(load)
+            return again
+        return result
+
     async def close(self) -> None:
         idle, self._idle = self._idle, []
         for conn in idle:
@@ -195,6 +225,10 @@ async def _around_trip(conn: Any, packed: bytes, replies: int) -> list[Any]:
         await conn.disconnect()  # includes cancellation: never reuse a half-read socket
         raise
     return out
+
+
+def _bad_url(url: str, exc: ValueError) -> ConfigurationError:
+    return ConfigurationError(f"Redis URL {redacted(url)!r} cannot be used: {exc}")
 
 
 def _noscript(results: list[Any]) -> list[int]:

@@ -4,39 +4,100 @@
 behaviour) that, each time a summary replaces old messages, first enqueues those messages as
 ``turn`` candidates — one per exchange (user input + final reply, tool traffic ignored):
 
-- only after the summary succeeded: a failed summary raises exactly as before, changes nothing
-  and enqueues nothing;
+- only after the summary succeeded. A summary that fails — the model raised, or it answered
+  nothing but whitespace — changes nothing and enqueues nothing, and the run goes on
+  uncompacted (it is tried again on the next model call); the failure is logged and counted
+  in ``memworker_summary_failures_total``;
 - idempotent on the message ids: each exchange is keyed ``thread:<thread_id>:<message id>``
   (``message:<message id>`` without a thread), the key the capture middleware and the
   thread-scan source use too, so a retried step or a second source adds nothing;
 - a queue failure never blocks the compaction (it is logged and counted).
 
 The summary message of an earlier compaction is the model's own digest and is never captured.
+The summary call is tagged ``middleware:summarize`` (so traces attribute it) and, as LangChain
+does, ``nostream`` (its tokens never reach the user's stream).
+The previous summary is never trimmed out of the next summary's input: it and the new messages
+share ``trim_tokens_to_summarize``, its tokens counted first.
 
 >>> from langchain.agents import create_agent                        # doctest: +SKIP
 >>> agent = create_agent(model, middleware=[MemorySummaryFlush(       # doctest: +SKIP
 ...     model, enqueuer=client, trigger=("tokens", 4000), keep=("messages", 20))])
 
 Use it in place of ``SummarizationMiddleware``, not beside it. Deep agents bring their own
-summarisation (which offloads evicted history to the backend); this class covers LangChain's.
+summarisation (which offloads evicted history to the backend); for them use
+:class:`worker.integrations.deep_summary.DeepAgentSummaryFlush`, which replaces it by name.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Final
 
 from langchain.agents.middleware import AgentState, SummarizationMiddleware
 from langchain.chat_models import BaseChatModel
-from langchain_core.messages import AnyMessage, BaseMessage, RemoveMessage
+from langchain_core.messages import AnyMessage, BaseMessage, RemoveMessage, trim_messages
+from langchain_core.runnables import Runnable
+from langgraph.errors import GraphBubbleUp
 from langgraph.runtime import Runtime
+from prometheus_client import Counter
 
 from worker.integrations.enqueuer import AsyncEnqueuer, EnqueueArgs, Enqueuer, asubmit, submit
 from worker.integrations.exchanges import DEFAULT_MAX_TEXT_BYTES, message_id, split_exchanges
 from worker.integrations.run_context import current_config, read_run_ids
+from worker.metrics import REGISTRY
+
+logger = logging.getLogger(__name__)
 
 #: Label of this integration in logs and in the capture-error counter.
 FLUSH_INTEGRATION = "summary_flush"
+
+#: The tag on every summary call, so traces attribute its tokens to the summarisation step.
+SUMMARY_TAG: Final = "middleware:summarize"
+
+#: Summaries that failed (the run went on uncompacted), by integration and reason (``error``:
+#: the model raised; ``empty``: it answered only whitespace). A rising count means contexts
+#: keep growing and memories from compaction are not being flushed.
+SUMMARY_FAILURES = Counter(
+    "memworker_summary_failures_total",
+    "Summaries that failed; the run went on uncompacted and nothing was flushed.",
+    ["integration", "reason"],
+    registry=REGISTRY,
+)
+
+
+class EmptySummary(Exception):
+    """The summary model answered nothing but whitespace: not a summary."""
+
+
+class SummaryFailed(Exception):
+    """A summary could not be made (the cause is chained); raised only inside the middleware."""
+
+
+def summary_failed(integration: str, exc: BaseException) -> None:
+    """Log and count a failed summary; the run continues uncompacted."""
+    cause = exc.__cause__ if isinstance(exc, SummaryFailed) and exc.__cause__ else exc
+    reason = "empty" if isinstance(cause, EmptySummary) else "error"
+    SUMMARY_FAILURES.labels(integration=integration, reason=reason).inc()
+    logger.warning(
+        "summary failed (%s: %s); the run goes on uncompacted and nothing is flushed",
+        reason,
+        type(cause).__name__,
+    )
+
+
+def checked_summary(summary: str) -> str:
+    """``summary``, unless it is empty or whitespace (:class:`EmptySummary`)."""
+    if not summary.strip():
+        raise EmptySummary("the summary model returned an empty summary")
+    return summary
+
+
+def tag_summary_calls(middleware: Any) -> None:
+    """Tag the summary model (and a custom summarizer) of a LangChain summarisation helper."""
+    middleware._summary_model = middleware._summary_model.with_config(tags=[SUMMARY_TAG])
+    if isinstance(middleware.summarizer, Runnable):
+        middleware.summarizer = middleware.summarizer.with_config(tags=[SUMMARY_TAG])
 
 
 class MemorySummaryFlush(SummarizationMiddleware[Any, Any]):
@@ -63,14 +124,55 @@ class MemorySummaryFlush(SummarizationMiddleware[Any, Any]):
         **summarization: Any,
     ) -> None:
         super().__init__(model, **summarization)
+        tag_summary_calls(self)
         self.enqueuer = enqueuer
         self.user_key = user_key
         self.assistant_id = assistant_id
         self.max_text_bytes = max_text_bytes
 
+    def _create_summary(self, messages_to_summarize: list[AnyMessage]) -> str:
+        try:
+            return checked_summary(super()._create_summary(messages_to_summarize))
+        except Exception as exc:
+            raise SummaryFailed(str(exc)) from exc
+
+    async def _acreate_summary(self, messages_to_summarize: list[AnyMessage]) -> str:
+        try:
+            return checked_summary(await super()._acreate_summary(messages_to_summarize))
+        except Exception as exc:
+            raise SummaryFailed(str(exc)) from exc
+
+    def _trim_messages_for_summary(self, messages: list[AnyMessage]) -> list[AnyMessage]:
+        """Trim as LangChain does, but never drop the previous summary: it and the new messages
+        share the budget (the summary's tokens come off it first), so a compaction never
+        forgets what an earlier one kept."""
+        if not messages or not is_summary(messages[0]) or self.trim_tokens_to_summarize is None:
+            return super()._trim_messages_for_summary(messages)
+        previous, rest = messages[0], messages[1:]
+        left = self.trim_tokens_to_summarize - int(self.token_counter([previous]))
+        if left <= 0:
+            return [previous]
+        # The same trim LangChain applies (the newest messages first), on what is left.
+        trimmed: list[AnyMessage] = trim_messages(  # type: ignore[assignment]  # same types back
+            rest,
+            max_tokens=left,
+            token_counter=self.token_counter,
+            start_on="human",
+            strategy="last",
+            allow_partial=True,
+            include_system=True,
+        )
+        return [previous, *trimmed]
+
     def before_model(self, state: AgentState[Any], runtime: Runtime[Any]) -> dict[str, Any] | None:
         before = list(state["messages"])
-        update = super().before_model(state, runtime)  # a failed summary raises here
+        try:
+            update = super().before_model(state, runtime)
+        except GraphBubbleUp:
+            raise
+        except SummaryFailed as exc:
+            summary_failed(FLUSH_INTEGRATION, exc)
+            return None  # nothing removed: the run goes on uncompacted
         for args in self._candidates(before, update, runtime):
             submit(self.enqueuer, FLUSH_INTEGRATION, **args)
         return update
@@ -79,7 +181,13 @@ class MemorySummaryFlush(SummarizationMiddleware[Any, Any]):
         self, state: AgentState[Any], runtime: Runtime[Any]
     ) -> dict[str, Any] | None:
         before = list(state["messages"])
-        update = await super().abefore_model(state, runtime)  # a failed summary raises here
+        try:
+            update = await super().abefore_model(state, runtime)
+        except GraphBubbleUp:
+            raise
+        except SummaryFailed as exc:
+            summary_failed(FLUSH_INTEGRATION, exc)
+            return None
         for args in self._candidates(before, update, runtime):
             await asubmit(self.enqueuer, FLUSH_INTEGRATION, **args)
         return update
@@ -94,32 +202,55 @@ class MemorySummaryFlush(SummarizationMiddleware[Any, Any]):
         if not update:
             return []
         removed = compacted_messages(before, update.get("messages") or [])
-        exchanges = [
-            x for x in split_exchanges(removed) if x.anchor_id and (x.user_text or x.reply_text)
-        ]
-        if not exchanges:
-            return []
-        ids = read_run_ids(runtime, current_config(), user_key=self.user_key)
-        out: list[EnqueueArgs] = []
-        for exchange in exchanges:
-            key = (
-                exchange.idempotency_key(ids.thread_id)
-                if ids.thread_id
-                else f"message:{exchange.anchor_id}"
+        return flush_args(
+            removed,
+            runtime,
+            user_key=self.user_key,
+            assistant_id=self.assistant_id,
+            max_text_bytes=self.max_text_bytes,
+        )
+
+
+def flush_args(
+    removed: Sequence[BaseMessage],
+    runtime: Any,
+    *,
+    user_key: str,
+    assistant_id: str | None,
+    max_text_bytes: int,
+) -> list[EnqueueArgs]:
+    """One ``turn`` per exchange among compacted messages, keyed as the capture keys them."""
+    exchanges = [
+        x for x in split_exchanges(removed) if x.anchor_id and (x.user_text or x.reply_text)
+    ]
+    if not exchanges:
+        return []
+    ids = read_run_ids(runtime, current_config(), user_key=user_key)
+    out: list[EnqueueArgs] = []
+    for exchange in exchanges:
+        key = (
+            exchange.idempotency_key(ids.thread_id)
+            if ids.thread_id
+            else f"message:{exchange.anchor_id}"
+        )
+        out.append(
+            EnqueueArgs(
+                user_id=ids.user_id,
+                trace_id=ids.trace_id,
+                text=exchange.render(max_text_bytes),
+                kind="turn",
+                assistant_id=assistant_id,
+                thread_id=ids.thread_id,
+                idempotency_key=key,
+                source="summary_flush",
             )
-            out.append(
-                EnqueueArgs(
-                    user_id=ids.user_id,
-                    trace_id=ids.trace_id,
-                    text=exchange.render(self.max_text_bytes),
-                    kind="turn",
-                    assistant_id=self.assistant_id,
-                    thread_id=ids.thread_id,
-                    idempotency_key=key,
-                    source="summary_flush",
-                )
-            )
-        return out
+        )
+    return out
+
+
+def is_summary(message: BaseMessage) -> bool:
+    """Whether ``message`` is the summary an earlier compaction wrote."""
+    return message.additional_kwargs.get("lc_source") == "summarization"
 
 
 def compacted_messages(

@@ -6,49 +6,157 @@ only knows the data directory finds the server ``memworker run`` started.
 >>> from worker.settings import Settings
 >>> resolve_redis_url(Settings(redis_url="redis://cache:6379/0"))
 'redis://cache:6379/0'
+
+A socket file left behind by a ``memworker run`` that was killed (``kill -9``: nothing
+removed it) is recognised in well under a millisecond: connecting to it is refused at once,
+so it is reported as stale instead of being pinged with a timeout (and retried) for seconds.
 """
 
 from __future__ import annotations
 
+import contextlib
+import enum
+import socket
 from pathlib import Path
+from typing import Final
+from urllib.parse import urlsplit, urlunsplit
 
-import redis
-
-from worker.errors import QueueUnavailable
+from worker.errors import ConfigurationError, QueueUnavailable
 from worker.settings import Settings
 
-#: How long a probe of the embedded socket may take; a local server answers in microseconds.
-PROBE_TIMEOUT_SECONDS = 0.2
+#: How long a probe of the embedded socket may wait for PING's reply once connected; a local
+#: server answers in microseconds. A refused connection (a stale socket) needs no wait at all.
+PROBE_TIMEOUT_SECONDS: Final = 0.2
+
+#: URL schemes redis-py connects with, and what each means (for the error naming a bad one).
+REDIS_SCHEMES: Final = {"redis": "TCP", "rediss": "TLS", "unix": "a Unix socket"}
+
+_PING: Final = b"*1\r\n$4\r\nPING\r\n"
+
+
+class SocketState(enum.Enum):
+    """What a probe of a Unix socket path found."""
+
+    ANSWERS = "answers"  #: a Redis server replied to PING
+    STALE = "stale"  #: the path exists but nothing accepts connections on it
+    SILENT = "silent"  #: something accepted the connection but did not answer PING in time
+    ABSENT = "absent"  #: no such path
+
+
+def redacted(url: str) -> str:
+    """``url`` with its password replaced by ``***``, for error messages and logs.
+
+    >>> redacted("redis://:s3cret@cache:6379/0")
+    'redis://:***@cache:6379/0'
+    >>> redacted("unix:///run/redis.sock")
+    'unix:///run/redis.sock'
+    """
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    user = parts.username or ""
+    host = parts.hostname or ""
+    port = f":{parts.port}" if parts.port else ""
+    return urlunsplit(parts._replace(netloc=f"{user}:***@{host}{port}"))
 
 
 def socket_url(socket_path: Path) -> str:
     return f"unix://{socket_path}"
 
 
+def probe_socket(sock: Path, timeout: float = PROBE_TIMEOUT_SECONDS) -> SocketState:
+    """Connect to the Unix socket ``sock`` and PING it, without redis-py's retries.
+
+    >>> probe_socket(Path("/nonexistent/redis.sock"))
+    <SocketState.ABSENT: 'absent'>
+    """
+    if not sock.exists():
+        return SocketState.ABSENT
+    with contextlib.closing(socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)) as conn:
+        conn.settimeout(timeout)
+        try:
+            conn.connect(str(sock))
+        except FileNotFoundError:
+            return SocketState.ABSENT
+        except OSError:  # refused (no listener), not a socket, no permission: nobody home
+            return SocketState.STALE
+        try:
+            conn.sendall(_PING)
+            reply = conn.recv(64)
+        except OSError:  # includes the timeout
+            return SocketState.SILENT
+    # "+PONG", or an error such as NOAUTH: either way a Redis server answered.
+    return SocketState.ANSWERS if reply[:1] in (b"+", b"-") else SocketState.SILENT
+
+
 def socket_answers(sock: Path) -> bool:
     """True when a Redis server answers PING on the Unix socket ``sock``."""
-    if not sock.exists():
-        return False
+    return probe_socket(sock) is SocketState.ANSWERS
+
+
+def check_redis_url(url: str) -> str:
+    """``url`` if redis-py can connect with it; else :class:`ConfigurationError` saying what
+    a Redis URL looks like (a bare ``ValueError`` from redis-py would not).
+
+    >>> check_redis_url("unix:///run/redis.sock")
+    'unix:///run/redis.sock'
+    >>> try:
+    ...     check_redis_url("http://cache:6379")
+    ... except ConfigurationError as exc:
+    ...     print(str(exc)[:55])
+    Redis URL 'http://cache:6379' has scheme 'http'; use re
+    """
     try:
-        client = redis.Redis(unix_socket_path=str(sock), socket_timeout=PROBE_TIMEOUT_SECONDS)
-        try:
-            return bool(client.ping())
-        finally:
-            client.close()
-    except (redis.ConnectionError, redis.TimeoutError, OSError):
-        return False
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - parsing the port is the check
+    except ValueError as exc:
+        raise ConfigurationError(
+            f"Redis URL {_shown(url)} is malformed ({exc}); {_EXAMPLES}"
+        ) from None
+    if parts.scheme not in REDIS_SCHEMES:
+        raise ConfigurationError(
+            f"Redis URL {redacted(url)!r} has scheme {parts.scheme!r}; {_EXAMPLES}"
+        )
+    return url
+
+
+_EXAMPLES: Final = (
+    "use redis://host:6379/0 (TCP), rediss://host:6380/0 (TLS) or unix:///path/to/redis.sock "
+    "(MEMWORKER_REDIS_URL, or the client's url)"
+)
+
+
+def _shown(url: str) -> str:
+    """A URL that failed to parse, for an error message: everything up to the host."""
+    scheme, _, rest = url.partition("://")
+    return repr(f"{scheme}://…" if "@" in rest else url)
 
 
 def resolve_redis_url(settings: Settings) -> str:
     """The configured URL, or the embedded server's socket when one is running.
 
-    Raises :class:`QueueUnavailable` with what to do when neither is there.
+    Raises :class:`ConfigurationError` for a URL redis-py cannot use, and
+    :class:`QueueUnavailable` with what to do when no server is there: a stale socket (left
+    by a killed ``memworker run``) is named as such, at once.
     """
     if settings.redis_url:
-        return settings.redis_url
+        return check_redis_url(settings.redis_url)
     sock = settings.embedded_redis_socket
-    if socket_answers(sock):
+    state = probe_socket(sock)
+    if state is SocketState.ANSWERS:
         return socket_url(sock)
+    if state is SocketState.STALE:
+        raise QueueUnavailable(
+            f"{sock} is a stale socket: no embedded Redis is listening there (a `memworker "
+            "run` that was killed leaves it behind). Start `memworker run` again (it removes "
+            "the stale socket), or set MEMWORKER_REDIS_URL"
+        )
+    if state is SocketState.SILENT:
+        raise QueueUnavailable(
+            f"the embedded Redis on {sock} accepted a connection but did not answer within "
+            f"{PROBE_TIMEOUT_SECONDS:g} s; is `memworker run` stuck? Restart it, or set "
+            "MEMWORKER_REDIS_URL"
+        )
     raise QueueUnavailable(
         f"no Redis configured and no embedded server running in {settings.data_dir}: start "
         "`memworker run` in another terminal, or set MEMWORKER_REDIS_URL"

@@ -104,7 +104,13 @@ class EnqueueEncoder:
 
     def packed(self, candidate: Candidate, now: float | None = None) -> bytes:
         """The same call as :meth:`call`, as one EVALSHA in the Redis protocol."""
-        ns = candidate.namespace
+        return self.pack(
+            candidate.namespace, candidate.id, candidate.model_dump_json().encode(), now
+        )
+
+    def pack(self, ns: str, cid: str, payload: bytes, now: float | None = None) -> bytes:
+        """:meth:`packed` from a candidate's namespace, id and stored JSON (the hot path
+        builds the JSON itself, see :mod:`worker.hotpath.builder`)."""
         cached = self._packed_keys.get(ns)
         if cached is None:
             if len(self._packed_keys) >= PACKED_KEYS_CACHE:
@@ -120,14 +126,18 @@ class EnqueueEncoder:
             cached = self._packed_keys[ns] = (keys, pack_bulk(ns.encode()))
         keys, ns_bulk = cached
         stamp = b"" if now is None else b"%d" % int(now * 1000)
-        return b"".join(
-            (
-                self._head,
-                keys,
-                pack_bulk(stamp),
-                ns_bulk,
-                pack_bulk(candidate.id.encode(), candidate.model_dump_json().encode()),
-            )
+        id_bytes = cid.encode()
+        # One format instead of pack_bulk's generator: this runs on every hot-path enqueue.
+        return b"%b%b$%d\r\n%b\r\n%b$%d\r\n%b\r\n$%d\r\n%b\r\n" % (
+            self._head,
+            keys,
+            len(stamp),
+            stamp,
+            ns_bulk,
+            len(id_bytes),
+            id_bytes,
+            len(payload),
+            payload,
         )
 
     def settle(

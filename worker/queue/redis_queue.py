@@ -219,6 +219,14 @@ class RedisQueue:
             raise RuntimeError(f"settle script answered {verdict!r}")
         return verdict  # type: ignore[return-value]
 
+    def outage(self, claim: Claim, error: str, *, now: float | None = None) -> bool:
+        """A dependency was unreachable (not the batch's fault): retry after a capped backoff,
+        without counting an attempt, so an outage never dead-letters anything.
+
+        False when the lease had already moved on.
+        """
+        return self._settle(claim, "outage", error[:MAX_ERROR_CHARS], now) == "retry"
+
     def release(self, claim: Claim, *, now: float | None = None) -> bool:
         """Give the lease back without counting an attempt (shutdown); the batch is due now."""
         return self._settle(claim, "release", "", now) == "released"
@@ -411,5 +419,6 @@ class RedisQueue:
             self.settings.max_attempts,
             self._backoff_ms,
             self._max_delay_ms,
+            seconds_to_ms(self.settings.outage_retry_max_seconds),
         ]
         return s(self._call(SCRIPTS["settle"], keys, args))

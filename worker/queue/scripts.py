@@ -42,6 +42,7 @@ _NAMES: Final = (
     "dlq_retry",
     "dlq_drop",
     "purge",
+    "beat_lock",
 )
 
 

@@ -17,6 +17,8 @@ from worker.consolidation.loading import load_consolidator
 from worker.queue.address import resolve_redis_url
 from worker.queue.redis_queue import RedisQueue
 from worker.service.consolidate import Pipeline
+from worker.service.publish import SinkGate
+from worker.service.sweep import GaugeSchedule
 from worker.settings import Settings
 from worker.sinks.base import Sink
 from worker.sinks.loading import load_sinks
@@ -64,7 +66,12 @@ class Runtime:
         # is migrated by `memworker db upgrade` (a one-shot job in the compose file), so
         # workers of an older release never race a schema change.
         url = self.settings.effective_database_url
-        return MemoryStore.from_url(url, create=url.startswith("sqlite"))
+        return MemoryStore.from_url(
+            url,
+            create=url.startswith("sqlite"),
+            connect_timeout=self.settings.database_connect_timeout_seconds,
+            transaction_timeout=self.settings.database_timeout_seconds,
+        )
 
     @functools.cached_property
     def consolidator(self) -> Consolidator:
@@ -73,6 +80,16 @@ class Runtime:
     @functools.cached_property
     def sinks(self) -> dict[str, Sink]:
         return {sink.name: sink for sink in load_sinks(self.settings)}
+
+    @functools.cached_property
+    def gauge_schedule(self) -> GaugeSchedule:
+        """One per process: how often its sweeps recompute the queue gauges."""
+        return GaugeSchedule()
+
+    @functools.cached_property
+    def sink_gate(self) -> SinkGate:
+        """One per process: delivery passes of this worker never work on one sink at once."""
+        return SinkGate()
 
     @functools.cached_property
     def pipeline(self) -> Pipeline:

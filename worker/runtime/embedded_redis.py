@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
+import logging
 import os
 import shutil
 import signal
@@ -21,8 +22,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from worker.errors import ConfigurationError, QueueUnavailable
-from worker.queue.address import socket_answers, socket_url
+from worker.queue.address import SocketState, probe_socket, socket_answers, socket_url
 from worker.runtime.lifetime import die_with_parent
+
+log = logging.getLogger(__name__)
 
 #: How long to wait for a fresh server to answer PING; a cold start takes ~10 ms, so 10 s only
 #: trips on a broken binary or a full disk.
@@ -51,6 +54,29 @@ def _die_with_parent() -> None:  # pragma: no cover - runs in the child between 
     os.setsid()  # Ctrl-C in the terminal goes to us, not to the server; we stop it in order.
 
 
+def remove_stale_socket(sock: Path) -> None:
+    """Make way for a new server on ``sock``: remove a socket file nobody listens on (left by
+    a ``memworker run`` that was killed), saying so; refuse when a server is still there."""
+    state = probe_socket(sock)
+    if state is SocketState.ANSWERS:
+        raise ConfigurationError(
+            f"an embedded Redis is already running on {sock}; is another `memworker run` "
+            "using this data directory? Stop it or set MEMWORKER_DATA_DIR"
+        )
+    if state is SocketState.SILENT:
+        raise ConfigurationError(
+            f"a process accepts connections on {sock} but does not answer PING; is another "
+            "`memworker run` stuck on this data directory? Stop it or set MEMWORKER_DATA_DIR"
+        )
+    if state is SocketState.STALE:
+        sock.unlink(missing_ok=True)
+        log.warning(
+            "removed the stale socket %s (no server was listening: the last `memworker run` "
+            "on this data directory did not exit cleanly)",
+            sock,
+        )
+
+
 @contextlib.contextmanager
 def embedded_redis(data_dir: Path, *, appendonly: bool = True) -> Iterator[str]:
     """Run a private redis-server on ``<data_dir>/redis.sock``; yield its URL.
@@ -60,13 +86,7 @@ def embedded_redis(data_dir: Path, *, appendonly: bool = True) -> Iterator[str]:
     """
     data_dir.mkdir(parents=True, exist_ok=True)
     sock = data_dir / "redis.sock"  # Settings.embedded_redis_socket
-    if sock.exists():
-        if socket_answers(sock):
-            raise ConfigurationError(
-                f"an embedded Redis is already running on {sock}; is another `memworker run` "
-                "using this data directory? Stop it or set MEMWORKER_DATA_DIR"
-            )
-        sock.unlink()
+    remove_stale_socket(sock)
     args = [
         find_redis_server(),
         "--port", "0",

@@ -79,4 +79,11 @@ def _scan(runtime: Runtime, spec: ScheduleSpec, window: Window, now: datetime) -
             "schedule %s: no source configured (MEMWORKER_LANGGRAPH_URL); nothing to scan",
             spec.name,
         )
-    return ActionReport({"threads": scan.threads, "candidates": len(scan.candidates)})
+    return ActionReport(
+        {
+            "threads": scan.threads,
+            "candidates": len(scan.candidates),
+            "inbox": scan.inbox,
+            "agent_edits": scan.agent_edits,
+        }
+    )

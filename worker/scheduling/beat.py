@@ -9,15 +9,15 @@ file on every loop, for health checks.
 Configure a Celery app with::
 
     app.conf.beat_scheduler = "worker.scheduling.beat:MemworkerScheduler"
-    app.conf.beat_schedule = beat_schedule_for(load_schedules(folder))
+    app.conf.beat_schedule = beat_schedule_for(load_schedules(folder), queue="mw.sweep")
     app.conf.memworker_beat_heartbeat = str(data_dir / HEARTBEAT_FILENAME)
 
 >>> from datetime import datetime, UTC
 >>> from worker.scheduling.schedules import ScheduleSpec
 >>> spec = ScheduleSpec(name="every-6h", cron="0 */6 * * *", action="consolidate_pending")
->>> entry = beat_schedule_for([spec])["every-6h"]
+>>> entry = beat_schedule_for([spec], queue="mw.sweep")["every-6h"]
 >>> entry["task"], entry["args"], entry["options"]
-('memworker.scheduled_run', ('every-6h',), {'queue': 'memworker.sweep'})
+('memworker.scheduled_run', ('every-6h',), {'queue': 'mw.sweep'})
 >>> entry["schedule"].due_tick(datetime(2024, 1, 1, 7, 30, tzinfo=UTC))
 datetime.datetime(2024, 1, 1, 6, 0, tzinfo=datetime.timezone.utc)
 """
@@ -34,11 +34,12 @@ from celery import Celery
 from celery.beat import ScheduleEntry, Scheduler
 from celery.schedules import BaseSchedule, schedstate
 
-from worker.errors import ScheduleError
+from worker.errors import MemworkerError, ScheduleError
+from worker.queue.beat_lock import BeatLock
 from worker.scheduling.cron import next_ticks, previous_tick, validate_cron, zone
 from worker.scheduling.heartbeat import HEARTBEAT_INTERVAL_SECONDS, write_heartbeat
 from worker.scheduling.schedules import ScheduleSpec
-from worker.tasks.names import SCHEDULED_RUN_TASK, SWEEP_QUEUE
+from worker.tasks.names import SCHEDULED_RUN_TASK
 
 logger = logging.getLogger(__name__)
 
@@ -47,6 +48,8 @@ TICK_KWARG: Final = "tick"
 
 #: Celery configuration key naming the heartbeat file (a path string).
 HEARTBEAT_CONF_KEY: Final = "memworker_beat_heartbeat"
+#: App config key holding the :class:`BeatLock` (set by the Celery app factory).
+BEAT_LOCK_CONF_KEY: Final = "memworker_beat_lock"
 
 
 def format_tick(tick: datetime) -> str:
@@ -137,7 +140,7 @@ def beat_schedule_for(
     specs: Iterable[ScheduleSpec],
     task_name: str = SCHEDULED_RUN_TASK,
     *,
-    queue: str = SWEEP_QUEUE,
+    queue: str,
 ) -> dict[str, dict[str, Any]]:
     """Celery ``beat_schedule`` entries for the enabled ``specs``, keyed by schedule name.
 
@@ -158,10 +161,13 @@ def beat_schedule_for(
 
 
 class MemworkerScheduler(Scheduler):  # type: ignore[misc]  # celery ships no type hints
-    """Beat scheduler that passes each cron fire its tick and writes a heartbeat every loop.
+    """Beat scheduler that passes each cron fire its tick, writes a heartbeat every loop and,
+    with a beat lock (``memworker_beat_lock`` in the app's config: a
+    :class:`~worker.queue.beat_lock.BeatLock`), schedules only while it holds the lock.
 
     The heartbeat path comes from ``heartbeat_path`` or the app setting
-    ``memworker_beat_heartbeat``; without either, no heartbeat is written.
+    ``memworker_beat_heartbeat``; without either, no heartbeat is written. A standby beat
+    writes its heartbeat too: it is healthy, waiting to take over.
     """
 
     max_interval: float
@@ -171,19 +177,59 @@ class MemworkerScheduler(Scheduler):  # type: ignore[misc]  # celery ships no ty
     ) -> None:
         configured = app.conf.get(HEARTBEAT_CONF_KEY)
         self.heartbeat_path = heartbeat_path or (Path(configured) if configured else None)
+        self.lock: BeatLock | None = app.conf.get(BEAT_LOCK_CONF_KEY)
+        self._holding: bool | None = None
         super().__init__(app, *args, **kwargs)
-        # Beat sleeps at most this long, so the heartbeat stays fresh even with no entry due.
+        # Beat sleeps at most this long, so the heartbeat stays fresh even with no entry due,
+        # and a standby looks at the lock a few times per lock lifetime.
         self.max_interval = min(float(self.max_interval), HEARTBEAT_INTERVAL_SECONDS)
+        if self.lock is not None:
+            self.max_interval = min(self.max_interval, self.lock.ttl_seconds / 3)
 
     def tick(self, *args: Any, **kwargs: Any) -> float:
+        if self.lock is not None and not self._hold_lock():
+            self._write_heartbeat()
+            return self.max_interval  # standby: schedule nothing, look again later
         delay = float(super().tick(*args, **kwargs))
+        self._write_heartbeat()
+        return delay
+
+    def close(self) -> None:
+        if self.lock is not None and self._holding:
+            try:
+                self.lock.release()  # a standby takes over at its next loop
+            except MemworkerError:
+                logger.warning("beat: could not release the beat lock; it expires by itself")
+        super().close()
+
+    def _hold_lock(self) -> bool:
+        assert self.lock is not None
+        try:
+            holding = self.lock.hold()
+        except MemworkerError as exc:
+            logger.warning(
+                "beat: cannot reach Redis for the beat lock (%s); scheduling nothing", exc
+            )
+            holding = False
+        if holding != self._holding:
+            if holding:
+                logger.warning("beat: holding the deployment's beat lock; scheduling")
+            else:
+                logger.warning(
+                    "beat: another beat holds the deployment's beat lock; standing by (it takes "
+                    "over within %.0f s if that beat stops)",
+                    self.lock.ttl_seconds + self.max_interval,
+                )
+            self._holding = holding
+        return holding
+
+    def _write_heartbeat(self) -> None:
         if self.heartbeat_path is not None:
             try:
                 write_heartbeat(self.heartbeat_path, _as_utc(self.app.now()))
             except OSError:
                 # A full disk must not stop scheduling; the stale heartbeat tells the operator.
                 logger.exception("beat: cannot write heartbeat %s", self.heartbeat_path)
-        return delay
 
     def apply_async(
         self,

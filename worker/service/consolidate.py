@@ -10,6 +10,13 @@ This is the one place where the queue, the consolidator and the store meet. Its 
   are skipped and simply acknowledged.
 * **No half-commit.** Files, entries, ledger, applied position and outbox rows are one
   transaction.
+* **Never pinned.** The heartbeat stops extending the lease once a merge has run past
+  ``max_merge_seconds``, so another worker can take a stuck namespace over; the stuck worker
+  then refuses to commit (and the database fence refuses it anyway if the other one did).
+* **Outages are not poison.** A failure because a dependency was unreachable
+  (:class:`~worker.errors.Unavailable`: the database, Redis, a model provider) retries with a
+  capped backoff and never counts toward dead-lettering; only failures of the batch itself
+  (an invalid plan, a consolidator error) do.
 """
 
 from __future__ import annotations
@@ -24,7 +31,7 @@ from datetime import UTC, datetime
 from typing import Literal
 
 from worker.consolidation.base import Consolidator
-from worker.errors import LeaseLost, MemworkerError, StaleVersion
+from worker.errors import LeaseLost, MemworkerError, StaleVersion, Unavailable
 from worker.outcomes import Outcome
 from worker.queue.redis_queue import Claim, RedisQueue
 from worker.service.batch import BatchResult, epoch_changed, epoch_of, merge_entries
@@ -74,7 +81,9 @@ class Pipeline:
         started = self.clock()
         namespace = claim.namespace
         try:
-            with _heartbeat(self.queue, claim, self.settings.lease_seconds) as lease_lost:
+            with _heartbeat(
+                self.queue, claim, self.settings.lease_seconds, self.settings.max_merge_seconds
+            ) as lease_lost:
                 return self._merge_and_commit(claim, trigger, started, lease_lost)
         except StaleVersion as exc:
             # Another batch of this namespace committed first (e.g. a zombie worker's lease was
@@ -85,6 +94,12 @@ class Pipeline:
             return self._failed(
                 claim, trigger, started, Outcome.STALE, str(exc), record=not self._erased(claim)
             )
+        except Unavailable as exc:
+            # Not the batch's fault: retry until the dependency is back, never dead-letter.
+            error = _describe(exc)
+            log.warning("consolidation of %s waits for a dependency: %s", namespace, error)
+            self.queue.outage(claim, error)
+            return self._failed(claim, trigger, started, Outcome.FAILED, error)
         except Exception as exc:
             error = _describe(exc)
             log.warning("consolidation of %s failed: %s", namespace, error)
@@ -170,7 +185,9 @@ class Pipeline:
             return BatchResult(claim.namespace, outcome, error=error)
         try:
             self.store.record_run(self._run(claim, trigger, started, failed))
-        except Exception:  # the failure itself is already counted in Redis
+        except MemworkerError as exc:  # the failure itself is already counted in Redis
+            log.warning("could not record the failed run of %s: %s", claim.namespace, exc)
+        except Exception:
             log.exception("could not record the failed run of %s", claim.namespace)
         return BatchResult(claim.namespace, outcome, error=error)
 
@@ -181,14 +198,27 @@ def _describe(exc: BaseException) -> str:
 
 
 @contextmanager
-def _heartbeat(queue: RedisQueue, claim: Claim, lease_seconds: float) -> Iterator[threading.Event]:
-    """Extend the lease in the background while the block runs; set the event if it is lost."""
+def _heartbeat(
+    queue: RedisQueue, claim: Claim, lease_seconds: float, max_seconds: float
+) -> Iterator[threading.Event]:
+    """Extend the lease in the background while the block runs, for at most ``max_seconds``;
+    set the event if the lease is lost or the cap is reached (the block must not commit)."""
     lost = threading.Event()
     stop = threading.Event()
     interval = lease_seconds / HEARTBEATS_PER_LEASE
+    cap = time.monotonic() + max_seconds
 
     def beat() -> None:
         while not stop.wait(interval):
+            if time.monotonic() >= cap:
+                log.error(
+                    "merge of %s ran past max_merge_seconds (%.0f s); no longer extending its "
+                    "lease, so another worker takes it over, and this one will not commit",
+                    claim.namespace,
+                    max_seconds,
+                )
+                lost.set()
+                return
             try:
                 if not queue.extend(claim):  # server time: a skewed host cannot shorten it
                     lost.set()

@@ -24,12 +24,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
-from worker.errors import BusyNamespace, MemworkerError
+from worker.errors import BusyNamespace, MemworkerError, SinkError
 from worker.models import Namespace, Scope
 from worker.queue.redis_queue import RedisQueue
 from worker.service.publish import DeliveryReport, publish_now
 from worker.sinks.base import Sink
 from worker.sinks.files import FilesSink
+from worker.sinks.langgraph_store import LangGraphStoreSink
+from worker.sources.inbox import inbox_item_keys
 from worker.store.memory import MemoryStore
 
 
@@ -92,11 +94,36 @@ def erase(
     files = {k: [f.path for f in store.list_files(k)] for k in done}
     if not done:
         return Erased(files, queued, busy, {}, DeliveryReport(0, 0))
+    # The agents' inbox items hold the user's words too, and the inbox cursors go with the SQL
+    # erase: removed first, so a store that fails here leaves the user known and `forget`
+    # can simply run again (nothing is erased from SQL yet, and nothing is re-read later).
+    _erase_inboxes(sinks, done)
     report = store.erase_namespaces(done, now=now, sinks=tuple(sinks))
-    delivery = publish_now(store, sinks, now=now)
+    delivery = publish_now(store, sinks, now=now, namespaces=done)
     _prune_empty_dirs(sinks, files)
     rows = {table: n for table, n in sorted(report.deleted.items()) if n}
     return Erased(files, queued, busy, rows, delivery)
+
+
+def _erase_inboxes(sinks: Mapping[str, Sink], keys: list[str]) -> int:
+    """Delete every inbox item the agents wrote for the user namespaces ``keys``."""
+    removed = 0
+    for sink in sinks.values():
+        if not isinstance(sink, LangGraphStoreSink):
+            continue
+        for key in keys:
+            if Namespace.parse(key).scope is not Scope.USER:
+                continue
+            store_ns = sink.namespace_for(key)
+            try:
+                items = inbox_item_keys(sink.client, store_ns, sink.layout.inbox_prefix)
+            except Exception as exc:  # the SDK's errors, httpx, a refused connection
+                raise SinkError(
+                    f"the LangGraph store did not list {key}'s inbox ({exc}); nothing was "
+                    "erased from SQL. Run `memworker forget` again once the store answers"
+                ) from exc
+            removed += sum(sink.remove_item(store_ns, item) for item in items)
+    return removed
 
 
 def _all_of_user(queue: RedisQueue, store: MemoryStore, user: str) -> list[str]:

@@ -1,49 +1,109 @@
-"""Publish committed file versions from the outbox to their sinks, retrying with backoff.
+"""Publish committed versions from the outbox to their sinks: claimed, bounded, breaker-guarded.
 
 Only committed versions are ever in the outbox (rows are written in the commit's transaction),
-so a sink can never see an uncommitted version. Delivery is at-least-once: sinks overwrite by
-key, so a repeated delivery is harmless, and any number of deliverers (workers, the CLI) may
-run at once. A delivery that lands after its namespace was erased is taken back at once.
+so a sink can never see an uncommitted version. Invariants of a delivery pass:
+
+* **One deliverer per row at a time.** Rows are claimed (a short lease in SQL) before a sink is
+  called; any number of deliverers (workers, the CLI) may run at once and each row is attempted
+  by one of them. A deliverer that dies leaves its claim to expire; the row is taken again.
+* **A hung sink holds one thread.** In a worker process at most one pass at a time works on
+  each sink (:class:`SinkGate`); another pass skips that sink and serves the others, so a
+  sink that stopped answering never delays the files of a healthy one.
+* **A failing sink is probed, not hammered.** After a few failures in a row the sink's breaker
+  opens (:mod:`worker.store.sink_health`): passes skip it until the breaker lets one probe
+  through. Its rows wait with their own backoff; nothing is lost.
+* **Bounded.** A pass claims a small batch per sink and stops before its claim could expire,
+  giving back what it did not attempt; an operator command publishes only the namespaces it
+  touched and reports what is still due.
+* **No resurrection.** A delivery that lands after its namespace was erased is taken back at once.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Mapping
+import os
+import socket
+import threading
+import time
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Final
 
-from worker.errors import NotFound
+from worker.errors import ExternalEdit, MemworkerError, NotFound
 from worker.metrics import SINK_DELIVERIES
+from worker.service.agent_edits import absorb_external_edit
 from worker.sinks.base import PublishedFile, Sink
 from worker.store.memory import MemoryStore
 from worker.store.records import OutboxItem
 
 log = logging.getLogger(__name__)
 
-#: First retry after a failed delivery; doubles per attempt.
-FIRST_RETRY_SECONDS = 5.0
+#: First retry of one row after a failed delivery; doubles per attempt.
+FIRST_RETRY_SECONDS: Final = 5.0
 #: Retries never wait longer than this, so a sink back from an outage catches up within it.
-MAX_RETRY_SECONDS = 600.0
-#: Items per delivery pass; bounds one task's run time.
-DELIVERY_BATCH = 200
-#: Most delivery passes of one :func:`publish_now` (an operator command); each pass delivers up
-#: to a batch per sink, so this bounds the command while a sink keeps failing.
-MAX_DELIVERY_PASSES = 50
+MAX_RETRY_SECONDS: Final = 600.0
+#: Rows one deliverer claims per sink at a time: small, so a slow sink holds few rows hostage
+#: and other deliverers share the work.
+CLAIM_BATCH: Final = 20
+#: How long a claim holds at least (longer for a sink with a long timeout: three of its calls).
+#: A pass stops before a claim could run out (see ``_deliver_claimed``), so
+#: a row is never attempted by two deliverers at once.
+CLAIM_LEASE: Final = timedelta(seconds=120)
+#: Budget assumed for one sink call when the sink does not say (``timeout_seconds``).
+DEFAULT_SINK_TIMEOUT_SECONDS: Final = 30.0
+#: Most rows one delivery pass attempts over all sinks; bounds one task's run time.
+DELIVERY_BATCH: Final = 200
+#: Most rows one operator command delivers before it returns and reports what is left.
+PUBLISH_NOW_LIMIT: Final = 500
+
+
+class SinkGate:
+    """Lets at most one delivery pass per sink run at a time in this process; a pass that finds
+    a sink taken skips it (the pass holding it delivers its rows)."""
+
+    def __init__(self) -> None:
+        self._locks: dict[str, threading.Lock] = {}
+        self._guard = threading.Lock()
+
+    @contextlib.contextmanager
+    def enter(self, sink: str) -> Iterator[bool]:
+        """Yield True when this pass got ``sink``, False when another pass holds it."""
+        with self._guard:
+            lock = self._locks.setdefault(sink, threading.Lock())
+        got = lock.acquire(blocking=False)
+        try:
+            yield got
+        finally:
+            if got:
+                lock.release()
+
+
+def default_claimant() -> str:
+    """``host:pid``: names the deliverer holding a claim, for ``status`` and debugging."""
+    return f"{socket.gethostname()}:{os.getpid()}"
 
 
 @dataclass(frozen=True)
 class DeliveryReport:
+    """What a pass did: rows delivered, rows that failed (retried later), sinks skipped because
+    their breaker is open, and (for :func:`publish_now`) deliveries still waiting."""
+
     delivered: int
     failed: int
+    skipped_sinks: tuple[str, ...] = ()
+    remaining: int = 0
 
     def __add__(self, other: DeliveryReport) -> DeliveryReport:
-        return DeliveryReport(self.delivered + other.delivered, self.failed + other.failed)
+        skipped = tuple(dict.fromkeys(self.skipped_sinks + other.skipped_sinks))
+        return DeliveryReport(
+            self.delivered + other.delivered, self.failed + other.failed, skipped, other.remaining
+        )
 
 
 def retry_delay(attempts: int) -> timedelta:
-    """Backoff after ``attempts`` failures: 5 s, 10 s, 20 s … capped at 10 min.
+    """Backoff of one row after ``attempts`` failures: 5 s, 10 s, 20 s … capped at 10 min.
 
     >>> retry_delay(1), retry_delay(20)
     (datetime.timedelta(seconds=5), datetime.timedelta(seconds=600))
@@ -52,30 +112,173 @@ def retry_delay(attempts: int) -> timedelta:
     return timedelta(seconds=seconds)
 
 
-def deliver_due(store: MemoryStore, sinks: Mapping[str, Sink], *, now: datetime) -> DeliveryReport:
-    """One pass: deliver up to a batch of due outbox items for every configured sink."""
+def deliver_due(
+    store: MemoryStore,
+    sinks: Mapping[str, Sink],
+    *,
+    now: datetime,
+    claimant: str | None = None,
+    namespaces: Sequence[str] | None = None,
+    limit: int = DELIVERY_BATCH,
+    gate: SinkGate | None = None,
+) -> DeliveryReport:
+    """One pass: claim and deliver due rows of every sink whose breaker lets it through.
+
+    ``namespaces`` restricts the pass to those namespaces; ``limit`` bounds the rows attempted;
+    ``gate`` (a worker's) skips sinks another pass of this process is working on.
+    """
+    claimant = claimant or default_claimant()
+    gate = gate or SinkGate()
     report = DeliveryReport(0, 0)
     for name, sink in sinks.items():
-        for item in store.due_outbox(sink=name, now=now, limit=DELIVERY_BATCH):
-            report += _deliver(store, name, sink, item, now=now)
+        budget = limit - report.delivered - report.failed
+        if budget <= 0:
+            break
+        with gate.enter(name) as got:
+            if not got:
+                continue
+            report += _deliver_sink(
+                store, name, sink, now=now, claimant=claimant, namespaces=namespaces, limit=budget
+            )
     return report
 
 
-def publish_now(store: MemoryStore, sinks: Mapping[str, Sink], *, now: datetime) -> DeliveryReport:
-    """Deliver what the outbox holds now, pass after pass, so committed files appear in the
-    sinks right away (an operator command's last step); stops when a pass delivers nothing."""
+def publish_now(
+    store: MemoryStore,
+    sinks: Mapping[str, Sink],
+    *,
+    now: datetime,
+    namespaces: Sequence[str],
+    claimant: str | None = None,
+    limit: int = PUBLISH_NOW_LIMIT,
+) -> DeliveryReport:
+    """Deliver what the outbox holds for ``namespaces`` now (an operator command's last step),
+    pass after pass up to ``limit`` rows; the report says how many deliveries are still due."""
     total = DeliveryReport(0, 0)
-    for _ in range(MAX_DELIVERY_PASSES):
-        report = deliver_due(store, sinks, now=now)
+    if not sinks or not namespaces:
+        return total
+    while total.delivered + total.failed < limit:
+        left = limit - total.delivered - total.failed
+        report = deliver_due(
+            store, sinks, now=now, claimant=claimant, namespaces=namespaces, limit=left
+        )
         total += report
         if report.delivered == 0:
             break
-    return total
+    remaining = store.outbox_pending(namespaces=namespaces)
+    return DeliveryReport(total.delivered, total.failed, total.skipped_sinks, remaining)
 
 
-def _deliver(
-    store: MemoryStore, name: str, sink: Sink, item: OutboxItem, *, now: datetime
+def _deliver_sink(
+    store: MemoryStore,
+    name: str,
+    sink: Sink,
+    *,
+    now: datetime,
+    claimant: str,
+    namespaces: Sequence[str] | None,
+    limit: int,
 ) -> DeliveryReport:
+    (health,) = store.sink_health(name)
+    state = health.state(now)
+    if state == "open":
+        return DeliveryReport(0, 0, (name,))
+    # A probing sink gets one row: if it is still down, one timeout is all it costs.
+    size = 1 if state == "probing" else min(CLAIM_BATCH, limit)
+    report = DeliveryReport(0, 0)
+    recovering = health.consecutive_failures > 0
+    per_call = float(getattr(sink, "timeout_seconds", DEFAULT_SINK_TIMEOUT_SECONDS))
+    lease = max(CLAIM_LEASE, timedelta(seconds=3 * per_call))
+    clock = _PassClock(now)
+    while report.delivered + report.failed < limit:
+        claimed = store.claim_outbox(
+            sink=name,
+            claimant=claimant,
+            now=clock(),
+            lease=lease,
+            limit=min(size, limit - report.delivered - report.failed),
+            namespaces=namespaces,
+        )
+        if not claimed:
+            return report
+        outcome, recovering = _deliver_claimed(
+            store,
+            name,
+            sink,
+            claimed,
+            clock=clock,
+            deadline=time.monotonic() + (lease.total_seconds() - per_call),
+            recovering=recovering,
+        )
+        report += outcome
+        if outcome.skipped_sinks or state == "probing" or len(claimed) < size:
+            return report
+    return report
+
+
+class _PassClock:
+    """The pass's ``now`` moved on by the time the pass has taken, so claims and retries made
+    late in a long pass are stamped with the time they are made (tests inject ``now``)."""
+
+    def __init__(self, now: datetime) -> None:
+        self._start, self._now = time.monotonic(), now
+
+    def __call__(self) -> datetime:
+        return self._now + timedelta(seconds=time.monotonic() - self._start)
+
+
+def _deliver_claimed(
+    store: MemoryStore,
+    name: str,
+    sink: Sink,
+    claimed: list[OutboxItem],
+    *,
+    clock: _PassClock,
+    deadline: float,
+    recovering: bool,
+) -> tuple[DeliveryReport, bool]:
+    """Deliver claimed rows in order; give back the rest when the claim could run out before
+    another sink call ends (``deadline``, monotonic) or the breaker opens. The first row is
+    always attempted, so a pass makes progress."""
+    report = DeliveryReport(0, 0)
+    for index, item in enumerate(claimed):
+        if index and time.monotonic() > deadline:
+            store.release_outbox([i.id for i in claimed[index:]])
+            break
+        error = _deliver(store, sink, item)
+        now = clock()
+        if error is None:
+            SINK_DELIVERIES.labels(sink=name, outcome="ok").inc()
+            with contextlib.suppress(NotFound):  # the row went with an erase
+                store.mark_delivered(item.id, now=now)
+            if recovering:
+                store.record_sink_success(name, now=now)
+                recovering = False
+            report += DeliveryReport(1, 0)
+            continue
+        SINK_DELIVERIES.labels(sink=name, outcome="failed").inc()
+        log.warning("sink %s could not take %s%s: %s", name, item.namespace, item.path, error)
+        with contextlib.suppress(NotFound):
+            store.mark_delivery_failed(
+                item.id, error, next_attempt_at=now + retry_delay(item.attempts + 1), now=now
+            )
+        health = store.record_sink_failure(name, error, now=now)
+        recovering = True
+        report += DeliveryReport(0, 1)
+        if health.state(now) == "open":
+            log.warning(
+                "sink %s failed %d deliveries in a row; leaving it alone until %s",
+                name,
+                health.consecutive_failures,
+                health.open_until,
+            )
+            store.release_outbox([i.id for i in claimed[index + 1 :]])
+            return report + DeliveryReport(0, 0, (name,)), recovering
+    return report, recovering
+
+
+def _deliver(store: MemoryStore, sink: Sink, item: OutboxItem) -> str | None:
+    """Hand one row to its sink; the error text when the sink failed, None when it took it."""
     published = PublishedFile(
         namespace=item.namespace,
         path=item.path,
@@ -89,19 +292,17 @@ def _deliver(
         if published.deleted:
             sink.erase(published.namespace, [published.path])
         else:
-            sink.deliver(published)
+            try:
+                sink.deliver(published)
+            except ExternalEdit as edit:  # an agent changed the file: absorb it, never overwrite
+                error = absorb_external_edit(store, sink, published, edit)
+                if error is not None:
+                    return error
             if store.was_erased(item.namespace):
                 # Read before an erase, delivered after it: take the copy back out, so no
                 # deliverer that raced `forget` can bring the user's data back.
                 sink.erase(published.namespace, [published.path])
     except Exception as exc:
-        SINK_DELIVERIES.labels(sink=name, outcome="failed").inc()
-        log.warning("sink %s could not take %s%s: %s", name, item.namespace, item.path, exc)
-        store.mark_delivery_failed(
-            item.id, str(exc)[:2000], next_attempt_at=now + retry_delay(item.attempts + 1), now=now
-        )
-        return DeliveryReport(0, 1)
-    SINK_DELIVERIES.labels(sink=name, outcome="ok").inc()
-    with contextlib.suppress(NotFound):  # the row went with an erase, or another deliverer
-        store.mark_delivered(item.id, now=now)
-    return DeliveryReport(1, 0)
+        kind = "" if isinstance(exc, MemworkerError) else f"{type(exc).__name__}: "
+        return f"{kind}{exc}"[:2000]
+    return None

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
+from worker.queue.beat_lock import beat_holder
 from worker.queue.redis_queue import RedisQueue
 from worker.service.batch import epoch_of
 from worker.store.memory import MemoryStore
@@ -38,4 +39,8 @@ def queue_health(queue: RedisQueue, store: MemoryStore) -> dict[str, Any]:
             "AOF, flush, eviction or a stale failover): candidates queued then and not yet "
             "committed are gone; nothing enqueued since is skipped"
         )
-    return {"durability": queue.durability().as_dict(), "epoch": epoch}
+    return {
+        "durability": queue.durability().as_dict(),
+        "epoch": epoch,
+        "beat": beat_holder(queue.redis, queue.settings.key_prefix),
+    }

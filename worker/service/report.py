@@ -23,6 +23,30 @@ def observe_batch(result: BatchResult, seconds: float) -> None:
     metrics.LLM_CALLS.inc(result.llm_calls)
     metrics.LLM_TOKENS.labels(kind="input").inc(result.prompt_tokens)
     metrics.LLM_TOKENS.labels(kind="output").inc(result.completion_tokens)
+    log.log(
+        logging.WARNING if result.outcome.undone else logging.INFO,
+        "%s",
+        describe_batch(result, seconds),
+    )
+
+
+def describe_batch(result: BatchResult, seconds: float) -> str:
+    """One line per consolidation, for the worker's log.
+
+    >>> from worker.outcomes import Outcome
+    >>> describe_batch(BatchResult("user:u1", Outcome.COMMITTED, candidates=3, version=2,
+    ...                            counts={"added": 2, "unchanged": 1}), 0.042)
+    'user:u1 committed v2: 3 candidate(s), added 2, unchanged 1 (0.04 s)'
+    """
+    parts = [f"{result.candidates} candidate(s)"]
+    parts += [f"{kind} {n}" for kind, n in sorted(result.counts.items()) if n]
+    if result.llm_calls:
+        parts.append(f"{result.llm_calls} model call(s)")
+    version = f" v{result.version}" if result.version is not None else ""
+    line = f"{result.namespace} {result.outcome.value}{version}: {', '.join(parts)}"
+    if result.error:
+        line += f"; {result.error[:300]}"
+    return f"{line} ({seconds:.2f} s)"
 
 
 def observe_epoch_change(namespace: str, recorded: str | None, current: str | None) -> None:

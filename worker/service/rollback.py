@@ -47,4 +47,4 @@ def rollback(
         namespace=namespace, path=path, to_version=to, author=author, sinks=tuple(sinks), now=now
     )
     ((_, version),) = result.files
-    return RolledBack(version, publish_now(store, sinks, now=now))
+    return RolledBack(version, publish_now(store, sinks, now=now, namespaces=[namespace]))

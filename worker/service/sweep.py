@@ -7,25 +7,56 @@ mechanism, :func:`worker.queue.sweep.sweep_due`; this use case adds what a sweep
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Callable
+from typing import Final
 
 from worker import metrics
 from worker.queue.encoding import to_ms
 from worker.queue.redis_queue import Claim, RedisQueue
 from worker.queue.sweep import sweep_due
 
+#: How often a worker process recomputes the queue-depth gauges. Reading them walks every
+#: waiting namespace, so doing it on every sweep (every 2 s) would make each sweep cost
+#: O(waiting namespaces) instead of O(claimed); the gauges lag by at most this much.
+QUEUE_GAUGES_EVERY_SECONDS: Final = 15.0
+
+
+class GaugeSchedule:
+    """When a process's sweeps next refresh the queue gauges (one per worker process)."""
+
+    def __init__(self, every_seconds: float = QUEUE_GAUGES_EVERY_SECONDS) -> None:
+        self.every_seconds = every_seconds
+        self._next = 0.0
+        self._lock = threading.Lock()
+
+    def due(self) -> bool:
+        """True at most once per period (the first call included)."""
+        with self._lock:
+            now = time.monotonic()
+            if now < self._next:
+                return False
+            self._next = now + self.every_seconds
+            return True
+
 
 def sweep(
-    queue: RedisQueue, dispatch: Callable[[Claim], None], *, now: float | None = None
+    queue: RedisQueue,
+    dispatch: Callable[[Claim], None],
+    *,
+    now: float | None = None,
+    gauges: GaugeSchedule | None = None,
 ) -> list[Claim]:
     """Claim and dispatch due namespaces (``now``: epoch seconds, for tests and catch-up tools);
     counts the claims, observes how long each namespace waited past its due time, and
-    refreshes the queue-depth gauges."""
+    refreshes the queue-depth gauges (every sweep, or when ``gauges`` says so)."""
     claims = sweep_due(queue, dispatch, now=now)
     metrics.CLAIMS.inc(len(claims))
     # Lag against the clock that set the due times: the Redis server's (``now`` is a test hook).
     metrics.observe_due_lag(claims, to_ms(now) if now is not None else queue.server_ms())
-    metrics.refresh_queue_gauges(queue.stats(now=now).scopes)
+    if gauges is None or gauges.due():
+        metrics.refresh_queue_gauges(queue.stats(now=now).scopes)
     return claims
 
 

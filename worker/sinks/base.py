@@ -51,3 +51,17 @@ class Sink(Protocol):
     def erase(self, namespace: str, paths: Sequence[str]) -> None:
         """Remove these paths of one namespace; paths already absent are not an error."""
         ...
+
+
+@runtime_checkable
+class CompareAndSetSink(Sink, Protocol):
+    """A sink that refuses to overwrite what it did not publish (the LangGraph store sink).
+
+    ``deliver`` raises :class:`~worker.errors.ExternalEdit` when the target holds content the
+    sink did not write; once that content is absorbed, ``overwrite`` publishes over exactly it.
+    """
+
+    def overwrite(self, item: PublishedFile, *, expected_sha256: str) -> None:
+        """Publish ``item`` over content whose SHA-256 is ``expected_sha256``; ``ExternalEdit``
+        when the target holds anything else (it changed again)."""
+        ...

@@ -1,49 +1,40 @@
 """Publish memory files to a LangGraph server's store, in the form deep agents read.
 
-Each version becomes one store item:
+Each version becomes one store item, placed by the :class:`StoreLayout`
+(:mod:`worker.integrations.store_layout`: one namespace template and route per scope, validated
+so that no two memory namespaces can share a tuple):
 
-- **namespace**: the template (default ``("{assistant_id}", "{user_id}", "memories")``) filled
-  from the memory's namespace by :func:`store_namespace`;
-- **key**: the path relative to the route, ``/memories/preferences.md`` → ``/preferences.md``,
-  because a deepagents ``CompositeBackend`` strips its route before asking the
-  ``StoreBackend`` mounted there;
+- **namespace**: by default ``(assistant_id, user_id, "memories")`` for user memory,
+  ``(assistant_id, "_shared", "memories")`` for agent memory, ``(org_id, "_org", "memories")``
+  for org memory;
+- **key**: the path relative to the scope's route, ``/memories/preferences.md`` →
+  ``/preferences.md``, because a deepagents ``CompositeBackend`` strips its route before asking
+  the ``StoreBackend`` mounted there;
 - **value**: a deepagents ``FileData``: ``{"content": str, "encoding": "utf-8",
-  "created_at": iso, "modified_at": iso}`` (ISO 8601, UTC). Content is one string: deepagents
-  0.7 reads a string (it still accepts a legacy list of lines, but no longer writes one).
+  "created_at": iso, "modified_at": iso}`` (ISO 8601, UTC), plus a ``memworker`` marker
+  ``{"version": n, "sha256": hex}``: which version memworker published, and the hash of its
+  content. deepagents ignores the extra key and drops it when an agent rewrites the file.
 
-An agent reads these files with::
-
-    StoreBackend(namespace=lambda rt: store_namespace(Namespace.for_user(rt.context.user_id)))
-
-mounted at ``/memories/`` of a ``CompositeBackend`` and ``memory=["/memories/preferences.md"]``.
-
-Filling the template: ``{user_id}``, ``{assistant_id}``, ``{org_id}`` and ``{scope}`` come from
-the namespace. An id the namespace does not have becomes a marker starting with ``_``, which
-no real id can start with (ids start with a letter or digit), so scopes never collide:
-
-====================  ==========================  =================  ===========
-namespace             ``{assistant_id}``          ``{user_id}``      ``{org_id}``
-====================  ==========================  =================  ===========
-``user:u1``           ``_default``                ``u1``             ``_none``
-``user:u1:bot``       ``bot``                     ``u1``             ``_none``
-``agent:bot``         ``bot``                     ``_shared``        ``_none``
-``org:acme``          ``_org``                    ``_shared``        ``acme``
-====================  ==========================  =================  ===========
-
-Labels are then sanitised by :func:`sanitise_label`: the SDK refuses ``.`` in a namespace
-label, so every ``.`` becomes ``~`` — ids never contain ``~``, so two ids never share a label.
+**Publishing is compare-and-set.** Before overwriting, the sink reads the item: absent, or
+still holding the content its marker names, it is memworker's to overwrite; otherwise an agent
+changed it and the sink raises :class:`~worker.errors.ExternalEdit` with what the store holds,
+without writing (the service layer absorbs the edit; see ``worker.service.agent_edits``). The
+read and the write are two calls (the store has no conditional put), so an agent write landing
+between them in the same few milliseconds is the one edit this check cannot see.
 
 >>> from worker.models import Namespace
 >>> store_namespace(Namespace.for_user("ann.lee@example.com"))
 ('_default', 'ann~lee@example~com', 'memories')
+>>> store_namespace(Namespace.for_org("acme"))
+('acme', '_org', 'memories')
 >>> store_key("/memories/topics/projects.md")
 '/topics/projects.md'
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Sequence
+import hashlib
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Final
 
@@ -52,65 +43,62 @@ from langgraph_sdk.client import SyncLangGraphClient
 from langgraph_sdk.errors import LangGraphError, NotFoundError
 
 from worker.constants import MEMORY_ROUTE
-from worker.errors import ConfigurationError, InvalidCandidate, SinkError
-from worker.models import Namespace, Scope
+from worker.errors import ConfigurationError, ExternalEdit, InvalidCandidate, SinkError
+from worker.integrations.store_layout import (
+    DEFAULT_USER_TEMPLATE,
+    DOT_REPLACEMENT,
+    NO_ASSISTANT_LABEL,
+    NO_ORG_LABEL,
+    ORG_ASSISTANT_LABEL,
+    SHARED_USER_LABEL,
+    StoreLayout,
+    fill,
+    sanitise_label,
+)
+from worker.models import Namespace
 from worker.settings import Settings
 from worker.sinks.base import PublishedFile
 
-#: The default store namespace: per assistant, per user, then a fixed "memories" folder.
-DEFAULT_NAMESPACE_TEMPLATE: Final = ("{assistant_id}", "{user_id}", "memories")
+__all__ = [
+    "DEFAULT_NAMESPACE_TEMPLATE",
+    "DOT_REPLACEMENT",
+    "MARKER_KEY",
+    "NO_ASSISTANT_LABEL",
+    "NO_ORG_LABEL",
+    "ORG_ASSISTANT_LABEL",
+    "SHARED_USER_LABEL",
+    "LangGraphStoreSink",
+    "StoreLayout",
+    "content_sha256",
+    "file_data",
+    "sanitise_label",
+    "store_key",
+    "store_namespace",
+]
 
-#: ``{assistant_id}`` of a user namespace without an assistant.
-NO_ASSISTANT_LABEL: Final = "_default"
-#: ``{assistant_id}`` of an org namespace.
-ORG_ASSISTANT_LABEL: Final = "_org"
-#: ``{user_id}`` of the shared (agent and org) scopes.
-SHARED_USER_LABEL: Final = "_shared"
-#: ``{org_id}`` of user and agent namespaces.
-NO_ORG_LABEL: Final = "_none"
+#: The default user-memory template (each scope has its own; see ``StoreLayout``).
+DEFAULT_NAMESPACE_TEMPLATE: Final = DEFAULT_USER_TEMPLATE
 
-#: What the SDK forbids in a label (``.``) is replaced by this, which no id may contain.
-DOT_REPLACEMENT: Final = "~"
-
-#: Characters deepagents' ``StoreBackend`` accepts in a label, minus ``.`` which the SDK rejects.
-_LABEL_PATTERN: Final = re.compile(r"^[A-Za-z0-9\-_@+:~]+$")
-_FIELDS: Final = frozenset({"user_id", "assistant_id", "org_id", "scope"})
+#: The key of memworker's marker inside a published ``FileData`` value.
+MARKER_KEY: Final = "memworker"
 
 #: Seconds before a store call is abandoned (the outbox retries); the SDK's own default read
 #: timeout is minutes, far too long to hold a delivery worker.
 DEFAULT_TIMEOUT_SECONDS: Final = 10.0
 
-
-def sanitise_label(value: str) -> str:
-    """A store namespace label for ``value``: every ``.`` becomes ``~``.
-
-    >>> sanitise_label("support.bot")
-    'support~bot'
-    """
-    label = value.replace(".", DOT_REPLACEMENT)
-    if not _LABEL_PATTERN.fullmatch(label):
-        raise ConfigurationError(
-            f"store namespace label {value!r} has characters outside [A-Za-z0-9_@+:~.-]"
-        )
-    return label
+_DEFAULT_LAYOUT: Final = StoreLayout()
 
 
 def store_namespace(
-    namespace: Namespace | str, template: Sequence[str] = DEFAULT_NAMESPACE_TEMPLATE
+    namespace: Namespace | str, template: Sequence[str] | None = None
 ) -> tuple[str, ...]:
-    """The store namespace tuple of a memory namespace (see the module docstring).
-
-    Use the same function in the agent's ``StoreBackend`` namespace factory.
-    """
+    """The store namespace tuple of a memory namespace: by the default layout's template of its
+    scope, or by ``template`` when given. Use the same function in an agent's namespace factory
+    (or :mod:`worker.integrations.deepagents`, which builds the factories for you)."""
     ns = Namespace.parse(namespace) if isinstance(namespace, str) else namespace
-    values = {
-        "scope": ns.scope.value,
-        "user_id": ns.user_id or SHARED_USER_LABEL,
-        "assistant_id": ns.assistant_id
-        or (ORG_ASSISTANT_LABEL if ns.scope is Scope.ORG else NO_ASSISTANT_LABEL),
-        "org_id": ns.org_id or NO_ORG_LABEL,
-    }
-    return tuple(sanitise_label(part.format(**values)) for part in template)
+    if template is None:
+        return _DEFAULT_LAYOUT.namespace_for(ns)
+    return fill(template, ns)
 
 
 def store_key(path: str, route: str = MEMORY_ROUTE) -> str:
@@ -120,14 +108,39 @@ def store_key(path: str, route: str = MEMORY_ROUTE) -> str:
     return "/" + path[len(route) :]
 
 
+def content_sha256(content: str) -> str:
+    """The hash the marker records: SHA-256 of the UTF-8 content, hex."""
+    return hashlib.sha256(content.encode("utf-8", errors="surrogatepass")).hexdigest()
+
+
 def file_data(item: PublishedFile) -> dict[str, Any]:
-    """The deepagents ``FileData`` value of a published version."""
+    """The deepagents ``FileData`` value of a published version, with memworker's marker."""
     return {
         "content": item.content,
         "encoding": "utf-8",
         "created_at": _iso(item.created_at),
         "modified_at": _iso(item.modified_at),
+        MARKER_KEY: {"version": item.version, "sha256": content_sha256(item.content)},
     }
+
+
+def item_content(value: Mapping[str, Any]) -> str:
+    """The text of a stored ``FileData`` (a legacy list of lines is joined, as deepagents does)."""
+    raw = value.get("content")
+    if isinstance(raw, list):
+        return "\n".join(str(line) for line in raw)
+    return raw if isinstance(raw, str) else ""
+
+
+def published_version(value: Mapping[str, Any]) -> int | None:
+    """The version memworker's marker names, when the stored content is still that version's."""
+    marker = value.get(MARKER_KEY)
+    if not isinstance(marker, Mapping):
+        return None
+    version, sha = marker.get("version"), marker.get("sha256")
+    if not isinstance(version, int) or sha != content_sha256(item_content(value)):
+        return None
+    return version
 
 
 class LangGraphStoreSink:
@@ -135,9 +148,8 @@ class LangGraphStoreSink:
 
     Args:
         client_or_url: a ``SyncLangGraphClient`` or the server's URL.
-        namespace_template: store namespace template; fields ``{user_id}``,
-            ``{assistant_id}``, ``{org_id}``, ``{scope}``.
-        route: where the agent mounts its ``StoreBackend``; stripped from paths to make keys.
+        layout: namespace templates and routes per scope (validated when built; default
+            :class:`StoreLayout`'s defaults).
         api_key: the server's API key when a URL is given (never read from the environment).
         timeout: seconds per store call when a URL is given.
     """
@@ -147,26 +159,14 @@ class LangGraphStoreSink:
     def __init__(
         self,
         client_or_url: SyncLangGraphClient | str,
-        namespace_template: Sequence[str] = DEFAULT_NAMESPACE_TEMPLATE,
-        route: str = MEMORY_ROUTE,
+        layout: StoreLayout | None = None,
         *,
         api_key: str | None = None,
         timeout: float = DEFAULT_TIMEOUT_SECONDS,
     ) -> None:
-        if not route.startswith("/") or not route.endswith("/"):
-            raise ConfigurationError(f"langgraph sink route {route!r} must start and end with '/'")
-        template = tuple(namespace_template)
-        if not template:
-            raise ConfigurationError("langgraph sink namespace template is empty")
-        for part in template:
-            fields = set(re.findall(r"{([^{}]*)}", part))
-            if not fields <= _FIELDS:
-                raise ConfigurationError(
-                    f"store namespace template part {part!r} uses {sorted(fields - _FIELDS)}; "
-                    f"known fields: {sorted(_FIELDS)}"
-                )
-        self.namespace_template = template
-        self.route = route
+        self.layout = layout or _DEFAULT_LAYOUT
+        self.timeout_seconds = timeout
+        self._owns_client = isinstance(client_or_url, str)
         if isinstance(client_or_url, str):
             self.client = _client(client_or_url, api_key, timeout)
         else:
@@ -174,38 +174,118 @@ class LangGraphStoreSink:
 
     @classmethod
     def from_settings(cls, settings: Settings) -> LangGraphStoreSink:
-        """The sink for ``settings.langgraph_url``; ConfigurationError when it is unset."""
+        """The sink for ``settings.langgraph_url``; ConfigurationError when it is unset or the
+        store layout could let two namespaces share a tuple."""
         if not settings.langgraph_url:
             raise ConfigurationError(
                 "sink 'langgraph' needs MEMWORKER_LANGGRAPH_URL (the LangGraph API server)"
             )
         return cls(
             settings.langgraph_url,
-            namespace_template=settings.store_namespace,
+            StoreLayout.from_settings(settings),
             api_key=settings.langgraph_api_key,
+            timeout=settings.sink_timeout_seconds,
         )
+
+    def close(self) -> None:
+        """Close the HTTP connections of a client this sink built from a URL."""
+        if self._owns_client:
+            self.client.close()
 
     def namespace_for(self, namespace: str) -> tuple[str, ...]:
         """The store namespace this sink writes a memory namespace's files to."""
         try:
-            return store_namespace(namespace, self.namespace_template)
+            return self.layout.namespace_for(namespace)
+        except InvalidCandidate as exc:
+            raise SinkError(f"langgraph sink: {exc}") from None
+
+    def key_for(self, namespace: str, path: str) -> str:
+        try:
+            return self.layout.key_for(namespace, path)
         except InvalidCandidate as exc:
             raise SinkError(f"langgraph sink: {exc}") from None
 
     def deliver(self, item: PublishedFile) -> None:
+        """Publish ``item`` unless the store holds content memworker did not publish there
+        (then :class:`ExternalEdit`, nothing written)."""
         if item.deleted:
             self.erase(item.namespace, [item.path])
             return
-        namespace = self.namespace_for(item.namespace)
-        key = store_key(item.path, self.route)
+        self._put(item, self._current(item.namespace, item.path), expected_sha256=None)
+
+    def overwrite(self, item: PublishedFile, *, expected_sha256: str) -> None:
+        """Publish ``item`` over content whose hash is ``expected_sha256`` (an external edit that
+        was absorbed); :class:`ExternalEdit` when the store has changed again since."""
+        self._put(item, self._current(item.namespace, item.path), expected_sha256=expected_sha256)
+
+    def read(self, namespace: str, path: str) -> Mapping[str, Any] | None:
+        """The stored value of ``path``, or ``None`` when there is none."""
+        return self._current(namespace, path)
+
+    def _current(self, namespace: str, path: str) -> Mapping[str, Any] | None:
+        store_ns, key = self.namespace_for(namespace), self.key_for(namespace, path)
         try:
-            self.client.store.put_item(namespace, key=key, value=file_data(item))
+            found = self.client.store.get_item(store_ns, key=key)
+        except NotFoundError:
+            return None
+        except (LangGraphError, httpx.HTTPError, OSError) as exc:
+            raise SinkError(_describe("get", path, exc)) from exc
+        value = found.get("value") if isinstance(found, Mapping) else None
+        return value if isinstance(value, Mapping) else None
+
+    def _put(
+        self,
+        item: PublishedFile,
+        current: Mapping[str, Any] | None,
+        *,
+        expected_sha256: str | None,
+    ) -> None:
+        if current is not None:
+            content = item_content(current)
+            version = published_version(current)
+            ours = version is not None or content == item.content
+            if not ours and content_sha256(content) != expected_sha256:
+                marker = current.get(MARKER_KEY)
+                last = marker.get("version") if isinstance(marker, Mapping) else None
+                raise ExternalEdit(
+                    item.namespace, item.path, content, last if isinstance(last, int) else None
+                )
+        store_ns, key = self.namespace_for(item.namespace), self.key_for(item.namespace, item.path)
+        try:
+            self.client.store.put_item(store_ns, key=key, value=file_data(item))
         except (LangGraphError, httpx.HTTPError, OSError) as exc:
             raise SinkError(_describe("put", item.path, exc)) from exc
 
+    def remove_item(self, store_namespace: Sequence[str], key: str) -> bool:
+        """Delete one item by its raw namespace and key (the layout migration's old items);
+        False when it was not there."""
+        try:
+            self.client.store.delete_item(tuple(store_namespace), key=key)
+        except NotFoundError:
+            return False
+        except (LangGraphError, httpx.HTTPError, OSError) as exc:
+            raise SinkError(_describe("delete", key, exc)) from exc
+        return True
+
+    def raw_item(self, store_namespace: Sequence[str], key: str) -> Mapping[str, Any] | None:
+        """The value stored at this raw namespace and key, or ``None``."""
+        try:
+            found = self.client.store.get_item(tuple(store_namespace), key=key)
+        except NotFoundError:
+            return None
+        except (LangGraphError, httpx.HTTPError, OSError) as exc:
+            raise SinkError(_describe("get", key, exc)) from exc
+        value = found.get("value") if isinstance(found, Mapping) else None
+        return value if isinstance(value, Mapping) else {}
+
+    def has_item(self, store_namespace: Sequence[str], key: str) -> bool:
+        """Whether an item is stored at this raw namespace and key."""
+        return self.raw_item(store_namespace, key) is not None
+
     def erase(self, namespace: str, paths: Sequence[str]) -> None:
+        """Delete these paths' items, whoever wrote them last (an erase is final)."""
         store_ns = self.namespace_for(namespace)
-        keys = [store_key(p, self.route) for p in paths]
+        keys = [self.key_for(namespace, p) for p in paths]
         for path, key in zip(paths, keys, strict=True):
             try:
                 self.client.store.delete_item(store_ns, key=key)

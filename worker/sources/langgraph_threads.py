@@ -38,7 +38,7 @@ from typing import Any, Protocol
 
 from worker.errors import InvalidCandidate
 from worker.integrations.exchanges import DEFAULT_MAX_TEXT_BYTES, split_exchanges
-from worker.models import Candidate, make_candidate
+from worker.models import Candidate, make_candidate, validate_id
 
 logger = logging.getLogger(__name__)
 
@@ -121,6 +121,7 @@ def collect_threads(
     now: datetime | None = None,
     trace_id: str | None = None,
     max_text_bytes: int = DEFAULT_MAX_TEXT_BYTES,
+    assistant_key: str | None = None,
 ) -> ThreadScan:
     """Find the threads updated in ``(window_start, window_end]`` and their new exchanges.
 
@@ -130,6 +131,10 @@ def collect_threads(
         user_key: the thread-metadata key holding the user id; threads without one are skipped.
         assistant_id: keep only threads whose metadata names this assistant, and file their
             memories in the per-assistant namespace ``user:<user>:<assistant_id>``.
+        assistant_key: without ``assistant_id``, the thread-metadata key naming each thread's
+            assistant (e.g. ``graph_id``): its exchanges go to ``user:<user>:<that id>``, the
+            namespace the capture middleware with that ``assistant_id`` writes, so a scanned and
+            a captured exchange are one candidate. A thread without it goes to ``user:<user>``.
         now: the candidates' ``created_at`` (default: the current time).
         trace_id: fallback trace id for turns whose checkpoint names no run.
     """
@@ -148,6 +153,7 @@ def collect_threads(
                 "thread scan: thread %s has no %r in its metadata; skipped", thread_id, user_key
             )
             continue
+        thread_assistant = assistant_id or _assistant_of(thread, assistant_key)
         state = client.threads.get_state(thread_id)
         values = _mapping(state.get("values"))
         messages = values.get("messages") or []
@@ -158,7 +164,7 @@ def collect_threads(
                 new,
                 thread_id=thread_id,
                 user_id=user_id,
-                assistant_id=assistant_id,
+                assistant_id=thread_assistant,
                 trace_id=str(run_id) if run_id else scan_trace,
                 now=moment,
                 max_text_bytes=max_text_bytes,
@@ -249,6 +255,18 @@ def _thread_candidates(
             )
         )
     return candidates, last_id
+
+
+def _assistant_of(thread: Mapping[str, Any], key: str | None) -> str | None:
+    """The thread's assistant under metadata ``key``, when it is a valid id."""
+    value = _mapping(thread.get("metadata")).get(key) if key else None
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        return validate_id(value, "assistant_id")
+    except InvalidCandidate:
+        logger.info("thread scan: thread %s names no valid assistant", thread.get("thread_id"))
+        return None
 
 
 def _mapping(value: object) -> Mapping[str, Any]:

@@ -34,3 +34,17 @@ def set_cursor(
     if namespace is not None:
         set_["namespace"] = namespace
     conn.execute(insert.on_conflict_do_update(index_elements=["source", "key"], set_=set_))
+
+
+def list_cursors(
+    conn: Connection, source: str, *, limit: int, after: str = ""
+) -> list[tuple[str, str]]:
+    """Up to ``limit`` (key, value) pairs of ``source`` with keys after ``after``, key order
+    (a page; pass the last key back as ``after`` for the next)."""
+    rows = conn.execute(
+        sa.select(source_cursors.c.key, source_cursors.c.value)
+        .where(source_cursors.c.source == source, source_cursors.c.key > after)
+        .order_by(source_cursors.c.key)
+        .limit(limit)
+    ).all()
+    return [(str(k), str(v)) for k, v in rows]

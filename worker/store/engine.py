@@ -14,8 +14,14 @@ when it upgrades its lock. Reads keep a plain deferred ``BEGIN``.
 
 from __future__ import annotations
 
+import contextlib
+import math
+import os
+import socket
+import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
@@ -25,6 +31,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection, Engine
 
 from worker.errors import StoreRefused
+from worker.store.deadline import Watchdog
 
 #: How long a SQLite writer waits for the write lock. Commits hold it for milliseconds; 30 s
 #: only trips when a process is stuck holding a transaction open.
@@ -37,14 +44,46 @@ SQLITE_BUSY_TIMEOUT_MS: Final = 30_000
 #: gateways and load balancers keeps that from happening to connections that were merely idle.
 PG_POOL_RECYCLE_SECONDS: Final = 240
 
+#: Default PostgreSQL connect timeout: a reachable server answers in milliseconds; this only
+#: trips when it is down or a firewall drops the packets.
+DEFAULT_CONNECT_TIMEOUT_SECONDS: Final = 5.0
+#: Default longest transaction. A batch commits in milliseconds; 30 s only trips on a stuck
+#: server, lock or network, and then the batch is retried instead of pinning its namespace.
+DEFAULT_TRANSACTION_TIMEOUT_SECONDS: Final = 30.0
+#: The client-side deadline of a transaction is this much longer than the server's
+#: ``statement_timeout`` (or twice it, when shorter), so a live server reports its own,
+#: clearer error first.
+CLIENT_DEADLINE_GRACE_SECONDS: Final = 5.0
+
 #: Execution option marking a connection whose transactions write (``BEGIN IMMEDIATE``).
 _WRITE_OPTION: Final = "memworker_write"
 
 
-def create_store_engine(url: str, *, create_dirs: bool = False) -> Engine:
+@dataclass(frozen=True)
+class Deadline:
+    """How long one transaction may take, and the watchdog that enforces it client-side."""
+
+    seconds: float
+    watchdog: Watchdog = field(default_factory=Watchdog)
+
+
+#: The client deadline of each server engine (SQLite engines have none).
+_DEADLINES: weakref.WeakKeyDictionary[Engine, Deadline] = weakref.WeakKeyDictionary()
+
+
+def create_store_engine(
+    url: str,
+    *,
+    create_dirs: bool = False,
+    connect_timeout: float = DEFAULT_CONNECT_TIMEOUT_SECONDS,
+    transaction_timeout: float = DEFAULT_TRANSACTION_TIMEOUT_SECONDS,
+) -> Engine:
     """An engine for ``url`` with the pragmas and transaction behaviour the store relies on.
 
     ``create_dirs`` makes the parent folder of a SQLite file (embedded mode's first start).
+    On PostgreSQL, ``connect_timeout`` bounds connecting and ``transaction_timeout`` becomes
+    the server's ``statement_timeout`` (and, with a little grace, the client deadline that
+    :func:`transaction_deadline` enforces).
     """
     try:
         parsed = sa.engine.make_url(url)
@@ -58,7 +97,27 @@ def create_store_engine(url: str, *, create_dirs: bool = False) -> Engine:
         _configure_sqlite(engine)
         return engine
     if backend == "postgresql":
-        return sa.create_engine(parsed, pool_recycle=PG_POOL_RECYCLE_SECONDS)
+        timeout_ms = int(transaction_timeout * 1000)
+        # Keep options the URL itself carries (e.g. ``?options=-csearch_path=…``).
+        given = parsed.query.get("options", "")
+        given = " ".join(given) if isinstance(given, tuple) else given
+        options = (
+            f"{given} -c statement_timeout={timeout_ms} "
+            f"-c idle_in_transaction_session_timeout={timeout_ms * 2}"
+        ).strip()
+        engine = sa.create_engine(
+            parsed,
+            pool_recycle=PG_POOL_RECYCLE_SECONDS,
+            # Waiting for a pooled connection is bounded like connecting.
+            pool_timeout=connect_timeout,
+            connect_args={
+                "connect_timeout": max(1, math.ceil(connect_timeout)),
+                "options": options,
+            },
+        )
+        grace = min(CLIENT_DEADLINE_GRACE_SECONDS, transaction_timeout)
+        _DEADLINES[engine] = Deadline(transaction_timeout + grace)
+        return engine
     raise StoreRefused(
         f"database URL scheme {parsed.drivername!r} is not supported; use sqlite:///<file> or "
         "postgresql+psycopg://user@host/db"
@@ -91,15 +150,36 @@ def write_transaction(engine: Engine) -> Iterator[Connection]:
     """One write transaction: committed on success, rolled back (nothing written) on error."""
     with engine.connect() as conn:
         conn.execution_options(**{_WRITE_OPTION: True})
-        with conn.begin():
+        with transaction_deadline(engine, conn), conn.begin():
             yield conn
 
 
 @contextmanager
 def read_transaction(engine: Engine) -> Iterator[Connection]:
     """One read-only transaction: a consistent snapshot of several queries."""
-    with engine.connect() as conn, conn.begin():
+    with engine.connect() as conn, transaction_deadline(engine, conn), conn.begin():
         yield conn
+
+
+@contextmanager
+def transaction_deadline(engine: Engine, conn: Connection) -> Iterator[None]:
+    """Cut the connection off if the block (the whole transaction, commit included) runs past
+    the engine's deadline; a no-op for SQLite, whose waits are bounded by its busy timeout."""
+    deadline = _DEADLINES.get(engine)
+    if deadline is None:
+        yield
+        return
+    dbapi = conn.connection.dbapi_connection
+    with deadline.watchdog.guard(lambda: _shut_socket(dbapi), seconds=deadline.seconds):
+        yield
+
+
+def _shut_socket(dbapi_connection: Any) -> None:
+    """Shut the driver's socket down: a call blocked on it fails at once with a disconnect,
+    and SQLAlchemy drops the connection from the pool."""
+    fd = dbapi_connection.fileno()
+    with contextlib.closing(socket.socket(fileno=os.dup(fd))) as sock:
+        sock.shutdown(socket.SHUT_RDWR)
 
 
 def dialect_insert(conn: Connection, table: sa.Table) -> Any:

@@ -47,9 +47,16 @@ from worker.store import migrate as _migrate
 from worker.store import outbox as _outbox
 from worker.store import runs as _runs
 from worker.store import schedule_ledger as _ticks
+from worker.store import sink_health as _health
 from worker.store import snapshot as _snapshot
 from worker.store import transfer as _transfer
-from worker.store.engine import create_store_engine, read_transaction, write_transaction
+from worker.store.engine import (
+    DEFAULT_CONNECT_TIMEOUT_SECONDS,
+    DEFAULT_TRANSACTION_TIMEOUT_SECONDS,
+    create_store_engine,
+    read_transaction,
+    write_transaction,
+)
 from worker.store.records import (
     ROLLBACK_AUTHOR,
     ApprovalInfo,
@@ -60,6 +67,7 @@ from worker.store.records import (
     OutboxItem,
     RunInfo,
     RunRecord,
+    SinkHealth,
     SinkLag,
     TickInfo,
 )
@@ -79,14 +87,27 @@ class MemoryStore:
 
     # --- lifecycle -------------------------------------------------------------------------
     @classmethod
-    def from_url(cls, url: str, *, create: bool = False) -> MemoryStore:
+    def from_url(
+        cls,
+        url: str,
+        *,
+        create: bool = False,
+        connect_timeout: float = DEFAULT_CONNECT_TIMEOUT_SECONDS,
+        transaction_timeout: float = DEFAULT_TRANSACTION_TIMEOUT_SECONDS,
+    ) -> MemoryStore:
         """Open the store at ``url``.
 
         ``create=True`` migrates the database to the newest schema first (embedded mode);
-        otherwise a database that is not migrated raises :class:`StoreError` telling you to
-        run ``memworker db upgrade``.
+        otherwise a database that is not migrated raises :class:`SchemaOutOfDate` telling you
+        to run ``memworker db upgrade``. The timeouts bound a PostgreSQL connect and each
+        transaction (see :func:`worker.store.engine.create_store_engine`).
         """
-        engine = create_store_engine(url, create_dirs=create)
+        engine = create_store_engine(
+            url,
+            create_dirs=create,
+            connect_timeout=connect_timeout,
+            transaction_timeout=transaction_timeout,
+        )
         try:
             if create:
                 _migrate.upgrade(engine)
@@ -270,6 +291,57 @@ class MemoryStore:
         return self._read(
             "reading the outbox", lambda c: _outbox.due(c, sink=sink, now=now, limit=limit)
         )
+
+    def claim_outbox(
+        self,
+        *,
+        sink: str,
+        claimant: str,
+        now: datetime,
+        lease: timedelta,
+        limit: int,
+        namespaces: Sequence[str] | None = None,
+    ) -> list[OutboxItem]:
+        """Claim due deliveries of ``sink`` (see :func:`worker.store.outbox.claim`)."""
+        return self._write(
+            "claiming deliveries",
+            lambda c: _outbox.claim(
+                c,
+                sink=sink,
+                claimant=claimant,
+                now=now,
+                lease=lease,
+                limit=limit,
+                namespaces=namespaces,
+            ),
+        )
+
+    def release_outbox(self, outbox_ids: Sequence[int]) -> None:
+        """Give claimed, unattempted deliveries back."""
+        ids = list(outbox_ids)
+        if ids:
+            self._write("releasing deliveries", lambda c: _outbox.release(c, ids))
+
+    def outbox_pending(self, *, namespaces: Sequence[str] | None = None) -> int:
+        """Undelivered items (newest per item and sink), due or waiting for a retry."""
+        return self._read(
+            "counting deliveries", lambda c: _outbox.pending_count(c, namespaces=namespaces)
+        )
+
+    def sink_health(self, sink: str | None = None) -> list[SinkHealth]:
+        """The breaker of ``sink`` (a healthy default when never seen), or of every sink seen."""
+        if sink is None:
+            return self._read("reading sink health", _health.read_all)
+        return [self._read("reading sink health", lambda c: _health.read(c, sink))]
+
+    def record_sink_failure(self, sink: str, error: str, *, now: datetime) -> SinkHealth:
+        return self._write(
+            "recording a sink failure",
+            lambda c: _health.record_failure(c, sink, error, now=now),
+        )
+
+    def record_sink_success(self, sink: str, *, now: datetime) -> None:
+        self._write("recording a sink success", lambda c: _health.record_success(c, sink, now=now))
 
     def mark_delivered(self, outbox_id: int, *, now: datetime) -> None:
         self._write("marking a delivery", lambda c: _outbox.mark_delivered(c, outbox_id, now=now))

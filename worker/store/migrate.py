@@ -17,11 +17,10 @@ from typing import Final
 import sqlalchemy as sa
 from alembic import command
 from alembic.config import Config
-from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy.engine import Engine
 
-from worker.errors import StoreUnavailable
+from worker.errors import SchemaOutOfDate, StoreUnavailable
 
 #: Our own version table, so memworker can share a database with an application that uses
 #: Alembic itself (whose table is ``alembic_version``).
@@ -49,16 +48,23 @@ def head_revision() -> str:
 
 def current_revision(engine: Engine) -> str | None:
     """The migration the database is at, or None for a database memworker never touched."""
+    # Read the version table directly: Alembic's migration context logs two INFO lines each
+    # time it is configured, and every worker process opens the store.
     try:
         with engine.connect() as conn:
-            context = MigrationContext.configure(conn, opts={"version_table": VERSION_TABLE})
-            return context.get_current_revision()
+            if not sa.inspect(conn).has_table(VERSION_TABLE):
+                return None
+            table = sa.table(VERSION_TABLE, sa.column("version_num", sa.String))
+            heads = list(conn.execute(sa.select(table.c.version_num)).scalars())
     except sa.exc.OperationalError as exc:
         raise StoreUnavailable(f"could not reach the database: {exc.orig}") from None
+    return str(heads[0]) if len(heads) == 1 else None
 
 
 def upgrade(engine: Engine, revision: str = "head") -> None:
     """Migrate the database to ``revision`` (default: the newest); safe to repeat."""
+    if revision == "head" and current_revision(engine) == head_revision():
+        return  # nothing to do: skip Alembic, whose context logs on every configure
     try:
         command.upgrade(alembic_config(engine), revision)
     except sa.exc.OperationalError as exc:
@@ -66,23 +72,23 @@ def upgrade(engine: Engine, revision: str = "head") -> None:
 
 
 def check_migrated(engine: Engine) -> None:
-    """Raise :class:`StoreError` unless the database is at this code's newest migration."""
+    """Raise :class:`SchemaOutOfDate` unless the database is at this code's newest migration."""
     current = current_revision(engine)
     head = head_revision()
     if current == head:
         return
     where = engine.url.render_as_string(hide_password=True)
     if current is None:
-        raise StoreUnavailable(
+        raise SchemaOutOfDate(
             f"the database {where} has no memworker schema; run `memworker db upgrade` "
             "(or open the store with create=True)"
         )
     known = {s.revision for s in ScriptDirectory.from_config(alembic_config()).walk_revisions()}
     if current not in known:
-        raise StoreUnavailable(
+        raise SchemaOutOfDate(
             f"the database {where} is at migration {current}, newer than this memworker "
             f"(newest known: {head}); upgrade memworker"
         )
-    raise StoreUnavailable(
+    raise SchemaOutOfDate(
         f"the database {where} is at migration {current}, behind {head}; run `memworker db upgrade`"
     )

@@ -4,11 +4,19 @@ Rows are written in the same transaction as the versions they publish. Sinks hol
 state of each item, so per (sink, namespace, path) only the newest row matters: older rows are
 never due, and delivering a row retires the older ones. That way a slow retry of version 3
 can never overwrite version 4, and an erase followed by a new memory ends with the memory.
+
+A deliverer **claims** rows before it calls a sink (:func:`claim`): the rows get its name and a
+lease expiry, and no other deliverer can claim them, or any other row of the same item, until
+the lease ends or the outcome is recorded. Claims of one sink are serialised (a PostgreSQL
+advisory lock for the claiming transaction; SQLite's single writer), so two deliverers never
+both see an item as free. Each row is therefore attempted by one deliverer at a time.
 """
 
 from __future__ import annotations
 
-from datetime import datetime
+import zlib
+from collections.abc import Sequence
+from datetime import datetime, timedelta
 from typing import Any, Final
 
 import sqlalchemy as sa
@@ -35,29 +43,111 @@ def _is_latest() -> sa.ColumnElement[bool]:
     )
 
 
-def due(conn: Connection, *, sink: str | None, now: datetime, limit: int) -> list[OutboxItem]:
-    """Undelivered, due, newest-per-item rows, oldest first, with their committed content."""
-    now = require_utc(now, "now")
-    stmt = (
-        sa.select(
-            outbox,
-            file_versions.c.content,
-            file_versions.c.version,
-            file_versions.c.created_at.label("version_created_at"),
-            memory_files.c.created_at.label("file_created_at"),
-        )
-        .select_from(
-            outbox.outerjoin(
-                file_versions, file_versions.c.id == outbox.c.file_version_id
-            ).outerjoin(memory_files, memory_files.c.id == file_versions.c.file_id)
-        )
-        .where(outbox.c.delivered_at.is_(None), outbox.c.next_attempt_at <= now, _is_latest())
-        .order_by(outbox.c.id)
-        .limit(limit)
+def _item_is_unclaimed(now: datetime) -> sa.ColumnElement[bool]:
+    """No row of the same item of the same sink is under a live claim (this one included)."""
+    return ~sa.exists().where(
+        _newer.c.sink == outbox.c.sink,
+        _newer.c.namespace == outbox.c.namespace,
+        _newer.c.path == outbox.c.path,
+        _newer.c.delivered_at.is_(None),
+        _newer.c.claim_expires_at > now,
     )
+
+
+def _due_filter(now: datetime) -> sa.ColumnElement[bool]:
+    return sa.and_(outbox.c.delivered_at.is_(None), outbox.c.next_attempt_at <= now, _is_latest())
+
+
+def due(conn: Connection, *, sink: str | None, now: datetime, limit: int) -> list[OutboxItem]:
+    """Undelivered, due, newest-per-item rows, oldest first, with their committed content
+    (claimed or not: this is what an operator sees, not what a deliverer takes)."""
+    now = require_utc(now, "now")
+    stmt = _select_items().where(_due_filter(now)).order_by(outbox.c.id).limit(limit)
     if sink is not None:
         stmt = stmt.where(outbox.c.sink == sink)
     return [_item(r) for r in conn.execute(stmt)]
+
+
+def claim(
+    conn: Connection,
+    *,
+    sink: str,
+    claimant: str,
+    now: datetime,
+    lease: timedelta,
+    limit: int,
+    namespaces: Sequence[str] | None = None,
+) -> list[OutboxItem]:
+    """Claim up to ``limit`` due rows of ``sink`` for ``claimant`` until ``now + lease``.
+
+    ``namespaces`` restricts the claim to those namespaces (an operator command publishes only
+    what it touched). Call inside a write transaction; the claim is visible once it commits.
+    """
+    now = require_utc(now, "now")
+    _serialise_claims(conn, sink)
+    ids_stmt = (
+        sa.select(outbox.c.id)
+        .where(outbox.c.sink == sink, _due_filter(now), _item_is_unclaimed(now))
+        .order_by(outbox.c.id)
+        .limit(limit)
+    )
+    if namespaces is not None:
+        ids_stmt = ids_stmt.where(outbox.c.namespace.in_(list(namespaces)))
+    ids = [int(i) for i in conn.execute(ids_stmt).scalars()]
+    if not ids:
+        return []
+    conn.execute(
+        sa.update(outbox)
+        .where(outbox.c.id.in_(ids))
+        .values(claimed_by=claimant[:200], claim_expires_at=now + lease)
+    )
+    rows = conn.execute(_select_items().where(outbox.c.id.in_(ids)).order_by(outbox.c.id))
+    return [_item(r) for r in rows]
+
+
+def release(conn: Connection, outbox_ids: Sequence[int]) -> None:
+    """Give claimed rows back unattempted (a pass ran out of time, or the sink's breaker
+    opened), so another deliverer may take them at once."""
+    if outbox_ids:
+        conn.execute(
+            sa.update(outbox)
+            .where(outbox.c.id.in_(list(outbox_ids)), outbox.c.delivered_at.is_(None))
+            .values(claimed_by=None, claim_expires_at=None)
+        )
+
+
+def pending_count(conn: Connection, *, namespaces: Sequence[str] | None = None) -> int:
+    """Undelivered newest-per-item rows (due now or waiting for a retry), of all sinks."""
+    stmt = (
+        sa.select(sa.func.count())
+        .select_from(outbox)
+        .where(outbox.c.delivered_at.is_(None), _is_latest())
+    )
+    if namespaces is not None:
+        stmt = stmt.where(outbox.c.namespace.in_(list(namespaces)))
+    return int(conn.execute(stmt).scalar_one())
+
+
+def _serialise_claims(conn: Connection, sink: str) -> None:
+    """Only one claiming transaction per sink at a time: the item check and the claim must not
+    interleave with another deliverer's. SQLite writers are serialised already."""
+    if conn.dialect.name == "postgresql":
+        key = zlib.crc32(f"memworker.outbox:{sink}".encode()) - 2**31
+        conn.execute(sa.text("SELECT pg_advisory_xact_lock(:key)"), {"key": key})
+
+
+def _select_items() -> sa.Select[Any]:
+    return sa.select(
+        outbox,
+        file_versions.c.content,
+        file_versions.c.version,
+        file_versions.c.created_at.label("version_created_at"),
+        memory_files.c.created_at.label("file_created_at"),
+    ).select_from(
+        outbox.outerjoin(file_versions, file_versions.c.id == outbox.c.file_version_id).outerjoin(
+            memory_files, memory_files.c.id == file_versions.c.file_id
+        )
+    )
 
 
 def _item(r: Any) -> OutboxItem:
@@ -112,7 +202,13 @@ def mark_delivered(conn: Connection, outbox_id: int, *, now: datetime) -> None:
         conn.execute(
             sa.update(outbox)
             .where(outbox.c.id == row.id)
-            .values(delivered_at=now, attempts=outbox.c.attempts + 1, last_error=None)
+            .values(
+                delivered_at=now,
+                attempts=outbox.c.attempts + 1,
+                last_error=None,
+                claimed_by=None,
+                claim_expires_at=None,
+            )
         )
 
 
@@ -130,6 +226,8 @@ def mark_failed(
             attempts=outbox.c.attempts + 1,
             last_error=error[:MAX_ERROR_CHARS],
             next_attempt_at=next_attempt_at,
+            claimed_by=None,
+            claim_expires_at=None,
         )
     )
 

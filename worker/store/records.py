@@ -118,6 +118,30 @@ class SinkLag:
 
 
 @dataclass(frozen=True)
+class SinkHealth:
+    """A sink's circuit breaker (see :mod:`worker.store.sink_health`).
+
+    >>> from datetime import UTC, datetime, timedelta
+    >>> t = datetime(2025, 1, 1, tzinfo=UTC)
+    >>> SinkHealth("files").state(t), SinkHealth("x", 3, t + timedelta(seconds=1)).state(t)
+    ('closed', 'open')
+    """
+
+    sink: str
+    consecutive_failures: int = 0
+    open_until: datetime | None = None
+    last_error: str | None = None
+    last_failure_at: datetime | None = None
+    last_success_at: datetime | None = None
+
+    def state(self, now: datetime) -> Literal["closed", "open", "probing"]:
+        """``open``: left alone until ``open_until``; ``probing``: one delivery may try."""
+        if self.open_until is None:
+            return "closed"
+        return "open" if now < self.open_until else "probing"
+
+
+@dataclass(frozen=True)
 class TickInfo:
     """One scheduled tick's run."""
 

@@ -2,7 +2,8 @@
 
 Every namespace-owned table hangs off ``namespaces.id`` so isolation is one indexed column and
 erasing a user is a handful of ``DELETE … WHERE namespace_id IN (…)``. The migrations
-(``0001_initial``, ``0002_namespace_fences``) create exactly these tables; a test compares.
+(``0001_initial``, ``0002_namespace_fences``, ``0003_outbox_claims``) create exactly these
+tables; a test compares.
 
 >>> sorted(t.name for t in metadata.sorted_tables)[:3]
 ['approvals', 'candidate_ledger', 'entries']
@@ -220,9 +221,25 @@ outbox = sa.Table(
     sa.Column("superseded_by", BigId, nullable=True),
     sa.Column("last_error", sa.Text, nullable=True),
     sa.Column("created_at", UTCDateTime, nullable=False),
+    # The deliverer attempting this row right now, and until when (see outbox.claim).
+    sa.Column("claimed_by", sa.String(SINK_LENGTH), nullable=True),
+    sa.Column("claim_expires_at", UTCDateTime, nullable=True),
     sa.UniqueConstraint("file_version_id", "sink"),
     sa.Index(None, "sink", "namespace", "path", "id"),
     sa.Index(None, "sink", "delivered_at", "next_attempt_at"),
+)
+
+#: Each sink's circuit breaker: deliveries failed in a row and until when the sink is left
+#: alone. Shared by every deliverer, so a sink that is down is probed, not hammered.
+sink_health = sa.Table(
+    "sink_health",
+    metadata,
+    sa.Column("sink", sa.String(SINK_LENGTH), primary_key=True),
+    sa.Column("consecutive_failures", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("open_until", UTCDateTime, nullable=True),
+    sa.Column("last_error", sa.Text, nullable=True),
+    sa.Column("last_failure_at", UTCDateTime, nullable=True),
+    sa.Column("last_success_at", UTCDateTime, nullable=True),
 )
 
 schedule_ticks = sa.Table(

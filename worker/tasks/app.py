@@ -20,12 +20,14 @@ from worker.scheduling.schedules import bundled_schedules_dir, load_schedules
 from worker.settings import Settings
 from worker.tasks import tasks
 from worker.tasks.names import (
-    CONSOLIDATE_QUEUE,
+    CONSOLIDATE_LANE,
     CONSOLIDATE_TASK,
+    DELIVER_LANE,
     DELIVER_TASK,
     SCHEDULED_RUN_TASK,
-    SWEEP_QUEUE,
+    SWEEP_LANE,
     SWEEP_TASK,
+    queue_name,
 )
 
 #: How often beat asks the outbox for undelivered versions (new commits also trigger delivery
@@ -50,9 +52,13 @@ def celery_broker_url(redis_url: str) -> str:
 def create_app(settings: Settings, *, runtime: Runtime | None = None) -> Celery:
     """A Celery app bound to ``settings``: tasks, queues, routes, and the beat schedule."""
     runtime = runtime or build_runtime(settings)
+    sweep_q, consolidate_q, deliver_q = (
+        queue_name(settings.key_prefix, lane)
+        for lane in (SWEEP_LANE, CONSOLIDATE_LANE, DELIVER_LANE)
+    )
     app = Celery("memworker", set_as_current=False)
     app.conf.update(
-        broker_url=celery_broker_url(runtime.redis_url),
+        broker_url=broker_url(settings, runtime),
         broker_connection_retry_on_startup=True,
         broker_transport_options={
             "visibility_timeout": VISIBILITY_TIMEOUT_SECONDS,
@@ -70,12 +76,12 @@ def create_app(settings: Settings, *, runtime: Runtime | None = None) -> Celery:
         # On shutdown, merges in flight get this long to commit; past it they are cut off and
         # their leases expire (the batch is retried), so correctness never depends on it.
         worker_soft_shutdown_timeout=SOFT_SHUTDOWN_SECONDS,
-        task_default_queue=CONSOLIDATE_QUEUE,
+        task_default_queue=consolidate_q,
         task_routes={
-            SWEEP_TASK: {"queue": SWEEP_QUEUE},
-            SCHEDULED_RUN_TASK: {"queue": SWEEP_QUEUE},
-            DELIVER_TASK: {"queue": SWEEP_QUEUE},
-            CONSOLIDATE_TASK: {"queue": CONSOLIDATE_QUEUE},
+            SWEEP_TASK: {"queue": sweep_q},
+            SCHEDULED_RUN_TASK: {"queue": sweep_q},
+            DELIVER_TASK: {"queue": deliver_q},
+            CONSOLIDATE_TASK: {"queue": consolidate_q},
         },
         worker_hijack_root_logger=False,
         beat_scheduler="worker.scheduling.beat:MemworkerScheduler",
@@ -88,19 +94,27 @@ def create_app(settings: Settings, *, runtime: Runtime | None = None) -> Celery:
     return app
 
 
+def broker_url(settings: Settings, runtime: Runtime) -> str:
+    """``MEMWORKER_BROKER_URL``, else the queue's Redis (resolved only when needed: an
+    embedded server may not be running yet for a command that only reads SQL)."""
+    return settings.broker_url or celery_broker_url(runtime.redis_url)
+
+
 def beat_schedule(settings: Settings) -> dict[str, dict[str, Any]]:
     specs = load_schedules(settings.schedules_dir or bundled_schedules_dir())
+    sweep_q = queue_name(settings.key_prefix, SWEEP_LANE)
+    deliver_q = queue_name(settings.key_prefix, DELIVER_LANE)
     schedule: dict[str, dict[str, Any]] = {
         SWEEP_TASK: {
             "task": SWEEP_TASK,
             "schedule": timedelta(seconds=settings.sweep_interval_seconds),
-            "options": {"queue": SWEEP_QUEUE, "expires": settings.sweep_interval_seconds * 5},
+            "options": {"queue": sweep_q, "expires": settings.sweep_interval_seconds * 5},
         },
         DELIVER_TASK: {
             "task": DELIVER_TASK,
             "schedule": timedelta(seconds=OUTBOX_INTERVAL_SECONDS),
-            "options": {"queue": SWEEP_QUEUE, "expires": OUTBOX_INTERVAL_SECONDS * 5},
+            "options": {"queue": deliver_q, "expires": OUTBOX_INTERVAL_SECONDS * 5},
         },
     }
-    schedule.update(beat_schedule_for(specs, task_name=SCHEDULED_RUN_TASK))
+    schedule.update(beat_schedule_for(specs, task_name=SCHEDULED_RUN_TASK, queue=sweep_q))
     return schedule

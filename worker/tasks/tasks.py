@@ -19,18 +19,22 @@ from worker.scheduling.beat import parse_tick
 from worker.service.publish import deliver_due
 from worker.service.sweep import sweep as sweep_due_namespaces
 from worker.tasks.names import (
-    CONSOLIDATE_QUEUE,
+    CONSOLIDATE_LANE,
     CONSOLIDATE_TASK,
+    DELIVER_LANE,
     DELIVER_TASK,
     SCHEDULED_RUN_TASK,
-    SWEEP_QUEUE,
     SWEEP_TASK,
+    queue_name,
 )
 
 #: A scheduled run that fails (a source down, the database busy) is retried by Celery with
 #: exponential backoff up to this many times; the tick stays unfinished and the watermark does
 #: not move, so the next tick's window still covers it.
 SCHEDULED_RUN_MAX_RETRIES = 5
+
+#: A delivery request left unconsumed this long is dropped (see :func:`request_delivery`).
+DELIVERY_REQUEST_EXPIRES_SECONDS = 30.0
 
 
 def runtime_of(app: Celery) -> Runtime:
@@ -59,16 +63,21 @@ def sweep(self: Task, now: float | None = None) -> int:
             CONSOLIDATE_TASK,
             args=(dataclasses.asdict(claim),),
             task_id=consolidation_task_id(claim),
-            queue=CONSOLIDATE_QUEUE,
+            queue=queue_name(runtime_of(self.app).settings.key_prefix, CONSOLIDATE_LANE),
         )
 
-    return len(sweep_due_namespaces(runtime_of(self.app).queue, dispatch, now=now))
+    runtime = runtime_of(self.app)
+    claimed = sweep_due_namespaces(runtime.queue, dispatch, now=now, gauges=runtime.gauge_schedule)
+    return len(claimed)
 
 
 def deliver_outbox(self: Task) -> int:
     """Publish committed versions that some sink has not taken yet."""
     runtime = runtime_of(self.app)
-    return deliver_due(runtime.store, runtime.sinks, now=datetime.now(UTC)).delivered
+    report = deliver_due(
+        runtime.store, runtime.sinks, now=datetime.now(UTC), gate=runtime.sink_gate
+    )
+    return report.delivered
 
 
 def scheduled_run(self: Task, schedule: str, tick: str) -> str:
@@ -79,8 +88,13 @@ def scheduled_run(self: Task, schedule: str, tick: str) -> str:
 
 
 def request_delivery(app: Celery) -> None:
-    """Ask for a delivery pass on the sweep lane (after a commit), never on the merge lane."""
-    app.send_task(DELIVER_TASK, queue=SWEEP_QUEUE)
+    """Ask for a delivery pass on the deliver lane (after a commit).
+
+    The message expires quickly: if the lane is busy (a slow sink), the passes already queued
+    and beat's periodic pass cover this commit too, so requests do not pile up.
+    """
+    queue = queue_name(runtime_of(app).settings.key_prefix, DELIVER_LANE)
+    app.send_task(DELIVER_TASK, queue=queue, expires=DELIVERY_REQUEST_EXPIRES_SECONDS)
 
 
 def register(app: Celery) -> None:

@@ -11,6 +11,8 @@
 --   covered      id of the last log entry the current lease covers
 --   count        how many log entries the current lease covers
 --   attempts     failed (or abandoned) attempts of the current batch
+--   outages      retries of the current batch after a dependency was unreachable (not counted
+--                toward dead-lettering)
 --   last_error   why the last attempt failed
 --   dead         ms when the namespace was dead-lettered (unset: not dead)
 

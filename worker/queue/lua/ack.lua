@@ -32,7 +32,8 @@ local removed = before - redis.call('XLEN', KEYS[1])
 if removed > 0 then
   redis.call('HINCRBY', KEYS[5], scope_of(ns), -removed)
 end
-redis.call('HDEL', KEYS[2], 'token', 'lease_until', 'covered', 'count', 'attempts', 'last_error')
+redis.call('HDEL', KEYS[2], 'token', 'lease_until', 'covered', 'count', 'attempts', 'outages',
+  'last_error')
 redis.call('ZREM', KEYS[4], ns)
 
 local first = restore_first(KEYS[1], KEYS[2])

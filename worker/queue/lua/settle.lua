@@ -1,4 +1,4 @@
--- settle: end a lease without acknowledging it: `release` (give it back) or `fail`.
+-- settle: end a lease without acknowledging it: `release` (give it back), `fail`, or `outage`.
 --
 -- uses _lib.lua (prepended when loaded)
 --
@@ -10,15 +10,18 @@
 -- ARGV[1]  now (ms), or "" for the server's TIME (only tests send a value)
 -- ARGV[2]  token
 -- ARGV[3]  namespace key
--- ARGV[4]  mode: "release" or "fail"
--- ARGV[5]  error text (fail)
+-- ARGV[4]  mode: "release", "fail" or "outage"
+-- ARGV[5]  error text (fail, outage)
 -- ARGV[6]  max attempts
--- ARGV[7]  first retry delay (ms); doubles per attempt
--- ARGV[8]  longest retry delay (ms)
+-- ARGV[7]  first retry delay (ms); doubles per attempt (or per outage retry)
+-- ARGV[8]  longest retry delay (ms) after a failure of the batch
+-- ARGV[9]  longest retry delay (ms) after an outage
 --
 -- Returns "released", "retry", "dead", or "stale" when the token no longer holds the lease.
 -- `release` does not count an attempt (graceful shutdown) and makes the namespace due now.
 -- `fail` counts one; at max attempts the namespace is dead-lettered, its candidates kept.
+-- `outage` (a dependency was unreachable: not the batch's fault) counts in `outages`, never
+-- in `attempts`: the batch retries with a capped backoff for as long as the outage lasts.
 
 local now = server_now(ARGV[1])
 local ns = ARGV[3]
@@ -38,6 +41,22 @@ if ARGV[4] == 'release' then
   return 'released'
 end
 
+local function due_after(delay)
+  if first then
+    redis.call('ZADD', KEYS[3], now + math.floor(delay), ns)
+  else
+    redis.call('ZREM', KEYS[3], ns)
+  end
+end
+
+if ARGV[4] == 'outage' then
+  local outages = redis.call('HINCRBY', KEYS[2], 'outages', 1)
+  redis.call('HSET', KEYS[2], 'last_error', ARGV[5])
+  -- The exponent is capped so 2 ^ n stays a small float whatever the count.
+  due_after(math.min(tonumber(ARGV[7]) * 2 ^ math.min(outages - 1, 30), tonumber(ARGV[9])))
+  return 'retry'
+end
+
 local attempts = redis.call('HINCRBY', KEYS[2], 'attempts', 1)
 redis.call('HSET', KEYS[2], 'last_error', ARGV[5])
 if attempts >= tonumber(ARGV[6]) then
@@ -46,10 +65,5 @@ if attempts >= tonumber(ARGV[6]) then
   redis.call('ZREM', KEYS[3], ns)
   return 'dead'
 end
-local delay = math.min(tonumber(ARGV[7]) * 2 ^ (attempts - 1), tonumber(ARGV[8]))
-if first then
-  redis.call('ZADD', KEYS[3], now + math.floor(delay), ns)
-else
-  redis.call('ZREM', KEYS[3], ns)
-end
+due_after(math.min(tonumber(ARGV[7]) * 2 ^ (attempts - 1), tonumber(ARGV[8])))
 return 'retry'

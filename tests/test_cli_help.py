@@ -1,0 +1,68 @@
+"""``memworker … --help``: every command shows one example that parses, and flags carry no type.
+
+The examples are in :data:`worker.cli.help.EXAMPLES`; these tests walk the command tree the
+app really has, so a new command without an example, or an example an option rename broke,
+fails here.
+"""
+
+from __future__ import annotations
+
+import shlex
+from typing import Any
+
+import pytest
+from typer.main import get_command
+from typer.testing import CliRunner
+
+from worker.cli.app import app
+from worker.cli.help import EXAMPLES
+
+
+def _commands(command: Any, path: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+    """Every command path, groups included (``("dlq",)``, ``("dlq", "retry")``, …)."""
+    found = [path] if path else []
+    for name, sub in getattr(command, "commands", {}).items():
+        found.extend(_commands(sub, (*path, name)))
+    return found
+
+
+ROOT = get_command(app)
+COMMANDS = _commands(ROOT)
+
+
+def _help(path: tuple[str, ...]) -> str:
+    ran = CliRunner().invoke(app, [*path, "--help"], env={"COLUMNS": "200"})
+    assert ran.exit_code == 0, ran.output
+    return ran.output
+
+
+def test_every_command_has_exactly_one_example_and_no_example_names_a_missing_command() -> None:
+    paths = {" ".join(p) for p in COMMANDS}
+
+    assert sorted(paths - EXAMPLES.keys()) == []
+    assert sorted(EXAMPLES.keys() - paths) == []
+
+
+@pytest.mark.parametrize("path", COMMANDS, ids=" ".join)
+def test_help_shows_the_commands_example(path: tuple[str, ...]) -> None:
+    shown = " ".join(_help(path).split())
+
+    assert f"Example: {EXAMPLES[' '.join(path)]}" in shown
+
+
+@pytest.mark.parametrize("path", COMMANDS, ids=" ".join)
+def test_help_labels_no_flag_with_a_type(path: tuple[str, ...]) -> None:
+    assert "<bool>" not in _help(path)
+
+
+@pytest.mark.parametrize("path", COMMANDS, ids=" ".join)
+def test_each_example_is_accepted_by_its_commands_parser(path: tuple[str, ...]) -> None:
+    argv = shlex.split(EXAMPLES[" ".join(path)])
+    assert argv[0] == "memworker"
+    # Resolve the command the example names and let its parser check options, arguments and
+    # types (without running it): a usage error raises here.
+    command: Any = ROOT
+    args = argv[1:]
+    while hasattr(command, "commands") and args and args[0] in command.commands:
+        command = command.commands[args.pop(0)]
+    command.make_context(command.name, args)

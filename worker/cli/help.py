@@ -1,0 +1,93 @@
+"""``--help`` that teaches: one example per command, and flags shown without a type label.
+
+The examples live here, in one table keyed by the command's path, rather than beside each
+command: a test walks every command the app has and fails when one lacks an example, or when
+an example no longer parses (an option renamed, an argument added). The root group class
+:class:`MemworkerGroup` puts each example in its command's epilog and clears the ``<bool>``
+label Typer prints for flags such as ``--json`` or ``--help`` (a flag takes no value).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from rich.markup import escape
+from typer.core import TyperGroup
+
+#: One runnable example per command, by command path. Shown under "Example" in ``--help``.
+EXAMPLES: Final[dict[str, str]] = {
+    "enqueue": 'memworker enqueue --user u1 --key preference.language "Reply in French"',
+    "status": "memworker status --json",
+    "show": "memworker show --user u1 --path preferences",
+    "history": "memworker history --user u1 --path preferences",
+    "diff": "memworker diff --user u1 --path preferences 1 2",
+    "rollback": "memworker rollback --user u1 --path preferences --to 1",
+    "run": "memworker run --data-dir ./memworker-data",
+    "worker": "memworker worker --concurrency 8",
+    "beat": "memworker beat --loglevel WARNING",
+    "schedules": "memworker schedules --json",
+    "reconcile": "memworker reconcile --user u1 --dry-run",
+    "put": "memworker put --org acme --path policies/compliance.md compliance.md",
+    "forget": "memworker forget --user u1 --all-assistants",
+    "export": "memworker export --user u1 --out u1.json",
+    "import": "memworker import u1.json --namespace user:u2",
+    "db": "memworker db upgrade",
+    "db upgrade": "memworker db upgrade",
+    "db current": "memworker db current --database-url postgresql+psycopg://memworker@db/memworker",
+    "dlq": "memworker dlq list",
+    "dlq list": "memworker dlq list --json",
+    "dlq retry": "memworker dlq retry user:u1",
+    "dlq drop": "memworker dlq drop user:u1 --yes",
+    "approvals": "memworker approvals list",
+    "approvals list": "memworker approvals list --org acme",
+    "approvals approve": "memworker approvals approve 7",
+    "approvals reject": "memworker approvals reject 7 --by operator:ana",
+    "store": "memworker store migrate-orgs --dry-run",
+    "store migrate-orgs": "memworker store migrate-orgs --dry-run",
+}
+
+
+def epilog_for(path: str) -> str | None:
+    """The epilog ``--help`` shows under the command at ``path`` (e.g. ``"dlq retry"``)."""
+    example = EXAMPLES.get(path)
+    return None if example is None else f"Example:\n\n{escape(example)}"
+
+
+def _unlabel_flag(param: Any) -> None:
+    """A flag takes no value, so its type column stays empty instead of ``<bool>``."""
+    if param is not None and getattr(param, "is_flag", False) and param.metavar is None:
+        param.metavar = ""
+
+
+def _polish(command: Any, path: str) -> None:
+    for param in command.params:
+        _unlabel_flag(param)
+    if command.epilog is None:
+        command.epilog = epilog_for(path)
+    for name, sub in getattr(command, "commands", {}).items():
+        _polish(sub, f"{path} {name}".strip())
+
+
+def _unlabel_help_options(command: Any, ctx: Any) -> None:
+    _unlabel_flag(command.get_help_option(ctx))
+    for sub in getattr(command, "commands", {}).values():
+        _unlabel_help_options(sub, ctx)
+
+
+class MemworkerGroup(TyperGroup):
+    """The root ``memworker`` group: examples in every epilog, no type label on flags."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        _polish(self, "")
+
+    def get_help_option(self, ctx: Any) -> Any:
+        option = super().get_help_option(ctx)
+        _unlabel_flag(option)
+        return option
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        command = super().get_command(ctx, cmd_name)
+        if command is not None:
+            _unlabel_help_options(command, ctx)  # created lazily, per context
+        return command

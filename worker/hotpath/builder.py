@@ -1,0 +1,145 @@
+"""Enqueue arguments → the stored candidate and its script call, for both hot-path clients.
+
+Validation is :func:`worker.models.validate_enqueue`, the same checks, in the same order, as
+:func:`~worker.models.make_candidate`. What differs is the last step: instead of building a
+:class:`~worker.models.Candidate` model and serialising it (``model_construct`` plus
+``model_dump_json`` cost ~11 µs, a third of the client's share of an enqueue), the builder
+writes the candidate's stored JSON directly, byte for byte what ``model_dump_json`` writes
+(``tests/test_hotpath_builder.py`` holds the two to that), and draws random ids without
+``uuid.UUID``'s constructor.
+
+>>> from worker.settings import Settings
+>>> builder = CandidateBuilder(Settings(redis_url="redis://x"), "redis://x")
+>>> hot = builder.candidate({"user_id": "u1", "trace_id": "t1", "text": "I prefer tea"})
+>>> hot.namespace, len(hot.id)
+('user:u1', 32)
+>>> from worker.queue.encoding import decode_candidate
+>>> decode_candidate(hot.payload).text
+'I prefer tea'
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import UTC, datetime
+from json.encoder import encode_basestring
+from typing import Any, Final, NamedTuple
+
+from worker.errors import InvalidCandidate
+from worker.hotpath.connection import redacted
+from worker.metrics import count_enqueued
+from worker.models import EnqueueFields, EnqueueValues, candidate_id_for, validate_enqueue
+from worker.queue.encoding import EnqueueEncoder, enqueue_error
+from worker.settings import Settings
+
+#: The bits ``uuid.uuid4()`` fixes (RFC 4122 variant, version 4), so a random id here is
+#: the same kind of 32-hex-digit id as everywhere else.
+_UUID_CLEAR: Final = ~((0xC000 << 48) | (0xF000 << 64))
+_UUID_SET: Final = (0x8000 << 48) | (4 << 76)
+
+
+class HotCandidate(NamedTuple):
+    """A validated candidate as the queue stores it: namespace key, id and JSON."""
+
+    namespace: str
+    id: str
+    payload: bytes
+
+
+def random_id() -> str:
+    """``uuid.uuid4().hex``, from the same ``os.urandom`` bytes, at a fifth of the cost.
+
+    >>> import uuid
+    >>> uuid.UUID(random_id()).version
+    4
+    """
+    value = (int.from_bytes(os.urandom(16)) & _UUID_CLEAR) | _UUID_SET
+    return f"{value:032x}"
+
+
+def stored_json(cid: str, v: EnqueueValues, created_at: datetime) -> bytes:
+    """The candidate's JSON exactly as ``Candidate.model_dump_json()`` writes it (fields in
+    model order, no spaces, non-ASCII as UTF-8). Every string goes through the JSON string
+    encoder, whatever its validation already excludes."""
+    q = encode_basestring
+    when = created_at.isoformat()
+    if when.endswith("+00:00"):  # pydantic writes UTC as "Z"
+        when = when[:-6] + "Z"
+    return (
+        f'{{"id":{q(cid)},"namespace":{q(v.namespace.key)},'
+        f'"user_id":{"null" if v.user_id is None else q(v.user_id)},'
+        f'"trace_id":{q(v.trace_id)},'
+        f'"thread_id":{"null" if v.thread_id is None else q(v.thread_id)},'
+        f'"kind":{q(v.kind.value)},'
+        f'"path":{"null" if v.path is None else q(v.path)},'
+        f'"key":{"null" if v.key is None else q(v.key)},'
+        f'"text":{q(v.text)},"created_at":{q(when)},"source":{q(v.source)}}}'
+    ).encode()
+
+
+class CandidateBuilder:
+    """Validates enqueue arguments into stored candidates and script calls; shared by both
+    clients."""
+
+    __slots__ = ("encoder", "max_text_bytes", "where")
+
+    def __init__(self, settings: Settings, url: str) -> None:
+        self.encoder = EnqueueEncoder(settings)
+        self.max_text_bytes = settings.max_text_bytes
+        #: The server, as errors name it (password hidden); worked out once, not per enqueue.
+        self.where = redacted(url)
+
+    def candidate(self, fields: EnqueueFields) -> HotCandidate:
+        """One enqueue's fields validated into a candidate (the dict is read, not copied)."""
+        v = validate_enqueue(fields, max_text_bytes=self.max_text_bytes)
+        key = v.idempotency_key
+        cid = random_id() if key is None else candidate_id_for(v.namespace, key)
+        return HotCandidate(v.namespace.key, cid, stored_json(cid, v, datetime.now(UTC)))
+
+    def candidates(self, items: Iterable[EnqueueFields]) -> list[HotCandidate]:
+        """Every item validated into a candidate; the first invalid one raises, naming its
+        index in ``items``."""
+        out = []
+        for index, item in enumerate(items):
+            if not isinstance(item, Mapping):
+                raise InvalidCandidate(
+                    f"enqueue_many item {index}: each item is a dict of enqueue fields "
+                    f"(user_id, trace_id, text, …), got {type(item).__name__}"
+                )
+            try:
+                out.append(self.candidate(item))
+            except InvalidCandidate as exc:
+                raise InvalidCandidate(f"enqueue_many item {index}: {exc}") from None
+        return out
+
+    def call(self, candidate: HotCandidate) -> bytes:
+        """The packed enqueue call; the server stamps it with its own time."""
+        return self.encoder.pack(candidate.namespace, candidate.id, candidate.payload)
+
+    def calls(self, candidates: Iterable[HotCandidate]) -> list[bytes]:
+        """Packed enqueue calls, in order."""
+        pack = self.encoder.pack
+        return [pack(c.namespace, c.id, c.payload) for c in candidates]
+
+    def check(self, candidates: Sequence[HotCandidate], results: Sequence[Any]) -> list[str]:
+        """Candidate ids, after counting each one Redis accepted in
+        ``memworker_enqueued_total``; the first refusal is raised as a MemworkerError (a full
+        backlog refuses only its own namespace's candidates: the others were enqueued)."""
+        refused: tuple[str, Exception] | None = None
+        for candidate, result in zip(candidates, results, strict=True):
+            if isinstance(result, Exception):
+                if refused is None:
+                    refused = (candidate.namespace, result)
+            else:
+                count_enqueued(candidate.namespace)
+        if refused is not None:
+            raise enqueue_error(*refused, self.where) from None
+        return [c.id for c in candidates]
+
+    def check_one(self, candidate: HotCandidate, result: Any) -> str:
+        """:meth:`check` for a single enqueue, without the lists."""
+        if isinstance(result, Exception):
+            raise enqueue_error(candidate.namespace, result, self.where) from None
+        count_enqueued(candidate.namespace)
+        return candidate.id

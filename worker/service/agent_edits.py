@@ -1,0 +1,346 @@
+"""Absorb what an agent wrote into a file memworker publishes, instead of overwriting it.
+
+The LangGraph store sink publishes compare-and-set: when the store holds content memworker did
+not publish there, it raises :class:`~worker.errors.ExternalEdit` and writes nothing.
+:func:`absorb_external_edit` reacts, inside the delivery:
+
+1. the edit is diffed against the version memworker had published (the marker's version, else
+   the version before the one being delivered): each **added** line becomes a ``fact``
+   candidate, each **removed** line a ``forget`` candidate, source ``agent_edit``, trace id
+   ``agent-edit-<hash>``, deterministic ids (a repeated absorption adds nothing);
+2. the edit — the full content, its hash, its candidates — is recorded in SQL (source cursors,
+   tied to the namespace so an erase finds it) *before* anything else, so nothing the agent
+   wrote can disappear without a trace;
+3. the delivery is then done without writing: the agent's content stays in the store until the
+   candidates are merged. :func:`settle_agent_edits` (run by the source scan) enqueues recorded
+   edits, and once the ledger holds their candidates the next delivery — or the settle step,
+   when the merge changed nothing — publishes over exactly the absorbed content (its hash is
+   the only thing ``overwrite`` accepts);
+4. an edit with nothing to merge (no line added or removed, or a line set memworker already
+   published) is published over at once; an edit of **org** memory, which only operators
+   write, is recorded and the operator's version restored.
+
+A delivery never fails because of an edit, so an agent editing files cannot trip the sink's
+breaker or stall other deliveries.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import html
+import json
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Final, Literal
+
+import sqlalchemy as sa
+
+from worker.errors import (
+    ExternalEdit,
+    InvalidCandidate,
+    MemworkerError,
+    NotFound,
+    StoreUnavailable,
+)
+from worker.models import Candidate, Namespace, Scope, make_candidate
+from worker.queue.redis_queue import RedisQueue
+from worker.sinks.base import CompareAndSetSink, PublishedFile, Sink
+from worker.sinks.langgraph_store import content_sha256
+from worker.store import cursors as _cursors
+from worker.store.engine import read_transaction
+from worker.store.memory import MemoryStore
+
+log = logging.getLogger(__name__)
+
+#: The source-cursor ``source`` under which absorbed edits are recorded.
+CURSOR_SOURCE: Final = "agent_edits"
+#: Records read per page by :func:`settle_agent_edits`.
+SETTLE_PAGE: Final = 100
+
+EditState = Literal["pending", "enqueued", "merged", "restored"]
+
+
+@dataclass
+class EditRecord:
+    """One absorbed edit of one file, as recorded in SQL."""
+
+    namespace: str
+    path: str
+    sha256: str
+    state: EditState
+    content: str
+    base_version: int | None
+    candidates: list[dict[str, Any]] = field(default_factory=list)
+    seen_at: str = ""
+
+    @property
+    def candidate_ids(self) -> list[str]:
+        return [str(c["id"]) for c in self.candidates]
+
+    def batch(self) -> list[Candidate]:
+        return [Candidate.model_validate(c) for c in self.candidates]
+
+
+def record_key(namespace: str, path: str) -> str:
+    """The cursor key of a file's edit record (a digest: namespace and path may be long)."""
+    return hashlib.sha256(f"{namespace}\x00{path}".encode()).hexdigest()
+
+
+def load_record(store: MemoryStore, namespace: str, path: str) -> EditRecord | None:
+    """The recorded edit of ``path``, or ``None``."""
+    raw = store.get_cursor(CURSOR_SOURCE, record_key(namespace, path))
+    return None if raw is None else EditRecord(**json.loads(raw))
+
+
+def save_record(store: MemoryStore, record: EditRecord, *, now: datetime) -> None:
+    store.set_cursor(
+        CURSOR_SOURCE,
+        record_key(record.namespace, record.path),
+        json.dumps(record.__dict__, sort_keys=True),
+        namespace=record.namespace,
+        now=now,
+    )
+
+
+def edit_lines(content: str) -> list[str]:
+    """The entry texts of a memory file's content: bullet lines, unescaped, headings skipped.
+
+    >>> edit_lines("# Preferences\\n\\n- likes tea &amp; cake\\nplain line\\n")
+    ['likes tea & cake', 'plain line']
+    """
+    out: list[str] = []
+    for raw in content.splitlines():
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        if line[:2] in ("- ", "* "):
+            line = line[2:].strip()
+        text = html.unescape(line.replace("\\#", "#"))
+        if text and text not in out:
+            out.append(text)
+    return out
+
+
+def edit_candidates(
+    namespace: str,
+    path: str,
+    before: str,
+    after: str,
+    *,
+    now: datetime,
+    max_text_bytes: int = 8192,
+) -> list[Candidate]:
+    """``fact`` candidates for the lines ``after`` adds, ``forget`` ones for those it removes."""
+    ns = Namespace.parse(namespace)
+    sha = content_sha256(after)
+    old, new = edit_lines(before), edit_lines(after)
+    changes = [("fact", line) for line in new if line not in old]
+    changes += [("forget", line) for line in old if line not in new]
+    found: list[Candidate] = []
+    for kind, text in changes:
+        try:
+            found.append(
+                make_candidate(
+                    user_id=ns.user_id,
+                    trace_id=f"agent-edit-{sha[:16]}",
+                    text=text,
+                    kind=kind,
+                    topic=path,
+                    assistant_id=ns.assistant_id,
+                    scope=ns.scope.value,
+                    idempotency_key=f"agent_edit:{path}:{sha}:{kind}:{text}",
+                    source="agent_edit",
+                    max_text_bytes=max_text_bytes,
+                    now=now,
+                )
+            )
+        except InvalidCandidate as exc:
+            # Kept in the edit record's content; only the candidate is left out.
+            log.warning("agent edit of %s%s: a line was not absorbed: %s", namespace, path, exc)
+    return found
+
+
+def absorb_external_edit(
+    store: MemoryStore,
+    sink: Sink,
+    item: PublishedFile,
+    edit: ExternalEdit,
+    *,
+    now: datetime | None = None,
+) -> str | None:
+    """React to ``edit`` raised while delivering ``item``; the delivery's error text, or
+    ``None`` when the delivery is done (absorbed and waiting for its merge, or published)."""
+    moment = now or datetime.now(UTC)
+    sha = content_sha256(edit.content)
+    record = load_record(store, item.namespace, item.path)
+    if record is None or record.sha256 != sha:
+        record = _record(store, item, edit, sha, moment)
+        save_record(store, record, now=moment)
+        log.info(
+            "agent edit of %s%s absorbed: %d candidate(s), state %s",
+            item.namespace,
+            item.path,
+            len(record.candidates),
+            record.state,
+        )
+        if record.state in ("pending", "enqueued"):
+            return None  # the agent's content stays until its candidates are merged
+    elif record.state in ("pending", "enqueued") and not _merged(store, record):
+        return None
+    return _publish_over(store, sink, item, record, moment)
+
+
+def _record(
+    store: MemoryStore, item: PublishedFile, edit: ExternalEdit, sha: str, now: datetime
+) -> EditRecord:
+    base_version, before = _base(store, item, edit)
+    stamp = now.isoformat()
+    if Namespace.parse(item.namespace).scope is Scope.ORG:
+        # Org memory is written by operators only: keep the edit as a record, restore theirs.
+        return EditRecord(
+            item.namespace, item.path, sha, "restored", edit.content, base_version, [], stamp
+        )
+    if _published_before(store, item, sha):
+        return EditRecord(
+            item.namespace, item.path, sha, "merged", edit.content, base_version, [], stamp
+        )
+    batch = edit_candidates(item.namespace, item.path, before, edit.content, now=now)
+    state: EditState = "pending" if batch else "merged"
+    dumped = [c.model_dump(mode="json") for c in batch]
+    return EditRecord(
+        item.namespace, item.path, sha, state, edit.content, base_version, dumped, stamp
+    )
+
+
+def _base(store: MemoryStore, item: PublishedFile, edit: ExternalEdit) -> tuple[int | None, str]:
+    """The version the agent edited, and its content: the one the marker names, else — the
+    agent's write dropped the marker — the committed version before ``item`` closest to the
+    edit (fewest lines apart; the newest on a tie), since deliveries may have skipped some."""
+    try:
+        history = [
+            v for v in store.file_history(item.namespace, item.path) if v.version < item.version
+        ]
+    except NotFound:
+        return None, ""
+    if edit.published_version is not None:
+        named = [v for v in history if v.version == edit.published_version]
+        if named:
+            return named[0].version, named[0].content
+    if not history:
+        return None, ""
+    lines = set(edit_lines(edit.content))
+    best = min(
+        reversed(history), key=lambda v: len(lines.symmetric_difference(edit_lines(v.content)))
+    )
+    return best.version, best.content
+
+
+def _published_before(store: MemoryStore, item: PublishedFile, sha: str) -> bool:
+    """True when the content is one of memworker's own versions (published before markers)."""
+    try:
+        history = store.file_history(item.namespace, item.path)
+    except NotFound:
+        return False
+    return any(content_sha256(v.content) == sha for v in history)
+
+
+def _merged(store: MemoryStore, record: EditRecord) -> bool:
+    ids = record.candidate_ids
+    return not ids or store.already_recorded(record.namespace, ids) >= set(ids)
+
+
+def _publish_over(
+    store: MemoryStore, sink: Sink, item: PublishedFile, record: EditRecord, now: datetime
+) -> str | None:
+    if not isinstance(sink, CompareAndSetSink):
+        return f"sink {sink.name} raised ExternalEdit but cannot overwrite"
+    try:
+        sink.overwrite(item, expected_sha256=record.sha256)
+    except ExternalEdit:
+        return f"{item.namespace}{item.path} changed again while it was absorbed; retried later"
+    except MemworkerError as exc:
+        return str(exc)[:2000]
+    if record.state in ("pending", "enqueued"):
+        record.state = "merged"
+        save_record(store, record, now=now)
+    return None
+
+
+# --- the scan's step ---------------------------------------------------------------------------
+@dataclass(frozen=True)
+class SettleReport:
+    """What :func:`settle_agent_edits` did."""
+
+    enqueued: int = 0
+    published: int = 0
+
+
+def settle_agent_edits(
+    queue: RedisQueue,
+    store: MemoryStore,
+    sink: Sink | None,
+    *,
+    now: datetime,
+    keep: Callable[[str], bool] | None = None,
+) -> SettleReport:
+    """Enqueue the candidates of recorded edits (then mark their namespaces due), and publish
+    over the edits whose candidates are merged when no newer delivery did it; ``keep`` limits
+    it to some namespaces."""
+    enqueued = published = 0
+    for record in _open_records(store):
+        if keep is not None and not keep(record.namespace):
+            continue
+        if record.state == "pending":
+            batch = record.batch()
+            queue.enqueue_many(batch)  # deterministic ids: a repeat after a crash merges once
+            queue.mark_due(record.namespace)
+            record.state = "enqueued"
+            save_record(store, record, now=now)
+            enqueued += len(batch)
+        elif sink is not None and _merged(store, record):
+            current = _latest(store, record)
+            if current is not None and _publish_over(store, sink, current, record, now) is None:
+                published += 1
+    return SettleReport(enqueued, published)
+
+
+def _latest(store: MemoryStore, record: EditRecord) -> PublishedFile | None:
+    try:
+        history = store.file_history(record.namespace, record.path)
+    except NotFound:
+        return None
+    last = history[-1]
+    return PublishedFile(
+        record.namespace,
+        record.path,
+        last.content,
+        last.version,
+        history[0].created_at,
+        last.created_at,
+    )
+
+
+def _open_records(store: MemoryStore) -> list[EditRecord]:
+    """Every edit record still pending or enqueued, page by page."""
+    found: list[EditRecord] = []
+    after = ""
+    while True:
+        try:
+            with read_transaction(store.engine) as conn:
+                page = _cursors.list_cursors(conn, CURSOR_SOURCE, limit=SETTLE_PAGE, after=after)
+        except sa.exc.SQLAlchemyError as exc:
+            raise StoreUnavailable(f"listing agent edits failed: {exc}") from exc
+        for _key, value in page:
+            record = EditRecord(**json.loads(value))
+            if record.state in ("pending", "enqueued"):
+                found.append(record)
+        if len(page) < SETTLE_PAGE:
+            return found
+        after = page[-1][0]
+
+
+def open_edits(store: MemoryStore) -> Sequence[EditRecord]:
+    """The recorded edits not merged yet (for status reports and tests)."""
+    return _open_records(store)

@@ -1,0 +1,211 @@
+"""Read what agents wrote to their inbox (``/memories/inbox/…``) into ``fact`` candidates.
+
+The inbox is the append-log pattern: an agent writes a small file per thread or event — e.g.
+``/memories/inbox/<thread_id>/<anything>.md`` or ``/memories/inbox/<date>-<thread_id>.md`` —
+and memworker dedupes and merges it into the stable files, then removes it. The helper's
+permissions let agents write there freely.
+
+:func:`collect_inbox` pages through the user namespaces of the store (``list_namespaces``) and
+each one's items (``search_items``), and returns three things for the caller to act on in
+order (at-least-once, never lost):
+
+1. ``candidates``: one ``fact`` per line of each new or changed inbox item (bullets and
+   headings stripped), source ``inbox``, its thread as provenance, ids deterministic in
+   (namespace, key, content hash, line) — a re-read of the same item adds nothing;
+2. ``cursor_updates``: per namespace, the items consumed (key → content hash and candidate
+   ids); record them only after the candidates are enqueued;
+3. ``removable``: items consumed by an earlier scan whose candidates the caller confirms are
+   merged (``merged``); delete them only if the store still holds the same content.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import re
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Final, Protocol
+
+from worker.errors import InvalidCandidate
+from worker.integrations.store_layout import StoreLayout
+from worker.models import Candidate, Namespace, make_candidate, validate_id
+
+logger = logging.getLogger(__name__)
+
+#: The cursor-store ``source`` of this module's per-namespace cursors.
+CURSOR_SOURCE: Final = "inbox"
+#: Namespaces / items per store page.
+PAGE_SIZE: Final = 100
+_DATE_PREFIX: Final = re.compile(r"^\d{4}-\d{2}-\d{2}(?:T[\d:]+Z?)?-")
+
+
+class CursorStore(Protocol):
+    def get_cursor(self, source: str, key: str) -> str | None: ...
+
+
+@dataclass
+class InboxScan:
+    """What one inbox scan found (see the module docstring for the order of the steps)."""
+
+    candidates: list[Candidate] = field(default_factory=list)
+    #: memory namespace -> {item key: {"sha256": ..., "ids": [...]}} to record after enqueue.
+    cursor_updates: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
+    #: (store namespace, key, content hash) of consumed items whose merge is confirmed.
+    removable: list[tuple[tuple[str, ...], str, str]] = field(default_factory=list)
+    namespaces_seen: int = 0
+
+
+def item_hash(content: str) -> str:
+    return hashlib.sha256(content.encode("utf-8", errors="surrogatepass")).hexdigest()
+
+
+def thread_of(relative: str) -> str | None:
+    """The thread an inbox key names: its first folder, or its file name after a date.
+
+    >>> thread_of("t-42/notes.md"), thread_of("2026-01-05-t-42.md"), thread_of("x y.md")
+    ('t-42', 't-42', None)
+    """
+    head = relative.split("/", 1)[0] if "/" in relative else relative.removesuffix(".md")
+    head = _DATE_PREFIX.sub("", head)
+    try:
+        return validate_id(head, "thread_id")
+    except InvalidCandidate:
+        return None
+
+
+def inbox_lines(content: str) -> list[str]:
+    """Each distinct non-empty line, bullets and headings stripped."""
+    out: list[str] = []
+    for raw in content.splitlines():
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        if line[:2] in ("- ", "* "):
+            line = line[2:].strip()
+        if line and line not in out:
+            out.append(line)
+    return out
+
+
+def collect_inbox(
+    client: Any,
+    layout: StoreLayout,
+    *,
+    cursors: CursorStore,
+    merged: Callable[[str, Sequence[str]], bool],
+    now: datetime,
+    trace_id: str,
+    max_text_bytes: int = 8192,
+    page_size: int = PAGE_SIZE,
+) -> InboxScan:
+    """Scan every user namespace's inbox (see the module docstring)."""
+    scan = InboxScan()
+    prefix = layout.inbox_prefix
+    for store_ns in _namespaces(client, page_size):
+        namespace = layout.parse_user(store_ns)
+        if namespace is None:
+            continue
+        scan.namespaces_seen += 1
+        raw = cursors.get_cursor(CURSOR_SOURCE, namespace.key)
+        consumed: dict[str, dict[str, Any]] = json.loads(raw) if raw else {}
+        updates = dict(consumed)
+        for key, content in _inbox_items(client, store_ns, prefix, page_size):
+            sha = item_hash(content)
+            seen = consumed.get(key)
+            if seen is not None and seen.get("sha256") == sha:
+                if merged(namespace.key, seen.get("ids") or []):
+                    scan.removable.append((store_ns, key, sha))
+                    updates.pop(key, None)
+                continue
+            found = _candidates(
+                namespace,
+                key,
+                relative=key[len(prefix) :],
+                content=content,
+                sha=sha,
+                now=now,
+                trace_id=trace_id,
+                max_text_bytes=max_text_bytes,
+            )
+            scan.candidates.extend(found)
+            updates[key] = {"sha256": sha, "ids": [c.id for c in found]}
+        if updates != consumed:
+            scan.cursor_updates[namespace.key] = updates
+    return scan
+
+
+def _candidates(
+    namespace: Namespace,
+    key: str,
+    *,
+    relative: str,
+    content: str,
+    sha: str,
+    now: datetime,
+    trace_id: str,
+    max_text_bytes: int,
+) -> list[Candidate]:
+    thread_id = thread_of(relative)
+    found: list[Candidate] = []
+    for index, line in enumerate(inbox_lines(content)):
+        try:
+            found.append(
+                make_candidate(
+                    user_id=namespace.user_id,
+                    trace_id=trace_id,
+                    text=line,
+                    assistant_id=namespace.assistant_id,
+                    thread_id=thread_id,
+                    idempotency_key=f"inbox:{key}:{sha}:{index}",
+                    source="inbox",
+                    max_text_bytes=max_text_bytes,
+                    now=now,
+                )
+            )
+        except InvalidCandidate as exc:
+            logger.warning("inbox %s%s: a line was left out: %s", namespace.key, key, exc)
+    return found
+
+
+def _namespaces(client: Any, page_size: int) -> Iterator[tuple[str, ...]]:
+    offset = 0
+    while True:
+        page = client.store.list_namespaces(limit=page_size, offset=offset)
+        names = page.get("namespaces", []) if isinstance(page, Mapping) else page
+        for name in names:
+            yield tuple(name)
+        if len(names) < page_size:
+            return
+        offset += page_size
+
+
+def _inbox_items(
+    client: Any, store_ns: tuple[str, ...], prefix: str, page_size: int
+) -> Iterator[tuple[str, str]]:
+    """(key, content) of the inbox items directly in ``store_ns`` (not in deeper namespaces)."""
+    offset = 0
+    while True:
+        page = client.store.search_items(list(store_ns), limit=page_size, offset=offset)
+        items = page.get("items", []) if isinstance(page, Mapping) else []
+        for item in items:
+            key = str(item.get("key", ""))
+            if tuple(item.get("namespace") or ()) != store_ns or not key.startswith(prefix):
+                continue
+            value = item.get("value")
+            raw = value.get("content") if isinstance(value, Mapping) else None
+            content = "\n".join(map(str, raw)) if isinstance(raw, list) else raw
+            if isinstance(content, str):
+                yield key, content
+        if len(items) < page_size:
+            return
+        offset += page_size
+
+
+def inbox_item_keys(
+    client: Any, store_ns: tuple[str, ...], prefix: str, page_size: int = PAGE_SIZE
+) -> list[str]:
+    """Keys of every inbox item in ``store_ns`` (an erase removes them all)."""
+    return [key for key, _content in _inbox_items(client, store_ns, prefix, page_size)]
