@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import urlparse
 
+import httpx
 import pytest
 from langgraph_sdk import get_sync_client
 
@@ -192,3 +193,34 @@ def pg_empty_schema_url() -> str:
     from tests.conftest import PG_SERVER_URL
 
     return f"{PG_SERVER_URL}?options=-csearch_path%3Dmw_never_migrated"
+
+
+def test_the_worker_serves_the_metrics_of_all_its_lanes_from_one_port(
+    settings: Settings, store: MemoryStore, tmp_path: Path
+) -> None:
+    from tests.langgraph_fixtures import free_port
+
+    port = free_port()
+    env = worker_env(settings, MEMWORKER_METRICS_PORT=str(port))
+    proc = start(["run", "--loglevel", "WARNING"], env, tmp_path / "run.log")
+    try:
+        with MemoryClient(settings) as client:
+            client.enqueue(user_id=f"m-{settings.key_prefix}", trace_id="t1", text="I like tea")
+
+        def scraped() -> str | None:
+            try:
+                body = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=2).text
+            except httpx.HTTPError:
+                return None
+            wanted = (
+                'memworker_consolidations_total{outcome="committed"} 1.0',  # consolidate lane
+                "memworker_claims_total 1.0",  # sweep lane
+                'memworker_sink_deliveries_total{outcome="ok",sink="files"} 1.0',  # deliver lane
+            )
+            return body if all(line in body for line in wanted) else None
+
+        wait_for(scraped, "one scrape to show the work of all three lanes")
+    finally:
+        stop(proc)
+
+    assert not list(settings.data_dir.glob("metrics.*"))  # the metric files went with the lanes

@@ -192,21 +192,26 @@ def _supervise_lanes(
     served from here."""
     from worker.runtime.supervisor import supervise
 
-    on_exit = _serve_lane_metrics(settings, env)
-    children = [_lane_child(name, counts[name], loglevel, env) for name in names]
-    return supervise([*children, *(extra or [])], on_exit=on_exit)
+    folder = settings.data_dir / f"metrics.{os.getpid()}"
+    try:
+        on_exit = _serve_lane_metrics(settings, env, folder)
+        children = [_lane_child(name, counts[name], loglevel, env) for name in names]
+        return supervise([*children, *(extra or [])], on_exit=on_exit)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)  # the lanes' metric files die with them
 
 
-def _serve_lane_metrics(settings: Settings, env: dict[str, str]) -> Callable[[int], None]:
-    """Prometheus multiprocess mode: children write to a private folder, this process serves
-    the sum. Returns the hook that marks a reaped child dead (its live gauges go away)."""
+def _serve_lane_metrics(
+    settings: Settings, env: dict[str, str], folder: Path
+) -> Callable[[int], None]:
+    """Prometheus multiprocess mode: children write to ``folder``, this process serves the
+    sum. Returns the hook that marks a reaped child dead (its live gauges go away)."""
     if not settings.metrics_port:
         return lambda _pid: None
     from prometheus_client import CollectorRegistry, multiprocess
 
     from worker.metrics import start_metrics_server
 
-    folder = settings.data_dir / f"metrics.{os.getpid()}"
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir(parents=True)
     env["PROMETHEUS_MULTIPROC_DIR"] = str(folder)
