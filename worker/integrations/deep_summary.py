@@ -33,13 +33,12 @@ from deepagents.middleware.summarization import (
 )
 from langchain.agents.middleware import ModelRequest, ModelResponse
 from langchain.agents.middleware.types import ExtendedModelResponse
-from langchain_core.messages import AnyMessage
 
 from worker.integrations.enqueuer import AsyncEnqueuer, EnqueueArgs, Enqueuer, asubmit, submit
 from worker.integrations.exchanges import DEFAULT_MAX_TEXT_BYTES
 from worker.integrations.summary_flush import (
+    CheckedSummaries,
     SummaryFailed,
-    checked_summary,
     flush_args,
     summary_failed,
     tag_summary_calls,
@@ -49,7 +48,7 @@ from worker.integrations.summary_flush import (
 DEEP_FLUSH_INTEGRATION = "deep_summary_flush"
 
 
-class DeepAgentSummaryFlush(SummarizationMiddleware):
+class DeepAgentSummaryFlush(CheckedSummaries, SummarizationMiddleware):
     """deepagents' ``SummarizationMiddleware`` that flushes what it compacts (module docstring).
 
     Args:
@@ -82,18 +81,6 @@ class DeepAgentSummaryFlush(SummarizationMiddleware):
     def name(self) -> str:
         """The built-in's name, so ``create_deep_agent`` replaces it with this one."""
         return "SummarizationMiddleware"
-
-    def _create_summary(self, messages_to_summarize: list[AnyMessage]) -> str:
-        try:
-            return checked_summary(super()._create_summary(messages_to_summarize))
-        except Exception as exc:
-            raise SummaryFailed(str(exc)) from exc
-
-    async def _acreate_summary(self, messages_to_summarize: list[AnyMessage]) -> str:
-        try:
-            return checked_summary(await super()._acreate_summary(messages_to_summarize))
-        except Exception as exc:
-            raise SummaryFailed(str(exc)) from exc
 
     def wrap_model_call(
         self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]

@@ -100,7 +100,27 @@ def tag_summary_calls(middleware: Any) -> None:
         middleware.summarizer = middleware.summarizer.with_config(tags=[SUMMARY_TAG])
 
 
-class MemorySummaryFlush(SummarizationMiddleware[Any, Any]):
+class CheckedSummaries:
+    """Mixin for a summarisation middleware (put it first among the bases): an empty summary or
+    a failing summary model becomes :class:`SummaryFailed`, which the middleware turns into
+    "nothing changed" instead of a failed run."""
+
+    def _create_summary(self, messages_to_summarize: list[AnyMessage]) -> str:
+        try:
+            # The middleware base comes after this mixin in the MRO; mypy cannot see it here.
+            return checked_summary(super()._create_summary(messages_to_summarize))  # type: ignore[misc]
+        except Exception as exc:
+            raise SummaryFailed(str(exc)) from exc
+
+    async def _acreate_summary(self, messages_to_summarize: list[AnyMessage]) -> str:
+        try:
+            made = await super()._acreate_summary(messages_to_summarize)  # type: ignore[misc]
+            return checked_summary(made)
+        except Exception as exc:
+            raise SummaryFailed(str(exc)) from exc
+
+
+class MemorySummaryFlush(CheckedSummaries, SummarizationMiddleware[Any, Any]):
     """``SummarizationMiddleware`` that enqueues the compacted messages after a good summary.
 
     Args:
@@ -129,18 +149,6 @@ class MemorySummaryFlush(SummarizationMiddleware[Any, Any]):
         self.user_key = user_key
         self.assistant_id = assistant_id
         self.max_text_bytes = max_text_bytes
-
-    def _create_summary(self, messages_to_summarize: list[AnyMessage]) -> str:
-        try:
-            return checked_summary(super()._create_summary(messages_to_summarize))
-        except Exception as exc:
-            raise SummaryFailed(str(exc)) from exc
-
-    async def _acreate_summary(self, messages_to_summarize: list[AnyMessage]) -> str:
-        try:
-            return checked_summary(await super()._acreate_summary(messages_to_summarize))
-        except Exception as exc:
-            raise SummaryFailed(str(exc)) from exc
 
     def _trim_messages_for_summary(self, messages: list[AnyMessage]) -> list[AnyMessage]:
         """Trim as LangChain does, but never drop the previous summary: it and the new messages
