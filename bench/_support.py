@@ -14,9 +14,10 @@ from __future__ import annotations
 import os
 import statistics
 import tempfile
+import time
 import uuid
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -61,6 +62,17 @@ def delete_prefix(client: redis.Redis, prefix: str) -> int:
     if batch:
         removed += int(client.unlink(*batch))
     return removed
+
+
+def timed(op: Callable[[int], object], n: int) -> list[float]:
+    """Latency of each of ``n`` calls of ``op(i)``, in seconds."""
+    out = []
+    clock = time.perf_counter
+    for i in range(n):
+        start = clock()
+        op(i)
+        out.append(clock() - start)
+    return out
 
 
 def verdict(ok: bool) -> str:

@@ -16,12 +16,11 @@ from __future__ import annotations
 
 import os
 import statistics
-import time
 import uuid
-from collections.abc import Callable
 
 import redis
 
+from bench._support import timed
 from worker import MemoryClient
 from worker.hotpath import EnqueueItem
 from worker.models import make_candidate
@@ -35,17 +34,6 @@ BATCH = 50
 #: Users the candidates are spread over (one namespace each), like concurrent chats.
 USERS = 100
 TEXT = "I prefer my coffee black, and please answer in French from now on."
-
-
-def _timed(op: Callable[[int], object], n: int) -> list[float]:
-    """Latency of each of ``n`` calls of ``op(i)``, in seconds."""
-    out = []
-    clock = time.perf_counter
-    for i in range(n):
-        start = clock()
-        op(i)
-        out.append(clock() - start)
-    return out
 
 
 def _summary(name: str, latencies: list[float]) -> tuple[str, float, float, float]:
@@ -92,12 +80,12 @@ def run() -> list[str]:
     results: dict[str, list[float]] = {"ours": [], "raw": [], "celery": [], "many": []}
     try:
         for warm in (ours, xadd, apply_async):  # connections, script cache, producer pool
-            _timed(warm, 50)
+            timed(warm, 50)
         for _ in range(ROUNDS):
-            results["ours"] += _timed(ours, OPS)
-            results["raw"] += _timed(xadd, OPS)
-            results["celery"] += _timed(apply_async, CELERY_OPS)
-            results["many"] += _timed(many, OPS // BATCH)
+            results["ours"] += timed(ours, OPS)
+            results["raw"] += timed(xadd, OPS)
+            results["celery"] += timed(apply_async, CELERY_OPS)
+            results["many"] += timed(many, OPS // BATCH)
         info = raw.info("server")
     finally:
         client.close()

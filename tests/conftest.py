@@ -17,6 +17,9 @@ import pytest
 import redis
 import sqlalchemy as sa
 
+from tests.support.redis_cluster import redis_cluster
+from worker.queue.address import is_cluster_url
+from worker.queue.connect import RedisClient, open_redis
 from worker.queue.redis_queue import RedisQueue
 from worker.runtime.embedded_redis import embedded_redis
 from worker.settings import Settings
@@ -40,8 +43,8 @@ def _redis_answers(url: str) -> bool:
 
 
 @pytest.fixture(scope="session")
-def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """URL of a real Redis server for this test session."""
+def single_redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """URL of a real single-node Redis server for this test session."""
     if _redis_answers(REDIS_LOCAL_URL):
         yield REDIS_LOCAL_URL
         return
@@ -49,13 +52,37 @@ def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         yield url
 
 
-def _delete_keys(client: redis.Redis, key_prefix: str) -> None:
+@pytest.fixture(scope="session")
+def cluster_redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A real three-master Redis Cluster on loopback, started once, when a test first asks."""
+    with redis_cluster(tmp_path_factory.mktemp("cluster")) as url:
+        yield url
+
+
+@pytest.fixture(scope="session")
+def redis_url(request: pytest.FixtureRequest) -> str:
+    """URL of the queue's Redis: the single node, or (in modules marked ``cluster``, as a
+    second run of each test) the three-master cluster."""
+    if getattr(request, "param", "single") == "cluster":
+        return str(request.getfixturevalue("cluster_redis_url"))
+    return str(request.getfixturevalue("single_redis_url"))
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Tests marked ``cluster`` run twice: on a single Redis node and on a Redis Cluster."""
+    if metafunc.definition.get_closest_marker("cluster") and "redis_url" in metafunc.fixturenames:
+        metafunc.parametrize("redis_url", ["single", "cluster"], indirect=True, scope="session")
+
+
+def _delete_keys(client: RedisClient, key_prefix: str) -> None:
     """Every key a test with this prefix can leave: the queue's and Celery's queue bindings."""
     with contextlib.suppress(redis.RedisError):
         for pattern in (f"{key_prefix}:*", f"_kombu.binding*{key_prefix}*"):
             keys = list(client.scan_iter(match=pattern, count=1000))
-            if keys:
-                client.delete(*keys)
+            pipe = client.pipeline(transaction=False)  # one DEL per key: slots may differ
+            for key in keys:
+                pipe.delete(key)
+            pipe.execute()
 
 
 @pytest.fixture
@@ -64,7 +91,7 @@ def key_prefix(redis_url: str) -> Iterator[str]:
     process (a worker, a served graph) wrote them."""
     prefix = "mwt" + uuid.uuid4().hex[:10]
     yield prefix
-    client = redis.Redis.from_url(redis_url)
+    client = open_redis(redis_url, timeout=5.0)
     try:
         _delete_keys(client, prefix)
     finally:
@@ -72,9 +99,10 @@ def key_prefix(redis_url: str) -> Iterator[str]:
 
 
 @pytest.fixture
-def redis_client(redis_url: str, key_prefix: str) -> Iterator[redis.Redis]:
-    """A client on the test Redis (keys under ``key_prefix`` are cleaned up by that fixture)."""
-    client = redis.Redis.from_url(redis_url)
+def redis_client(redis_url: str, key_prefix: str) -> Iterator[RedisClient]:
+    """A client on the test Redis (keys under ``key_prefix`` are cleaned up by that fixture):
+    a ``redis.Redis``, or a ``RedisCluster`` in the cluster run of a ``cluster`` test."""
+    client = open_redis(redis_url, timeout=5.0)
     yield client
     client.close()
 
@@ -107,10 +135,15 @@ def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
 
 
 @pytest.fixture
-def settings(redis_url: str, key_prefix: str, tmp_path: Path, sqlite_url: str) -> Settings:
-    """Settings for one test: its own key prefix, data directory and SQLite file."""
+def settings(
+    request: pytest.FixtureRequest, redis_url: str, key_prefix: str, tmp_path: Path, sqlite_url: str
+) -> Settings:
+    """Settings for one test: its own key prefix, data directory and SQLite file. On a
+    cluster, Celery's broker is the single-node Redis (a cluster cannot be a broker)."""
+    broker = request.getfixturevalue("single_redis_url") if is_cluster_url(redis_url) else None
     return Settings(
         redis_url=redis_url,
+        broker_url=broker,
         database_url=sqlite_url,
         data_dir=tmp_path / "data",
         key_prefix=key_prefix,
@@ -124,7 +157,7 @@ def settings(redis_url: str, key_prefix: str, tmp_path: Path, sqlite_url: str) -
 
 
 @pytest.fixture
-def queue(redis_client: redis.Redis, settings: Settings) -> RedisQueue:
+def queue(redis_client: RedisClient, settings: Settings) -> RedisQueue:
     """The queue under this test's key prefix."""
     return RedisQueue(redis_client, settings)
 

@@ -17,6 +17,9 @@ from tests.support.waiting import wait_for
 from worker.queue.beat_lock import BeatLock, beat_holder
 from worker.settings import Settings
 
+#: Each test runs on a single Redis and on a Redis Cluster.
+pytestmark = pytest.mark.cluster
+
 #: Short, so a failover takes seconds; a standby looks at the lock three times per lifetime.
 LOCK_SECONDS = 3.0
 
@@ -45,6 +48,8 @@ def beats(settings: Settings, tmp_path: Path) -> Iterator[Callable[[str], subpro
         "MEMWORKER_SWEEP_INTERVAL_SECONDS": "0.5",
         "MEMWORKER_BEAT_LOCK_SECONDS": str(LOCK_SECONDS),
     }
+    if settings.broker_url:
+        env["MEMWORKER_BROKER_URL"] = settings.broker_url
 
     def start(name: str) -> subprocess.Popen[bytes]:
         data = tmp_path / name  # each beat its own schedule file and heartbeat

@@ -18,6 +18,9 @@ from worker.tasks.app import create_app
 from worker.tasks.lanes import LANES
 from worker.tasks.names import SCHEDULED_RUN_TASK, SWEEP_LANE, SWEEP_TASK, queue_name
 
+#: Each test runs on a single Redis and on a Redis Cluster.
+pytestmark = pytest.mark.cluster
+
 #: Upper bound on how long the worker may take to finish what a test sent it. Polling stops as
 #: soon as the outcome is there; this only turns a hang into a failure.
 WAIT_SECONDS = 30.0

@@ -4,8 +4,13 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+import pytest
+
 from tests.test_cli_support import Ops, ops
 from worker.store.memory import RunRecord
+
+#: Each test runs on a single Redis and on a Redis Cluster.
+pytestmark = pytest.mark.cluster
 
 __all__ = ["ops"]
 
@@ -71,3 +76,13 @@ def test_status_with_redis_down_says_redis_is_unreachable_not_that_nothing_was_e
     assert "Redis at redis://127.0.0.1:1/0 is unreachable" in message
     assert "the queue could not be read" in message
     assert "enqueued" not in message
+
+
+def test_status_names_the_cluster_it_reads_and_nothing_on_one_node(ops: Ops) -> None:
+    ran = ops("status")
+    report = ops("status", "--json").json()
+
+    clustered = str(ops.settings.redis_url).startswith("redis+cluster://")
+    assert ran.code == 0
+    assert report["redis"]["cluster_primaries"] == (3 if clustered else None)
+    assert ("redis: a cluster of 3 primaries, appendonly" in ran.out) == clustered

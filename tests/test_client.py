@@ -18,6 +18,9 @@ from worker.hotpath import EnqueueItem
 from worker.queue.redis_queue import RedisQueue
 from worker.settings import Settings
 
+#: Each test runs on a single Redis and on a Redis Cluster.
+pytestmark = pytest.mark.cluster
+
 
 @pytest.fixture
 def client(settings: Settings) -> Iterator[MemoryClient]:

@@ -14,6 +14,9 @@ from worker import AsyncMemoryClient, BacklogFull, InvalidCandidate, QueueUnavai
 from worker.queue.redis_queue import RedisQueue
 from worker.settings import Settings
 
+#: Each test runs on a single Redis and on a Redis Cluster.
+pytestmark = pytest.mark.cluster
+
 
 @pytest.fixture
 async def client(settings: Settings) -> AsyncIterator[AsyncMemoryClient]:

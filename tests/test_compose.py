@@ -157,3 +157,40 @@ def test_every_memworker_service_shares_one_key_prefix(service: str) -> None:
     prefix = SERVICES[service]["environment"]["MEMWORKER_KEY_PREFIX"]
 
     assert prefix == "${MEMWORKER_KEY_PREFIX:-mw}"
+
+
+#: The broker URL the compose file's header and the README give for the rabbitmq profile.
+RABBITMQ_BROKER: Final = "amqp://memworker:memworker@rabbitmq:5672/memworker"
+
+
+def test_the_rabbitmq_profile_serves_the_broker_url_the_readme_gives() -> None:
+    rabbit = SERVICES["rabbitmq"]
+    env = {k: interpolate(str(v)) for k, v in rabbit["environment"].items()}
+    user, password, vhost = (
+        env["RABBITMQ_DEFAULT_USER"],
+        env["RABBITMQ_DEFAULT_PASS"],
+        env["RABBITMQ_DEFAULT_VHOST"],
+    )
+
+    assert rabbit["profiles"] == ["rabbitmq"]  # `docker compose up` alone keeps Redis as broker
+    assert f"amqp://{user}:{password}@rabbitmq:5672/{vhost}" == RABBITMQ_BROKER
+    assert RABBITMQ_BROKER in (ROOT / "docker-compose.yml").read_text(encoding="utf-8")
+    assert RABBITMQ_BROKER in (ROOT / "README.md").read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("service", MEMWORKER_SERVICES)
+def test_every_memworker_service_takes_the_broker_url_and_waits_for_rabbitmq_if_enabled(
+    service: str,
+) -> None:
+    spec = SERVICES[service]
+    assert spec["environment"]["MEMWORKER_BROKER_URL"] == "${MEMWORKER_BROKER_URL:-}"
+    if service != "migrate":  # the schema job needs no broker
+        assert spec["depends_on"]["rabbitmq"] == {"condition": "service_healthy", "required": False}
+
+
+def test_an_empty_broker_url_means_the_queues_redis() -> None:
+    settings = Settings(redis_url="redis://redis:6379/0", broker_url=interpolate("${X:-}"))
+    app = create_app(settings)
+
+    assert app.conf.broker_url == "redis://redis:6379/0"
+    assert "redis" in interpolate(flower_config())  # and Flower watches the same broker

@@ -77,6 +77,8 @@ def test_workers_and_beat_wait_for_healthy_stores_and_a_finished_migration(
         "redis": {"condition": "service_healthy"},
         "postgres": {"condition": "service_healthy"},
         "migrate": {"condition": "service_completed_successfully"},
+        # Only when the rabbitmq profile is enabled (the broker at scale).
+        "rabbitmq": {"condition": "service_healthy", "required": False},
     }
 
 

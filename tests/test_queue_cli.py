@@ -14,6 +14,9 @@ from worker.cli.queue_cmds import register
 from worker.queue.redis_queue import RedisQueue
 from worker.settings import Settings
 
+#: Each test runs on a single Redis and on a Redis Cluster.
+pytestmark = pytest.mark.cluster
+
 
 @pytest.fixture
 def app() -> typer.Typer:
@@ -34,7 +37,7 @@ def env(settings: Settings) -> dict[str, str]:
         "MEMWORKER_KEY_PREFIX": settings.key_prefix,
         "MEMWORKER_QUEUE_SHARDS": str(settings.queue_shards),
         "MEMWORKER_DATA_DIR": str(settings.data_dir),
-    }
+    } | ({"MEMWORKER_BROKER_URL": settings.broker_url} if settings.broker_url else {})
 
 
 @pytest.fixture

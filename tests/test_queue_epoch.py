@@ -32,6 +32,9 @@ from worker.settings import Settings
 from worker.store.memory import MemoryStore
 from worker.store.schema import candidate_ledger
 
+#: Each test runs on a single Redis and on a Redis Cluster.
+pytestmark = pytest.mark.cluster
+
 NS: Final = "user:u1"
 DAY: Final = 86_400.0
 AFTER: Final = 5

@@ -9,6 +9,9 @@ from worker.models import Candidate, make_candidate
 from worker.queue.redis_queue import Claim, RedisQueue
 from worker.settings import Settings
 
+#: Each test runs on a single Redis and on a Redis Cluster.
+pytestmark = pytest.mark.cluster
+
 T0 = 1_700_000_000.0  # debounce 30 s, max wait 300 s, lease 60 s (the settings fixture)
 DUE = T0 + 30
 

@@ -33,14 +33,17 @@ class Settings(BaseSettings):
     # --- where things live -------------------------------------------------------------------
     redis_url: str | None = Field(
         default=None,
-        description="Redis for the queue and the Celery broker. Unset: the embedded server that "
-        "`memworker run` starts in the data directory.",
+        description="Redis for the queue (and the Celery broker unless MEMWORKER_BROKER_URL is "
+        "set): redis://, rediss://, unix://, or redis+cluster://host1:6379,host2:6379 for a "
+        "Redis Cluster. Unset: the embedded server that `memworker run` starts in the data "
+        "directory.",
     )
     broker_url: str | None = Field(
         default=None,
         description="Celery broker (e.g. amqp://user:pass@rabbitmq:5672/memworker). Unset: the "
-        "queue's Redis. Task queues are named `<key_prefix>.<lane>`, so deployments sharing a "
-        "broker never consume each other's tasks.",
+        "queue's Redis; required when that is a cluster. Task queues are named "
+        "`<key_prefix>.<lane>`, so deployments sharing a broker never consume each other's "
+        "tasks.",
     )
     database_url: str | None = Field(
         default=None,
@@ -59,10 +62,12 @@ class Settings(BaseSettings):
 
     # --- the debounced queue -----------------------------------------------------------------
     queue_shards: Annotated[int, Field(ge=1, le=1024)] = Field(
-        default=16,
-        description="Due/lease sets are split into this many hash-tagged shards so each script "
-        "touches one Redis Cluster slot and no single sorted set gets hot. Changing it requires "
-        "an empty queue.",
+        default=256,
+        description="The queue is split into this many hash-tagged shards, each one Redis "
+        "Cluster slot, so it spreads over up to this many cluster primaries and no sorted set "
+        "gets hot. Each sweep runs one claim script per shard (pipelined, one round trip per "
+        "node), so fewer shards make idle sweeps cheaper. Workers and chat hosts must agree; "
+        "workers refuse to start with a new count while the queue holds anything.",
     )
     debounce_seconds: Annotated[float, Field(gt=0)] = Field(
         default=30.0,

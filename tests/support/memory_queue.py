@@ -6,6 +6,7 @@ import redis
 
 from worker.hotpath.client import MemoryClient
 from worker.models import Candidate
+from worker.queue.connect import open_redis
 from worker.queue.redis_queue import RedisQueue
 from worker.settings import Settings
 
@@ -35,7 +36,7 @@ def queued(redis_url: str, key_prefix: str, namespace: str) -> list[Candidate]:
 def deploy_policy(redis_url: str, key_prefix: str, **policy: float | int) -> None:
     """Write the deployment's queue policy into Redis, as a worker does at start (the
     client side cannot set it: ``max_pending_per_namespace``, debounce and max wait)."""
-    client = redis.Redis.from_url(redis_url)
+    client = open_redis(redis_url, timeout=5.0)
     try:
         settings = Settings(redis_url=redis_url, key_prefix=key_prefix, **policy)  # type: ignore[arg-type]
         RedisQueue(client, settings).publish_policy()

@@ -157,6 +157,7 @@ def _report_json(
         "namespaces": [_json_of(r) for r in done],
         "summary": _summary(done),
         "published": delivery.delivered if delivery else 0,
+        "undelivered": delivery.remaining if delivery else 0,
     }
 
 

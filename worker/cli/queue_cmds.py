@@ -136,8 +136,10 @@ def _redis_health(settings: Settings, queue: RedisQueue) -> dict[str, Any]:
 
 def _print_redis_health(health: dict[str, Any]) -> None:
     durability, epoch = health["durability"], health["epoch"]
+    primaries = health.get("cluster_primaries")
+    topology = f"a cluster of {primaries} primaries, " if primaries else ""
     stdout.print(
-        f"redis: appendonly {durability['appendonly'] or '?'}, appendfsync "
+        f"redis: {topology}appendonly {durability['appendonly'] or '?'}, appendfsync "
         f"{durability['appendfsync'] or '?'}, maxmemory-policy "
         f"{durability['maxmemory_policy'] or '?'}"
     )

@@ -6,7 +6,8 @@ Flow for a batch:
    leaves for a model API; other texts are shown with guarded spans redacted).
 2. The rest is cut into chunks whose prompt fits ``token_budget`` (counted with
    ``count_tokens_approximately``: tiktoken downloads encodings at run time). Chunks are merged
-   serially; each sees the state the previous chunks produced.
+   serially; each sees the state the previous chunks produced. Of a large memory the prompt
+   shows only the entries the chunk can touch (:mod:`~worker.consolidation.focus`).
 3. Per chunk: ONE call of ``model.with_structured_output(ConsolidationPlan, include_raw=True)``,
    tagged ``["memworker", "consolidation"]`` with the namespace in metadata. The answer's short
    ids are translated back (an unknown short id is a problem) and the plan is checked with
@@ -46,7 +47,7 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.messages.utils import count_tokens_approximately
 from pydantic import BaseModel, Field, ValidationError
 
-from worker.consolidation import guards
+from worker.consolidation import focus, guards
 from worker.consolidation.apply import advance, apply_plan
 from worker.consolidation.prompt import ShortIds, build_messages, candidate_line
 from worker.consolidation.types import Add, Confirm, Invalidate, Operation, Plan, Reject, Supersede
@@ -365,11 +366,23 @@ class _Run:
         self, chunk: Sequence[Candidate], problems: Sequence[str] = ()
     ) -> tuple[list[BaseMessage], ShortIds]:
         hint = schema_hint() if self.owner.method == "json_mode" else None
-        return build_messages(self.state, chunk, problems=problems, answer_format=hint)
+        return build_messages(
+            self.state, chunk, problems=problems, answer_format=hint,
+            entries=focus.touched_entries(self.state, chunk),
+        )  # fmt: skip
 
     def take(self, pending: list[Candidate]) -> tuple[list[Candidate], list[Candidate]]:
-        """The longest prefix of ``pending`` whose prompt fits the budget (at least one)."""
-        used = count_tokens_approximately(self._messages([])[0])
+        """The longest prefix of ``pending`` whose prompt fits the budget (at least one).
+
+        The fixed part is counted with the entries all of ``pending`` would be shown: a prefix
+        is shown at most as many (:mod:`~worker.consolidation.focus` caps them by the number of
+        candidates), close enough for a budget that is an approximation anyway.
+        """
+        hint = schema_hint() if self.owner.method == "json_mode" else None
+        fixed, _ = build_messages(
+            self.state, [], answer_format=hint, entries=focus.touched_entries(self.state, pending)
+        )
+        used = count_tokens_approximately(fixed)
         for n, cand in enumerate(pending):
             used += count_tokens_approximately([candidate_line(f"C{n + 1}", cand)])
             if used > self.owner.token_budget and n > 0:

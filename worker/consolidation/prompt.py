@@ -111,16 +111,20 @@ def build_messages(
     *,
     problems: Sequence[str] = (),
     answer_format: str | None = None,
+    entries: Sequence[Entry] | None = None,
 ) -> tuple[list[BaseMessage], ShortIds]:
     """The messages for one consolidation call, and the short-id mapping to translate back.
 
+    ``entries`` are the active entries to show (default: all of them; the consolidator passes
+    :func:`~worker.consolidation.focus.touched_entries`): only those get a short id.
     With ``problems`` (a repair attempt), a last message lists them after the data.
     ``answer_format`` (the JSON schema, for servers that check only that the answer is JSON)
     is appended to the instructions.
     """
     ids = ShortIds()
     lines = ["<memories>"]
-    active = sorted((e for e in state.entries if e.active), key=lambda e: (e.path, *entry_order(e)))
+    shown = state.entries if entries is None else entries
+    active = sorted((e for e in shown if e.active), key=lambda e: (e.path, *entry_order(e)))
     current_path = None
     for entry in active:
         if entry.path != current_path:

@@ -12,15 +12,16 @@ from collections.abc import Iterable
 from types import TracebackType
 from typing import Any, Self
 
-import redis
 from typing_extensions import Unpack
 
 from worker.hotpath.builder import CandidateBuilder
 from worker.hotpath.client import client_settings
+from worker.hotpath.cluster_pool import AsyncClusterHotPool
 from worker.hotpath.connection import HOTPATH_MAX_CONNECTIONS, unavailable
 from worker.hotpath.pool import AsyncHotPool
 from worker.models import EnqueueFields
-from worker.queue.address import resolve_redis_url
+from worker.queue.address import is_cluster_url, resolve_redis_url
+from worker.queue.connect import REDIS_FAILURES
 from worker.queue.scripts import SCRIPTS
 from worker.settings import Settings
 
@@ -38,7 +39,10 @@ class AsyncMemoryClient:
         self.settings = client_settings() if settings is None else settings
         self.url = resolve_redis_url(self.settings)
         self._timeout = self.settings.socket_timeout_seconds
-        self._pool = AsyncHotPool(self.url, self._timeout, max_connections)
+        pool = AsyncClusterHotPool if is_cluster_url(self.url) else AsyncHotPool
+        self._pool: AsyncHotPool | AsyncClusterHotPool = pool(
+            self.url, self._timeout, max_connections
+        )
         self._builder = CandidateBuilder(self.settings, self.url)
 
     @classmethod
@@ -56,7 +60,7 @@ class AsyncMemoryClient:
         candidate = builder.candidate(fields)
         try:
             result = await self._pool.run_one(_ENQUEUE, builder.call(candidate))
-        except redis.RedisError as exc:
+        except REDIS_FAILURES as exc:
             raise unavailable(self.url, exc, self._timeout) from exc
         return builder.check_one(candidate, result)
 
@@ -68,7 +72,7 @@ class AsyncMemoryClient:
             return []
         try:
             results = await self._pool.run_script(_ENQUEUE, self._builder.calls(candidates))
-        except redis.RedisError as exc:
+        except REDIS_FAILURES as exc:
             raise unavailable(self.url, exc, self._timeout) from exc
         return self._builder.check(candidates, results)
 

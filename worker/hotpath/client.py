@@ -27,17 +27,18 @@ from collections.abc import Iterable
 from types import TracebackType
 from typing import Any, Self
 
-import redis
 from pydantic import ValidationError
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource
 from typing_extensions import Unpack
 
 from worker.errors import ConfigurationError
 from worker.hotpath.builder import CandidateBuilder
+from worker.hotpath.cluster_pool import ClusterHotPool
 from worker.hotpath.connection import HOTPATH_MAX_CONNECTIONS, unavailable
 from worker.hotpath.pool import HotPool
 from worker.models import EnqueueFields
-from worker.queue.address import resolve_redis_url
+from worker.queue.address import is_cluster_url, resolve_redis_url
+from worker.queue.connect import REDIS_FAILURES
 from worker.queue.scripts import SCRIPTS
 from worker.settings import Settings
 
@@ -118,7 +119,8 @@ class MemoryClient:
         self.settings = client_settings() if settings is None else settings
         self.url = resolve_redis_url(self.settings)
         self._timeout = self.settings.socket_timeout_seconds
-        self._pool = HotPool(self.url, self._timeout, max_connections)
+        pool = ClusterHotPool if is_cluster_url(self.url) else HotPool
+        self._pool: HotPool | ClusterHotPool = pool(self.url, self._timeout, max_connections)
         self._builder = CandidateBuilder(self.settings, self.url)
 
     @classmethod
@@ -146,7 +148,7 @@ class MemoryClient:
         candidate = builder.candidate(fields)
         try:
             result = self._pool.run_one(_ENQUEUE, builder.call(candidate))
-        except redis.RedisError as exc:
+        except REDIS_FAILURES as exc:
             raise unavailable(self.url, exc, self._timeout) from exc
         return builder.check_one(candidate, result)
 
@@ -162,7 +164,7 @@ class MemoryClient:
             return []
         try:
             results = self._pool.run_script(_ENQUEUE, self._builder.calls(candidates))
-        except redis.RedisError as exc:
+        except REDIS_FAILURES as exc:
             raise unavailable(self.url, exc, self._timeout) from exc
         return self._builder.check(candidates, results)
 

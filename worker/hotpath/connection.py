@@ -18,11 +18,10 @@ from __future__ import annotations
 from typing import Final
 
 import redis
-from redis.backoff import NoBackoff
-from redis.retry import Retry
 
 from worker.errors import MemworkerError, QueueUnavailable
 from worker.queue.address import redacted
+from worker.queue.connect import RedisClient, open_redis
 from worker.queue.failures import translate
 
 __all__ = ["HOTPATH_MAX_CONNECTIONS", "connect", "redacted", "unavailable"]
@@ -35,17 +34,10 @@ HOTPATH_MAX_CONNECTIONS: Final = 32
 
 def connect(
     url: str, timeout: float, max_connections: int = HOTPATH_MAX_CONNECTIONS
-) -> redis.Redis:
-    """A client on a bounded, fail-fast pool (``redis://``, ``rediss://`` or ``unix://``)."""
-    pool = redis.BlockingConnectionPool.from_url(
-        url,
-        max_connections=max_connections,
-        timeout=timeout,
-        socket_timeout=timeout,
-        socket_connect_timeout=timeout,
-        retry=Retry(NoBackoff(), 0),
-    )
-    return redis.Redis(connection_pool=pool)
+) -> RedisClient:
+    """A client on a bounded, fail-fast pool (``redis://``, ``rediss://``, ``unix://`` or
+    ``redis+cluster://``)."""
+    return open_redis(url, timeout=timeout, max_connections=max_connections)
 
 
 def unavailable(url: str, exc: Exception, timeout: float) -> MemworkerError:

@@ -17,9 +17,10 @@ from __future__ import annotations
 import contextlib
 import enum
 import socket
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 from worker.errors import ConfigurationError, QueueUnavailable
 from worker.settings import Settings
@@ -30,6 +31,13 @@ PROBE_TIMEOUT_SECONDS: Final = 0.2
 
 #: URL schemes redis-py connects with, and what each means (for the error naming a bad one).
 REDIS_SCHEMES: Final = {"redis": "TCP", "rediss": "TLS", "unix": "a Unix socket"}
+
+#: Schemes of a Redis Cluster: one or more seed nodes, comma-separated; the client discovers
+#: the rest (``redis+cluster://10.0.0.1:6379,10.0.0.2:6379``).
+CLUSTER_SCHEMES: Final = {"redis+cluster": "TCP", "rediss+cluster": "TLS"}
+
+#: The port of a cluster seed written without one.
+DEFAULT_REDIS_PORT: Final = 6379
 
 _PING: Final = b"*1\r\n$4\r\nPING\r\n"
 
@@ -50,7 +58,15 @@ def redacted(url: str) -> str:
     'redis://:***@cache:6379/0'
     >>> redacted("unix:///run/redis.sock")
     'unix:///run/redis.sock'
+    >>> redacted("redis+cluster://app:s3cret@10.0.0.1:6379,10.0.0.2:6379")
+    'redis+cluster://app:***@10.0.0.1:6379,10.0.0.2:6379'
     """
+    if is_cluster_url(url):
+        head, sep, rest = url.partition("://")
+        auth, at, hosts = rest.rpartition("@")
+        if at and ":" in auth:
+            return f"{head}{sep}{auth.partition(':')[0]}:***@{hosts}"
+        return url
     parts = urlsplit(url)
     if parts.password is None:
         return url
@@ -94,6 +110,60 @@ def socket_answers(sock: Path) -> bool:
     return probe_socket(sock) is SocketState.ANSWERS
 
 
+def is_cluster_url(url: str | None) -> bool:
+    """True for a ``redis+cluster://`` (or ``rediss+cluster://``) URL.
+
+    >>> is_cluster_url("redis+cluster://10.0.0.1:6379,10.0.0.2:6379"), is_cluster_url(None)
+    (True, False)
+    """
+    return bool(url) and str(url).partition("://")[0] in CLUSTER_SCHEMES
+
+
+@dataclass(frozen=True)
+class ClusterAddress:
+    """A parsed cluster URL: its seed nodes, credentials and whether it uses TLS.
+
+    >>> ClusterAddress.parse("rediss+cluster://app:pw@10.0.0.1,10.0.0.2:7000").nodes
+    (('10.0.0.1', 6379), ('10.0.0.2', 7000))
+    """
+
+    nodes: tuple[tuple[str, int], ...]
+    username: str | None
+    password: str | None
+    tls: bool
+
+    @classmethod
+    def parse(cls, url: str) -> ClusterAddress:
+        scheme, _, rest = url.partition("://")
+        netloc, _, tail = rest.partition("/")
+        if tail not in ("", "0"):
+            raise ConfigurationError(
+                f"Redis Cluster URL {_shown(url)} names database {tail!r}; a cluster has only "
+                f"database 0, so drop the path ({_CLUSTER_EXAMPLE})"
+            )
+        auth, _, hosts = netloc.rpartition("@")
+        username, _, password = auth.partition(":") if auth else ("", "", "")
+        nodes = tuple(_node(url, part) for part in hosts.split(","))
+        return cls(
+            nodes,
+            unquote(username) or None,
+            unquote(password) or None,
+            CLUSTER_SCHEMES.get(scheme) == "TLS",
+        )
+
+
+def _node(url: str, part: str) -> tuple[str, int]:
+    host, _, port = part.strip().rpartition(":") if ":" in part else (part.strip(), "", "")
+    if not host or (port and not port.isdigit()):
+        raise ConfigurationError(
+            f"Redis Cluster URL {_shown(url)} has a malformed node {part!r}; {_CLUSTER_EXAMPLE}"
+        )
+    return host, int(port) if port else DEFAULT_REDIS_PORT
+
+
+_CLUSTER_EXAMPLE: Final = "e.g. redis+cluster://10.0.0.1:6379,10.0.0.2:6379"
+
+
 def check_redis_url(url: str) -> str:
     """``url`` if redis-py can connect with it; else :class:`ConfigurationError` saying what
     a Redis URL looks like (a bare ``ValueError`` from redis-py would not).
@@ -106,6 +176,9 @@ def check_redis_url(url: str) -> str:
     ...     print(str(exc)[:55])
     Redis URL 'http://cache:6379' has scheme 'http'; use re
     """
+    if is_cluster_url(url):
+        ClusterAddress.parse(url)
+        return url
     try:
         parts = urlsplit(url)
         parts.port  # noqa: B018 - parsing the port is the check
@@ -121,8 +194,9 @@ def check_redis_url(url: str) -> str:
 
 
 _EXAMPLES: Final = (
-    "use redis://host:6379/0 (TCP), rediss://host:6380/0 (TLS) or unix:///path/to/redis.sock "
-    "(MEMWORKER_REDIS_URL, or the client's url)"
+    "use redis://host:6379/0 (TCP), rediss://host:6380/0 (TLS), unix:///path/to/redis.sock "
+    "or redis+cluster://host1:6379,host2:6379 (a Redis Cluster) (MEMWORKER_REDIS_URL, or the "
+    "client's url)"
 )
 
 

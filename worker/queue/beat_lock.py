@@ -13,8 +13,7 @@ import socket
 import uuid
 from typing import Final
 
-import redis
-
+from worker.queue.connect import REDIS_FAILURES, RedisClient
 from worker.queue.encoding import seconds_to_ms
 from worker.queue.failures import translate, where_of
 from worker.queue.scripts import SCRIPTS
@@ -38,7 +37,7 @@ class BeatLock:
     """This process's claim on the deployment's beat lock."""
 
     def __init__(
-        self, client: redis.Redis, key_prefix: str, *, ttl_seconds: float = BEAT_LOCK_SECONDS
+        self, client: RedisClient, key_prefix: str, *, ttl_seconds: float = BEAT_LOCK_SECONDS
     ) -> None:
         self.client = client
         self.key = lock_key(key_prefix)
@@ -59,16 +58,16 @@ class BeatLock:
             reply = SCRIPTS["beat_lock"].call(
                 self.client, [self.key], [self.token, self._ttl_ms, mode]
             )
-        except redis.RedisError as exc:
+        except REDIS_FAILURES as exc:
             raise translate(exc, where_of(self.client)) from exc
         return bool(reply)
 
 
-def beat_holder(client: redis.Redis, key_prefix: str) -> str | None:
+def beat_holder(client: RedisClient, key_prefix: str) -> str | None:
     """Who holds the beat lock (``host:pid:…``), or None when no beat runs."""
     try:
         value = client.get(lock_key(key_prefix))
-    except redis.RedisError as exc:
+    except REDIS_FAILURES as exc:
         raise translate(exc, where_of(client)) from exc
     if value is None:
         return None

@@ -20,8 +20,10 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 import redis
+from redis.cluster import RedisCluster
 
 from worker.errors import QueueMisconfigured
+from worker.queue.connect import REDIS_FAILURES, RedisClient
 from worker.queue.failures import translate
 from worker.queue.keys import QueueLayout
 from worker.queue.replies import s
@@ -53,8 +55,54 @@ class Durability:
         }
 
 
-def publish_policy(client: redis.Redis, layout: QueueLayout, settings: Settings) -> None:
-    """Write the deployment's queue policy into every shard (one pipelined round trip)."""
+def shards_key(prefix: str) -> str:
+    """Where the deployment records its shard count (one key, outside every shard).
+
+    >>> shards_key("mw")
+    'mw:shards'
+    """
+    return f"{prefix}:shards"
+
+
+def check_shards(client: RedisClient, layout: QueueLayout) -> None:
+    """Refuse a shard count other than the one the queue in Redis was laid out with, while
+    that layout still holds anything: its namespaces would never be swept again.
+
+    Raises :class:`~worker.errors.QueueMisconfigured` saying how to drain first. With an empty
+    queue the new count is recorded and used.
+    """
+    try:
+        recorded = client.get(shards_key(layout.prefix))
+        if recorded is None or int(recorded) == layout.shards:
+            client.set(shards_key(layout.prefix), layout.shards)
+            return
+        old = QueueLayout(layout.prefix, int(recorded))
+        pipe = client.pipeline(transaction=False)
+        for shard in range(old.shards):
+            # Every namespace with candidates is in one of these (waiting or due, leased,
+            # dead-lettered), so together they say whether the old layout holds anything.
+            pipe.zcard(old.due(shard))
+            pipe.zcard(old.leases(shard))
+            pipe.zcard(old.dead(shard))
+        held = sum(int(n) for n in pipe.execute())
+    except REDIS_FAILURES as exc:
+        raise translate(exc, "the queue's Redis") from exc
+    if held:
+        raise QueueMisconfigured(
+            f"MEMWORKER_QUEUE_SHARDS is {layout.shards}, but the queue in Redis is laid out in "
+            f"{old.shards} shards and still holds {held} namespace(s) with candidates, which "
+            "would never be swept again; refusing to start. Drain first: run the workers with "
+            f"MEMWORKER_QUEUE_SHARDS={old.shards} and the chat hosts' enqueues paused until "
+            "`memworker status` shows nothing pending, waiting, leased or dead, then change the "
+            "setting everywhere (workers and chat hosts)"
+        )
+    client.set(shards_key(layout.prefix), layout.shards)
+
+
+def publish_policy(client: RedisClient, layout: QueueLayout, settings: Settings) -> None:
+    """Write the deployment's queue policy into every shard (one pipelined round trip),
+    after :func:`check_shards`."""
+    check_shards(client, layout)
     items: list[str | int] = [
         "quiet",
         round(settings.debounce_seconds * 1000),
@@ -62,28 +110,31 @@ def publish_policy(client: redis.Redis, layout: QueueLayout, settings: Settings)
         round(settings.max_wait_seconds * 1000),
         "max_pending",
         settings.max_pending_per_namespace,
+        # Checked by every enqueue: a client with another count would strand its candidates.
+        "shards",
+        layout.shards,
     ]
     pipe = client.pipeline(transaction=False)
     for shard in range(layout.shards):
         pipe.hset(layout.policy(shard), items=items)
     try:
         pipe.execute()
-    except redis.RedisError as exc:
+    except REDIS_FAILURES as exc:
         raise translate(exc, "the queue's Redis") from exc
 
 
-def read_durability(client: redis.Redis) -> Durability:
+def read_durability(client: RedisClient) -> Durability:
     """Redis's persistence settings, with a warning for each risk (no refusal here)."""
     values: dict[str, str | None] = {}
     refused: str | None = None
     for name in ("appendonly", "appendfsync", "maxmemory-policy"):
         try:
-            reply = client.config_get(name)
+            reply = _config_get(client, name)
         except redis.ResponseError as exc:  # managed Redis: CONFIG renamed or forbidden
             refused = str(exc)
             values[name] = None
             continue
-        except redis.RedisError as exc:
+        except REDIS_FAILURES as exc:
             raise translate(exc, "the queue's Redis") from exc
         found = {s(k): s(v) for k, v in reply.items()}
         values[name] = found.get(name)
@@ -108,7 +159,23 @@ def read_durability(client: redis.Redis) -> Durability:
     return Durability(values["appendonly"], values["appendfsync"], policy, warnings)
 
 
-def check_durability(client: redis.Redis, settings: Settings) -> Durability:
+def _config_get(client: RedisClient, name: str) -> dict[Any, Any]:
+    """CONFIG GET ``name``; on a cluster, from every primary, the weakest value winning
+    (one evicting or non-persistent primary loses candidates as surely as all of them)."""
+    if not isinstance(client, RedisCluster):
+        return dict(client.config_get(name))
+    values = set()
+    for node in client.get_primaries():  # type: ignore[no-untyped-call]
+        values |= {s(v) for k, v in node.redis_connection.config_get(name).items() if s(k) == name}
+    return {name: min(values, key=_weakness)} if values else {}
+
+
+def _weakness(value: str) -> tuple[int, str]:
+    """Sort key: the value that risks most first (an evicting policy, then "no")."""
+    return (0 if value in EVICTING_POLICIES else 1 if value == "no" else 2, value)
+
+
+def check_durability(client: RedisClient, settings: Settings) -> Durability:
     """At worker start: refuse an evicting Redis (unless overridden), log the other risks.
 
     Raises :class:`~worker.errors.QueueMisconfigured` for an ``allkeys-*`` policy unless

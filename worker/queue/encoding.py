@@ -13,9 +13,10 @@ the same call here, so there is one definition of what an enqueue sends.
 >>> decode_candidate(args[3]) == c
 True
 >>> enc.packed(c).split()[:3]
-[b'*12', b'$7', b'EVALSHA']
+[b'*13', b'$7', b'EVALSHA']
 
-The call carries no clock and no policy: the script reads the server's ``TIME`` and the
+The call carries no clock and no policy (only the client's shard count, checked against the
+workers'): the script reads the server's ``TIME`` and the
 deployment's policy (``<prefix>:{sN}:policy``), so a client's clock or settings change nothing
 about when a namespace becomes due. ``now`` exists only as a test hook.
 """
@@ -28,7 +29,7 @@ from typing import Any, Final
 
 from pydantic import ValidationError
 
-from worker.errors import BacklogFull, InvalidCandidate, MemworkerError
+from worker.errors import BacklogFull, InvalidCandidate, MemworkerError, QueueMisconfigured
 from worker.metrics import count_enqueued
 from worker.models import Candidate
 from worker.queue.failures import translate
@@ -38,6 +39,8 @@ from worker.settings import Settings
 
 #: The error the enqueue script raises when a namespace's log is at max_pending.
 BACKLOG_FULL: Final = "BACKLOG_FULL"
+#: The error reply of an enqueue whose client uses another shard count than the workers.
+SHARDS_MISMATCH: Final = "SHARDS_MISMATCH"
 
 #: Namespaces whose packed key names are kept for the hot path. Packing four key names costs
 #: more than a dict lookup; 4096 covers the active users of one chat process, and the cache
@@ -73,14 +76,17 @@ def seconds_to_ms(seconds: float) -> int:
 class EnqueueEncoder:
     """Builds ``enqueue`` script calls for one deployment's settings."""
 
-    __slots__ = ("_head", "_packed_keys", "layout")
+    __slots__ = ("_head", "_packed_keys", "_shards", "_tail", "layout")
 
     def __init__(self, settings: Settings) -> None:
         self.layout = QueueLayout(settings.key_prefix, settings.queue_shards)
-        # The parts of a packed call that never change, packed once. 12 parts: EVALSHA, sha,
-        # numkeys, 5 KEYS, 4 ARGV (the first, `now`, empty unless a test passes it).
+        # The parts of a packed call that never change, packed once. 13 parts: EVALSHA, sha,
+        # numkeys, 5 KEYS, 5 ARGV (the first, `now`, empty unless a test passes it; the last,
+        # the shard count, in `_tail`).
         sha = SCRIPTS["enqueue"].sha.encode()
-        self._head = b"*12\r\n" + pack_bulk(b"EVALSHA", sha, b"5")
+        self._head = b"*13\r\n" + pack_bulk(b"EVALSHA", sha, b"5")
+        self._shards = settings.queue_shards
+        self._tail = pack_bulk(str(settings.queue_shards).encode())
         self._packed_keys: dict[str, tuple[bytes, bytes]] = {}
 
     def call(
@@ -99,7 +105,13 @@ class EnqueueEncoder:
             f"{base}stats",
             f"{base}policy",
         ]
-        args: list[str | int] = [script_now(now), ns, candidate.id, candidate.model_dump_json()]
+        args: list[str | int] = [
+            script_now(now),
+            ns,
+            candidate.id,
+            candidate.model_dump_json(),
+            self._shards,
+        ]
         return keys, args
 
     def packed(self, candidate: Candidate, now: float | None = None) -> bytes:
@@ -128,7 +140,7 @@ class EnqueueEncoder:
         stamp = b"" if now is None else b"%d" % int(now * 1000)
         id_bytes = cid.encode()
         # One format instead of pack_bulk's generator: this runs on every hot-path enqueue.
-        return b"%b%b$%d\r\n%b\r\n%b$%d\r\n%b\r\n$%d\r\n%b\r\n" % (
+        return b"%b%b$%d\r\n%b\r\n%b$%d\r\n%b\r\n$%d\r\n%b\r\n%b" % (
             self._head,
             keys,
             len(stamp),
@@ -138,6 +150,7 @@ class EnqueueEncoder:
             id_bytes,
             len(payload),
             payload,
+            self._tail,
         )
 
     def settle(
@@ -163,6 +176,14 @@ def enqueue_error(namespace: str, error: BaseException, where: str) -> Memworker
     """What an enqueue refusal means: :class:`BacklogFull` from the script, or a Redis failure
     translated by :func:`worker.queue.failures.translate`."""
     message = str(error)
+    if message.startswith(SHARDS_MISMATCH):
+        mine, _, theirs = message.removeprefix(SHARDS_MISMATCH).strip().partition(" ")
+        return QueueMisconfigured(
+            f"this client splits the queue into {mine} shards (MEMWORKER_QUEUE_SHARDS) but the "
+            f"workers on {where} use {theirs}; nothing was enqueued, since no sweep would ever "
+            f"find it. Set MEMWORKER_QUEUE_SHARDS={theirs} for this client (or the client's "
+            "queue_shards)"
+        )
     if not message.startswith(BACKLOG_FULL):
         return translate(error, where)
     pending, _, limit = message.removeprefix(BACKLOG_FULL).strip().partition(" ")

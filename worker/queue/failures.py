@@ -14,7 +14,7 @@ translation, so one ``except MemworkerError`` covers Redis too.
 from __future__ import annotations
 
 import re
-from typing import Final
+from typing import Any, Final
 
 import redis
 from redis import exceptions as rx
@@ -80,11 +80,23 @@ def translate(exc: BaseException, where: str) -> MemworkerError:
             f"Redis at {where} is a read-only replica ({message}); nothing was written. Point "
             "MEMWORKER_REDIS_URL at the primary (after a failover: at the new primary)"
         )
+    if code in ("MOVED", "ASK", "CLUSTERDOWN") and where.startswith("redis+cluster"):
+        return QueueUnavailable(
+            f"the Redis Cluster {where} kept redirecting or refusing the call after its "
+            f"retries ({message}): a failover or resharding is under way, or slots are not "
+            "covered. Nothing was written by this call; retry once `redis-cli --cluster check` "
+            "reports every slot covered"
+        )
+    if isinstance(exc, rx.RedisClusterException) and not isinstance(exc, rx.ResponseError):
+        return QueueUnavailable(
+            f"the Redis Cluster {where} could not serve the call ({message}); nothing was "
+            "written by it. Check the cluster (`redis-cli --cluster check`) and retry"
+        )
     if code in ("MOVED", "ASK", "CLUSTERDOWN", "CROSSSLOT"):
         return QueueMisconfigured(
             f"Redis at {where} is a Cluster node and redirected or refused the call ({message}); "
-            "nothing was written. memworker talks to one Redis endpoint: point "
-            "MEMWORKER_REDIS_URL at a standalone primary (or a proxy in front of the cluster)"
+            "nothing was written. For a Redis Cluster use a cluster URL: "
+            "MEMWORKER_REDIS_URL=redis+cluster://host1:6379,host2:6379"
         )
     if isinstance(exc, NoScriptError):
         return QueueUnavailable(
@@ -106,8 +118,11 @@ def translate(exc: BaseException, where: str) -> MemworkerError:
     )
 
 
-def where_of(client: redis.Redis) -> str:
+def where_of(client: Any) -> str:
     """The server ``client`` talks to, for error messages (never its password)."""
+    startup = getattr(getattr(client, "nodes_manager", None), "startup_nodes", None)
+    if startup:  # a RedisCluster
+        return "redis+cluster://" + ",".join(sorted(startup))
     pool = getattr(client, "connection_pool", None)
     kwargs = getattr(pool, "connection_kwargs", {})
     if kwargs.get("path"):

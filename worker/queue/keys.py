@@ -11,12 +11,18 @@ Per namespace (``ns`` is the namespace key, e.g. ``user:u1``):
 - ``<prefix>:{s7}:ns:<ns>:log`` — a Stream of candidates (fields ``c`` = JSON, ``i`` = id)
 - ``<prefix>:{s7}:ns:<ns>:meta`` — a hash: batch arrivals, lease, fence, attempts, dead flag
 
+Both exist only while the namespace has candidates: when its log empties they are deleted.
+
 Per shard:
 
 - ``<prefix>:{s7}:due`` — zset namespace → due time (ms)
 - ``<prefix>:{s7}:leases`` — zset namespace → lease expiry (ms)
 - ``<prefix>:{s7}:dead`` — zset namespace → dead-lettered at (ms)
-- ``<prefix>:{s7}:stats`` — hash scope → pending candidates
+- ``<prefix>:{s7}:stats`` — hash: per scope the pending candidates (``user``) and the members
+  of the due, leases and dead sets (``user:due``, ``user:leased``, ``user:dead``, and
+  ``user:parked`` for those in both due and leases); the id floor (``floor_ms``,
+  ``floor_seq``: the last id of namespaces forgotten since); ``v``, the counters' version
+- ``<prefix>:{s7}:oldest:<scope>`` — zset namespace → ms of its oldest log entry
 - ``<prefix>:{s7}:fence`` — counter of lease tokens (never deleted, so never reissued)
 - ``<prefix>:{s7}:epoch`` — the shard's identity, created by the first claim; a new value
   means Redis lost the shard's data (restart without AOF, flush, stale failover)
@@ -88,6 +94,9 @@ class QueueLayout:
 
     def stats(self, shard: int) -> str:
         return f"{self.base(shard)}stats"
+
+    def oldest(self, shard: int, scope: str) -> str:
+        return f"{self.base(shard)}oldest:{scope}"
 
     def fence(self, shard: int) -> str:
         return f"{self.base(shard)}fence"

@@ -38,12 +38,13 @@ import logging
 from collections.abc import Iterator, Sequence
 from typing import Any, Final, Literal
 
-import redis
+from redis.cluster import RedisCluster
 
 from worker.errors import BusyNamespace, InvalidCandidate, NotFound
 from worker.metrics import count_enqueued
 from worker.models import Candidate
 from worker.queue import deployment, views
+from worker.queue.connect import REDIS_FAILURES, RedisClient
 from worker.queue.encoding import (
     EnqueueEncoder,
     enqueue_error,
@@ -77,10 +78,11 @@ log = logging.getLogger(__name__)
 class RedisQueue:
     """The worker's side of the queue (the hot path's side is :class:`worker.MemoryClient`).
 
-    ``redis`` may or may not decode responses; the queue handles both.
+    ``redis`` may or may not decode responses; the queue handles both. It may be a single node
+    or a :class:`~redis.cluster.RedisCluster` (see :mod:`worker.queue.connect`).
     """
 
-    def __init__(self, redis: redis.Redis, settings: Settings) -> None:
+    def __init__(self, redis: RedisClient, settings: Settings) -> None:
         self.redis = redis
         self.settings = settings
         self.layout = QueueLayout(settings.key_prefix, settings.queue_shards)
@@ -103,7 +105,7 @@ class RedisQueue:
         keys, args = self._encoder.call(candidate, now)
         try:
             stream_id = s(SCRIPTS["enqueue"].call(self.redis, keys, args))
-        except redis.RedisError as exc:
+        except REDIS_FAILURES as exc:
             raise enqueue_error(candidate.namespace, exc, self._where) from None
         count_enqueued(candidate.namespace)
         return stream_id
@@ -119,7 +121,7 @@ class RedisQueue:
         calls: list[Call] = [(SCRIPTS["enqueue"], *self._encoder.call(c, now)) for c in candidates]
         try:
             results = run_pipeline(self.redis, calls)
-        except redis.RedisError as exc:
+        except REDIS_FAILURES as exc:
             raise translate(exc, self._where) from exc
         self._encoder.settle(candidates, results, self._where)  # names each refusal
         return [s(r) for r in results]
@@ -167,7 +169,7 @@ class RedisQueue:
             raw = self.redis.xrange(
                 self.layout.log(claim.namespace), "-", claim.covered, count=claim.count
             )
-        except redis.RedisError as exc:
+        except REDIS_FAILURES as exc:
             raise translate(exc, self._where) from exc
         batch = entries_of(raw)
         for stream_id, candidate in batch:
@@ -269,6 +271,12 @@ class RedisQueue:
         enqueue script reads them (worker start; see :mod:`worker.queue.deployment`)."""
         deployment.publish_policy(self.redis, self.layout, self.settings)
 
+    def cluster_primaries(self) -> int | None:
+        """How many primaries serve the queue when it is a Redis Cluster; None on one node."""
+        if not isinstance(self.redis, RedisCluster):
+            return None
+        return len(self.redis.get_primaries())  # type: ignore[no-untyped-call]
+
     def check_durability(self) -> deployment.Durability:
         """Refuse an evicting Redis unless overridden; warn about no AOF (worker start)."""
         return deployment.check_durability(self.redis, self.settings)
@@ -354,21 +362,21 @@ class RedisQueue:
         """One script call; a Redis failure raised as the MemworkerError that names it."""
         try:
             return script.call(self.redis, keys, args)
-        except redis.RedisError as exc:
+        except REDIS_FAILURES as exc:
             raise translate(exc, self._where) from exc
 
     def _pipeline(self, calls: Sequence[Call]) -> list[Any]:
         """Many script calls in one round trip; per-call errors come back translated."""
         try:
             results = run_pipeline(self.redis, calls)
-        except redis.RedisError as exc:
+        except REDIS_FAILURES as exc:
             raise translate(exc, self._where) from exc
         return [translate(r, self._where) if isinstance(r, Exception) else r for r in results]
 
     def _call_time(self) -> Any:
         try:
             return self.redis.time()
-        except redis.RedisError as exc:
+        except REDIS_FAILURES as exc:
             raise translate(exc, self._where) from exc
 
     def _shard(self, claim: Claim) -> int:

@@ -8,8 +8,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Final
 
-import redis
-
+from worker.queue.connect import REDIS_FAILURES, RedisClient, is_cluster
 from worker.queue.failures import translate
 from worker.queue.keys import QueueLayout
 from worker.queue.replies import s
@@ -21,7 +20,7 @@ PAGE: Final = 1000
 
 
 def namespace_state(
-    client: redis.Redis, layout: QueueLayout, namespace: str, now: float | None
+    client: RedisClient, layout: QueueLayout, namespace: str, now: float | None
 ) -> NamespaceQueueState:
     """See :meth:`worker.queue.redis_queue.RedisQueue.namespace_state`."""
     pipe = client.pipeline(transaction=False)
@@ -29,12 +28,16 @@ def namespace_state(
     pipe.hget(layout.meta(namespace), "last_error")
     pipe.xlen(layout.log(namespace))
     pipe.exists(layout.meta(namespace), layout.log(namespace))
-    pipe.time()
+    clustered = is_cluster(client)
+    if not clustered:  # a cluster refuses keyless commands in a pipeline
+        pipe.time()
     try:
-        (token, lease_until, dead, attempts), last_error, pending, exists, t = pipe.execute()
-    except redis.RedisError as exc:
+        (token, lease_until, dead, attempts), last_error, pending, exists, *t = pipe.execute()
+        if clustered:
+            t = [client.time()]
+    except REDIS_FAILURES as exc:
         raise translate(exc, "the queue's Redis") from exc
-    at_ms = server_ms(t) if now is None else int(now * 1000)
+    at_ms = server_ms(t[0]) if now is None else int(now * 1000)
     return NamespaceQueueState(
         namespace=namespace,
         known=bool(exists),
@@ -46,7 +49,7 @@ def namespace_state(
     )
 
 
-def dead_letters(client: redis.Redis, layout: QueueLayout) -> list[DeadLetter]:
+def dead_letters(client: RedisClient, layout: QueueLayout) -> list[DeadLetter]:
     """Every dead-lettered namespace, longest dead first."""
     pipe = client.pipeline(transaction=False)
     for shard in range(layout.shards):
@@ -74,7 +77,10 @@ def dead_letters(client: redis.Redis, layout: QueueLayout) -> list[DeadLetter]:
     return sorted(letters, key=lambda d: d.dead_since)
 
 
-def epochs(client: redis.Redis, layout: QueueLayout) -> dict[int, str | None]:
+def epochs(client: RedisClient, layout: QueueLayout) -> dict[int, str | None]:
     """Each shard's epoch, or None where no claim has created one yet."""
-    values = client.mget([layout.epoch(shard) for shard in range(layout.shards)])
+    pipe = client.pipeline(transaction=False)  # one GET per shard: the shards' slots differ
+    for shard in range(layout.shards):
+        pipe.get(layout.epoch(shard))
+    values = pipe.execute()
     return {shard: None if v is None else s(v) for shard, v in enumerate(values)}

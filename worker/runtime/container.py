@@ -10,11 +10,10 @@ import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 
-import redis
-
 from worker.consolidation.base import Consolidator
 from worker.consolidation.loading import load_consolidator
 from worker.queue.address import resolve_redis_url
+from worker.queue.connect import RedisClient, open_redis
 from worker.queue.redis_queue import RedisQueue
 from worker.service.consolidate import Pipeline
 from worker.service.publish import SinkGate
@@ -48,11 +47,11 @@ class Runtime:
         return resolve_redis_url(self.settings)
 
     @functools.cached_property
-    def redis(self) -> redis.Redis:
-        return redis.Redis.from_url(
+    def redis(self) -> RedisClient:
+        return open_redis(
             self.redis_url,
-            socket_timeout=WORKER_SOCKET_TIMEOUT_SECONDS,
-            socket_connect_timeout=WORKER_SOCKET_TIMEOUT_SECONDS,
+            timeout=WORKER_SOCKET_TIMEOUT_SECONDS,
+            retries=True,
             health_check_interval=30,
         )
 

@@ -57,6 +57,9 @@ DEFAULT_SINK_TIMEOUT_SECONDS: Final = 30.0
 DELIVERY_BATCH: Final = 200
 #: Most rows one operator command delivers before it returns and reports what is left.
 PUBLISH_NOW_LIMIT: Final = 500
+#: Namespaces one SQL filter lists: an operator command may have touched a whole queue's worth
+#: (``reconcile --all``), far more than a statement may bind (PostgreSQL: 65,535 parameters).
+NAMESPACES_PER_QUERY: Final = 1000
 
 
 class SinkGate:
@@ -153,19 +156,25 @@ def publish_now(
     limit: int = PUBLISH_NOW_LIMIT,
 ) -> DeliveryReport:
     """Deliver what the outbox holds for ``namespaces`` now (an operator command's last step),
-    pass after pass up to ``limit`` rows; the report says how many deliveries are still due."""
+    pass after pass up to ``limit`` rows; the report says exactly how many deliveries of
+    ``namespaces`` are still due (counted :data:`NAMESPACES_PER_QUERY` namespaces at a time)."""
     total = DeliveryReport(0, 0)
     if not sinks or not namespaces:
         return total
-    while total.delivered + total.failed < limit:
-        left = limit - total.delivered - total.failed
-        report = deliver_due(
-            store, sinks, now=now, claimant=claimant, namespaces=namespaces, limit=left
-        )
-        total += report
-        if report.delivered == 0:
-            break
-    remaining = store.outbox_pending(namespaces=namespaces)
+    chunks = [
+        namespaces[i : i + NAMESPACES_PER_QUERY]
+        for i in range(0, len(namespaces), NAMESPACES_PER_QUERY)
+    ]
+    for chunk in chunks:
+        while total.delivered + total.failed < limit:
+            left = limit - total.delivered - total.failed
+            report = deliver_due(
+                store, sinks, now=now, claimant=claimant, namespaces=chunk, limit=left
+            )
+            total += report
+            if report.delivered == 0:
+                break
+    remaining = sum(store.outbox_pending(namespaces=chunk) for chunk in chunks)
     return DeliveryReport(total.delivered, total.failed, total.skipped_sinks, remaining)
 
 

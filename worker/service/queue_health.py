@@ -43,4 +43,5 @@ def queue_health(queue: RedisQueue, store: MemoryStore) -> dict[str, Any]:
         "durability": queue.durability().as_dict(),
         "epoch": epoch,
         "beat": beat_holder(queue.redis, queue.settings.key_prefix),
+        "cluster_primaries": queue.cluster_primaries(),
     }

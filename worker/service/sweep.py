@@ -17,9 +17,10 @@ from worker.queue.encoding import to_ms
 from worker.queue.redis_queue import Claim, RedisQueue
 from worker.queue.sweep import sweep_due
 
-#: How often a worker process recomputes the queue-depth gauges. Reading them walks every
-#: waiting namespace, so doing it on every sweep (every 2 s) would make each sweep cost
-#: O(waiting namespaces) instead of O(claimed); the gauges lag by at most this much.
+#: How often a worker process refreshes the queue-depth gauges. Reading them costs one small
+#: script per shard (counters, not a walk over the namespaces), but every process's sweeps
+#: would still add that round trip every 2 s for graphs scraped far less often; the gauges lag
+#: by at most this much.
 QUEUE_GAUGES_EVERY_SECONDS: Final = 15.0
 
 

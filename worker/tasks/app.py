@@ -13,6 +13,8 @@ from typing import Any
 
 from celery import Celery
 
+from worker.errors import ConfigurationError
+from worker.queue.address import is_cluster_url
 from worker.runtime.container import Runtime, build_runtime
 from worker.scheduling.beat import HEARTBEAT_CONF_KEY, beat_schedule_for
 from worker.scheduling.heartbeat import HEARTBEAT_FILENAME
@@ -97,7 +99,17 @@ def create_app(settings: Settings, *, runtime: Runtime | None = None) -> Celery:
 def broker_url(settings: Settings, runtime: Runtime) -> str:
     """``MEMWORKER_BROKER_URL``, else the queue's Redis (resolved only when needed: an
     embedded server may not be running yet for a command that only reads SQL)."""
-    return settings.broker_url or celery_broker_url(runtime.redis_url)
+    if settings.broker_url:
+        return settings.broker_url
+    if is_cluster_url(settings.redis_url):
+        # Celery's Redis transport keeps a task queue in keys of different slots, which a
+        # cluster refuses (CROSSSLOT), so a clustered queue needs a broker of its own.
+        raise ConfigurationError(
+            "the queue's Redis is a cluster (MEMWORKER_REDIS_URL is redis+cluster://…), which "
+            "cannot be Celery's broker; set MEMWORKER_BROKER_URL, e.g. "
+            "amqp://user:pass@rabbitmq:5672/memworker or a single-node redis:// URL"
+        )
+    return celery_broker_url(runtime.redis_url)
 
 
 def beat_schedule(settings: Settings) -> dict[str, dict[str, Any]]:

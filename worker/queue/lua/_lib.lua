@@ -1,4 +1,5 @@
--- Helpers shared by the queue scripts; worker/queue/scripts.py prepends this file to each one.
+-- Helpers shared by the queue scripts; worker/queue/scripts.py prepends this file to each script
+-- marked `-- uses _lib.lua` (and _sets.lua, after it, to each marked `-- uses _sets.lua`).
 --
 -- Meta hash fields of a namespace (<prefix>:{sN}:ns:<ns>:meta):
 --   first        ms of the first arrival of the batch not yet claimed (unset: none, or claimed)
@@ -15,6 +16,28 @@
 --                toward dead-lettering)
 --   last_error   why the last attempt failed
 --   dead         ms when the namespace was dead-lettered (unset: not dead)
+--
+-- A namespace whose log empties (its last batch acked, dropped or erased) loses its meta hash
+-- and its log key: a waiting namespace costs memory only while it has candidates. Before the
+-- meta goes, its last id raises the shard's id floor (stats fields `floor_ms`, `floor_seq`),
+-- and a namespace without `lms` issues ids above that floor: ids stay increasing per namespace
+-- even when the server's clock steps back, so a SQL ledger position is never overtaken.
+--
+-- Stats hash fields of a shard (<prefix>:{sN}:stats), kept exact by every script, so reading
+-- queue health costs O(shards), never O(namespaces):
+--   <scope>          pending candidates of the scope (leased batches included)
+--   <scope>:due      the scope's members of the due set (parked leased namespaces included)
+--   <scope>:leased   members of the leases set
+--   <scope>:dead     members of the dead set
+--   <scope>:parked   members of both the due and the leases sets (due again when the lease ends)
+--   floor_ms, floor_seq  the id floor (above)
+-- Per shard and scope, <prefix>:{sN}:oldest:<scope> is a zset namespace -> ms of its oldest
+-- log entry, one member per namespace with candidates, for the oldest pending age.
+-- Scripts derive these shard keys from a shard key they were given (same hash tag, so the
+-- same Cluster slot): see _sets.lua's shard_key. The helpers that derive those keys and move
+-- namespaces between the sets, keeping the counters, are in _sets.lua: the hot path (enqueue)
+-- does without them, since every function a script is prepended with is created again on
+-- each call.
 
 -- Redis server time in ms: the queue's only clock. `hook` is the optional `now` argument, a
 -- test hook; production callers send "" and every timestamp comes from the server.
@@ -30,34 +53,11 @@ end
 -- The deployment's queue policy (written by the workers, see worker/queue/deployment.py), with
 -- the Settings defaults when no worker has written it yet (a fresh or emptied Redis).
 -- Returns quiet (ms), max wait (ms), max pending.
+-- The fourth value is the deployment's shard count, or nil where no worker wrote it.
 local function policy_of(key)
-  local p = redis.call('HMGET', key, 'quiet', 'max_wait', 'max_pending')
-  return tonumber(p[1]) or 30000, tonumber(p[2]) or 300000, tonumber(p[3]) or 10000
-end
-
--- The ms part of the oldest log entry's id, or nil when the log is empty.
-local function first_entry_ms(log)
-  local entry = redis.call('XRANGE', log, '-', '+', 'COUNT', 1)[1]
-  if entry then
-    return tonumber(string.match(entry[1], '^(%d+)'))
-  end
-  return nil
-end
-
--- After a lease ends, the pending batch starts at the older of `first` (arrivals during the
--- lease) and the oldest remaining entry (beyond max_batch, or an un-acked batch).
-local function restore_first(log, meta)
-  local oldest = first_entry_ms(log)
-  if not oldest then
-    redis.call('HDEL', meta, 'first')
-    return nil
-  end
-  local first = tonumber(redis.call('HGET', meta, 'first'))
-  if not first or oldest < first then
-    first = oldest
-    redis.call('HSET', meta, 'first', first)
-  end
-  return first
+  local p = redis.call('HMGET', key, 'quiet', 'max_wait', 'max_pending', 'shards')
+  return tonumber(p[1]) or 30000, tonumber(p[2]) or 300000, tonumber(p[3]) or 10000,
+    tonumber(p[4])
 end
 
 local function scope_of(ns)

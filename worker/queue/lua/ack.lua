@@ -1,6 +1,7 @@
 -- ack: the batch is committed; trim exactly the entries the lease covered.
 --
 -- uses _lib.lua (prepended when loaded)
+-- uses _sets.lua (prepended after it)
 --
 -- KEYS[1]  log     <prefix>:{sN}:ns:<ns>:log
 -- KEYS[2]  meta    <prefix>:{sN}:ns:<ns>:meta
@@ -17,7 +18,8 @@
 -- Returns the number of entries removed, or -1 when the token no longer holds the lease or
 -- the lease covers other entries (nothing changes then: a zombie worker cannot drop the batch
 -- someone else now holds). Only the claim's own `covered` is trimmed up to.
--- Entries that arrived during the lease stay, and re-arm the due time from their own arrivals.
+-- Entries that arrived during the lease stay, and re-arm the due time from their own arrivals;
+-- when none did, the namespace's meta and log keys are deleted (see _lib.lua).
 
 local ns = ARGV[3]
 local m = redis.call('HMGET', KEYS[2], 'token', 'covered')
@@ -34,14 +36,17 @@ if removed > 0 then
 end
 redis.call('HDEL', KEYS[2], 'token', 'lease_until', 'covered', 'count', 'attempts', 'outages',
   'last_error')
-redis.call('ZREM', KEYS[4], ns)
+lease_rem(KEYS[4], KEYS[3], KEYS[5], ns)
 
-local first = restore_first(KEYS[1], KEYS[2])
+local first, oldest = restore_first(KEYS[1], KEYS[2])
 if first then
   local last = tonumber(redis.call('HGET', KEYS[2], 'lms')) or first
   local due = math.min(last + tonumber(ARGV[4]), first + tonumber(ARGV[5]))
-  redis.call('ZADD', KEYS[3], due, ns)
+  due_add(KEYS[3], KEYS[5], ns, due, false)
+  redis.call('ZADD', oldest_key(KEYS[5], ns), oldest, ns)
 else
-  redis.call('ZREM', KEYS[3], ns)
+  -- The log is empty: the namespace is forgotten until its next arrival (ids stay above it).
+  due_rem(KEYS[3], KEYS[5], ns, false)
+  forget_empty(KEYS[1], KEYS[2], KEYS[5], ns)
 end
 return removed

@@ -1,6 +1,7 @@
 -- claim: lease due namespaces of one shard (or one named namespace, at once).
 --
 -- uses _lib.lua (prepended when loaded)
+-- uses _sets.lua (prepended after it)
 --
 -- KEYS[1]  due     <prefix>:{sN}:due
 -- KEYS[2]  leases  <prefix>:{sN}:leases
@@ -19,6 +20,7 @@
 -- ARGV[8]  quiet period (ms)    \
 -- ARGV[9]  max wait (ms)         } the policy, written only when the shard has none (after a
 -- ARGV[10] max pending          /  restart or flush); `memworker worker` writes it at start
+-- Derived from the shard base: <prefix>:{sN}:stats (counters) and :oldest:<scope>.
 --
 -- Returns a list of {namespace, token, covered id, count, attempts, due at (ms), epoch}.
 -- The epoch is created (from the server's TIME) when the key is missing: a fresh deployment,
@@ -38,6 +40,7 @@ local max_batch = tonumber(ARGV[3])
 local limit = tonumber(ARGV[4])
 local max_attempts = tonumber(ARGV[5])
 local base = ARGV[6]
+local stats = base .. 'stats'
 local EXPIRED = 'lease expired: the worker holding it stopped heartbeating (crashed or stuck)'
 
 local epoch = redis.call('GET', KEYS[5])
@@ -60,14 +63,14 @@ local function try_claim(ns, due)
   local m = redis.call('HMGET', meta, 'token', 'lease_until', 'dead', 'attempts')
   local attempts = tonumber(m[4]) or 0
   if m[3] then
-    redis.call('ZREM', KEYS[1], ns)
-    redis.call('ZREM', KEYS[2], ns)
+    due_rem(KEYS[1], stats, ns, m[1] ~= nil)
+    lease_rem(KEYS[2], KEYS[1], stats, ns)
     return nil
   end
   if m[1] then
     local lease_until = tonumber(m[2]) or 0
     if lease_until > now then
-      redis.call('ZADD', KEYS[1], lease_until, ns)
+      due_add(KEYS[1], stats, ns, lease_until, true)
       return nil
     end
     -- Claimable again since its lease expired (its earlier due time was already claimed).
@@ -75,18 +78,18 @@ local function try_claim(ns, due)
     attempts = attempts + 1
     redis.call('HDEL', meta, 'token', 'lease_until', 'covered', 'count')
     redis.call('HSET', meta, 'attempts', attempts, 'last_error', EXPIRED)
-    redis.call('ZREM', KEYS[2], ns)
+    lease_rem(KEYS[2], KEYS[1], stats, ns)
     if attempts >= max_attempts then
       redis.call('HSET', meta, 'dead', now)
-      redis.call('ZADD', KEYS[3], now, ns)
-      redis.call('ZREM', KEYS[1], ns)
+      dead_add(KEYS[3], stats, ns, now)
+      due_rem(KEYS[1], stats, ns, false)
       return nil
     end
   end
   local n = redis.call('XLEN', log)
   if n == 0 then
-    redis.call('ZREM', KEYS[1], ns)
-    redis.call('HDEL', meta, 'first')
+    due_rem(KEYS[1], stats, ns, false)
+    forget_empty(log, meta, stats, ns)
     return nil
   end
   local count = math.min(n, max_batch)
@@ -109,8 +112,8 @@ local function try_claim(ns, due)
     'count', count)
   -- Arrivals from now on form the next batch, with their own debounce window.
   redis.call('HDEL', meta, 'first')
-  redis.call('ZREM', KEYS[1], ns)
-  redis.call('ZADD', KEYS[2], lease_until, ns)
+  due_rem(KEYS[1], stats, ns, false)
+  lease_add(KEYS[2], KEYS[1], stats, ns, lease_until)
   return {ns, token, covered, count, attempts, due, epoch}
 end
 

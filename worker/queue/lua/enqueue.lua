@@ -11,8 +11,11 @@
 -- ARGV[2]  namespace key; its scope (the part before the first ":") is the stats field
 -- ARGV[3]  candidate id
 -- ARGV[4]  candidate JSON
+-- ARGV[5]  the client's shard count (MEMWORKER_QUEUE_SHARDS), checked against the workers'
+-- Derived (same hash tag): <prefix>:{sN}:oldest:<scope>, written on a namespace's first arrival.
 --
--- Returns the entry's stream id, or the error "BACKLOG_FULL <pending> <limit>".
+-- Returns the entry's stream id, or the error "BACKLOG_FULL <pending> <limit>", or
+-- "SHARDS_MISMATCH <client's> <workers'>" (the candidate would sit where no sweep looks).
 -- The due time is min(now + quiet, first + max_wait) and only ever moves later (ZADD GT).
 -- The clock and the policy are the server's: nothing the client sends changes when a
 -- namespace becomes due. A leased namespace is not armed (the lease's end re-arms it) and
@@ -20,7 +23,10 @@
 -- retries or drops them).
 
 local now = server_now(ARGV[1])
-local quiet, max_wait, max_pending = policy_of(KEYS[5])
+local quiet, max_wait, max_pending, shards = policy_of(KEYS[5])
+if shards and shards ~= tonumber(ARGV[5]) then
+  return redis.error_reply('SHARDS_MISMATCH ' .. ARGV[5] .. ' ' .. shards)
+end
 local pending = redis.call('XLEN', KEYS[1])
 if pending >= max_pending then
   return redis.error_reply('BACKLOG_FULL ' .. pending .. ' ' .. max_pending)
@@ -30,21 +36,36 @@ local m = redis.call('HMGET', KEYS[2], 'first', 'lms', 'lseq', 'token', 'dead')
 
 -- Explicit ids: `XADD <ms>-*` needs Redis 7. Never below the last id issued (the server's
 -- clock may step back), so XADD cannot fail; `lms` is thereby also the latest arrival.
+-- A namespace without `lms` (new, or emptied and forgotten) starts above the shard's id floor.
+local lms, lseq = tonumber(m[2]), tonumber(m[3])
+if not lms then
+  local f = redis.call('HMGET', KEYS[4], 'floor_ms', 'floor_seq')
+  lms, lseq = tonumber(f[1]), tonumber(f[2])
+end
 local ms, seq = now, 0
-local lms = tonumber(m[2])
 if lms and lms >= now then
   ms = lms
-  seq = tonumber(m[3]) + 1
+  seq = lseq + 1
 end
 local id = string.format('%d-%d', ms, seq)
 redis.call('XADD', KEYS[1], id, 'c', ARGV[4], 'i', ARGV[3])
 
 local first = tonumber(m[1]) or now
+local scope = scope_of(ARGV[2])
 redis.call('HSET', KEYS[2], 'first', first, 'lms', ms, 'lseq', seq)
-redis.call('HINCRBY', KEYS[4], string.match(ARGV[2], '^[^:]+'), 1)
+redis.call('HINCRBY', KEYS[4], scope, 1)
+-- First arrival only (the log was empty, the namespace not in the due set): what _sets.lua's
+-- oldest_key and due_add do, inline, so the hot path is not prepended with the set helpers.
+if pending == 0 then
+  -- This entry is the log's oldest: <prefix>:{sN}:oldest:<scope>, derived from the stats key.
+  redis.call('ZADD', string.sub(KEYS[4], 1, -6) .. 'oldest:' .. scope, ms, ARGV[2])
+end
 
 if not m[4] and not m[5] then
+  -- GT: the due time only moves later. A new member is counted (<scope>:due).
   local due = math.min(now + quiet, first + max_wait)
-  redis.call('ZADD', KEYS[3], 'GT', due, ARGV[2])
+  if redis.call('ZADD', KEYS[3], 'GT', due, ARGV[2]) == 1 then
+    redis.call('HINCRBY', KEYS[4], scope .. ':due', 1)
+  end
 end
 return id

@@ -16,5 +16,7 @@ if redis.call('HGET', KEYS[1], 'token') ~= ARGV[3] then
 end
 local lease_until = server_now(ARGV[1]) + tonumber(ARGV[2])
 redis.call('HSET', KEYS[1], 'lease_until', lease_until)
-redis.call('ZADD', KEYS[2], lease_until, ARGV[4])
+-- XX: only moves the expiry of a member (the token holds the lease, so it is one); never
+-- adds one, so the leased count in the stats hash stays exact.
+redis.call('ZADD', KEYS[2], 'XX', lease_until, ARGV[4])
 return 1

@@ -1,12 +1,14 @@
 -- mark_due: make a namespace due now, debounce or not (reconcile by hand).
 --
 -- uses _lib.lua (prepended when loaded)
+-- uses _sets.lua (prepended after it)
 --
 -- KEYS[1]  log   <prefix>:{sN}:ns:<ns>:log
 -- KEYS[2]  meta  <prefix>:{sN}:ns:<ns>:meta
 -- KEYS[3]  due   <prefix>:{sN}:due
 -- ARGV[1]  now (ms), or "" for the server's TIME (only tests send a value)
 -- ARGV[2]  namespace key
+-- Derived from the due set's name (same hash tag): <prefix>:{sN}:stats, the counters.
 --
 -- Returns 1 when the namespace will be swept: due now, or parked until its current lease ends;
 -- 0 when it has nothing pending or is dead-lettered (retry it first).
@@ -20,5 +22,5 @@ local at = now
 if m[1] and tonumber(m[2]) > now then
   at = tonumber(m[2])
 end
-redis.call('ZADD', KEYS[3], at, ARGV[2])
+due_add(KEYS[3], shard_key(KEYS[3], 'due', 'stats'), ARGV[2], at, m[1] ~= nil)
 return 1

@@ -1,6 +1,7 @@
 -- purge: erase everything the queue holds for one namespace (a user asked to be forgotten).
 --
 -- uses _lib.lua (prepended when loaded)
+-- uses _sets.lua (prepended after it)
 --
 -- KEYS[1]  log     <prefix>:{sN}:ns:<ns>:log
 -- KEYS[2]  meta    <prefix>:{sN}:ns:<ns>:meta
@@ -15,7 +16,8 @@
 -- unexpired lease on the namespace: checked and erased in one step, so no claim slips in
 -- between. A worker whose lease expired finds its token gone: its ack and heartbeats are
 -- refused, and its commit is refused by the SQL fence the erase takes. The shard's fence
--- counter (<prefix>:{sN}:fence) is not touched, so tokens are never issued twice.
+-- counter (<prefix>:{sN}:fence) is not touched, so tokens are never issued twice, and the
+-- last stream id raises the shard's id floor, so ids are never issued twice either.
 
 local ns = ARGV[1]
 local m = redis.call('HMGET', KEYS[2], 'token', 'lease_until')
@@ -23,10 +25,10 @@ if m[1] and (tonumber(m[2]) or 0) > server_now(ARGV[2]) then
   return -1
 end
 local n = redis.call('XLEN', KEYS[1])
-redis.call('DEL', KEYS[1], KEYS[2])
-redis.call('ZREM', KEYS[3], ns)
-redis.call('ZREM', KEYS[4], ns)
-redis.call('ZREM', KEYS[5], ns)
+lease_rem(KEYS[4], KEYS[3], KEYS[6], ns)
+due_rem(KEYS[3], KEYS[6], ns, false)
+dead_rem(KEYS[5], KEYS[6], ns)
+forget_empty(KEYS[1], KEYS[2], KEYS[6], ns)
 if n > 0 then
   redis.call('HINCRBY', KEYS[6], scope_of(ns), -n)
 end

@@ -1,6 +1,7 @@
 -- settle: end a lease without acknowledging it: `release` (give it back), `fail`, or `outage`.
 --
 -- uses _lib.lua (prepended when loaded)
+-- uses _sets.lua (prepended after it)
 --
 -- KEYS[1]  log     <prefix>:{sN}:ns:<ns>:log
 -- KEYS[2]  meta    <prefix>:{sN}:ns:<ns>:meta
@@ -16,6 +17,7 @@
 -- ARGV[7]  first retry delay (ms); doubles per attempt (or per outage retry)
 -- ARGV[8]  longest retry delay (ms) after a failure of the batch
 -- ARGV[9]  longest retry delay (ms) after an outage
+-- Derived from the due set's name (same hash tag): <prefix>:{sN}:stats, the counters.
 --
 -- Returns "released", "retry", "dead", or "stale" when the token no longer holds the lease.
 -- `release` does not count an attempt (graceful shutdown) and makes the namespace due now.
@@ -25,27 +27,28 @@
 
 local now = server_now(ARGV[1])
 local ns = ARGV[3]
+local stats = shard_key(KEYS[3], 'due', 'stats')
 if redis.call('HGET', KEYS[2], 'token') ~= ARGV[2] then
   return 'stale'
 end
 redis.call('HDEL', KEYS[2], 'token', 'lease_until', 'covered', 'count')
-redis.call('ZREM', KEYS[4], ns)
+lease_rem(KEYS[4], KEYS[3], stats, ns)
 local first = restore_first(KEYS[1], KEYS[2])
 
 if ARGV[4] == 'release' then
   if first then
-    redis.call('ZADD', KEYS[3], now, ns)
+    due_add(KEYS[3], stats, ns, now, false)
   else
-    redis.call('ZREM', KEYS[3], ns)
+    due_rem(KEYS[3], stats, ns, false)
   end
   return 'released'
 end
 
 local function due_after(delay)
   if first then
-    redis.call('ZADD', KEYS[3], now + math.floor(delay), ns)
+    due_add(KEYS[3], stats, ns, now + math.floor(delay), false)
   else
-    redis.call('ZREM', KEYS[3], ns)
+    due_rem(KEYS[3], stats, ns, false)
   end
 end
 
@@ -61,8 +64,8 @@ local attempts = redis.call('HINCRBY', KEYS[2], 'attempts', 1)
 redis.call('HSET', KEYS[2], 'last_error', ARGV[5])
 if attempts >= tonumber(ARGV[6]) then
   redis.call('HSET', KEYS[2], 'dead', now)
-  redis.call('ZADD', KEYS[5], now, ns)
-  redis.call('ZREM', KEYS[3], ns)
+  dead_add(KEYS[5], stats, ns, now)
+  due_rem(KEYS[3], stats, ns, false)
   return 'dead'
 end
 due_after(math.min(tonumber(ARGV[7]) * 2 ^ (attempts - 1), tonumber(ARGV[8])))

@@ -1,0 +1,87 @@
+"""The entries a batch can touch: what the consolidation prompt shows of a large memory.
+
+Showing every active entry makes each call's prompt grow with the user's memory (500 entries
+are ~10k tokens per batch, paid again for every batch). So up to :data:`SHOW_ALL` active
+entries the model sees them all, and past that only the entries the batch can touch:
+
+- every active entry holding the ``key`` of a candidate (a keyed candidate supersedes its
+  slot, so the slot's holder must be shown);
+- each candidate's lexically nearest entries (rapidfuzz ``token_set_ratio`` of the lower-cased
+  texts, ties in entry order), taken in turns, one per candidate per round, until
+  :data:`NEAREST_CAP` entries are chosen, or :data:`NEAREST_PER_CANDIDATE` per candidate for a
+  batch larger than five (so a large batch's candidates are not left without neighbours).
+
+The chosen entries keep the prompt's usual order (by path, then age). An entry not shown has
+no short id, so a plan cannot confirm, supersede or invalidate it:
+:func:`~worker.consolidation.llm.translate` rejects an unknown ``E`` id as a problem.
+
+>>> from datetime import UTC, datetime
+>>> from worker.models import make_candidate
+>>> from worker.values import Entry, NamespaceState
+>>> t = datetime(2025, 1, 1, tzinfo=UTC)
+>>> entries = tuple(Entry(id=f"e{i}", path="/memories/facts.md", text=f"I collect {i} stamps",
+...     valid_from=t, created_at=t, last_confirmed_at=t) for i in range(100))
+>>> dog = Entry(id="dog", path="/memories/facts.md", text="I have a dog named Rex",
+...     valid_from=t, created_at=t, last_confirmed_at=t)
+>>> state = NamespaceState("user:u1", 1, None, entries=(*entries, dog))
+>>> shown = touched_entries(state, [make_candidate(user_id="u1", trace_id="t",
+...     text="My dog Rex is ten")])
+>>> len(shown), "dog" in {e.id for e in shown}
+(20, True)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Final
+
+from rapidfuzz import fuzz, process, utils
+
+from worker.consolidation.render import entry_order
+from worker.models import Candidate
+from worker.values import Entry, NamespaceState
+
+#: Up to this many active entries the prompt shows them all (~600 tokens): small memories keep
+#: the whole picture, and the prompt stays within 1.5x of its size at 10 entries.
+SHOW_ALL: Final = 40
+
+#: Past :data:`SHOW_ALL`, how many lexically nearest entries a batch is shown at least (keyed
+#: entries come on top): a single candidate sees a broad neighbourhood.
+NEAREST_CAP: Final = 20
+#: ...and per candidate: each of a batch of five sees its four closest (the cap), a larger batch
+#: as many per candidate, so the prompt per candidate stays flat in the batch's size too.
+NEAREST_PER_CANDIDATE: Final = 4
+
+
+def _order(entry: Entry) -> tuple[str, tuple[object, ...]]:
+    return (entry.path, entry_order(entry))
+
+
+def touched_entries(state: NamespaceState, candidates: Sequence[Candidate]) -> list[Entry]:
+    """The active entries of ``state`` the prompt for ``candidates`` shows (module docs)."""
+    active = sorted((e for e in state.entries if e.active), key=_order)
+    if len(active) <= SHOW_ALL:
+        return active
+    keys = {c.key for c in candidates if c.key}
+    chosen = {e.id for e in active if e.key is not None and e.key in keys}
+    cap = max(NEAREST_CAP, NEAREST_PER_CANDIDATE * len(candidates))
+    texts = [e.text for e in active]
+    ranked = [
+        [
+            active[index].id
+            for _text, _score, index in process.extract(
+                cand.text, texts, scorer=fuzz.token_set_ratio,
+                processor=utils.default_process, limit=cap + len(chosen),
+            )
+        ]
+        for cand in candidates
+    ]  # fmt: skip
+    nearest: set[str] = set()
+    for rank in range(cap + len(chosen)):
+        for ids in ranked:
+            if len(nearest) >= cap:
+                break
+            if rank < len(ids) and ids[rank] not in chosen:
+                nearest.add(ids[rank])
+    chosen |= nearest
+    return [e for e in active if e.id in chosen]
