@@ -12,6 +12,7 @@ Import the fixture into a test module: ``from tests.local_model_fixtures import 
 
 from __future__ import annotations
 
+import contextlib
 import importlib.metadata
 import importlib.util
 import subprocess
@@ -81,6 +82,30 @@ def _wait_ready(url: str, process: subprocess.Popen[bytes], log: Path) -> None:
     raise RuntimeError(f"{SERVER_MODULE} did not answer /v1/models:\n{log.read_text()[-4000:]}")
 
 
+#: What a server that crashes on its first completion most likely is, and the way out.
+AMX_HINT: Final = (
+    "llama.cpp built natively on a CPU with AMX segfaults on its first completion (llama.cpp "
+    '#20824); reinstall it portable: CMAKE_ARGS="-DGGML_NATIVE=OFF" pip install --no-cache-dir '
+    "--force-reinstall --no-deps llama-cpp-python (as .ci/run builds it)"
+)
+
+
+def _warm_up(url: str, process: subprocess.Popen[bytes], log: Path) -> None:
+    """One tiny completion, so a server that dies computing fails here, saying why, instead of
+    every test failing with a bare connection error."""
+    body = {"model": MODEL_ALIAS, "messages": [{"role": "user", "content": "hi"}], "max_tokens": 1}
+    with contextlib.suppress(httpx.HTTPError):  # a crash is judged by the process, below
+        httpx.post(f"{url}/v1/chat/completions", json=body, timeout=STARTUP_TIMEOUT_SECONDS)
+    try:
+        process.wait(timeout=POLL_SECONDS * 5)
+    except subprocess.TimeoutExpired:
+        return  # still serving
+    raise RuntimeError(
+        f"{SERVER_MODULE} exited ({process.returncode}) on its first completion. {AMX_HINT}\n"
+        f"{log.read_text(errors='replace')[-2000:]}"
+    )
+
+
 @pytest.fixture(scope="session")
 def local_model_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """Base URL (``http://127.0.0.1:PORT/v1``) of a running llama.cpp server, for the session."""
@@ -101,6 +126,7 @@ def local_model_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT)
     try:
         _wait_ready(url, process, log)
+        _warm_up(url, process, log)
         yield f"{url}/v1"
     finally:
         process.terminate()

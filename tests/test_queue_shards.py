@@ -101,3 +101,15 @@ def test_a_chat_host_with_the_workers_shard_count_enqueues(
         cid = client.enqueue(user_id="u1", trace_id="t", text="I prefer tea")
 
     assert [c.id for _, c in workers.pending("user:u1")] == [cid]
+
+
+def test_a_queue_an_older_release_laid_out_is_recognised_by_its_policy_keys(
+    redis_client: RedisClient, settings: Settings
+) -> None:
+    old = queue_with(redis_client, settings, 16)  # the older release's default
+    old.publish_policy()
+    redis_client.delete(f"{settings.key_prefix}:shards")  # older releases recorded no count
+    old.enqueue(make_candidate(user_id="u1", trace_id="t", text="I prefer tea"), now=T0)
+
+    with pytest.raises(QueueMisconfigured, match="laid out in 16 shards"):
+        queue_with(redis_client, settings, 256).publish_policy()

@@ -72,7 +72,7 @@ def check_shards(client: RedisClient, layout: QueueLayout) -> None:
     queue the new count is recorded and used.
     """
     try:
-        recorded = client.get(shards_key(layout.prefix))
+        recorded = client.get(shards_key(layout.prefix)) or _layout_in_use(client, layout)
         if recorded is None or int(recorded) == layout.shards:
             client.set(shards_key(layout.prefix), layout.shards)
             return
@@ -97,6 +97,22 @@ def check_shards(client: RedisClient, layout: QueueLayout) -> None:
             "setting everywhere (workers and chat hosts)"
         )
     client.set(shards_key(layout.prefix), layout.shards)
+
+
+def _layout_in_use(client: RedisClient, layout: QueueLayout) -> int | None:
+    """The shard count of a queue laid out before counts were recorded (an older release:
+    16 shards by default), from the shards whose policy its workers wrote; None if none.
+
+    One SCAN of the keyspace, only at a worker start that finds no recorded count.
+    """
+    head = f"{layout.prefix}:{{s"
+    highest = -1
+    for key in client.scan_iter(match=f"{head}*}}:policy", count=1000):
+        tag = (key.decode() if isinstance(key, bytes) else str(key))[len(head) :]
+        number = tag.partition("}")[0]
+        if number.isdigit():
+            highest = max(highest, int(number))
+    return highest + 1 if highest >= 0 else None
 
 
 def publish_policy(client: RedisClient, layout: QueueLayout, settings: Settings) -> None:
