@@ -152,6 +152,26 @@ def test_calls_to_a_slot_that_moved_are_followed_to_its_new_master(
     ]
 
 
+async def test_the_async_client_follows_a_slot_that_moved_to_its_new_master(
+    cluster: RedisCluster, cluster_settings: Settings
+) -> None:
+    queue = RedisQueue(cluster, cluster_settings)
+    layout = QueueLayout(cluster_settings.key_prefix, cluster_settings.queue_shards)
+    async with AsyncMemoryClient(cluster_settings) as client:
+        await client.enqueue(user_id="u2", trace_id="t", text="before the move")
+        _move_slot(cluster, cluster.keyslot(layout.log("user:u2")))
+        await client.enqueue_many(
+            [{"user_id": "u2", "trace_id": "t", "text": f"after the move {i}"} for i in range(3)]
+        )
+
+    later = time.time() + cluster_settings.max_wait_seconds + 1
+    (claim,) = [c for c in queue.claim_due(now=later) if c.namespace == "user:u2"]
+    assert [c.text for _, c in queue.read_batch(claim)] == [
+        "before the move",
+        *(f"after the move {i}" for i in range(3)),
+    ]
+
+
 def test_a_cluster_no_node_of_which_answers_raises_queue_unavailable(closed_port: int) -> None:
     url = f"redis+cluster://:pw@127.0.0.1:{closed_port}"
     with (

@@ -1,12 +1,14 @@
 """The hot path on a Redis Cluster: the same interface as :mod:`worker.hotpath.pool`, routed.
 
-The single-node pools write packed ``EVALSHA`` calls straight to one socket. A cluster needs
-each call sent to the node that owns its slot and redirections followed, which redis-py's
-cluster clients do; so these pools unpack the call (it is our own, fixed layout) and hand it
-to :func:`worker.queue.scripts.run_pipeline` (one pipeline per node) or, async, to
-``redis.asyncio.RedisCluster``. Every call still waits at most the socket timeout per
-attempt, and a failover that outlasts the client's attempts raises a connection error, which
-the client turns into :class:`~worker.errors.QueueUnavailable`.
+The single-node pools write packed ``EVALSHA`` calls straight to one socket. On a cluster each
+call must reach the primary owning its slot: these pools keep one lean pool per primary and
+route by the slot map of redis-py's cluster client. What a node redirects (``MOVED``/``ASK``
+during a resharding or failover) or cannot answer is unpacked (the call is our own, fixed
+layout) and sent again through that client (:func:`worker.queue.scripts.run_pipeline`, or
+``redis.asyncio.RedisCluster``), which follows the redirection and refreshes the map. Every
+call still waits at most the socket timeout per attempt, and a failover that outlasts the
+client's attempts raises a connection error, which the client turns into
+:class:`~worker.errors.QueueUnavailable`.
 
 >>> from worker.queue.scripts import pack_command
 >>> unpack_call(pack_command(b"EVALSHA", b"abc", b"1", b"k", b"v"))
@@ -17,18 +19,21 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from typing import Any
+from typing import Any, Final
 
 import redis
 from redis.asyncio.cluster import ClusterNode as AsyncClusterNode
 from redis.asyncio.cluster import RedisCluster as AsyncRedisCluster
 from redis.asyncio.retry import Retry as AsyncRetry
 from redis.backoff import NoBackoff
-from redis.exceptions import NoScriptError
+from redis.cluster import RedisCluster
+from redis.crc import key_slot
+from redis.exceptions import AskError, MovedError, NoScriptError, TryAgainError
 
 from worker.errors import QueueUnavailable
+from worker.hotpath.pool import AsyncHotPool, HotPool
 from worker.queue.address import ClusterAddress, redacted
-from worker.queue.connect import RedisClient, open_redis
+from worker.queue.connect import open_redis
 from worker.queue.scripts import Call, LuaScript, run_pipeline
 
 
@@ -47,15 +52,15 @@ def unpack_call(packed: bytes) -> tuple[list[str], list[str]]:
     return parts[3 : 3 + numkeys], parts[3 + numkeys :]
 
 
-def _hash_tag(key: str) -> str:
-    """The part of ``key`` Redis Cluster hashes (``{s3}`` of ``mw:{s3}:ns:…``)."""
-    start = key.find("{")
-    end = key.find("}", start + 1)
-    return key[start + 1 : end] if start >= 0 and end > start + 1 else key
-
-
 class ClusterHotPool:
     """Thread-safe, like :class:`~worker.hotpath.pool.HotPool`; one per client.
+
+    Each call goes straight to the primary owning its slot over that node's own lean
+    :class:`~worker.hotpath.pool.HotPool` (the slot is the packed call's first hash tag: the
+    queue's keys carry ``{s<shard>}``, nothing before them a brace). The slot map is the
+    cluster client's; a call the node redirects (``MOVED``/``ASK``/``TRYAGAIN``), or a node
+    that cannot be reached, goes again through the cluster client, which follows the
+    redirection and refreshes the map for the next calls.
 
     Connects on first use, as the single-node pool does: a chat host that starts while the
     cluster is down gets :class:`~worker.errors.QueueUnavailable` per enqueue, not at import.
@@ -63,20 +68,53 @@ class ClusterHotPool:
 
     def __init__(self, url: str, timeout: float, max_connections: int) -> None:
         self._url, self._timeout, self._max = url, timeout, max_connections
-        self._client: RedisClient | None = None
+        self._address = ClusterAddress.parse(url)
+        self._client: RedisCluster | None = None
+        self._nodes: dict[str, HotPool] = {}
         self._lock = threading.Lock()
 
-    def _connected(self) -> RedisClient:
+    def _connected(self) -> RedisCluster:
         with self._lock:
             if self._client is None:
-                self._client = open_redis(
-                    self._url, timeout=self._timeout, max_connections=self._max
-                )
+                client = open_redis(self._url, timeout=self._timeout, max_connections=self._max)
+                assert isinstance(client, RedisCluster)
+                self._client = client
             return self._client
 
+    def _pool_for(self, call: bytes) -> HotPool:
+        client = self._connected()
+        node = client.nodes_manager.get_node_from_slot(key_slot(call))
+        pool = self._nodes.get(node.name)
+        if pool is None:
+            with self._lock:
+                pool = self._nodes.get(node.name)
+                if pool is None:
+                    url = self._address.node_url(node.host, node.port)
+                    pool = self._nodes[node.name] = HotPool(url, self._timeout, self._max)
+        return pool
+
     def run_script(self, script: LuaScript, calls: list[bytes]) -> list[Any]:
-        unpacked: list[Call] = [(script, *unpack_call(call)) for call in calls]
-        return run_pipeline(self._connected(), unpacked)
+        groups: dict[int, tuple[HotPool, list[int]]] = {}
+        for i, call in enumerate(calls):
+            pool = self._pool_for(call)
+            groups.setdefault(id(pool), (pool, []))[1].append(i)
+        results: list[Any] = [None] * len(calls)
+        for pool, indexes in groups.values():
+            try:
+                replies = pool.run_script(script, [calls[i] for i in indexes])
+            except (redis.ConnectionError, redis.TimeoutError):
+                # The node went away (a failover?): the cluster client finds its successor.
+                # A call that had reached it runs twice: the candidate then sits twice under
+                # one id, which consolidation merges once (as the single-node pool's retry).
+                replies = [_UNREACHABLE] * len(indexes)
+            for i, reply in zip(indexes, replies, strict=True):
+                results[i] = reply
+        again = [i for i, r in enumerate(results) if r is _UNREACHABLE or isinstance(r, _REDIRECTS)]
+        if again:
+            unpacked: list[Call] = [(script, *unpack_call(calls[i])) for i in again]
+            for i, reply in zip(again, run_pipeline(self._connected(), unpacked), strict=True):
+                results[i] = reply
+        return results
 
     def run_one(self, script: LuaScript, call: bytes) -> Any:
         return self.run_script(script, [call])[0]
@@ -84,48 +122,79 @@ class ClusterHotPool:
     def close(self) -> None:
         with self._lock:
             client, self._client = self._client, None
+            nodes, self._nodes = self._nodes, {}
+        for pool in nodes.values():
+            pool.close()
         if client is not None:
             client.close()
 
 
+#: A node's call that did not come back (its connection broke): sent again, routed afresh.
+_UNREACHABLE: Final = object()
+#: Replies that mean "not here, or not now": the cluster client retries them.
+_REDIRECTS: Final = (MovedError, AskError, TryAgainError)
+
+
 class AsyncClusterHotPool:
-    """Async twin of :class:`ClusterHotPool`, for one event loop."""
+    """Async twin of :class:`ClusterHotPool`, for one event loop: the same routing over
+    per-node :class:`~worker.hotpath.pool.AsyncHotPool` s, redirected calls sent again
+    through ``redis.asyncio.RedisCluster``."""
 
     def __init__(self, url: str, timeout: float, max_connections: int) -> None:
-        address = ClusterAddress.parse(url)
-        self._url = url
+        self._address = ClusterAddress.parse(url)
+        self._url, self._timeout, self._max = url, timeout, max_connections
         self._client = AsyncRedisCluster(
-            startup_nodes=[AsyncClusterNode(host, port) for host, port in address.nodes],
-            username=address.username,
-            password=address.password,
-            ssl=address.tls,
+            startup_nodes=[AsyncClusterNode(host, port) for host, port in self._address.nodes],
+            username=self._address.username,
+            password=self._address.password,
+            ssl=self._address.tls,
             socket_timeout=timeout,
             socket_connect_timeout=timeout,
             retry=AsyncRetry(NoBackoff(), 1),
             max_connections=max_connections,
         )
+        self._nodes: dict[str, AsyncHotPool] = {}
+
+    async def _pool_for(self, call: bytes) -> AsyncHotPool:
+        await self._client.initialize()  # once; later calls return at once
+        node = self._client.nodes_manager.get_node_from_slot(key_slot(call))
+        pool = self._nodes.get(node.name)
+        if pool is None:
+            url = self._address.node_url(node.host, int(node.port))
+            pool = self._nodes[node.name] = AsyncHotPool(url, self._timeout, self._max)
+        return pool
 
     async def run_script(self, script: LuaScript, calls: list[bytes]) -> list[Any]:
-        """The calls of each shard in order, the shards concurrently; per-call errors come
-        back as values. (Calls of one namespace must arrive in order: its ids follow it.)"""
-        by_shard: dict[str, list[int]] = {}
-        unpacked = [unpack_call(call) for call in calls]
-        for i, (keys, _) in enumerate(unpacked):
-            by_shard.setdefault(_hash_tag(keys[0]), []).append(i)
-        results: list[Any] = [None] * len(calls)
-
-        async def in_order(indexes: list[int]) -> None:
-            for i in indexes:
-                results[i] = await self._one(script, *unpacked[i])
-
+        """One pipeline per node, the nodes concurrently; per-call errors come back as
+        values. (A namespace's calls stay in order: they share a node and its pipeline.)"""
         try:
-            await asyncio.gather(*(in_order(group) for group in by_shard.values()))
-            return results
+            return await self._run(script, calls)
         except redis.RedisClusterException as exc:  # no node answered the slot-map request
             raise QueueUnavailable(
                 f"no node of the Redis Cluster {redacted(self._url)} answered ({exc}); start "
                 "the cluster or fix the seed nodes in MEMWORKER_REDIS_URL"
             ) from None
+
+    async def _run(self, script: LuaScript, calls: list[bytes]) -> list[Any]:
+        groups: dict[int, tuple[AsyncHotPool, list[int]]] = {}
+        for i, call in enumerate(calls):
+            pool = await self._pool_for(call)
+            groups.setdefault(id(pool), (pool, []))[1].append(i)
+        results: list[Any] = [None] * len(calls)
+
+        async def on_node(pool: AsyncHotPool, indexes: list[int]) -> None:
+            try:
+                replies = await pool.run_script(script, [calls[i] for i in indexes])
+            except (redis.ConnectionError, redis.TimeoutError):  # as in ClusterHotPool
+                replies = [_UNREACHABLE] * len(indexes)
+            for i, reply in zip(indexes, replies, strict=True):
+                results[i] = reply
+
+        await asyncio.gather(*(on_node(pool, indexes) for pool, indexes in groups.values()))
+        for i, reply in enumerate(results):  # in order: a namespace's ids follow its arrivals
+            if reply is _UNREACHABLE or isinstance(reply, _REDIRECTS):
+                results[i] = await self._one(script, *unpack_call(calls[i]))
+        return results
 
     async def run_one(self, script: LuaScript, call: bytes) -> Any:
         return (await self.run_script(script, [call]))[0]
@@ -141,4 +210,7 @@ class AsyncClusterHotPool:
             return exc
 
     async def close(self) -> None:
+        nodes, self._nodes = self._nodes, {}
+        for pool in nodes.values():
+            await pool.close()
         await self._client.aclose()

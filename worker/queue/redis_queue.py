@@ -38,6 +38,7 @@ import logging
 from collections.abc import Iterator, Sequence
 from typing import Any, Final, Literal
 
+import redis
 from redis.cluster import RedisCluster
 
 from worker.errors import BusyNamespace, InvalidCandidate, NotFound
@@ -354,8 +355,16 @@ class RedisQueue:
                 yield ns
 
     def stats(self, *, now: float | None = None) -> QueueStats:
-        """Per-scope pending candidates, waiting/due/leased/dead namespaces, oldest pending age."""
-        return collect_stats(self.redis, self.layout, None if now is None else int(now * 1000))
+        """Per-scope pending candidates, waiting/due/leased/dead namespaces, oldest pending age.
+
+        Redis unreachable or timing out raises redis-py's own error (``memworker status`` words
+        it); any other Redis failure is translated into the error that names it."""
+        try:
+            return collect_stats(self.redis, self.layout, None if now is None else int(now * 1000))
+        except (redis.ConnectionError, redis.TimeoutError):
+            raise
+        except REDIS_FAILURES as exc:
+            raise translate(exc, self._where) from exc
 
     # --- internals ---------------------------------------------------------------------------
     def _call(self, script: LuaScript, keys: Args, args: Args) -> Any:
