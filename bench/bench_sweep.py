@@ -134,6 +134,7 @@ class Filler:
                 ns,
                 f"c-{name}",
                 self.payload.replace("TEMPLATE", name),
+                layout.shards,
             ]
             calls.append((SCRIPTS["enqueue"], keys, args))
         for start in range(0, len(calls), PIPELINE_CALLS):

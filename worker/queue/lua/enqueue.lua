@@ -25,7 +25,7 @@
 local now = server_now(ARGV[1])
 local quiet, max_wait, max_pending, shards = policy_of(KEYS[5])
 if shards and shards ~= tonumber(ARGV[5]) then
-  return redis.error_reply('SHARDS_MISMATCH ' .. ARGV[5] .. ' ' .. shards)
+  return redis.error_reply('SHARDS_MISMATCH ' .. tostring(ARGV[5]) .. ' ' .. shards)
 end
 local pending = redis.call('XLEN', KEYS[1])
 if pending >= max_pending then
