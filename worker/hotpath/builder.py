@@ -126,15 +126,7 @@ class CandidateBuilder:
         """Candidate ids, after counting each one Redis accepted in
         ``memworker_enqueued_total``; the first refusal is raised as a MemworkerError (a full
         backlog refuses only its own namespace's candidates: the others were enqueued)."""
-        refused: tuple[str, Exception] | None = None
-        for candidate, result in zip(candidates, results, strict=True):
-            if isinstance(result, Exception):
-                if refused is None:
-                    refused = (candidate.namespace, result)
-            else:
-                count_enqueued(candidate.namespace)
-        if refused is not None:
-            raise enqueue_error(*refused, self.where) from None
+        self.encoder.settle(candidates, results, self.where)
         return [c.id for c in candidates]
 
     def check_one(self, candidate: HotCandidate, result: Any) -> str:

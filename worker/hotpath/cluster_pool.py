@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from typing import Any, Final
+from typing import Any
 
 import redis
 from redis.asyncio.cluster import ClusterNode as AsyncClusterNode
@@ -28,13 +28,13 @@ from redis.asyncio.retry import Retry as AsyncRetry
 from redis.backoff import NoBackoff
 from redis.cluster import RedisCluster
 from redis.crc import key_slot
-from redis.exceptions import AskError, MovedError, NoScriptError, TryAgainError
+from redis.exceptions import NoScriptError
 
 from worker.errors import QueueUnavailable
 from worker.hotpath.pool import AsyncHotPool, HotPool
 from worker.queue.address import ClusterAddress, redacted
 from worker.queue.connect import open_redis
-from worker.queue.scripts import Call, LuaScript, run_pipeline
+from worker.queue.scripts import RESEND, Call, LuaScript, run_pipeline, unreachable
 
 
 def unpack_call(packed: bytes) -> tuple[list[str], list[str]]:
@@ -106,10 +106,10 @@ class ClusterHotPool:
                 # The node went away (a failover?): the cluster client finds its successor.
                 # A call that had reached it runs twice: the candidate then sits twice under
                 # one id, which consolidation merges once (as the single-node pool's retry).
-                replies = [_UNREACHABLE] * len(indexes)
+                replies = unreachable(len(indexes))
             for i, reply in zip(indexes, replies, strict=True):
                 results[i] = reply
-        again = [i for i, r in enumerate(results) if r is _UNREACHABLE or isinstance(r, _REDIRECTS)]
+        again = [i for i, r in enumerate(results) if isinstance(r, RESEND)]
         if again:
             unpacked: list[Call] = [(script, *unpack_call(calls[i])) for i in again]
             for i, reply in zip(again, run_pipeline(self._connected(), unpacked), strict=True):
@@ -127,12 +127,6 @@ class ClusterHotPool:
             pool.close()
         if client is not None:
             client.close()
-
-
-#: A node's call that did not come back (its connection broke): sent again, routed afresh.
-_UNREACHABLE: Final = object()
-#: Replies that mean "not here, or not now": the cluster client retries them.
-_REDIRECTS: Final = (MovedError, AskError, TryAgainError)
 
 
 class AsyncClusterHotPool:
@@ -186,13 +180,13 @@ class AsyncClusterHotPool:
             try:
                 replies = await pool.run_script(script, [calls[i] for i in indexes])
             except (redis.ConnectionError, redis.TimeoutError):  # as in ClusterHotPool
-                replies = [_UNREACHABLE] * len(indexes)
+                replies = unreachable(len(indexes))
             for i, reply in zip(indexes, replies, strict=True):
                 results[i] = reply
 
         await asyncio.gather(*(on_node(pool, indexes) for pool, indexes in groups.values()))
         for i, reply in enumerate(results):  # in order: a namespace's ids follow its arrivals
-            if reply is _UNREACHABLE or isinstance(reply, _REDIRECTS):
+            if isinstance(reply, RESEND):
                 results[i] = await self._one(script, *unpack_call(calls[i]))
         return results
 

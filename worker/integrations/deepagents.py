@@ -29,7 +29,7 @@ sink writes with (so reader and writer cannot disagree):
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,7 +37,7 @@ from deepagents import FilesystemPermission
 from deepagents.backends import CompositeBackend, StateBackend, StoreBackend
 
 from worker.errors import ConfigurationError
-from worker.integrations.run_context import current_config
+from worker.integrations.run_context import as_mapping, context_value, current_config
 from worker.integrations.store_layout import StoreLayout
 from worker.models import Namespace, Scope
 
@@ -135,14 +135,19 @@ class MemworkerMemory:
 
     def _find(self, runtime: Any, key: str, what: str) -> str | None:
         config = current_config()
-        configurable = _mapping(config.get("configurable"))
-        metadata = _mapping(config.get("metadata"))
+        configurable = as_mapping(config.get("configurable"))
+        metadata = as_mapping(config.get("metadata"))
         context = getattr(runtime, "context", None)
         server = getattr(runtime, "server_info", None)
         identity = (
             getattr(getattr(server, "user", None), "identity", None) if what == "user" else None
         )
-        for value in (_lookup(context, key), identity, configurable.get(key), metadata.get(key)):
+        for value in (
+            context_value(context, key),
+            identity,
+            configurable.get(key),
+            metadata.get(key),
+        ):
             if isinstance(value, str) and value:
                 return value
         return None
@@ -213,15 +218,3 @@ def memory_backend(
         approve=tuple(approve),
         **mounts,
     )
-
-
-def _mapping(value: object) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
-
-
-def _lookup(context: object, key: str) -> object:
-    if context is None:
-        return None
-    if isinstance(context, Mapping):
-        return context.get(key)
-    return getattr(context, key, None)

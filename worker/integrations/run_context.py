@@ -52,12 +52,14 @@ def read_run_ids(
 ) -> RunIds:
     """Read the user, thread and trace ids from a runtime (or tool runtime) and a config."""
     config = config or {}
-    configurable = _mapping(config.get("configurable"))
-    metadata = _mapping(config.get("metadata"))
+    configurable = as_mapping(config.get("configurable"))
+    metadata = as_mapping(config.get("metadata"))
     context = getattr(runtime, "context", None)
     execution = getattr(runtime, "execution_info", None)
 
-    user_id = _first(_lookup(context, user_key), configurable.get(user_key), metadata.get(user_key))
+    user_id = _first(
+        context_value(context, user_key), configurable.get(user_key), metadata.get(user_key)
+    )
     thread_id = _first(getattr(execution, "thread_id", None), configurable.get("thread_id"))
     trace_id = _first(
         getattr(execution, "run_id", None),
@@ -69,11 +71,13 @@ def read_run_ids(
     return RunIds(user_id=user_id, thread_id=thread_id, trace_id=trace_id or uuid.uuid4().hex)
 
 
-def _mapping(value: object) -> Mapping[str, Any]:
+def as_mapping(value: object) -> Mapping[str, Any]:
+    """``value`` if it is a mapping (a config section), else an empty one."""
     return value if isinstance(value, Mapping) else {}
 
 
-def _lookup(context: object, key: str) -> object:
+def context_value(context: object, key: str) -> object:
+    """``key`` of a run's context, whether a mapping or an object with attributes."""
     if context is None:
         return None
     if isinstance(context, Mapping):

@@ -72,9 +72,15 @@ def check_shards(client: RedisClient, layout: QueueLayout) -> None:
     queue the new count is recorded and used.
     """
     try:
-        recorded = client.get(shards_key(layout.prefix)) or _layout_in_use(client, layout)
-        if recorded is None or int(recorded) == layout.shards:
-            client.set(shards_key(layout.prefix), layout.shards)
+        key = shards_key(layout.prefix)
+        recorded = client.get(key) or _layout_in_use(client, layout)
+        # NX: of workers starting at once on a fresh Redis, the first count recorded wins and
+        # the others are judged against it.
+        if recorded is None and client.set(key, layout.shards, nx=True):
+            return
+        recorded = recorded or client.get(key) or layout.shards
+        if int(recorded) == layout.shards:
+            client.set(key, layout.shards)
             return
         old = QueueLayout(layout.prefix, int(recorded))
         pipe = client.pipeline(transaction=False)

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 from pydantic import ValidationError
 
@@ -71,6 +71,14 @@ def script_now(now: float | None) -> str | int:
 
 def seconds_to_ms(seconds: float) -> int:
     return round(seconds * 1000)
+
+
+class Queued(Protocol):
+    """What :meth:`EnqueueEncoder.settle` needs of an enqueued item: its namespace key (a
+    :class:`~worker.models.Candidate`, or the hot path's pre-encoded one)."""
+
+    @property
+    def namespace(self) -> str: ...
 
 
 class EnqueueEncoder:
@@ -154,7 +162,7 @@ class EnqueueEncoder:
         )
 
     def settle(
-        self, candidates: Sequence[Candidate], results: Sequence[Any], where: str = "Redis"
+        self, candidates: Sequence[Queued], results: Sequence[Any], where: str = "Redis"
     ) -> None:
         """Count each candidate Redis accepted (``memworker_enqueued_total``), then raise the
         first refusal, if any, as a :class:`~worker.errors.MemworkerError`: a full backlog

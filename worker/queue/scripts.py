@@ -123,8 +123,14 @@ def _send_node(client: redis.Redis, calls: Sequence[Call]) -> list[Any]:
     return list(pipe.execute(raise_on_error=False))
 
 
-#: Replies that mean "this node did not run the call; ask the cluster again".
-_REDIRECTS: Final = (MovedError, AskError, TryAgainError)
+#: Replies that mean "this node did not run the call; ask the cluster again" (a node that
+#: could not be reached is recorded as ``TryAgainError`` too: see :func:`unreachable`).
+RESEND: Final = (MovedError, AskError, TryAgainError)
+
+
+def unreachable(count: int) -> list[Exception]:
+    """Stand-in replies for ``count`` calls whose node could not be reached: sent again."""
+    return [TryAgainError("node unreachable")] * count
 
 
 def _send_cluster(client: RedisCluster, calls: Sequence[Call]) -> list[Any]:
@@ -144,11 +150,11 @@ def _send_cluster(client: RedisCluster, calls: Sequence[Call]) -> list[Any]:
             # A call that did reach it before the connection broke runs twice: enqueue then
             # holds the candidate twice under one id (consolidation merges it once); claim,
             # extend, ack and settle are fenced by the lease token.
-            replies = [TryAgainError("node unreachable")] * len(indexes)
+            replies = unreachable(len(indexes))
         for i, reply in zip(indexes, replies, strict=True):
             results[i] = reply
     for i, reply in enumerate(results):
-        if isinstance(reply, _REDIRECTS):
+        if isinstance(reply, RESEND):
             script, keys, args = calls[i]
             try:
                 results[i] = script.call(client, keys, args)
