@@ -1,4 +1,7 @@
-"""Running the README as a new user would (this module holds no tests itself).
+"""Running the README (and every page of ``docs/`` and ``examples/``) as a new user would.
+
+This module holds no tests itself. :func:`readme_blocks` reads the fenced blocks of
+``README.md``, ``docs/*.md`` and ``examples/**/*.md``, each with the file and section it is in.
 
 A *fresh home* is a temporary ``HOME`` and working directory, an environment with no
 ``MEMWORKER_*`` variable, and the installed ``memworker`` on ``PATH``. :func:`started_run`
@@ -10,7 +13,8 @@ under it in the README.
 
 The comparison is exact except for what differs per run, masked on both sides: timestamps,
 candidate and trace ids, ages, and table padding (whitespace and the length of box-drawing
-rules, which follow the width of the values).
+rules, which follow the width of the values), and the schema revision a migration reaches
+(a new migration changes it, not what the reader does).
 """
 
 from __future__ import annotations
@@ -31,6 +35,9 @@ import redis
 
 REPO: Final = Path(__file__).resolve().parent.parent
 README: Final = REPO / "README.md"
+#: The user documentation beside the README whose blocks run as printed too.
+DOCS: Final = REPO / "docs"
+EXAMPLES: Final = REPO / "examples"
 
 #: Bounds the wait for ``memworker run`` to answer; polling ends as soon as it does.
 START_DEADLINE_SECONDS: Final = 90.0
@@ -47,6 +54,7 @@ VOLATILE: Final = (
     (re.compile(r"\bcli-[0-9a-f]{16}\b"), "cli-<trace>"),
     (re.compile(r"\bbeat: \S+ holds the beat lock"), "beat: <holder> holds the beat lock"),
     (re.compile(r"\b(?:\d+h\d\dm|\d+m\d\ds|\d+s)\b"), "<age>"),
+    (re.compile(r"(?<=-> )\d{4}\b"), "<revision>"),
     (re.compile(r"[─━═]+"), "─"),
     (re.compile(r"[ \t]+"), " "),
 )
@@ -57,27 +65,43 @@ RC_MARK: Final = "@@readme-rc"
 
 @dataclass(frozen=True)
 class Block:
-    """One fenced block of the README: its language, text, section and first line number."""
+    """One fenced block: its language, text, section and first line number, and the file it is
+    in (relative to the repository)."""
 
     lang: str
     text: str
     section: str
     line: int
+    source: str = "README.md"
 
     @property
     def first_line(self) -> str:
         return next((line for line in self.text.splitlines() if line.strip()), "")
 
 
+def doc_files() -> list[Path]:
+    """The README, then every page of ``docs/``, then every page of ``examples/``."""
+    return [README, *sorted(DOCS.glob("*.md")), *sorted(EXAMPLES.rglob("*.md"))]
+
+
 def readme_blocks(text: str | None = None) -> list[Block]:
-    """Every fenced block of the README, in order."""
-    text = README.read_text(encoding="utf-8") if text is None else text
+    """Every fenced block of the documentation (or of ``text``, read as the README), in order."""
+    if text is not None:
+        return _blocks(text, "README.md")
+    return [
+        block
+        for path in doc_files()
+        for block in _blocks(path.read_text(encoding="utf-8"), path.relative_to(REPO).as_posix())
+    ]
+
+
+def _blocks(text: str, source: str) -> list[Block]:
     headings = [(m.start(), m.group(1)) for m in HEADING.finditer(text)]
     found = []
     for m in FENCE.finditer(text):
         section = next((h for start, h in reversed(headings) if start < m.start()), "")
         line = text.count("\n", 0, m.start()) + 1
-        found.append(Block(m.group(1), m.group(2), section, line))
+        found.append(Block(m.group(1), m.group(2), section, line, source))
     return found
 
 
@@ -97,7 +121,7 @@ def console_steps(block: Block) -> list[Step]:
         elif steps:
             steps[-1].expected.append(line)
         elif line.strip():
-            raise AssertionError(f"README line {block.line}: output before any command: {line}")
+            raise AssertionError(f"{block.source}:{block.line}: output before any command: {line}")
     return steps
 
 

@@ -1,4 +1,8 @@
-"""The README is the user's guide: its reference parts must match the code."""
+"""The README and docs/ are the user's guide: their reference parts must match the code.
+
+The configuration reference is ``docs/configuration.md``, the command table and exit codes
+``docs/cli.md``; the test command is the README's.
+"""
 
 from __future__ import annotations
 
@@ -12,20 +16,29 @@ from worker.settings import Settings
 
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text(encoding="utf-8")
+CONFIGURATION = (ROOT / "docs" / "configuration.md").read_text(encoding="utf-8")
+CLI = (ROOT / "docs" / "cli.md").read_text(encoding="utf-8")
+#: Every page a reader may look a command up in.
+DOCUMENTATION = "\n".join(
+    path.read_text(encoding="utf-8")
+    for path in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+)
+#: Most lines the README may have: a front page; the rest lives in docs/.
+README_MAX_LINES = 400
 
 
 def test_every_setting_is_in_the_configuration_reference() -> None:
     missing = [
         f"MEMWORKER_{name.upper()}"
         for name in Settings.model_fields
-        if f"| `MEMWORKER_{name.upper()}` |" not in README
+        if f"| `MEMWORKER_{name.upper()}` |" not in CONFIGURATION
     ]
     assert missing == []
 
 
 def test_every_command_is_documented() -> None:
     commands = get_command(app).commands  # type: ignore[attr-defined]
-    missing = [name for name in commands if f"memworker {name}" not in README]
+    missing = [name for name in commands if f"memworker {name}" not in DOCUMENTATION]
     assert missing == []
 
 
@@ -37,7 +50,7 @@ def test_ci_runs_the_readme_test_command() -> None:
 
 def _command_rows() -> dict[str, str]:
     """The command table's rows, by each ``memworker NAME`` they document."""
-    table = README[README.index("## Command line") : README.index("exit code | meaning")]
+    table = CLI[CLI.index("## Commands") : CLI.index("exit code | meaning")]
     rows: dict[str, str] = {}
     for row in table.splitlines():
         for cell in re.findall(r"`memworker ([a-z]+)[^`]*`", row):
@@ -62,6 +75,31 @@ def test_every_exit_code_is_documented() -> None:
     from worker.cli import errors
 
     codes = {v for k, v in vars(errors).items() if k.startswith("EXIT_")}
-    table = README[README.index("| exit code | meaning |") :].split("\n\n", 1)[0]
+    table = CLI[CLI.index("| exit code | meaning |") :].split("\n\n", 1)[0]
 
     assert sorted(codes) == sorted(int(c) for c in re.findall(r"^\| `(\d)` \|", table, re.M))
+
+
+def test_the_readme_is_a_front_page() -> None:
+    assert len(README.splitlines()) <= README_MAX_LINES
+
+
+def _anchors(page: Path) -> set[str]:
+    """The heading anchors of a Markdown page, as GitHub makes them."""
+    headings = re.findall(r"^#+ (.+)$", page.read_text(encoding="utf-8"), re.M)
+    return {re.sub(r"[^\w\- ]", "", h.strip().lower()).replace(" ", "-") for h in headings}
+
+
+def test_every_relative_link_of_the_documentation_points_at_a_file_and_heading() -> None:
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    pages += sorted((ROOT / "examples").rglob("*.md"))
+    broken = []
+    for page in pages:
+        text = page.read_text(encoding="utf-8")
+        for target, anchor in re.findall(r"\]\(([^)#\s]*)(?:#([^)\s]*))?\)", text):
+            if "://" in target:
+                continue
+            linked = (page.parent / target) if target else page
+            if not linked.exists() or (anchor and anchor not in _anchors(linked)):
+                broken.append(f"{page.relative_to(ROOT)}: {target}#{anchor}")
+    assert broken == []
