@@ -15,6 +15,7 @@ import pytest
 import yaml
 
 from worker.scheduling.heartbeat import HEARTBEAT_FILENAME
+from worker.tasks.lanes import LANES
 
 ROOT = Path(__file__).resolve().parent.parent
 COMPOSE = ROOT / "docker-compose.yml"
@@ -22,6 +23,8 @@ DOCKERFILE = ROOT / "Dockerfile"
 
 #: Bound on one schema validation; it takes about a second.
 VALIDATE_TIMEOUT_SECONDS = 120
+#: One compose service per worker lane, named for it.
+LANE_SERVICES = tuple(LANES)
 
 
 def check_jsonschema() -> str | None:
@@ -69,7 +72,7 @@ def test_redis_keeps_an_append_only_file_and_never_evicts(
     assert "--maxmemory-policy noeviction" in command
 
 
-@pytest.mark.parametrize("service", ["worker", "beat"])
+@pytest.mark.parametrize("service", [*LANE_SERVICES, "beat"])
 def test_workers_and_beat_wait_for_healthy_stores_and_a_finished_migration(
     services: dict[str, dict[str, Any]], service: str
 ) -> None:
@@ -86,22 +89,27 @@ def test_migration_waits_for_a_healthy_postgres(services: dict[str, dict[str, An
     assert services["migrate"]["depends_on"] == {"postgres": {"condition": "service_healthy"}}
 
 
-@pytest.mark.parametrize("service", ["redis", "postgres", "beat"])
+@pytest.mark.parametrize("service", ["redis", "postgres", "beat", *LANE_SERVICES])
 def test_services_others_depend_on_have_health_checks(
     services: dict[str, dict[str, Any]], service: str
 ) -> None:
     assert services[service]["healthcheck"]["test"]
 
 
-def test_worker_can_be_scaled(services: dict[str, dict[str, Any]]) -> None:
-    worker = services["worker"]
+@pytest.mark.parametrize("service", LANE_SERVICES)
+def test_each_lane_can_be_scaled(services: dict[str, dict[str, Any]], service: str) -> None:
+    worker = services[service]
     assert "container_name" not in worker
     assert not worker.get("ports")  # a fixed host port would clash between replicas
 
 
 @pytest.mark.parametrize(
     ("service", "command"),
-    [("migrate", ["db", "upgrade"]), ("worker", ["worker"]), ("beat", ["beat"])],
+    [
+        ("migrate", ["db", "upgrade"]),
+        *((lane, ["worker", "--lanes", lane]) for lane in LANE_SERVICES),
+        ("beat", ["beat"]),
+    ],
 )
 def test_memworker_services_run_their_subcommand(
     services: dict[str, dict[str, Any]], service: str, command: list[str]
@@ -122,7 +130,7 @@ def test_beat_health_check_reads_the_heartbeat_in_its_data_dir(
     ]
 
 
-@pytest.mark.parametrize("service", ["migrate", "worker", "beat"])
+@pytest.mark.parametrize("service", ["migrate", *LANE_SERVICES, "beat"])
 def test_memworker_services_use_postgres_through_psycopg(
     services: dict[str, dict[str, Any]], service: str
 ) -> None:

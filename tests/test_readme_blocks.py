@@ -220,7 +220,7 @@ def env_blocks() -> list[Block]:
 def _variables(block: Block) -> dict[str, str]:
     pairs = [line.split("=", 1) for line in block.text.splitlines() if line.strip()]
     assert all(len(pair) == 2 for pair in pairs), f"{block.source}:{block.line}: not NAME=value"
-    return {name: value for name, value in pairs}
+    return {pair[0]: pair[1] for pair in pairs}
 
 
 @pytest.mark.parametrize("block", env_blocks(), ids=lambda b: f"{b.source}:{b.line}")
