@@ -37,6 +37,8 @@ SCRIPTED_MODEL: Final = "tests.langgraph_app.scripted:ToolCallChatModel"
 #: Bounds one CLI command.
 CLI_TIMEOUT_SECONDS: Final = 120.0
 FACT: Final = "I prefer short answers"
+#: What ``memworker reconcile`` prints once it delivered the file to both sinks.
+PUBLISHED: Final = "published 2 item(s) to files, langgraph"
 
 
 def example_config(workdir: Path) -> Path:
@@ -165,7 +167,8 @@ def test_the_agent_reads_the_fact_memworker_merged_and_published(
     merged = memworker(env, "reconcile", "--user", user)
     assert queued.returncode == 0, queued.stdout + queued.stderr
     assert merged.returncode == 0, merged.stdout + merged.stderr
-    assert "langgraph" in merged.stdout  # published to the store sink, not only to files
+    # Published to the store sink, not only to files (the line the example's README shows).
+    assert PUBLISHED in merged.stdout.splitlines()
 
     messages = ask(client, user, read_file_call("/memories/preferences.md"))
 
@@ -217,3 +220,7 @@ def test_without_memworker_run_the_server_stops_with_one_line_saying_to_start_it
     assert code != 0
     assert last.startswith("examples/deep_agent: no Redis configured")
     assert "start `memworker run`" in last
+
+
+def test_the_example_readme_shows_what_reconcile_prints() -> None:
+    assert f"`{PUBLISHED}`" in (EXAMPLE / "README.md").read_text(encoding="utf-8")

@@ -73,8 +73,10 @@ HANDLING: Final[list[tuple[str, str, How]]] = [
     ("A deep agent that reads its memory", '$ pip install ".[examples,openai]"', How.EXAMPLE),
     ("Run it", '$ pip install ".[examples,openai]"', How.EXAMPLE),
     ("Talk to it", "", How.EXAMPLE),
-    ("Deployment", "$ docker compose up -d", How.DOCKER),
-    ("Deployment", "$ docker compose run --rm cli memworker status", How.DOCKER),
+    ("Compose", "$ docker compose up -d", How.DOCKER),
+    ("Compose", "$ export MEMWORKER_SINKS='[\"files\",\"langgraph\"]' MEMWORKER_LANGGRAPH_URL=",
+     How.DOCKER),
+    ("Compose", "$ docker compose run --rm cli memworker status", How.DOCKER),
 ]  # fmt: skip
 
 #: The database URL the PostgreSQL step prints; the test points it at its own database.
