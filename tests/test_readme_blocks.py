@@ -63,7 +63,8 @@ HANDLING: Final[list[tuple[str, str, How]]] = [
      "reconcile --user u1 --dry-run", How.CONSOLE),
     ("Quick start", '$ pip install -e ".[dev]" && python -m pytest', How.CI),
     ("Enqueue from your chat service", "", How.PYTHON),
-    ("Beside a LangGraph service", "", How.PYTHON_WITH_MODEL),
+    ("Wire a deep agent to its memory in one call", "", How.PYTHON_WITH_MODEL),
+    ("Capture conversations", "", How.PYTHON_WITH_MODEL),
     ("Operating it: an incident walkthrough", "# broken_model.py: a stand-in for that night's "
      "model, whose answers were never a valid plan", How.WALKTHROUGH),
     ("Operating it: an incident walkthrough",
