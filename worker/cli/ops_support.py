@@ -43,21 +43,44 @@ YesOpt = Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confir
 
 #: ``30m``, ``6h``, ``2d``, ``1w``, or several such parts (``1d12h``), each unit at most once.
 _DURATION: Final = re.compile(r"(?:(\d+)w)?(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?")
-_UNITS: Final = ("weeks", "days", "hours", "minutes", "seconds")
+_UNIT_SECONDS: Final = (7 * 86400, 86400, 3600, 60, 1)
+#: The longest duration an option takes: ten years (520 weeks) reaches back past any
+#: conversation a source still holds, and keeps ``now - duration`` a valid date (a bigger one
+#: overflows Python's dates instead of meaning anything).
+MAX_DURATION: Final = timedelta(weeks=520)
+#: Digits a part may have before it is refused as out of range without being converted
+#: (Python refuses to convert integers of thousands of digits at all).
+_MAX_DIGITS: Final = 12
 
 
-def parse_duration(text: str) -> timedelta:
-    """A positive duration such as ``6h``, ``2d`` or ``1d12h``; anything else is refused."""
+def parse_duration(text: str, *, option: str = "--since") -> timedelta:
+    """A positive duration of at most :data:`MAX_DURATION`, such as ``6h``, ``2d`` or
+    ``1d12h``; anything else is refused as :class:`InvalidOption` naming ``option``.
+
+    >>> parse_duration("99999999w")
+    Traceback (most recent call last):
+    ...
+    worker.errors.InvalidOption: --since '99999999w' is out of range: give 1s to 520w (10 years)
+    """
     match = _DURATION.fullmatch(text.strip()) if text.strip() else None
     if match is None or not any(match.groups()):
         raise InvalidOption(
-            f"--since {text!r} is not a duration; use a number and a unit, e.g. 30m, 6h, 2d, 1w"
+            f"{option} {text!r} is not a duration; use a number and a unit, e.g. 30m, 6h, 2d, 1w"
         )
-    parts = {unit: int(value) for unit, value in zip(_UNITS, match.groups(), strict=True) if value}
-    duration = timedelta(**parts)
-    if duration <= timedelta(0):
-        raise InvalidOption(f"--since {text!r} is zero; give a positive duration, e.g. 6h")
-    return duration
+    values = [(v, unit) for v, unit in zip(match.groups(), _UNIT_SECONDS, strict=True) if v]
+    if any(len(v.lstrip("0")) > _MAX_DIGITS for v, _ in values):
+        raise _out_of_range(option, text)
+    seconds = sum(int(v) * unit for v, unit in values)
+    if seconds <= 0:
+        raise InvalidOption(f"{option} {text!r} is zero; give a positive duration, e.g. 6h")
+    if seconds > MAX_DURATION.total_seconds():
+        raise _out_of_range(option, text)
+    return timedelta(seconds=seconds)
+
+
+def _out_of_range(option: str, text: str) -> InvalidOption:
+    weeks = MAX_DURATION.days // 7
+    return InvalidOption(f"{option} {text!r} is out of range: give 1s to {weeks}w (10 years)")
 
 
 def now_utc() -> datetime:
