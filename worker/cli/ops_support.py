@@ -14,6 +14,7 @@ import contextlib
 import getpass
 import re
 from collections.abc import Iterator, Sequence
+from contextvars import ContextVar
 from datetime import UTC, datetime, timedelta
 from typing import Annotated, Final
 
@@ -22,7 +23,7 @@ import typer
 
 from worker.cli.common import open_runtime
 from worker.cli.console import make_console
-from worker.cli.errors import EXIT_DECLINED, cli_errors, stderr
+from worker.cli.errors import EXIT_DECLINED, EXIT_FAILURE, cli_errors, stderr
 from worker.errors import InvalidOption, NotFound, QueueUnavailable
 from worker.hotpath.connection import redacted
 from worker.models import Namespace
@@ -97,17 +98,50 @@ def operator_name() -> str:
     return f"operator:{login}"
 
 
+#: The deliveries the running operator command made (see :func:`operator_session`).
+_DELIVERIES: ContextVar[list[DeliveryReport] | None] = ContextVar("deliveries", default=None)
+
+
 @contextlib.contextmanager
 def operator_session() -> Iterator[Runtime]:
-    """A runtime whose Redis trouble becomes one clear line and exit code 4, like the store's."""
-    with cli_errors(), open_runtime() as runtime:
-        try:
-            yield runtime
-        except (redis.ConnectionError, redis.TimeoutError) as exc:
-            raise QueueUnavailable(
-                f"Redis at {redacted(runtime.redis_url)} is unreachable ({exc}); nothing was "
-                "changed in the queue. Start Redis or fix MEMWORKER_REDIS_URL"
-            ) from None
+    """A runtime whose Redis trouble becomes one clear line and exit code 4, like the store's.
+
+    A command that publishes and had a delivery fail (or a sink skipped as failing) exits 1
+    once its output is printed, as the exit-code table says: what it wrote is committed, but
+    not yet in every sink (the workers retry it). Every publish goes through
+    :func:`publish` or :func:`record_delivery`, so no command can forget this.
+    """
+    deliveries: list[DeliveryReport] = []
+    token = _DELIVERIES.set(deliveries)
+    try:
+        with cli_errors(), open_runtime() as runtime:
+            try:
+                yield runtime
+            except (redis.ConnectionError, redis.TimeoutError) as exc:
+                raise QueueUnavailable(
+                    f"Redis at {redacted(runtime.redis_url)} is unreachable ({exc}); nothing "
+                    "was changed in the queue. Start Redis or fix MEMWORKER_REDIS_URL"
+                ) from None
+    finally:
+        _DELIVERIES.reset(token)
+    failed = sum(r.failed for r in deliveries)
+    skipped = sorted({s for r in deliveries for s in r.skipped_sinks})
+    if failed or skipped:
+        what = f"{failed} delivery(ies) failed" if failed else f"{', '.join(skipped)} skipped"
+        stderr.print(
+            f"[red]error:[/red] committed, but {what}; the workers retry "
+            "(`memworker status` shows sink lag)",
+            soft_wrap=True,
+        )
+        raise typer.Exit(EXIT_FAILURE)
+
+
+def record_delivery(report: DeliveryReport) -> DeliveryReport:
+    """Note a delivery the running operator command made, for its exit code; returns it."""
+    deliveries = _DELIVERIES.get()
+    if deliveries is not None:
+        deliveries.append(report)
+    return report
 
 
 def publish(runtime: Runtime, namespaces: Sequence[str]) -> DeliveryReport:
@@ -116,7 +150,8 @@ def publish(runtime: Runtime, namespaces: Sequence[str]) -> DeliveryReport:
 
     Workers deliver too; deliveries are claimed, so doing it here never doubles one.
     """
-    return publish_now(runtime.store, runtime.sinks, now=now_utc(), namespaces=namespaces)
+    report = publish_now(runtime.store, runtime.sinks, now=now_utc(), namespaces=namespaces)
+    return record_delivery(report)
 
 
 def describe_delivery(report: DeliveryReport, runtime: Runtime) -> str:
