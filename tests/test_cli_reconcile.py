@@ -141,7 +141,8 @@ def test_reconcile_refuses_a_since_beyond_the_allowed_range_in_one_line(
 
     assert ran.code == 2
     assert len(ran.err.strip().splitlines()) == 1
-    assert "--since" in ran.err and "out of range: give 1s to 520w" in ran.err
+    assert "--since" in ran.err
+    assert "out of range: give 1s to 520w" in ran.err
     assert "Traceback" not in ran.out + ran.err
     assert ops.queue.namespace_state(f"user:{ops.user}").pending == 1
 
