@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 from langchain.agents import create_agent
-from langchain_core.messages import AIMessage
+from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
 from tests.langgraph_app.scripted import QueuedChatModel
@@ -23,6 +23,7 @@ from worker.integrations.deepagents import NO_ORG_NAMESPACE, memory_backend
 from worker.integrations.enqueuer import CAPTURE_ERRORS
 from worker.integrations.run_context import RunIdentity, resolve_identity
 from worker.integrations.search_tools import MemoryHit, make_search_tools
+from worker.integrations.summary_flush import flush_args
 from worker.models import Namespace, Scope
 
 
@@ -303,3 +304,13 @@ def test_the_search_tools_read_the_identitys_memory_when_the_context_names_none(
     agent.invoke({"messages": [("user", "what do you know?")]}, config)
 
     assert search.asked == ["user:alice"]
+
+
+def test_a_summary_flush_turns_nothing_into_candidates_for_another_user() -> None:
+    removed = [HumanMessage("I have diabetes", id="h1"), AIMessage("noted", id="a1")]
+    runtime = _Runtime(context={"user_id": "bob"}, server_info=_as("alice"))
+    before = _refusals("summary_flush")
+
+    args = flush_args(removed, runtime, user_key="user_id", assistant_id=None, max_text_bytes=999)
+
+    assert (args, _refusals("summary_flush")) == ([], before + 1)
