@@ -74,7 +74,7 @@ def test_the_signed_in_user_reads_their_own_memory_and_their_orgs(langgraph_auth
     [
         {"context": {"user_id": "bob"}},
         {"config": {"configurable": {"user_id": "bob"}}},
-        {"context": {"user_id": "bob"}, "metadata": {"user_id": "bob"}},
+        {"metadata": {"user_id": "bob"}},
         {"context": {"org_id": "globex"}},
     ],
     ids=["context-user", "configurable-user", "metadata-user", "context-org"],
