@@ -288,6 +288,7 @@ def test_the_search_tools_read_nothing_for_another_user_than_the_identity(
     state = agent.invoke({"messages": [("user", "what do you know?")]}, config, context=context)
 
     reply = next(m for m in state["messages"] if m.type == "tool").text
+    assert reply.startswith("Refused")
     assert "bob" not in reply
     assert search.asked == []
 

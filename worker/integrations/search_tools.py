@@ -77,22 +77,22 @@ def make_search_tools(
             f"{type(search).__name__} offers no search"
         )
 
-    def namespace_of(runtime: ToolRuntime[Any, Any]) -> str | None:
-        """The user's namespace; None when no user is known or the run names another user
-        than the authenticated one (refused and counted)."""
+    def namespace_of(runtime: ToolRuntime[Any, Any], done: str) -> tuple[str | None, str]:
+        """``(the user's namespace, "")``, or ``(None, why nothing was <done>)`` when no user is
+        known or the run names another user than the authenticated one (refused, counted)."""
         try:
             user = tool_user(runtime, user_id_from)
         except IdentityMismatch as exc:
             report_refused(TOOLS_INTEGRATION, exc)
-            return None
+            return None, f"Refused: this conversation names another user; nothing was {done}."
         if user is None:
-            return None
-        return Namespace.for_user(user, assistant_id=assistant_id).key
+            return None, f"No user is known for this conversation; nothing was {done}."
+        return Namespace.for_user(user, assistant_id=assistant_id).key, ""
 
     def search_memory(query: str, runtime: ToolRuntime[Any, Any]) -> str:
-        namespace = namespace_of(runtime)
+        namespace, why = namespace_of(runtime, "searched")
         if namespace is None:
-            return "No user is known for this conversation; nothing was searched."
+            return why
         try:
             hits = search.search(namespace, query, limit=limit)
         except MemworkerError:
@@ -102,9 +102,9 @@ def make_search_tools(
         return "\n".join(f"- {hit.text} ({hit.path})" for hit in hits)
 
     def read_memory(path: str, runtime: ToolRuntime[Any, Any]) -> str:
-        namespace = namespace_of(runtime)
+        namespace, why = namespace_of(runtime, "read")
         if namespace is None:
-            return "No user is known for this conversation; nothing was read."
+            return why
         try:
             wanted = normalise_path(path)
         except InvalidCandidate as exc:
