@@ -8,6 +8,7 @@ Import the fixtures into a test module: ``from tests.langgraph_fixtures import l
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
@@ -65,10 +66,9 @@ def _absolute_config() -> dict[str, object]:
     return spec
 
 
-@pytest.fixture(scope="session")
-def langgraph_url(redis_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """URL of a running LangGraph API server, stopped at the end of the session."""
-    workdir = tmp_path_factory.mktemp("langgraph")
+@contextlib.contextmanager
+def serve(spec: dict[str, object], workdir: Path, redis_url: str) -> Iterator[str]:
+    """``langgraph dev`` serving ``spec`` (a langgraph.json) from ``workdir``; its URL."""
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     env = {
@@ -81,7 +81,7 @@ def langgraph_url(redis_url: str, tmp_path_factory: pytest.TempPathFactory) -> I
     }
     cli = Path(sys.executable).parent / "langgraph"
     config = workdir / "langgraph.json"
-    config.write_text(json.dumps(_absolute_config()))
+    config.write_text(json.dumps(spec))
     log = workdir / "server.log"
     with log.open("wb") as out:
         process = subprocess.Popen(
@@ -110,6 +110,23 @@ def langgraph_url(redis_url: str, tmp_path_factory: pytest.TempPathFactory) -> I
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+
+
+@pytest.fixture(scope="session")
+def langgraph_url(redis_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """URL of a running LangGraph API server, stopped at the end of the session."""
+    with serve(_absolute_config(), tmp_path_factory.mktemp("langgraph"), redis_url) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def langgraph_auth_url(redis_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A LangGraph API server with custom auth (``tests/langgraph_app/auth.py``: an API key
+    names a user and their org), for the modules that attack identity; stopped after them."""
+    spec = _absolute_config()
+    spec["auth"] = {"path": str(APP_CONFIG.parent / "auth.py") + ":auth"}
+    with serve(spec, tmp_path_factory.mktemp("langgraph-auth"), redis_url) as url:
+        yield url
 
 
 @pytest.fixture

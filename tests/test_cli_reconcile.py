@@ -131,6 +131,31 @@ def test_reconcile_refuses_a_malformed_since_in_one_line(ops: Ops, since: str) -
     assert ops.queue.namespace_state(f"user:{ops.user}").pending == 1
 
 
+@pytest.mark.parametrize("since", ["99999999w", "521w", "3641d", "87361h", "9" * 5000 + "s"])
+def test_reconcile_refuses_a_since_beyond_the_allowed_range_in_one_line(
+    ops: Ops, since: str
+) -> None:
+    ops.enqueue("I prefer green tea")
+
+    ran = ops("reconcile", "--user", ops.user, "--since", since)
+
+    assert ran.code == 2
+    assert len(ran.err.strip().splitlines()) == 1
+    assert "--since" in ran.err
+    assert "out of range: give 1s to 520w" in ran.err
+    assert "Traceback" not in ran.out + ran.err
+    assert ops.queue.namespace_state(f"user:{ops.user}").pending == 1
+
+
+def test_reconcile_since_takes_the_longest_allowed_duration(ops: Ops) -> None:
+    ops.enqueue("I prefer green tea")
+
+    ran = ops("reconcile", "--user", ops.user, "--since", "520w")
+
+    assert ran.code == 0
+    assert f"user:{ops.user}: committed version 1" in " ".join(ran.out.split())
+
+
 def test_reconcile_since_says_when_no_source_is_configured_and_still_drains(ops: Ops) -> None:
     ops.enqueue("I prefer green tea")
 

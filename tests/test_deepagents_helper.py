@@ -13,7 +13,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.store.memory import InMemoryStore
 
 from tests.langgraph_app.scripted import ToolCallChatModel
-from worker.errors import ConfigurationError
+from worker.errors import ConfigurationError, IdentityMismatch
 from worker.integrations.deepagents import NO_ORG_NAMESPACE, memory_backend
 from worker.models import Namespace, Scope
 
@@ -34,12 +34,21 @@ class _Runtime:
     server_info: Any = None
 
 
-def test_the_user_comes_from_the_context_before_the_authenticated_user() -> None:
+def test_a_context_naming_another_user_than_the_authenticated_user_is_refused() -> None:
+    # An authenticated run reads its own user's memory; its context may not switch users.
     memory = memory_backend(assistant_id="bot")
     runtime = _Runtime(context={"user_id": "ctx-user"}, server_info=_Server(_User("auth-user")))
 
+    with pytest.raises(IdentityMismatch, match=r"'ctx-user'.*'auth-user'"):
+        memory.memory_namespace(Scope.USER, runtime)
+
+
+def test_a_context_repeating_the_authenticated_user_reads_that_users_memory() -> None:
+    memory = memory_backend(assistant_id="bot")
+    runtime = _Runtime(context={"user_id": "auth-user"}, server_info=_Server(_User("auth-user")))
+
     assert memory.memory_namespace(Scope.USER, runtime) == Namespace.for_user(
-        "ctx-user", assistant_id="bot"
+        "auth-user", assistant_id="bot"
     )
 
 

@@ -1,5 +1,13 @@
-"""``python -m worker`` is the ``memworker`` command."""
+"""``python -m worker`` is the ``memworker`` command.
 
-from worker.cli.app import main
+Started by a supervisor (``memworker run``/``worker``), it first starts the watchdog that ends
+it once the supervisor is gone (:func:`worker.runtime.lifetime.watch_supervisor_from_env`).
+"""
+
+from worker.runtime.lifetime import watch_supervisor_from_env
+
+watch_supervisor_from_env()
+
+from worker.cli.app import main  # noqa: E402  (after the watchdog: imports take seconds)
 
 main()

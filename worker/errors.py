@@ -47,6 +47,11 @@ class ScheduleError(ConfigurationError):
     """A schedule file or entry is invalid; the message names the file and the entry."""
 
 
+class IdentityMismatch(UsageError):
+    """A run on an authenticating server names another user or organisation than the one the
+    server authenticated; nothing was read or written for it."""
+
+
 class QueueMisconfigured(ConfigurationError):
     """Redis refused the queue for a reason only configuration fixes: a wrong password or ACL,
     a Cluster node (``MOVED``, ``CLUSTERDOWN``) where one endpoint is expected, or an evicting

@@ -26,6 +26,7 @@ from worker.cli.ops_support import (
     describe_delivery,
     now_utc,
     operator_session,
+    record_delivery,
     require_known,
 )
 from worker.errors import NotFound
@@ -169,7 +170,7 @@ def rollback(
             yes,
         )
         done = rollback_file(runtime.store, runtime.sinks, ns.key, wanted, to=to, now=now_utc())
-        new_version, delivery = done.version, done.delivery
+        new_version, delivery = done.version, record_delivery(done.delivery)
         if as_json:
             print_json(
                 {

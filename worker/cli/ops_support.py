@@ -14,6 +14,7 @@ import contextlib
 import getpass
 import re
 from collections.abc import Iterator, Sequence
+from contextvars import ContextVar
 from datetime import UTC, datetime, timedelta
 from typing import Annotated, Final
 
@@ -22,7 +23,7 @@ import typer
 
 from worker.cli.common import open_runtime
 from worker.cli.console import make_console
-from worker.cli.errors import EXIT_DECLINED, cli_errors, stderr
+from worker.cli.errors import EXIT_DECLINED, EXIT_FAILURE, cli_errors, stderr
 from worker.errors import InvalidOption, NotFound, QueueUnavailable
 from worker.hotpath.connection import redacted
 from worker.models import Namespace
@@ -43,21 +44,44 @@ YesOpt = Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confir
 
 #: ``30m``, ``6h``, ``2d``, ``1w``, or several such parts (``1d12h``), each unit at most once.
 _DURATION: Final = re.compile(r"(?:(\d+)w)?(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?")
-_UNITS: Final = ("weeks", "days", "hours", "minutes", "seconds")
+_UNIT_SECONDS: Final = (7 * 86400, 86400, 3600, 60, 1)
+#: The longest duration an option takes: ten years (520 weeks) reaches back past any
+#: conversation a source still holds, and keeps ``now - duration`` a valid date (a bigger one
+#: overflows Python's dates instead of meaning anything).
+MAX_DURATION: Final = timedelta(weeks=520)
+#: Digits a part may have before it is refused as out of range without being converted
+#: (Python refuses to convert integers of thousands of digits at all).
+_MAX_DIGITS: Final = 12
 
 
-def parse_duration(text: str) -> timedelta:
-    """A positive duration such as ``6h``, ``2d`` or ``1d12h``; anything else is refused."""
+def parse_duration(text: str, *, option: str = "--since") -> timedelta:
+    """A positive duration of at most :data:`MAX_DURATION`, such as ``6h``, ``2d`` or
+    ``1d12h``; anything else is refused as :class:`InvalidOption` naming ``option``.
+
+    >>> parse_duration("99999999w")
+    Traceback (most recent call last):
+    ...
+    worker.errors.InvalidOption: --since '99999999w' is out of range: give 1s to 520w (10 years)
+    """
     match = _DURATION.fullmatch(text.strip()) if text.strip() else None
     if match is None or not any(match.groups()):
         raise InvalidOption(
-            f"--since {text!r} is not a duration; use a number and a unit, e.g. 30m, 6h, 2d, 1w"
+            f"{option} {text!r} is not a duration; use a number and a unit, e.g. 30m, 6h, 2d, 1w"
         )
-    parts = {unit: int(value) for unit, value in zip(_UNITS, match.groups(), strict=True) if value}
-    duration = timedelta(**parts)
-    if duration <= timedelta(0):
-        raise InvalidOption(f"--since {text!r} is zero; give a positive duration, e.g. 6h")
-    return duration
+    values = [(v, unit) for v, unit in zip(match.groups(), _UNIT_SECONDS, strict=True) if v]
+    if any(len(v.lstrip("0")) > _MAX_DIGITS for v, _ in values):
+        raise _out_of_range(option, text)
+    seconds = sum(int(v) * unit for v, unit in values)
+    if seconds <= 0:
+        raise InvalidOption(f"{option} {text!r} is zero; give a positive duration, e.g. 6h")
+    if seconds > MAX_DURATION.total_seconds():
+        raise _out_of_range(option, text)
+    return timedelta(seconds=seconds)
+
+
+def _out_of_range(option: str, text: str) -> InvalidOption:
+    weeks = MAX_DURATION.days // 7
+    return InvalidOption(f"{option} {text!r} is out of range: give 1s to {weeks}w (10 years)")
 
 
 def now_utc() -> datetime:
@@ -74,17 +98,50 @@ def operator_name() -> str:
     return f"operator:{login}"
 
 
+#: The deliveries the running operator command made (see :func:`operator_session`).
+_DELIVERIES: ContextVar[list[DeliveryReport] | None] = ContextVar("deliveries", default=None)
+
+
 @contextlib.contextmanager
 def operator_session() -> Iterator[Runtime]:
-    """A runtime whose Redis trouble becomes one clear line and exit code 4, like the store's."""
-    with cli_errors(), open_runtime() as runtime:
-        try:
-            yield runtime
-        except (redis.ConnectionError, redis.TimeoutError) as exc:
-            raise QueueUnavailable(
-                f"Redis at {redacted(runtime.redis_url)} is unreachable ({exc}); nothing was "
-                "changed in the queue. Start Redis or fix MEMWORKER_REDIS_URL"
-            ) from None
+    """A runtime whose Redis trouble becomes one clear line and exit code 4, like the store's.
+
+    A command that publishes and had a delivery fail (or a sink skipped as failing) exits 1
+    once its output is printed, as the exit-code table says: what it wrote is committed, but
+    not yet in every sink (the workers retry it). Every publish goes through
+    :func:`publish` or :func:`record_delivery`, so no command can forget this.
+    """
+    deliveries: list[DeliveryReport] = []
+    token = _DELIVERIES.set(deliveries)
+    try:
+        with cli_errors(), open_runtime() as runtime:
+            try:
+                yield runtime
+            except (redis.ConnectionError, redis.TimeoutError) as exc:
+                raise QueueUnavailable(
+                    f"Redis at {redacted(runtime.redis_url)} is unreachable ({exc}); nothing "
+                    "was changed in the queue. Start Redis or fix MEMWORKER_REDIS_URL"
+                ) from None
+    finally:
+        _DELIVERIES.reset(token)
+    failed = sum(r.failed for r in deliveries)
+    skipped = sorted({s for r in deliveries for s in r.skipped_sinks})
+    if failed or skipped:
+        what = f"{failed} delivery(ies) failed" if failed else f"{', '.join(skipped)} skipped"
+        stderr.print(
+            f"[red]error:[/red] committed, but {what}; the workers retry "
+            "(`memworker status` shows sink lag)",
+            soft_wrap=True,
+        )
+        raise typer.Exit(EXIT_FAILURE)
+
+
+def record_delivery(report: DeliveryReport) -> DeliveryReport:
+    """Note a delivery the running operator command made, for its exit code; returns it."""
+    deliveries = _DELIVERIES.get()
+    if deliveries is not None:
+        deliveries.append(report)
+    return report
 
 
 def publish(runtime: Runtime, namespaces: Sequence[str]) -> DeliveryReport:
@@ -93,7 +150,8 @@ def publish(runtime: Runtime, namespaces: Sequence[str]) -> DeliveryReport:
 
     Workers deliver too; deliveries are claimed, so doing it here never doubles one.
     """
-    return publish_now(runtime.store, runtime.sinks, now=now_utc(), namespaces=namespaces)
+    report = publish_now(runtime.store, runtime.sinks, now=now_utc(), namespaces=namespaces)
+    return record_delivery(report)
 
 
 def describe_delivery(report: DeliveryReport, runtime: Runtime) -> str:

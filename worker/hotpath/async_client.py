@@ -41,7 +41,10 @@ class AsyncMemoryClient:
         self._timeout = self.settings.socket_timeout_seconds
         pool = AsyncClusterHotPool if is_cluster_url(self.url) else AsyncHotPool
         self._pool: AsyncHotPool | AsyncClusterHotPool = pool(
-            self.url, self._timeout, max_connections
+            self.url,
+            self._timeout,
+            max_connections,
+            allow_evicting=self.settings.allow_evicting_redis,
         )
         self._builder = CandidateBuilder(self.settings, self.url)
 

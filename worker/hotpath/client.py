@@ -18,7 +18,10 @@ The arguments are :class:`~worker.models.EnqueueFields`, declared once for both 
 explicitly (never read from a context variable: timers and worker threads do not inherit
 them). Invalid input raises
 :class:`~worker.errors.InvalidCandidate` before anything is sent; Redis trouble raises
-:class:`~worker.errors.QueueUnavailable` within ``settings.socket_timeout_seconds``.
+:class:`~worker.errors.QueueUnavailable` within ``settings.socket_timeout_seconds``. A Redis
+whose ``maxmemory-policy`` evicts (``allkeys-*``) is refused on every enqueue with
+:class:`~worker.errors.QueueMisconfigured`, as the workers refuse to start on it (checked once
+per new connection: :mod:`worker.hotpath.eviction`).
 """
 
 from __future__ import annotations
@@ -120,7 +123,12 @@ class MemoryClient:
         self.url = resolve_redis_url(self.settings)
         self._timeout = self.settings.socket_timeout_seconds
         pool = ClusterHotPool if is_cluster_url(self.url) else HotPool
-        self._pool: HotPool | ClusterHotPool = pool(self.url, self._timeout, max_connections)
+        self._pool: HotPool | ClusterHotPool = pool(
+            self.url,
+            self._timeout,
+            max_connections,
+            allow_evicting=self.settings.allow_evicting_redis,
+        )
         self._builder = CandidateBuilder(self.settings, self.url)
 
     @classmethod

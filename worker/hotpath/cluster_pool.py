@@ -62,12 +62,17 @@ class ClusterHotPool:
     that cannot be reached, goes again through the cluster client, which follows the
     redirection and refreshes the map for the next calls.
 
-    Connects on first use, as the single-node pool does: a chat host that starts while the
+    Each primary's pool probes its own connections for an evicting policy (one evicting
+    primary loses candidates as surely as all of them). Connects on first use, as the
+    single-node pool does: a chat host that starts while the
     cluster is down gets :class:`~worker.errors.QueueUnavailable` per enqueue, not at import.
     """
 
-    def __init__(self, url: str, timeout: float, max_connections: int) -> None:
+    def __init__(
+        self, url: str, timeout: float, max_connections: int, *, allow_evicting: bool = False
+    ) -> None:
         self._url, self._timeout, self._max = url, timeout, max_connections
+        self._allow_evicting = allow_evicting
         self._address = ClusterAddress.parse(url)
         self._client: RedisCluster | None = None
         self._nodes: dict[str, HotPool] = {}
@@ -90,7 +95,9 @@ class ClusterHotPool:
                 pool = self._nodes.get(node.name)
                 if pool is None:
                     url = self._address.node_url(node.host, node.port)
-                    pool = self._nodes[node.name] = HotPool(url, self._timeout, self._max)
+                    pool = self._nodes[node.name] = HotPool(
+                        url, self._timeout, self._max, allow_evicting=self._allow_evicting
+                    )
         return pool
 
     def run_script(self, script: LuaScript, calls: list[bytes]) -> list[Any]:
@@ -134,9 +141,12 @@ class AsyncClusterHotPool:
     per-node :class:`~worker.hotpath.pool.AsyncHotPool` s, redirected calls sent again
     through ``redis.asyncio.RedisCluster``."""
 
-    def __init__(self, url: str, timeout: float, max_connections: int) -> None:
+    def __init__(
+        self, url: str, timeout: float, max_connections: int, *, allow_evicting: bool = False
+    ) -> None:
         self._address = ClusterAddress.parse(url)
         self._url, self._timeout, self._max = url, timeout, max_connections
+        self._allow_evicting = allow_evicting
         self._client = AsyncRedisCluster(
             startup_nodes=[AsyncClusterNode(host, port) for host, port in self._address.nodes],
             username=self._address.username,
@@ -155,7 +165,9 @@ class AsyncClusterHotPool:
         pool = self._nodes.get(node.name)
         if pool is None:
             url = self._address.node_url(node.host, int(node.port))
-            pool = self._nodes[node.name] = AsyncHotPool(url, self._timeout, self._max)
+            pool = self._nodes[node.name] = AsyncHotPool(
+                url, self._timeout, self._max, allow_evicting=self._allow_evicting
+            )
         return pool
 
     async def run_script(self, script: LuaScript, calls: list[bytes]) -> list[Any]:

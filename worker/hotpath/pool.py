@@ -13,6 +13,8 @@ TLS, AUTH/SELECT handshake, reply parser) and drops the rest:
   which consolidation deduplicates.
 - At most ``max_connections`` are in use; a caller waits at most ``timeout`` for one.
 - After ``fork()`` the child starts with no connections (never the parent's sockets).
+- A new connection is first asked for the server's ``maxmemory-policy``; an evicting one is
+  refused (:mod:`worker.hotpath.eviction`). Steady-state enqueues reuse checked sockets.
 """
 
 from __future__ import annotations
@@ -29,15 +31,22 @@ from redis.backoff import NoBackoff
 from redis.exceptions import NoScriptError
 from redis.retry import Retry
 
-from worker.errors import ConfigurationError
+from worker.errors import ConfigurationError, QueueMisconfigured
+from worker.hotpath.eviction import PROBE, PROBE_REPLIES, EvictionGuard
 from worker.queue.address import redacted
 from worker.queue.scripts import LuaScript, pack_command
 
 
 class HotPool:
-    """Thread-safe pool for :meth:`execute`; one per :class:`~worker.MemoryClient`."""
+    """Thread-safe pool for :meth:`execute`; one per :class:`~worker.MemoryClient`.
 
-    def __init__(self, url: str, timeout: float, max_connections: int) -> None:
+    Every connection it opens is probed once for an evicting ``maxmemory-policy`` before it
+    carries anything (:mod:`worker.hotpath.eviction`); a reused one costs nothing extra.
+    """
+
+    def __init__(
+        self, url: str, timeout: float, max_connections: int, *, allow_evicting: bool = False
+    ) -> None:
         try:
             template = redis.ConnectionPool.from_url(
                 url,
@@ -51,6 +60,7 @@ class HotPool:
         self._connection_kwargs = template.connection_kwargs
         self._timeout = timeout
         self._max = max_connections
+        self._guard = EvictionGuard(redacted(url), allow_evicting=allow_evicting)
         self._reset()
 
     def _reset(self) -> None:
@@ -82,12 +92,23 @@ class HotPool:
                 else:
                     self._checkin(conn)
                     return result
-            conn = self._connection_class(**self._connection_kwargs)
+            conn = self._open()
             result = _round_trip(conn, packed, replies)
             self._checkin(conn)
             return result
         finally:
             self._slots.release()
+
+    def _open(self) -> Any:
+        """A new connection whose server was checked not to evict (else QueueMisconfigured)."""
+        conn = self._connection_class(**self._connection_kwargs)
+        probed = _round_trip(conn, PROBE, PROBE_REPLIES)
+        try:
+            self._guard.check(probed)
+        except QueueMisconfigured:
+            conn.disconnect()
+            raise
+        return conn
 
     def run_script(self, script: LuaScript, calls: list[bytes]) -> list[Any]:
         """Run packed EVALSHA ``calls`` of ``script`` in one round trip (plus one, once, to
@@ -139,9 +160,11 @@ def _round_trip(conn: Any, packed: bytes, replies: int) -> list[Any]:
 
 
 class AsyncHotPool:
-    """Async twin of :class:`HotPool`, for one event loop."""
+    """Async twin of :class:`HotPool`, for one event loop (new connections probed alike)."""
 
-    def __init__(self, url: str, timeout: float, max_connections: int) -> None:
+    def __init__(
+        self, url: str, timeout: float, max_connections: int, *, allow_evicting: bool = False
+    ) -> None:
         try:
             template = redis.asyncio.ConnectionPool.from_url(
                 url,
@@ -155,6 +178,7 @@ class AsyncHotPool:
         self._connection_kwargs = template.connection_kwargs
         self._timeout = timeout
         self._max = max_connections
+        self._guard = EvictionGuard(redacted(url), allow_evicting=allow_evicting)
         self._idle: list[Any] = []
         self._slots = asyncio.Semaphore(max_connections)
 
@@ -179,12 +203,23 @@ class AsyncHotPool:
                 else:
                     self._idle.append(conn)
                     return result
-            conn = self._connection_class(**self._connection_kwargs)
+            conn = await self._open()
             result = await _around_trip(conn, packed, replies)
             self._idle.append(conn)
             return result
         finally:
             self._slots.release()
+
+    async def _open(self) -> Any:
+        """See :meth:`HotPool._open`."""
+        conn = self._connection_class(**self._connection_kwargs)
+        probed = await _around_trip(conn, PROBE, PROBE_REPLIES)
+        try:
+            self._guard.check(probed)
+        except QueueMisconfigured:
+            await conn.disconnect()
+            raise
+        return conn
 
     async def run_script(self, script: LuaScript, calls: list[bytes]) -> list[Any]:
         """See :meth:`HotPool.run_script`."""

@@ -33,16 +33,30 @@ from langchain.tools import ToolRuntime
 from langchain_core.tools import BaseTool, StructuredTool
 from langgraph.runtime import Runtime
 
-from worker.integrations.enqueuer import AsyncEnqueuer, EnqueueArgs, Enqueuer, asubmit, submit
+from worker.errors import IdentityMismatch
+from worker.integrations.enqueuer import (
+    AsyncEnqueuer,
+    EnqueueArgs,
+    Enqueuer,
+    asubmit,
+    report_refused,
+    submit,
+)
 from worker.integrations.exchanges import DEFAULT_MAX_TEXT_BYTES, split_exchanges
-from worker.integrations.run_context import RunIds, current_config, read_run_ids
+from worker.integrations.run_context import (
+    USER_KEY,
+    current_config,
+    read_run_ids,
+    read_trace_ids,
+    resolve_identity,
+)
 
 #: Label of this integration in logs and in the capture-error counter.
 CAPTURE_INTEGRATION = "capture_middleware"
 TOOLS_INTEGRATION = "memory_tools"
 
 #: Default key naming the user in the run's context / ``configurable`` / metadata.
-DEFAULT_USER_KEY = "user_id"
+DEFAULT_USER_KEY = USER_KEY
 
 
 class MemoryCaptureMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
@@ -98,7 +112,11 @@ class MemoryCaptureMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             # No final reply (interrupted, or ended on a tool call): nothing to remember yet.
             return None
         last = exchanges[-1]
-        ids = read_run_ids(runtime, current_config(), user_key=self.user_key)
+        try:
+            ids = read_run_ids(runtime, current_config(), user_key=self.user_key)
+        except IdentityMismatch as exc:  # another user's memory: refused, counted, reply goes on
+            report_refused(CAPTURE_INTEGRATION, exc)
+            return None
         return EnqueueArgs(
             user_id=ids.user_id,
             trace_id=ids.trace_id,
@@ -115,12 +133,26 @@ UserIdFrom = Callable[[ToolRuntime[Any, Any]], str | None]
 
 
 def user_id_from_runtime(user_key: str = DEFAULT_USER_KEY) -> UserIdFrom:
-    """A ``user_id_from`` reading ``user_key`` from the tool's context, configurable or metadata."""
+    """A ``user_id_from`` by the one identity rule
+    (:func:`~worker.integrations.run_context.resolve_identity`) over the tool's runtime: the
+    authenticated identity on an authenticating server, else ``user_key`` from the run's
+    context, ``configurable`` or metadata. Raises :class:`~worker.errors.IdentityMismatch`
+    when the run names another user than the authenticated one."""
 
     def read(runtime: ToolRuntime[Any, Any]) -> str | None:
-        return read_run_ids(runtime, runtime.config, user_key=user_key).user_id
+        return resolve_identity(runtime, runtime.config, user_key=user_key).user_id
 
     return read
+
+
+def tool_user(runtime: ToolRuntime[Any, Any], user_id_from: UserIdFrom | None) -> str | None:
+    """The user a memory tool acts for. An application's ``user_id_from`` decides on a server
+    that does not authenticate; on one that does, its answer must be the identity too (else
+    :class:`~worker.errors.IdentityMismatch`), so no resolver can switch users."""
+    if user_id_from is None:
+        return user_id_from_runtime()(runtime)
+    claim = ("user_id_from", user_id_from(runtime))
+    return resolve_identity(runtime, runtime.config, user_claim=claim).user_id
 
 
 #: What the model is told about the memory tools.
@@ -130,6 +162,12 @@ REMEMBER_DESCRIPTION = (
     "optional slot such as 'preference.language' so a newer value replaces the older one."
 )
 FORGET_DESCRIPTION = "Forget something previously remembered. `text`: what to forget."
+#: What the tools answer the model.
+REMEMBERED_REPLY = "Noted; it will be remembered."
+FORGOTTEN_REPLY = "Noted; it will be forgotten."
+REFUSED_REPLY = (
+    "Refused: this conversation names another user than the signed-in one; nothing was changed."
+)
 
 
 def _tool_args(
@@ -141,16 +179,16 @@ def _tool_args(
     **extra: str | None,
 ) -> EnqueueArgs:
     """A tool call's candidate: ids from the run, never from the model's arguments."""
-    ids: RunIds = read_run_ids(runtime, runtime.config)
+    thread_id, trace_id = read_trace_ids(runtime, runtime.config)
     return EnqueueArgs(
         user_id=user_id,
-        trace_id=ids.trace_id,
+        trace_id=trace_id,
         text=text,
         kind=kind,
         topic=extra.get("topic"),
         key=extra.get("key"),
         assistant_id=assistant_id,
-        thread_id=ids.thread_id,
+        thread_id=thread_id,
         idempotency_key=f"tool:{runtime.tool_call_id}" if runtime.tool_call_id else None,
         source="tool",
     )
@@ -164,44 +202,53 @@ def make_memory_tools(
 ) -> list[BaseTool]:
     """``remember`` and ``forget`` tools that enqueue ``fact`` / ``forget`` candidates.
 
-    The user id comes from ``user_id_from(runtime)`` (default: ``user_id`` in the run's context,
-    ``configurable`` or metadata) — never from the model's arguments, so a prompt cannot write
-    into someone else's memory. The idempotency key is the tool call id, so a retried call
-    dedupes. A queue failure becomes a short tool result the model can relay; it never raises.
+    The user id comes from :func:`tool_user` (the authenticated identity on a server that
+    authenticates, which ``user_id_from`` must agree with; otherwise ``user_id_from(runtime)``,
+    by default ``user_id`` in the run's context, ``configurable`` or metadata) — never from the
+    model's arguments, so neither a prompt nor a run's context can write into someone else's
+    memory (a mismatch is refused, counted, and told to the model). The idempotency key is
+    the tool call id, so a retried call dedupes. A queue failure becomes a short tool result
+    the model can relay; it never raises.
 
     >>> [t.name for t in make_memory_tools(object())]  # type: ignore[arg-type]
     ['remember', 'forget']
     """
-    resolve = user_id_from or user_id_from_runtime()
 
     def args_for(
         runtime: ToolRuntime[Any, Any], text: str, kind: str, **extra: str | None
-    ) -> EnqueueArgs:
-        return _tool_args(runtime, resolve(runtime), assistant_id, text, kind, **extra)
+    ) -> EnqueueArgs | None:
+        try:
+            user = tool_user(runtime, user_id_from)
+        except IdentityMismatch as exc:  # another user's memory: refused and counted
+            report_refused(TOOLS_INTEGRATION, exc)
+            return None
+        return _tool_args(runtime, user, assistant_id, text, kind, **extra)
+
+    def save(args: EnqueueArgs | None, ok: str) -> str:
+        if args is None:
+            return REFUSED_REPLY
+        return _reply(submit(enqueuer, TOOLS_INTEGRATION, **args), ok)
+
+    async def asave(args: EnqueueArgs | None, ok: str) -> str:
+        if args is None:
+            return REFUSED_REPLY
+        return _reply(await asubmit(enqueuer, TOOLS_INTEGRATION, **args), ok)
 
     def remember(
         text: str, runtime: ToolRuntime[Any, Any], topic: str | None = None, key: str | None = None
     ) -> str:
-        done = submit(
-            enqueuer, TOOLS_INTEGRATION, **args_for(runtime, text, "fact", topic=topic, key=key)
-        )
-        return _reply(done, "Noted; it will be remembered.")
+        return save(args_for(runtime, text, "fact", topic=topic, key=key), REMEMBERED_REPLY)
 
     async def aremember(
         text: str, runtime: ToolRuntime[Any, Any], topic: str | None = None, key: str | None = None
     ) -> str:
-        done = await asubmit(
-            enqueuer, TOOLS_INTEGRATION, **args_for(runtime, text, "fact", topic=topic, key=key)
-        )
-        return _reply(done, "Noted; it will be remembered.")
+        return await asave(args_for(runtime, text, "fact", topic=topic, key=key), REMEMBERED_REPLY)
 
     def forget(text: str, runtime: ToolRuntime[Any, Any]) -> str:
-        done = submit(enqueuer, TOOLS_INTEGRATION, **args_for(runtime, text, "forget"))
-        return _reply(done, "Noted; it will be forgotten.")
+        return save(args_for(runtime, text, "forget"), FORGOTTEN_REPLY)
 
     async def aforget(text: str, runtime: ToolRuntime[Any, Any]) -> str:
-        done = await asubmit(enqueuer, TOOLS_INTEGRATION, **args_for(runtime, text, "forget"))
-        return _reply(done, "Noted; it will be forgotten.")
+        return await asave(args_for(runtime, text, "forget"), FORGOTTEN_REPLY)
 
     return [
         StructuredTool.from_function(

@@ -124,4 +124,5 @@ class DeepAgentSummaryFlush(CheckedSummaries, SummarizationMiddleware):
             user_key=self.user_key,
             assistant_id=self.assistant_id,
             max_text_bytes=self.max_text_bytes,
+            integration=DEEP_FLUSH_INTEGRATION,
         )

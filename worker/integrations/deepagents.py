@@ -16,9 +16,12 @@ sink writes with (so reader and writer cannot disagree):
 - **routes** of a ``CompositeBackend``: the user's memory at ``/memories/``, the assistant's
   shared memory at ``/shared/``, the organisation's at ``/policies/`` (each a ``StoreBackend``
   over the graph's store; any of the last two can be left out);
-- **namespace factories** reading the ids from the run: the runtime's ``context`` first, then
-  ``server_info`` (the authenticated user's identity, on a LangGraph server), then
-  ``configurable`` and the run's metadata — never from the model;
+- **namespace factories** reading the ids by the one identity rule
+  (:func:`~worker.integrations.run_context.resolve_identity`): on a server that
+  authenticates, the identity is the user and its org claim the organisation, and a run whose
+  ``context``/``configurable``/metadata names anyone else is refused
+  (:class:`~worker.errors.IdentityMismatch`, nothing read); without authentication, the
+  run's ``context``, then ``configurable``, then metadata — never the model;
 - the ``memory=`` paths to load into the system prompt;
 - deepagents' own ``permissions=`` rules (first match wins): the inbox (``/memories/inbox/``)
   is writable; files memworker owns under ``/memories/`` are read-only unless
@@ -37,7 +40,7 @@ from deepagents import FilesystemPermission
 from deepagents.backends import CompositeBackend, StateBackend, StoreBackend
 
 from worker.errors import ConfigurationError
-from worker.integrations.run_context import as_mapping, context_value, current_config
+from worker.integrations.run_context import RunIdentity, current_config, resolve_identity
 from worker.integrations.store_layout import StoreLayout
 from worker.models import Namespace, Scope
 
@@ -107,14 +110,17 @@ class MemworkerMemory:
         """The ``StoreBackend`` namespace factory of ``scope``'s memory."""
 
         def factory(runtime: Any) -> tuple[str, ...]:
-            if scope is Scope.ORG and self._find(runtime, self.org_key, "organisation") is None:
+            if scope is Scope.ORG and self._find(runtime, "organisation") is None:
                 return NO_ORG_NAMESPACE  # a run of no organisation reads no org memory
             return self.layout.namespace_for(self.memory_namespace(scope, runtime))
 
         return factory
 
     def memory_namespace(self, scope: Scope, runtime: Any) -> Namespace:
-        """The memory namespace of ``scope`` for the run ``runtime`` belongs to."""
+        """The memory namespace of ``scope`` for the run ``runtime`` belongs to.
+
+        Raises :class:`~worker.errors.IdentityMismatch` when the run names another user or
+        organisation than the server authenticated (nothing is read then)."""
         if scope is Scope.AGENT:
             if self.assistant_id is None:
                 raise ConfigurationError("agent memory needs the helper's assistant_id")
@@ -124,33 +130,26 @@ class MemworkerMemory:
         user = self._id(runtime, self.user_key, "user")
         return Namespace.for_user(user, assistant_id=self.assistant_id)
 
+    def identity(self, runtime: Any) -> RunIdentity:
+        """The run's identity, by the one rule every integration uses
+        (:func:`~worker.integrations.run_context.resolve_identity`)."""
+        return resolve_identity(
+            runtime, current_config(), user_key=self.user_key, org_key=self.org_key
+        )
+
     def _id(self, runtime: Any, key: str, what: str) -> str:
-        found = self._find(runtime, key, what)
+        found = self._find(runtime, what)
         if found is None:
             raise ConfigurationError(
                 f"the run names no {what}: pass context={{{key!r}: ...}} (or configurable) so "
-                "the agent reads its own memory"
+                "the agent reads its own memory (on an authenticating server: the identity, "
+                "and its org claim, name them)"
             )
         return found
 
-    def _find(self, runtime: Any, key: str, what: str) -> str | None:
-        config = current_config()
-        configurable = as_mapping(config.get("configurable"))
-        metadata = as_mapping(config.get("metadata"))
-        context = getattr(runtime, "context", None)
-        server = getattr(runtime, "server_info", None)
-        identity = (
-            getattr(getattr(server, "user", None), "identity", None) if what == "user" else None
-        )
-        for value in (
-            context_value(context, key),
-            identity,
-            configurable.get(key),
-            metadata.get(key),
-        ):
-            if isinstance(value, str) and value:
-                return value
-        return None
+    def _find(self, runtime: Any, what: str) -> str | None:
+        identity = self.identity(runtime)
+        return identity.org_id if what == "organisation" else identity.user_id
 
     # --- the parts of create_deep_agent -------------------------------------------------------
     def routes(self) -> dict[str, StoreBackend]:

@@ -101,6 +101,18 @@ async def asubmit(
         return None
 
 
+def report_refused(integration: str, exc: Exception) -> None:
+    """Count and log a capture refused before anything was enqueued (e.g. a run naming another
+    user than the authenticated one): the same counter, so one alert covers both."""
+    CAPTURE_ERRORS.labels(integration=integration, error=type(exc).__name__).inc()
+    logger.warning(
+        "memory capture refused: integration=%s error=%s: %s",
+        integration,
+        type(exc).__name__,
+        exc,
+    )
+
+
 def _report(integration: str, error: str, args: EnqueueArgs) -> None:
     CAPTURE_ERRORS.labels(integration=integration, error=error).inc()
     # Ids only: candidate text is user content and may hold anything.

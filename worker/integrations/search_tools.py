@@ -1,9 +1,11 @@
 """Tool mode: ``search_memory`` and ``read_memory`` over the user's committed memory.
 
 Beside ``remember``/``forget`` (which enqueue candidates), these read what consolidation
-committed. The namespace comes from the run — the user id in the tool runtime's context,
-``configurable`` or metadata, and the assistant given here — never from the model's arguments,
-so a prompt cannot read another user's memory.
+committed. The namespace comes from the run — the user by the one identity rule
+(:func:`~worker.integrations.capture.tool_user`: the authenticated identity on a server that
+authenticates, else the user id in the tool runtime's context, ``configurable`` or metadata),
+and the assistant given here — never from the model's arguments, so neither a prompt nor a
+run's context can read another user's memory (a mismatch is refused: nothing is read).
 
 The tools need something that **offers search** (:class:`MemorySearch`); the SQL-backed one is
 :class:`worker.service.memory_search.SqlMemorySearch`. Building the tools without one, or with
@@ -25,8 +27,9 @@ from typing import Any, Final, Protocol, runtime_checkable
 from langchain.tools import ToolRuntime
 from langchain_core.tools import BaseTool, StructuredTool
 
-from worker.errors import ConfigurationError, InvalidCandidate, MemworkerError
-from worker.integrations.capture import UserIdFrom, user_id_from_runtime
+from worker.errors import ConfigurationError, IdentityMismatch, InvalidCandidate, MemworkerError
+from worker.integrations.capture import TOOLS_INTEGRATION, UserIdFrom, tool_user
+from worker.integrations.enqueuer import report_refused
 from worker.models import Namespace, normalise_path
 
 #: Hits one search returns by default: enough to answer, short enough for a tool result.
@@ -73,18 +76,23 @@ def make_search_tools(
             "worker.service.memory_search.SqlMemorySearch over the memory store); "
             f"{type(search).__name__} offers no search"
         )
-    resolve = user_id_from or user_id_from_runtime()
 
-    def namespace_of(runtime: ToolRuntime[Any, Any]) -> str | None:
-        user = resolve(runtime)
+    def namespace_of(runtime: ToolRuntime[Any, Any], done: str) -> tuple[str | None, str]:
+        """``(the user's namespace, "")``, or ``(None, why nothing was <done>)`` when no user is
+        known or the run names another user than the authenticated one (refused, counted)."""
+        try:
+            user = tool_user(runtime, user_id_from)
+        except IdentityMismatch as exc:
+            report_refused(TOOLS_INTEGRATION, exc)
+            return None, f"Refused: this conversation names another user; nothing was {done}."
         if user is None:
-            return None
-        return Namespace.for_user(user, assistant_id=assistant_id).key
+            return None, f"No user is known for this conversation; nothing was {done}."
+        return Namespace.for_user(user, assistant_id=assistant_id).key, ""
 
     def search_memory(query: str, runtime: ToolRuntime[Any, Any]) -> str:
-        namespace = namespace_of(runtime)
+        namespace, why = namespace_of(runtime, "searched")
         if namespace is None:
-            return "No user is known for this conversation; nothing was searched."
+            return why
         try:
             hits = search.search(namespace, query, limit=limit)
         except MemworkerError:
@@ -94,9 +102,9 @@ def make_search_tools(
         return "\n".join(f"- {hit.text} ({hit.path})" for hit in hits)
 
     def read_memory(path: str, runtime: ToolRuntime[Any, Any]) -> str:
-        namespace = namespace_of(runtime)
+        namespace, why = namespace_of(runtime, "read")
         if namespace is None:
-            return "No user is known for this conversation; nothing was read."
+            return why
         try:
             wanted = normalise_path(path)
         except InvalidCandidate as exc:

@@ -42,7 +42,15 @@ from langgraph.errors import GraphBubbleUp
 from langgraph.runtime import Runtime
 from prometheus_client import Counter
 
-from worker.integrations.enqueuer import AsyncEnqueuer, EnqueueArgs, Enqueuer, asubmit, submit
+from worker.errors import IdentityMismatch
+from worker.integrations.enqueuer import (
+    AsyncEnqueuer,
+    EnqueueArgs,
+    Enqueuer,
+    asubmit,
+    report_refused,
+    submit,
+)
 from worker.integrations.exchanges import DEFAULT_MAX_TEXT_BYTES, message_id, split_exchanges
 from worker.integrations.run_context import current_config, read_run_ids
 from worker.metrics import REGISTRY
@@ -226,14 +234,21 @@ def flush_args(
     user_key: str,
     assistant_id: str | None,
     max_text_bytes: int,
+    integration: str = FLUSH_INTEGRATION,
 ) -> list[EnqueueArgs]:
-    """One ``turn`` per exchange among compacted messages, keyed as the capture keys them."""
+    """One ``turn`` per exchange among compacted messages, keyed as the capture keys them
+    (none, counted under ``integration``, when the run names another user than the
+    authenticated one)."""
     exchanges = [
         x for x in split_exchanges(removed) if x.anchor_id and (x.user_text or x.reply_text)
     ]
     if not exchanges:
         return []
-    ids = read_run_ids(runtime, current_config(), user_key=user_key)
+    try:
+        ids = read_run_ids(runtime, current_config(), user_key=user_key)
+    except IdentityMismatch as exc:  # another user's memory: refused, counted, run goes on
+        report_refused(integration, exc)
+        return []
     out: list[EnqueueArgs] = []
     for exchange in exchanges:
         key = (

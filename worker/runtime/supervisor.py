@@ -3,13 +3,23 @@ and everything of ``memworker run``.
 
 The supervisor forwards SIGINT/SIGTERM to every child (they sit in their own process groups,
 so a terminal's Ctrl-C reaches them once, through here), reaps each one, and stops the others
-when one exits on its own, so a half-running worker never looks healthy. Children are asked to
-die with the supervisor (``PR_SET_PDEATHSIG``), so even a SIGKILLed supervisor leaves nothing
-behind.
+when one exits on its own, so a half-running worker never looks healthy.
+
+Children end whatever state they are in (:mod:`worker.runtime.lifetime`):
+
+- on a normal stop, a child that has not exited ``grace_seconds`` after SIGTERM (one that
+  ignores it, or hangs in its shutdown) is SIGKILLed with its whole process group, and so is
+  anything left in a reaped child's group;
+- when the supervisor itself dies, even by SIGKILL, the kernel SIGKILLs each child
+  (``PR_SET_PDEATHSIG``: once the supervisor is gone nobody could escalate a SIGTERM), and a
+  watchdog in each ``python -m worker`` child (:data:`SUPERVISOR_PID_ENV`) ends it and its
+  group where that is not available. A lane killed mid-merge loses nothing: its lease expires
+  and the batch, still pending, is merged again.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import signal
@@ -20,7 +30,7 @@ from dataclasses import dataclass, field
 from types import FrameType
 from typing import Final
 
-from worker.runtime.lifetime import die_with_parent
+from worker.runtime.lifetime import SUPERVISOR_PID_ENV, die_with_parent
 
 log = logging.getLogger(__name__)
 
@@ -48,10 +58,12 @@ def supervise(
     children: Sequence[Child],
     *,
     on_exit: Callable[[int], None] = lambda _pid: None,
+    grace_seconds: float = STOP_GRACE_SECONDS,
 ) -> int:
     """Run ``children`` until a signal or one of them exits; return the exit status.
 
     ``on_exit`` is called with each reaped child's pid (e.g. to mark it dead for metrics).
+    ``grace_seconds``: how long a stopping child gets before it and its group are killed.
     """
     stop: list[int] = []
 
@@ -63,13 +75,14 @@ def supervise(
 
     running: list[subprocess.Popen[bytes]] = []
     previous = {s: signal.signal(s, forward) for s in (signal.SIGINT, signal.SIGTERM)}
+    stopping = _Stopping(on_exit, grace_seconds)
     try:
         running.extend(_start(child) for child in children)
-        status = _watch(children, running, stop, on_exit)
+        status = _watch(children, running, stop, stopping)
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-        _stop_all(running, on_exit)
+        _stop_all(running, stopping)
     return status
 
 
@@ -77,10 +90,11 @@ def _start(child: Child) -> subprocess.Popen[bytes]:
     parent = os.getpid()
     return subprocess.Popen(
         list(child.argv),
-        env=dict(child.env),
+        env={**child.env, SUPERVISOR_PID_ENV: str(parent)},
         process_group=0,
         # Safe here: the only other thread a supervisor may have is the idle metrics server.
-        preexec_fn=lambda: die_with_parent(signal.SIGTERM, parent=parent),  # noqa: PLW1509
+        # SIGKILL: an orphan that ignores SIGTERM would have no one left to escalate.
+        preexec_fn=lambda: die_with_parent(signal.SIGKILL, parent=parent),  # noqa: PLW1509
     )
 
 
@@ -88,7 +102,7 @@ def _watch(
     children: Sequence[Child],
     running: list[subprocess.Popen[bytes]],
     stop: list[int],
-    on_exit: Callable[[int], None],
+    stopping: _Stopping,
 ) -> int:
     """Wait for a signal (then for every child) or for one child to exit on its own."""
     while True:
@@ -96,16 +110,16 @@ def _watch(
             code = proc.poll()
             if code is None:
                 continue
-            on_exit(proc.pid)
+            stopping.reaped(proc)
             if stop:
                 continue
             log.error("%s exited with status %s; stopping the others", child.name, code)
             stop.append(signal.SIGTERM)
             _signal_all(running, signal.SIGTERM)
-            _wait_all(running, on_exit)
+            stopping.wait_all(running)
             return EXIT_CHILD_FAILED
         if stop:
-            _wait_all(running, on_exit)
+            stopping.wait_all(running)
             return EXIT_INTERRUPTED if stop[0] == signal.SIGINT else 0
         time.sleep(POLL_SECONDS)
 
@@ -116,22 +130,41 @@ def _signal_all(running: Sequence[subprocess.Popen[bytes]], signum: int) -> None
             proc.send_signal(signum)
 
 
-def _wait_all(running: Sequence[subprocess.Popen[bytes]], on_exit: Callable[[int], None]) -> None:
-    deadline = time.monotonic() + STOP_GRACE_SECONDS
-    for proc in running:
-        try:
-            proc.wait(timeout=max(deadline - time.monotonic(), 0.1))
-        except subprocess.TimeoutExpired:
-            log.warning(
-                "pid %s did not stop within %.0f s; killing it", proc.pid, STOP_GRACE_SECONDS
-            )
-            proc.kill()
-            proc.wait()
-        on_exit(proc.pid)
+@dataclass
+class _Stopping:
+    """Reaps stopping children within one grace period, killing what outlives it."""
+
+    on_exit: Callable[[int], None]
+    grace_seconds: float
+
+    def wait_all(self, running: Sequence[subprocess.Popen[bytes]]) -> None:
+        deadline = time.monotonic() + self.grace_seconds
+        for proc in running:
+            try:
+                proc.wait(timeout=max(deadline - time.monotonic(), 0.1))
+            except subprocess.TimeoutExpired:
+                log.warning(
+                    "pid %s did not stop within %.0f s; killing it", proc.pid, self.grace_seconds
+                )
+                _kill_group(proc.pid)
+                proc.kill()
+                proc.wait()
+            self.reaped(proc)
+
+    def reaped(self, proc: subprocess.Popen[bytes]) -> None:
+        """After a child exited: nothing of its process group may stay behind either."""
+        _kill_group(proc.pid)
+        self.on_exit(proc.pid)
 
 
-def _stop_all(running: Sequence[subprocess.Popen[bytes]], on_exit: Callable[[int], None]) -> None:
+def _kill_group(pgid: int) -> None:
+    """SIGKILL the process group a child led (its own children), if any of it is left."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signal.SIGKILL)
+
+
+def _stop_all(running: Sequence[subprocess.Popen[bytes]], stopping: _Stopping) -> None:
     """Last resort on the way out (an error in the supervisor itself): nothing outlives it."""
     if any(proc.poll() is None for proc in running):
         _signal_all(running, signal.SIGTERM)
-        _wait_all(running, on_exit)
+        stopping.wait_all(running)
