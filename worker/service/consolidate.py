@@ -35,7 +35,7 @@ from worker.errors import LeaseLost, MemworkerError, StaleVersion, Unavailable
 from worker.outcomes import Outcome
 from worker.queue.redis_queue import Claim, RedisQueue
 from worker.service.batch import BatchResult, epoch_changed, epoch_of, merge_entries
-from worker.service.report import observe_batch, observe_epoch_change
+from worker.service.report import observe_batch, observe_epoch_change, observe_rollback
 from worker.settings import Settings
 from worker.store.memory import MemoryStore, RunRecord
 
@@ -123,6 +123,8 @@ class Pipeline:
         )
         if epoch_changed(merged.applied_position, claim.epoch):
             observe_epoch_change(namespace, epoch_of(merged.applied_position), claim.epoch)
+        elif merged.rolled_back:
+            observe_rollback(namespace, merged.rolled_back, merged.applied_position)
         if merged.applied is None:
             self.queue.ack(claim)
             return merged.result
