@@ -25,8 +25,8 @@ from worker import metrics
 from worker.consolidation.rules import RulesConsolidator
 from worker.models import make_candidate
 from worker.outcomes import Outcome
-from worker.queue.redis_queue import RedisQueue
 from worker.queue.connect import RedisClient
+from worker.queue.redis_queue import RedisQueue
 from worker.service.batch import BatchResult, merge_entries
 from worker.service.consolidate import Pipeline
 from worker.settings import Settings

@@ -24,7 +24,6 @@ from worker.cli.ops_support import (
     confirm,
     console,
     describe_delivery,
-    now_utc,
     operator_session,
     require_known,
 )
@@ -168,7 +167,9 @@ def rollback(
             f"{to}?",
             yes,
         )
-        done = rollback_file(runtime.store, runtime.sinks, ns.key, wanted, to=to, now=now_utc())
+        done = rollback_file(
+            runtime.store, runtime.sinks, ns.key, wanted, to=to, now=runtime.store.db_now()
+        )
         new_version, delivery = done.version, done.delivery
         if as_json:
             print_json(

@@ -61,7 +61,9 @@ def parse_duration(text: str) -> timedelta:
 
 
 def now_utc() -> datetime:
-    """The CLI is the edge: the one place operator commands read the clock."""
+    """The CLI is the edge: the one place operator commands read this host's clock, for what
+    only this command compares (a scan's window). Anything written to SQL that other processes
+    compare takes the database's clock instead (``store.db_now()``)."""
     return datetime.now(UTC)
 
 
@@ -93,7 +95,7 @@ def publish(runtime: Runtime, namespaces: Sequence[str]) -> DeliveryReport:
 
     Workers deliver too; deliveries are claimed, so doing it here never doubles one.
     """
-    return publish_now(runtime.store, runtime.sinks, now=now_utc(), namespaces=namespaces)
+    return publish_now(runtime.store, runtime.sinks, namespaces=namespaces)
 
 
 def describe_delivery(report: DeliveryReport, runtime: Runtime) -> str:

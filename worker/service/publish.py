@@ -16,6 +16,9 @@ so a sink can never see an uncommitted version. Invariants of a delivery pass:
   giving back what it did not attempt; an operator command publishes only the namespaces it
   touched and reports what is still due.
 * **No resurrection.** A delivery that lands after its namespace was erased is taken back at once.
+* **One clock.** Every time a pass writes or compares (claims, retries, the breaker) is the
+  database's (``now=None``, :mod:`worker.store.clock`); a host whose clock is a day off changes
+  nothing. A ``now`` passed in is a test's injected time.
 """
 
 from __future__ import annotations
@@ -119,7 +122,7 @@ def deliver_due(
     store: MemoryStore,
     sinks: Mapping[str, Sink],
     *,
-    now: datetime,
+    now: datetime | None = None,
     claimant: str | None = None,
     namespaces: Sequence[str] | None = None,
     limit: int = DELIVERY_BATCH,
@@ -150,7 +153,7 @@ def publish_now(
     store: MemoryStore,
     sinks: Mapping[str, Sink],
     *,
-    now: datetime,
+    now: datetime | None = None,
     namespaces: Sequence[str],
     claimant: str | None = None,
     limit: int = PUBLISH_NOW_LIMIT,
@@ -183,13 +186,13 @@ def _deliver_sink(
     name: str,
     sink: Sink,
     *,
-    now: datetime,
+    now: datetime | None,
     claimant: str,
     namespaces: Sequence[str] | None,
     limit: int,
 ) -> DeliveryReport:
     (health,) = store.sink_health(name)
-    state = health.state(now)
+    state = health.state(now or store.db_now())
     if state == "open":
         return DeliveryReport(0, 0, (name,))
     # A probing sink gets one row: if it is still down, one timeout is all it costs.
@@ -226,13 +229,16 @@ def _deliver_sink(
 
 
 class _PassClock:
-    """The pass's ``now`` moved on by the time the pass has taken, so claims and retries made
-    late in a long pass are stamped with the time they are made (tests inject ``now``)."""
+    """An injected ``now`` moved on by the time the pass has taken, so claims and retries made
+    late in a long pass are stamped with the time they are made; None (the database's clock,
+    read by each store call) when nothing was injected."""
 
-    def __init__(self, now: datetime) -> None:
+    def __init__(self, now: datetime | None) -> None:
         self._start, self._now = time.monotonic(), now
 
-    def __call__(self) -> datetime:
+    def __call__(self) -> datetime | None:
+        if self._now is None:
+            return None
         return self._now + timedelta(seconds=time.monotonic() - self._start)
 
 
@@ -269,12 +275,12 @@ def _deliver_claimed(
         log.warning("sink %s could not take %s%s: %s", name, item.namespace, item.path, error)
         with contextlib.suppress(NotFound):
             store.mark_delivery_failed(
-                item.id, error, next_attempt_at=now + retry_delay(item.attempts + 1), now=now
+                item.id, error, retry_in=retry_delay(item.attempts + 1), now=now
             )
         health = store.record_sink_failure(name, error, now=now)
         recovering = True
         report += DeliveryReport(0, 1)
-        if health.state(now) == "open":
+        if health.state(now or store.db_now()) == "open":
             log.warning(
                 "sink %s failed %d deliveries in a row; leaving it alone until %s",
                 name,

@@ -16,6 +16,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from worker.store import fence
+from worker.store.clock import resolve
 from worker.store.records import EraseReport
 from worker.store.schema import (
     approvals,
@@ -28,14 +29,14 @@ from worker.store.schema import (
     runs,
     source_cursors,
 )
-from worker.store.sqltypes import require_utc
 
 
 def erase_namespaces(
-    conn: Connection, keys: Sequence[str], *, sinks: Sequence[str], now: datetime
+    conn: Connection, keys: Sequence[str], *, sinks: Sequence[str], now: datetime | None
 ) -> EraseReport:
-    """Delete everything of ``keys``; queue tombstones; report rows deleted per table."""
-    now = require_utc(now, "now")
+    """Delete everything of ``keys``; queue tombstones (due at ``now``: the database's clock
+    when None); report rows deleted per table."""
+    now = resolve(conn, now)
     keys = sorted(set(keys))
     placeholders = fence.take_for_erase(conn, keys, now=now)
     ns_ids = list(

@@ -23,9 +23,9 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from worker.errors import NotFound
+from worker.store.clock import resolve
 from worker.store.records import OutboxItem, SinkLag
 from worker.store.schema import file_versions, memory_files, outbox
-from worker.store.sqltypes import require_utc
 
 #: Longest stored delivery error; sink exceptions can embed whole responses.
 MAX_ERROR_CHARS: Final = 2000
@@ -58,10 +58,13 @@ def _due_filter(now: datetime) -> sa.ColumnElement[bool]:
     return sa.and_(outbox.c.delivered_at.is_(None), outbox.c.next_attempt_at <= now, _is_latest())
 
 
-def due(conn: Connection, *, sink: str | None, now: datetime, limit: int) -> list[OutboxItem]:
+def due(
+    conn: Connection, *, sink: str | None, now: datetime | None, limit: int
+) -> list[OutboxItem]:
     """Undelivered, due, newest-per-item rows, oldest first, with their committed content
-    (claimed or not: this is what an operator sees, not what a deliverer takes)."""
-    now = require_utc(now, "now")
+    (claimed or not: this is what an operator sees, not what a deliverer takes). ``now=None``:
+    the database's clock (:mod:`worker.store.clock`), as everywhere in this module."""
+    now = resolve(conn, now)
     stmt = _select_items().where(_due_filter(now)).order_by(outbox.c.id).limit(limit)
     if sink is not None:
         stmt = stmt.where(outbox.c.sink == sink)
@@ -73,7 +76,7 @@ def claim(
     *,
     sink: str,
     claimant: str,
-    now: datetime,
+    now: datetime | None,
     lease: timedelta,
     limit: int,
     namespaces: Sequence[str] | None = None,
@@ -83,8 +86,8 @@ def claim(
     ``namespaces`` restricts the claim to those namespaces (an operator command publishes only
     what it touched). Call inside a write transaction; the claim is visible once it commits.
     """
-    now = require_utc(now, "now")
     _serialise_claims(conn, sink)
+    now = resolve(conn, now)  # after the lock: the lease starts when the claim is made
     ids_stmt = (
         sa.select(outbox.c.id)
         .where(outbox.c.sink == sink, _due_filter(now), _item_is_unclaimed(now))
@@ -176,13 +179,13 @@ def _row(conn: Connection, outbox_id: int) -> Any:
     return row
 
 
-def mark_delivered(conn: Connection, outbox_id: int, *, now: datetime) -> None:
+def mark_delivered(conn: Connection, outbox_id: int, *, now: datetime | None) -> None:
     """Record a delivery and retire older rows of the same item for this sink.
 
     A delivered erase tombstone is deleted: it names the erased namespace, and once every sink
     has deleted the data nothing of that user may remain.
     """
-    now = require_utc(now, "now")
+    now = resolve(conn, now)
     row = _row(conn, outbox_id)
     same_item = sa.and_(
         outbox.c.sink == row.sink,
@@ -213,11 +216,20 @@ def mark_delivered(conn: Connection, outbox_id: int, *, now: datetime) -> None:
 
 
 def mark_failed(
-    conn: Connection, outbox_id: int, error: str, *, next_attempt_at: datetime, now: datetime
+    conn: Connection,
+    outbox_id: int,
+    error: str,
+    *,
+    next_attempt_at: datetime | None = None,
+    retry_in: timedelta | None = None,
+    now: datetime | None,
 ) -> None:
-    """Count a failed attempt and schedule the next one."""
-    require_utc(now, "now")
-    next_attempt_at = require_utc(next_attempt_at, "next_attempt_at")
+    """Count a failed attempt and schedule the next one: at ``next_attempt_at``, or
+    ``retry_in`` after ``now`` (the database's clock when None)."""
+    now = resolve(conn, now)
+    if next_attempt_at is None:
+        next_attempt_at = now + (retry_in or timedelta(0))
+    next_attempt_at = resolve(conn, next_attempt_at, "next_attempt_at")
     _row(conn, outbox_id)
     conn.execute(
         sa.update(outbox)
@@ -232,9 +244,9 @@ def mark_failed(
     )
 
 
-def lag(conn: Connection, *, now: datetime) -> dict[str, SinkLag]:
+def lag(conn: Connection, *, now: datetime | None) -> dict[str, SinkLag]:
     """Per sink: undelivered items (newest row per item) and the oldest one's age."""
-    now = require_utc(now, "now")
+    now = resolve(conn, now)
     rows = conn.execute(
         sa.select(outbox.c.sink, sa.func.count(), sa.func.min(outbox.c.created_at))
         .where(outbox.c.delivered_at.is_(None), _is_latest())

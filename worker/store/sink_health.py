@@ -15,10 +15,10 @@ from typing import Final
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from worker.store.clock import resolve
 from worker.store.engine import dialect_insert
 from worker.store.records import SinkHealth
 from worker.store.schema import sink_health
-from worker.store.sqltypes import require_utc
 
 #: Failures in a row that open the breaker: enough that one flaky request does not, few enough
 #: that a dead sink is noticed within one delivery pass.
@@ -59,9 +59,10 @@ def read_all(conn: Connection) -> list[SinkHealth]:
     return [_health(r) for r in rows]
 
 
-def record_failure(conn: Connection, sink: str, error: str, *, now: datetime) -> SinkHealth:
-    """Count one more failure in a row; opens (or re-opens) the breaker past the threshold."""
-    now = require_utc(now, "now")
+def record_failure(conn: Connection, sink: str, error: str, *, now: datetime | None) -> SinkHealth:
+    """Count one more failure in a row; opens (or re-opens) the breaker past the threshold,
+    until a time on the database's clock (``now=None``), which every deliverer compares with."""
+    now = resolve(conn, now)
     failures = read(conn, sink).consecutive_failures + 1
     window = open_for(failures)
     values = {
@@ -74,9 +75,9 @@ def record_failure(conn: Connection, sink: str, error: str, *, now: datetime) ->
     return read(conn, sink)
 
 
-def record_success(conn: Connection, sink: str, *, now: datetime) -> None:
+def record_success(conn: Connection, sink: str, *, now: datetime | None) -> None:
     """Close the breaker: the sink answered."""
-    now = require_utc(now, "now")
+    now = resolve(conn, now)
     _upsert(
         conn,
         sink,

@@ -74,9 +74,8 @@ def sweep(self: Task, now: float | None = None) -> int:
 def deliver_outbox(self: Task) -> int:
     """Publish committed versions that some sink has not taken yet."""
     runtime = runtime_of(self.app)
-    report = deliver_due(
-        runtime.store, runtime.sinks, now=datetime.now(UTC), gate=runtime.sink_gate
-    )
+    # No `now`: claims, retries and the breaker run on the database's clock, not this host's.
+    report = deliver_due(runtime.store, runtime.sinks, gate=runtime.sink_gate)
     return report.delivered
 
 
