@@ -260,7 +260,7 @@ def _deliver_claimed(
         if index and time.monotonic() > deadline:
             store.release_outbox([i.id for i in claimed[index:]])
             break
-        error = _deliver(store, sink, item)
+        error = _deliver(store, sink, item, name=name, now=clock())
         now = clock()
         if error is None:
             SINK_DELIVERIES.labels(sink=name, outcome="ok").inc()
@@ -292,8 +292,23 @@ def _deliver_claimed(
     return report, recovering
 
 
-def _deliver(store: MemoryStore, sink: Sink, item: OutboxItem) -> str | None:
-    """Hand one row to its sink; the error text when the sink failed, None when it took it."""
+def _deliver(
+    store: MemoryStore,
+    sink: Sink,
+    item: OutboxItem,
+    *,
+    name: str | None = None,
+    now: datetime | None = None,
+) -> str | None:
+    """Hand one row to the sink it is filed under (``name``, the sink's own by default) and
+    re-check the erase generation whatever the outcome; the error text when the sink failed,
+    None when it took it."""
+    error = _send(store, sink, item)
+    return _recheck_erase(store, name or sink.name, sink, item, error, now=now)
+
+
+def _send(store: MemoryStore, sink: Sink, item: OutboxItem) -> str | None:
+    """The sink call itself: the error text when it failed, None when the sink took it."""
     published = PublishedFile(
         namespace=item.namespace,
         path=item.path,
@@ -313,11 +328,49 @@ def _deliver(store: MemoryStore, sink: Sink, item: OutboxItem) -> str | None:
                 error = absorb_external_edit(store, sink, published, edit)
                 if error is not None:
                     return error
-            if store.was_erased(item.namespace):
-                # Read before an erase, delivered after it: take the copy back out, so no
-                # deliverer that raced `forget` can bring the user's data back.
-                sink.erase(published.namespace, [published.path])
-    except Exception as exc:
-        kind = "" if isinstance(exc, MemworkerError) else f"{type(exc).__name__}: "
-        return f"{kind}{exc}"[:2000]
+    except Exception as exc:  # a timeout included: the write may still land (see below)
+        return _describe(exc)
     return None
+
+
+def _recheck_erase(
+    store: MemoryStore,
+    name: str,
+    sink: Sink,
+    item: OutboxItem,
+    error: str | None,
+    *,
+    now: datetime | None,
+) -> str | None:
+    """After every outcome of a delivery (taken, failed, timed out): if the namespace's erase
+    generation moved on since the row was claimed, the copy may have landed after the erase.
+    Take it out of the sink now, and make the outbox bring the sink to the item's current
+    state (a tombstone, or the version the returning user committed since), so a deliverer
+    that raced ``forget`` never leaves the erased text behind. Returns the delivery's error,
+    or the take-back's when the delivery itself went through."""
+    if item.deleted:
+        return error
+    try:
+        if store.erase_generation(item.namespace) == item.generation:
+            return error
+    except MemworkerError as exc:  # the store is down: the row's retry checks again
+        return error or _describe(exc)
+    log.warning(
+        "%s%s was erased while %s delivered it; taking the copy back",
+        item.namespace,
+        item.path,
+        name,
+    )
+    SINK_DELIVERIES.labels(sink=name, outcome="taken_back").inc()
+    taken: str | None = None
+    try:
+        sink.erase(item.namespace, [item.path])
+    except Exception as exc:  # the outbox row queued below deletes it on a later pass
+        taken = _describe(exc)
+    store.take_back(sink=name, namespace=item.namespace, path=item.path, now=now)
+    return error or taken
+
+
+def _describe(exc: BaseException) -> str:
+    kind = "" if isinstance(exc, MemworkerError) else f"{type(exc).__name__}: "
+    return f"{kind}{exc}"[:2000]

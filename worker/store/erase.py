@@ -17,6 +17,7 @@ from sqlalchemy.engine import Connection
 
 from worker.store import fence
 from worker.store.clock import resolve
+from worker.store.outbox import in_doubt
 from worker.store.records import EraseReport
 from worker.store.schema import (
     approvals,
@@ -43,6 +44,7 @@ def erase_namespaces(
         conn.execute(sa.select(namespaces.c.id).where(namespaces.c.key.in_(keys))).scalars()
     )
     items, all_sinks = _published(conn, keys, ns_ids, sinks)
+    doubt = in_doubt(conn, keys, now=now)  # writes that may still land: delete again after
     deleted = _delete_rows(conn, keys, ns_ids)
     deleted["namespaces"] -= placeholders  # rows the fence created only to lock the key
     tombstones = [
@@ -55,6 +57,7 @@ def erase_namespaces(
             "attempts": 0,
             "next_attempt_at": now,
             "created_at": now,
+            "in_doubt_until": doubt.get((sink, key, path)),
         }
         for key, path in items
         for sink in all_sinks

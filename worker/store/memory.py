@@ -485,6 +485,21 @@ class MemoryStore:
         """True when ``namespace`` was erased and nothing was written to it since."""
         return self._read("erase fence", lambda c: _fence.erased_version(c, namespace) is not None)
 
+    def erase_generation(self, namespace: str) -> int:
+        """How many times ``namespace`` was erased; a delivery made for an older generation
+        landed after an erase (see :mod:`worker.store.outbox`)."""
+        return self._read("erase generation", lambda c: _fence.erase_generation(c, namespace))
+
+    def take_back(
+        self, *, sink: str, namespace: str, path: str, now: datetime | None = None
+    ) -> None:
+        """Make ``sink`` end with the item's current state after an erased copy landed there
+        (see :func:`worker.store.outbox.take_back`)."""
+        self._write(
+            "taking a delivery back",
+            lambda c: _outbox.take_back(c, sink=sink, namespace=namespace, path=path, now=now),
+        )
+
     def recent_positions(self, limit: int = 500) -> list[tuple[str, str]]:
         """(namespace, applied queue position) of the most recently committed namespaces."""
         return self._read("positions", lambda c: _fence.recent_positions(c, limit))
