@@ -110,6 +110,8 @@ def describe_delivery(report: DeliveryReport, runtime: Runtime) -> str:
         line += f"; skipped {', '.join(report.skipped_sinks)} (failing: left alone for a while)"
     if report.remaining:
         line += f"; {report.remaining} delivery(ies) not yet done; the workers retry them"
+    for aside in report.set_aside:
+        line += f"\n  set aside {aside.describe()}"
     return line
 
 

@@ -37,6 +37,7 @@ from typing import Final
 from worker.errors import ExternalEdit, MemworkerError, NotFound
 from worker.metrics import SINK_DELIVERIES
 from worker.service.agent_edits import absorb_external_edit
+from worker.service.bulkhead import SetAside
 from worker.sinks.base import PublishedFile, Sink
 from worker.store.memory import MemoryStore
 from worker.store.records import OutboxItem
@@ -94,17 +95,23 @@ def default_claimant() -> str:
 @dataclass(frozen=True)
 class DeliveryReport:
     """What a pass did: rows delivered, rows that failed (retried later), sinks skipped because
-    their breaker is open, and (for :func:`publish_now`) deliveries still waiting."""
+    their breaker is open, (for :func:`publish_now`) deliveries still waiting, and the
+    namespaces set aside, each with the sink's error (their rows retry on their own backoff)."""
 
     delivered: int
     failed: int
     skipped_sinks: tuple[str, ...] = ()
     remaining: int = 0
+    set_aside: tuple[SetAside, ...] = ()
 
     def __add__(self, other: DeliveryReport) -> DeliveryReport:
         skipped = tuple(dict.fromkeys(self.skipped_sinks + other.skipped_sinks))
         return DeliveryReport(
-            self.delivered + other.delivered, self.failed + other.failed, skipped, other.remaining
+            self.delivered + other.delivered,
+            self.failed + other.failed,
+            skipped,
+            other.remaining,
+            self.set_aside + other.set_aside,
         )
 
 
@@ -178,7 +185,9 @@ def publish_now(
             if report.delivered == 0:
                 break
     remaining = sum(store.outbox_pending(namespaces=chunk) for chunk in chunks)
-    return DeliveryReport(total.delivered, total.failed, total.skipped_sinks, remaining)
+    return DeliveryReport(
+        total.delivered, total.failed, total.skipped_sinks, remaining, total.set_aside
+    )
 
 
 def _deliver_sink(
@@ -254,12 +263,18 @@ def _deliver_claimed(
 ) -> tuple[DeliveryReport, bool]:
     """Deliver claimed rows in order; give back the rest when the claim could run out before
     another sink call ends (``deadline``, monotonic) or the breaker opens. The first row is
-    always attempted, so a pass makes progress."""
+    always attempted, so a pass makes progress. A namespace whose delivery failed is set aside
+    for the rest of the pass (its other rows are given back), so one namespace the sink refuses
+    costs one call per pass and never holds up the others."""
     report = DeliveryReport(0, 0)
+    failed_here: set[str] = set()
     for index, item in enumerate(claimed):
         if index and time.monotonic() > deadline:
             store.release_outbox([i.id for i in claimed[index:]])
             break
+        if item.namespace in failed_here:
+            store.release_outbox([item.id])
+            continue
         error = _deliver(store, sink, item, name=name, now=clock())
         now = clock()
         if error is None:
@@ -277,9 +292,10 @@ def _deliver_claimed(
             store.mark_delivery_failed(
                 item.id, error, retry_in=retry_delay(item.attempts + 1), now=now
             )
-        health = store.record_sink_failure(name, error, now=now)
+        health = store.record_sink_failure(name, error, now=now, namespace=item.namespace)
         recovering = True
-        report += DeliveryReport(0, 1)
+        failed_here.add(item.namespace)
+        report += DeliveryReport(0, 1, set_aside=(SetAside(item.namespace, error, item.path),))
         if health.state(now or store.db_now()) == "open":
             log.warning(
                 "sink %s failed %d deliveries in a row; leaving it alone until %s",

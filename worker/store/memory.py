@@ -345,11 +345,12 @@ class MemoryStore:
         return [self._read("reading sink health", lambda c: _health.read(c, sink))]
 
     def record_sink_failure(
-        self, sink: str, error: str, *, now: datetime | None = None
+        self, sink: str, error: str, *, now: datetime | None = None, namespace: str | None = None
     ) -> SinkHealth:
+        """Count a failed delivery (of ``namespace``) toward the sink's breaker."""
         return self._write(
             "recording a sink failure",
-            lambda c: _health.record_failure(c, sink, error, now=now),
+            lambda c: _health.record_failure(c, sink, error, now=now, namespace=namespace),
         )
 
     def record_sink_success(self, sink: str, *, now: datetime | None = None) -> None:

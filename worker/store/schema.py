@@ -260,6 +260,9 @@ sink_health = sa.Table(
     sa.Column("last_error", sa.Text, nullable=True),
     sa.Column("last_failure_at", UTCDateTime, nullable=True),
     sa.Column("last_success_at", UTCDateTime, nullable=True),
+    # The namespace (fence digest, never the key) whose delivery failed last: failures of one
+    # namespace in a row count once, so one poison item cannot open the breaker for everyone.
+    sa.Column("failing_digest", sa.String(64), nullable=True),
 )
 
 schedule_ticks = sa.Table(

@@ -1,4 +1,4 @@
-"""Erase generations, deliveries in doubt, ids never reused.
+"""Erase generations, deliveries in doubt, ids never reused, per-namespace breaker counts.
 
 Revision ID: 0005
 Revises: 0004
@@ -10,6 +10,8 @@ once the user has returned. ``outbox.in_doubt_until`` records until when a faile
 sink call may still land. On SQLite the outbox and approvals tables are rebuilt with
 ``AUTOINCREMENT``: without it the largest rowid is handed out again after a delete, and a stale
 deliverer's (or operator's) id would name a newer row. PostgreSQL's identities never reuse ids.
+``sink_health.failing_digest`` names (by digest) the namespace that failed last, so failures
+of one namespace in a row count once toward the breaker.
 """
 
 from __future__ import annotations
@@ -39,6 +41,8 @@ def upgrade() -> None:
     )
     with op.batch_alter_table("outbox") as batch:
         batch.add_column(sa.Column("in_doubt_until", TIMESTAMP, nullable=True))
+    with op.batch_alter_table("sink_health") as batch:
+        batch.add_column(sa.Column("failing_digest", sa.String(length=64), nullable=True))
     if op.get_bind().dialect.name == "sqlite":
         for table in NEVER_REUSED:
             with op.batch_alter_table(
@@ -48,6 +52,8 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
+    with op.batch_alter_table("sink_health") as batch:
+        batch.drop_column("failing_digest")
     with op.batch_alter_table("outbox") as batch:
         batch.drop_column("in_doubt_until")
     op.drop_table("erase_generations")
