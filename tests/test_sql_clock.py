@@ -3,7 +3,9 @@
 A worker host a day fast or a day slow delivers to a sink that is down: its breaker opens for
 the first window on the database's clock (not until tomorrow, nor already in the past), each
 failed row is retried after its first backoff, and a claim it makes is live for one lease, so
-a worker with a right clock neither waits a day nor takes the claim over at once.
+a worker with a right clock neither waits a day nor takes the claim over at once. The same
+worker's commit writes its run row and its outbox rows on the database's clock, so what it
+published is due for every deliverer at once.
 
 Two ways of skewing the worker: its whole process under ``faketime`` (PostgreSQL: the server's
 clock is another machine's, as in production), and its Python clock moved with time-machine
@@ -26,7 +28,12 @@ import sqlalchemy as sa
 import time_machine
 
 from tests.support.skewed import PROCESS_TIMEOUT_SECONDS, faketime
+from worker.consolidation.rules import RulesConsolidator
+from worker.models import make_candidate
+from worker.queue.redis_queue import RedisQueue
+from worker.service.consolidate import Pipeline
 from worker.service.publish import CLAIM_LEASE, FIRST_RETRY_SECONDS, deliver_due
+from worker.settings import Settings
 from worker.sinks.files import FilesSink
 from worker.store.memory import MemoryStore
 from worker.store.schema import outbox
@@ -137,5 +144,31 @@ def test_a_worker_process_a_day_off_under_faketime_uses_the_servers_time(
         assert abs(skew) > DAY - SLACK  # the worker really believed it was a day off
 
         _assert_times_are_the_databases(d)
+    finally:
+        store.dispose()
+
+
+@pytest.mark.parametrize("offset", [DAY, -DAY], ids=["a-day-fast", "a-day-slow"])
+def test_a_worker_a_day_off_commits_rows_stamped_and_due_by_the_databases_clock(
+    database_url: str, queue: RedisQueue, settings: Settings, offset: timedelta
+) -> None:
+    store = MemoryStore.from_url(database_url, create=True)
+    try:
+        user = "u" + uuid.uuid4().hex[:10]
+        sink = f"files{user}"
+        queue.enqueue(make_candidate(user_id=user, trace_id="t", text="I prefer green tea"))
+        claim = queue.claim_namespace(f"user:{user}")
+        assert claim is not None
+        with time_machine.travel(datetime.now().astimezone() + offset, tick=True):
+            Pipeline(queue, store, RulesConsolidator(), settings, sinks=(sink,)).consolidate(claim)
+        now = store.db_now()
+
+        (run,) = store.runs(namespace=f"user:{user}")
+        assert abs(run.started_at - now) < SLACK
+        # Due at once for a worker with a right clock: not tomorrow, and claimable now.
+        (due,) = [
+            i for i in store.due_outbox(sink=sink, limit=10_000) if i.namespace == run.namespace
+        ]
+        assert abs(due.modified_at - now) < SLACK
     finally:
         store.dispose()
