@@ -29,6 +29,7 @@ from worker.queue.connect import RedisClient
 from worker.queue.redis_queue import RedisQueue
 from worker.service.batch import BatchResult, merge_entries
 from worker.service.consolidate import Pipeline
+from worker.service.queue_health import queue_health
 from worker.settings import Settings
 from worker.store.memory import MemoryStore
 
@@ -151,3 +152,16 @@ def test_a_redelivered_committed_batch_is_acknowledged_without_a_rollback_alarm(
     assert merged.result.skipped == NEW
     assert merged.rolled_back == 0
     assert metrics.QUEUE_ROLLBACKS._value.get() == rollbacks
+
+
+def test_status_reports_a_rollback_before_any_batch_runs(
+    redis_client: RedisClient, settings: Settings, queue: RedisQueue, sqlite_store: MemoryStore
+) -> None:
+    assert queue_health(queue, sqlite_store)["epoch"]["rolled_back"] == 0
+    _roll_back_over_a_commit_from_ahead(redis_client, settings, queue, sqlite_store)
+
+    epoch = queue_health(queue, sqlite_store)["epoch"]
+
+    assert epoch["changed"] is False  # the same epoch: only the positions tell
+    assert epoch["rolled_back"] == 1
+    assert "older snapshot" in epoch["rollback_meaning"]

@@ -154,6 +154,11 @@ def _print_redis_health(health: dict[str, Any]) -> None:
             f"  [red]queue epoch changed[/red] for {epoch['namespaces_from_an_earlier_epoch']} "
             f"recently committed namespace(s): {epoch['meaning']}"
         )
+    if epoch.get("rolled_back"):
+        stdout.print(
+            f"  [red]queue rolled back[/red] for {epoch['rolled_back']} recently committed "
+            f"namespace(s): {epoch['rollback_meaning']}"
+        )
 
 
 def _store_health(settings: Settings, now: datetime) -> dict[str, Any]:

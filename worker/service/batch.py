@@ -152,14 +152,15 @@ def arrived(entries: Sequence[tuple[str, Candidate]]) -> list[tuple[str, Candida
         if sid == AFTER_EVERYTHING:
             out.append((sid, candidate))
             continue
-        ms, seq = _stream_position(sid)
+        ms, seq = stream_position(sid)
         # The id's sequence number as microseconds keeps arrivals of one millisecond in order.
         at = EPOCH + timedelta(milliseconds=ms, microseconds=min(seq, MAX_SEQ_MICROS))
         out.append((sid, candidate.model_copy(update={"created_at": at})))
     return out
 
 
-def _stream_position(stream_id: str) -> tuple[int, int]:
+def stream_position(stream_id: str) -> tuple[int, int]:
+    """A stream id as ``(ms, seq)``, for comparison."""
     ms, _, seq = stream_id.partition("-")
     return int(ms), int(seq or 0)
 
@@ -179,9 +180,9 @@ def reissued(
     recorded = epoch_of(applied_position)
     if applied_position is None or recorded is None or recorded != epoch:
         return 0
-    applied = _stream_position(applied_position.rpartition("/")[2])
+    applied = stream_position(applied_position.rpartition("/")[2])
     return sum(
-        1 for sid, _ in entries if sid != AFTER_EVERYTHING and _stream_position(sid) <= applied
+        1 for sid, _ in entries if sid != AFTER_EVERYTHING and stream_position(sid) <= applied
     )
 
 
