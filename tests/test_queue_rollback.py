@@ -157,11 +157,11 @@ def test_a_redelivered_committed_batch_is_acknowledged_without_a_rollback_alarm(
 def test_status_reports_a_rollback_before_any_batch_runs(
     redis_client: RedisClient, settings: Settings, queue: RedisQueue, sqlite_store: MemoryStore
 ) -> None:
-    assert queue_health(queue, sqlite_store)["epoch"]["rolled_back"] == 0
+    assert queue_health(queue, sqlite_store)["rollback"]["detected"] is False
     _roll_back_over_a_commit_from_ahead(redis_client, settings, queue, sqlite_store)
 
-    epoch = queue_health(queue, sqlite_store)["epoch"]
+    health = queue_health(queue, sqlite_store)
 
-    assert epoch["changed"] is False  # the same epoch: only the positions tell
-    assert epoch["rolled_back"] == 1
-    assert "older snapshot" in epoch["rollback_meaning"]
+    assert health["epoch"]["changed"] is False  # the same epoch: only the positions tell
+    assert (health["rollback"]["detected"], health["rollback"]["namespaces"]) == (True, 1)
+    assert "older snapshot" in health["rollback"]["meaning"]

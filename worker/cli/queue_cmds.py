@@ -154,10 +154,11 @@ def _print_redis_health(health: dict[str, Any]) -> None:
             f"  [red]queue epoch changed[/red] for {epoch['namespaces_from_an_earlier_epoch']} "
             f"recently committed namespace(s): {epoch['meaning']}"
         )
-    if epoch.get("rolled_back"):
+    rollback = health["rollback"]
+    if rollback["detected"]:
         stdout.print(
-            f"  [red]queue rolled back[/red] for {epoch['rolled_back']} recently committed "
-            f"namespace(s): {epoch['rollback_meaning']}"
+            f"  [red]queue rolled back[/red] for {rollback['namespaces']} recently committed "
+            f"namespace(s): {rollback['meaning']}"
         )
 
 

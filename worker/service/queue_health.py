@@ -37,10 +37,10 @@ def queue_health(queue: RedisQueue, store: MemoryStore) -> dict[str, Any]:
     epoch: dict[str, Any] = {
         "changed": bool(stale),
         "namespaces_from_an_earlier_epoch": len(stale),
-        "rolled_back": len(rolled_back),
     }
+    rollback: dict[str, Any] = {"detected": bool(rolled_back), "namespaces": len(rolled_back)}
     if rolled_back:
-        epoch["rollback_meaning"] = (
+        rollback["meaning"] = (
             "SQL committed queue positions this Redis never issued: it was restored from an "
             "older snapshot (or a stale replica took over). Candidates queued after that "
             "snapshot and not yet committed are gone; nothing enqueued since is skipped"
@@ -54,6 +54,7 @@ def queue_health(queue: RedisQueue, store: MemoryStore) -> dict[str, Any]:
     return {
         "durability": queue.durability().as_dict(),
         "epoch": epoch,
+        "rollback": rollback,
         "beat": beat_holder(queue.redis, queue.settings.key_prefix),
         "cluster_primaries": queue.cluster_primaries(),
     }
