@@ -5,7 +5,8 @@ the first window on the database's clock (not until tomorrow, nor already in the
 failed row is retried after its first backoff, and a claim it makes is live for one lease, so
 a worker with a right clock neither waits a day nor takes the claim over at once. The same
 worker's commit writes its run row and its outbox rows on the database's clock, so what it
-published is due for every deliverer at once.
+published is due for every deliverer at once, and an operator's ``forget`` from a host a day
+off queues tombstones every deliverer finds due at once.
 
 Two ways of skewing the worker: its whole process under ``faketime`` (PostgreSQL: the server's
 clock is another machine's, as in production), and its Python clock moved with time-machine
@@ -32,6 +33,7 @@ from worker.consolidation.rules import RulesConsolidator
 from worker.models import make_candidate
 from worker.queue.redis_queue import RedisQueue
 from worker.service.consolidate import Pipeline
+from worker.service.erase import erase
 from worker.service.publish import CLAIM_LEASE, FIRST_RETRY_SECONDS, deliver_due
 from worker.settings import Settings
 from worker.sinks.files import FilesSink
@@ -172,3 +174,20 @@ def test_a_worker_a_day_off_commits_rows_stamped_and_due_by_the_databases_clock(
         assert abs(due.modified_at - now) < SLACK
     finally:
         store.dispose()
+
+
+@pytest.mark.parametrize("offset", [DAY, -DAY], ids=["a-day-fast", "a-day-slow"])
+def test_an_erase_on_a_host_a_day_off_queues_tombstones_due_now_by_the_databases_clock(
+    deployment: Deployment, queue: RedisQueue, offset: timedelta
+) -> None:
+    d = deployment
+    keys = [f"user:{u}" for u in d.users]
+    with time_machine.travel(datetime.now().astimezone() + offset, tick=True):
+        erase(queue, d.store, {}, keys)
+    now = d.store.db_now()
+
+    tombstones = [r for r in d.rows(d.held) if r.kind == "erase"]
+    assert len(tombstones) == BREAKER_THRESHOLD
+    assert all(abs(r.next_attempt_at - now) < SLACK for r in tombstones)
+    due = d.store.due_outbox(sink=d.held, limit=10_000)  # a worker with a right clock
+    assert sorted(i.namespace for i in due if i.deleted) == sorted(keys)
