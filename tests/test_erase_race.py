@@ -14,7 +14,7 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator, Sequence
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, ClassVar, Final
 
@@ -33,9 +33,10 @@ from worker.queue.types import Claim
 from worker.service.batch import BatchResult
 from worker.service.consolidate import Pipeline
 from worker.service.erase import erase, erase_target
+from worker.service.publish import CLAIM_LEASE, deliver_due, publish_now
 from worker.service.publish import _deliver as deliver_one
-from worker.service.publish import publish_now
 from worker.sinks.langgraph_store import store_namespace
+from worker.store.outbox import LATE_WRITE
 from worker.store.schema import candidate_ledger, metadata
 from worker.values import NamespaceState
 
@@ -433,3 +434,84 @@ def test_with_the_store_sink_a_delivery_landing_after_the_erase_is_taken_back(
     assert deliver_one(ops.store, sinks["langgraph"], item) is None  # ... then it lands
 
     assert _everywhere(ops, langgraph_client, CAT) == []
+
+
+class _SlowStoreWrite:
+    """The real LangGraph store sink, whose write reaches the server only when the test lets
+    it, after which the deliverer's call gives up (a timeout): the write landed anyway."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner, self.name = inner, inner.name
+        self.entered, self.release = threading.Event(), threading.Event()
+
+    def __getattr__(self, attr: str) -> Any:
+        return getattr(self.inner, attr)
+
+    def deliver(self, item: Any) -> None:
+        self.entered.set()
+        assert self.release.wait(60)
+        self.inner.deliver(item)
+        raise TimeoutError("the store did not answer in time")
+
+    def erase(self, namespace: str, paths: Sequence[str]) -> None:
+        self.inner.erase(namespace, paths)
+
+
+def _slow_store_delivery(ops: Ops, namespace: str) -> tuple[_SlowStoreWrite, threading.Thread]:
+    """A deliverer in another thread, inside its (slow) store write when this returns."""
+    slow = _SlowStoreWrite(ops.runtime().sinks["langgraph"])
+    thread = threading.Thread(
+        target=deliver_due,
+        args=(ops.store, {"langgraph": slow}),
+        kwargs={"namespaces": [namespace]},
+    )
+    thread.start()
+    assert slow.entered.wait(60)
+    return slow, thread
+
+
+@pytest.mark.langgraph
+def test_with_the_store_sink_a_timed_out_write_landing_after_forget_is_taken_back(
+    store_ops: Ops, langgraph_client: SyncLangGraphClient
+) -> None:
+    ops = store_ops
+    ns = f"user:{ops.user}"
+    ops.enqueue(SECRET)
+    claim = ops.queue.claim_namespace(ns)
+    assert claim is not None
+    Pipeline(
+        ops.queue, ops.store, RulesConsolidator(), ops.settings, sinks=("langgraph",)
+    ).consolidate(claim)
+    slow, thread = _slow_store_delivery(ops, ns)
+    ops("forget", "--user", ops.user, "--yes")
+
+    slow.release.set()  # the write the deliverer gave up on lands after the erase
+    thread.join(60)
+
+    assert _everywhere(ops, langgraph_client, CAT) == []
+
+
+@pytest.mark.langgraph
+def test_with_the_store_sink_a_returning_user_keeps_the_new_memory_and_not_the_late_write(
+    store_ops: Ops, langgraph_client: SyncLangGraphClient
+) -> None:
+    ops = store_ops
+    ns = f"user:{ops.user}"
+    ops.enqueue(SECRET)
+    claim = ops.queue.claim_namespace(ns)
+    assert claim is not None
+    Pipeline(
+        ops.queue, ops.store, RulesConsolidator(), ops.settings, sinks=("langgraph",)
+    ).consolidate(claim)
+    slow, thread = _slow_store_delivery(ops, ns)
+    ops("forget", "--user", ops.user, "--yes")
+    ops.enqueue(LATER)  # the user comes back before the late write lands
+    ops("reconcile", "--user", ops.user)
+
+    slow.release.set()
+    thread.join(60)
+    later = ops.store.db_now() + CLAIM_LEASE + LATE_WRITE + timedelta(minutes=1)
+    deliver_due(ops.store, ops.runtime().sinks, now=later, namespaces=[ns])
+
+    assert _everywhere(ops, langgraph_client, CAT) == []
+    assert [c.count(LATER) for c in _store_contents(ops, langgraph_client)] == [1]

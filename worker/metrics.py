@@ -146,6 +146,13 @@ QUEUE_EPOCH_CHANGES: Final = Counter(
     namespace=NAMESPACE,
     registry=REGISTRY,
 )
+QUEUE_ROLLBACKS: Final = Counter(
+    "queue_rollbacks",
+    "Batches whose new candidates got stream ids at or below SQL's applied position in the same "
+    "epoch: Redis was restored from an older snapshot. Also counted in queue_epoch_changes.",
+    namespace=NAMESPACE,
+    registry=REGISTRY,
+)
 SINK_DELIVERIES: Final = Counter(
     "sink_deliveries",
     "Outbox deliveries by sink and outcome (ok, failed).",

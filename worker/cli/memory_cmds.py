@@ -24,7 +24,6 @@ from worker.cli.ops_support import (
     confirm,
     console,
     describe_delivery,
-    now_utc,
     operator_session,
     record_delivery,
     require_known,
@@ -169,7 +168,9 @@ def rollback(
             f"{to}?",
             yes,
         )
-        done = rollback_file(runtime.store, runtime.sinks, ns.key, wanted, to=to, now=now_utc())
+        done = rollback_file(
+            runtime.store, runtime.sinks, ns.key, wanted, to=to, now=runtime.store.db_now()
+        )
         new_version, delivery = done.version, record_delivery(done.delivery)
         if as_json:
             print_json(

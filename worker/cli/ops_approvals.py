@@ -22,7 +22,6 @@ from worker.cli.ops_support import (
     UserOpt,
     console,
     describe_delivery,
-    now_utc,
     operator_name,
     operator_session,
     publish,
@@ -83,7 +82,7 @@ def approve(approval_id: IdArg, by: ByOpt = None, as_json: JsonOpt = False) -> N
             approval_id,
             by=by or operator_name(),
             sinks=tuple(runtime.sinks),
-            now=now_utc(),
+            now=runtime.store.db_now(),
         )
         delivery = publish(runtime, [info.namespace])
         if as_json:
@@ -105,7 +104,9 @@ def approve(approval_id: IdArg, by: ByOpt = None, as_json: JsonOpt = False) -> N
 def reject(approval_id: IdArg, by: ByOpt = None, as_json: JsonOpt = False) -> None:
     """Drop a waiting operation; nothing is written to the file."""
     with operator_session() as runtime:
-        info = runtime.store.reject_approval(approval_id, by=by or operator_name(), now=now_utc())
+        info = runtime.store.reject_approval(
+            approval_id, by=by or operator_name(), now=runtime.store.db_now()
+        )
         if as_json:
             print_json({**_json(info), "status": "rejected"})
             return

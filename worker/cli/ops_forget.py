@@ -19,7 +19,6 @@ from worker.cli.ops_support import (
     confirm,
     console,
     describe_delivery,
-    now_utc,
     operator_session,
 )
 from worker.errors import InvalidOption, NotFound
@@ -64,7 +63,7 @@ def forget(
                 f"user {user} has nothing to forget (no memory, nothing queued); check the id"
             )
         confirm(f"Erase everything memworker holds for {', '.join(keys)}?", yes)
-        done = erase(runtime.queue, runtime.store, runtime.sinks, keys, now=now_utc())
+        done = erase(runtime.queue, runtime.store, runtime.sinks, keys)
         delivery = done.delivery
         if done.busy:
             console.print(

@@ -18,7 +18,6 @@ from worker.cli.ops_support import (
     JsonOpt,
     console,
     describe_delivery,
-    now_utc,
     operator_name,
     operator_session,
     publish,
@@ -59,7 +58,7 @@ def put(
             content=content,
             author=who or operator_name(),
             sinks=tuple(runtime.sinks),
-            now=now_utc(),
+            now=runtime.store.db_now(),
         )
         delivery = publish(runtime, [ns.key])
         ((_, version),) = result.files

@@ -40,7 +40,7 @@ from worker.outcomes import Outcome
 from worker.runtime.container import Runtime
 from worker.service.batch import BatchResult
 from worker.service.publish import DeliveryReport
-from worker.service.reconcile import Reconciled, reconcile_namespace
+from worker.service.reconcile import Reconciled, reconcile_each
 from worker.service.scan import SourceScan, scan_sources
 
 log = logging.getLogger(__name__)
@@ -112,16 +112,15 @@ def reconcile(
             if not (scan and scan.by_namespace.get(target.key)):
                 require_known(runtime, target)
             keys = [target.key]
-        done: list[Reconciled] = []
         with _progress(len(keys), show=target is None and not as_json) as advance:
-            for key in keys:
-                extra = scan.by_namespace.get(key, []) if scan and dry_run else []
-                done.append(
-                    reconcile_namespace(
-                        runtime.pipeline, key, dry_run=dry_run, extra=extra, now=now_utc()
-                    )
-                )
-                advance(key)
+            done = reconcile_each(
+                runtime.pipeline,
+                keys,
+                dry_run=dry_run,
+                extra=lambda key: scan.by_namespace.get(key, []) if scan and dry_run else [],
+                now=now_utc(),
+                progress=advance,
+            )
         delivery = None
         if any(r.outcome is Outcome.COMMITTED for r in done):
             delivery = publish(
@@ -158,6 +157,10 @@ def _report_json(
         "summary": _summary(done),
         "published": delivery.delivered if delivery else 0,
         "undelivered": delivery.remaining if delivery else 0,
+        "set_aside": [
+            a.as_dict()
+            for a in (scan.set_aside if scan else ()) + (delivery.set_aside if delivery else ())
+        ],
     }
 
 
@@ -209,6 +212,8 @@ def _print_scan(scan: SourceScan, lookback: timedelta | None) -> None:
         f"re-scanned the last {lookback}: {scan.threads} thread(s), "
         f"{len(scan.candidates)} new candidate(s)"
     )
+    for aside in scan.set_aside:
+        console.print(f"  [yellow]set aside[/yellow] {aside.describe()}", highlight=False)
 
 
 def _print_one(r: Reconciled) -> None:

@@ -85,7 +85,9 @@ def _out_of_range(option: str, text: str) -> InvalidOption:
 
 
 def now_utc() -> datetime:
-    """The CLI is the edge: the one place operator commands read the clock."""
+    """The CLI is the edge: the one place operator commands read this host's clock, for what
+    only this command compares (a scan's window). Anything written to SQL that other processes
+    compare takes the database's clock instead (``store.db_now()``)."""
     return datetime.now(UTC)
 
 
@@ -150,7 +152,7 @@ def publish(runtime: Runtime, namespaces: Sequence[str]) -> DeliveryReport:
 
     Workers deliver too; deliveries are claimed, so doing it here never doubles one.
     """
-    report = publish_now(runtime.store, runtime.sinks, now=now_utc(), namespaces=namespaces)
+    report = publish_now(runtime.store, runtime.sinks, namespaces=namespaces)
     return record_delivery(report)
 
 
@@ -166,6 +168,8 @@ def describe_delivery(report: DeliveryReport, runtime: Runtime) -> str:
         line += f"; skipped {', '.join(report.skipped_sinks)} (failing: left alone for a while)"
     if report.remaining:
         line += f"; {report.remaining} delivery(ies) not yet done; the workers retry them"
+    for aside in report.set_aside:
+        line += f"\n  set aside {aside.describe()}"
     return line
 
 

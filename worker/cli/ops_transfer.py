@@ -27,7 +27,6 @@ from worker.cli.ops_support import (
     UserOpt,
     console,
     describe_delivery,
-    now_utc,
     operator_session,
     publish,
 )
@@ -94,7 +93,11 @@ def import_(
             )
         try:
             _, result = import_document(
-                runtime.store, data, namespace=key, sinks=tuple(runtime.sinks), now=now_utc()
+                runtime.store,
+                data,
+                namespace=key,
+                sinks=tuple(runtime.sinks),
+                now=runtime.store.db_now(),
             )
         except StoreRefused as exc:
             raise InvalidOption(f"{file}: {exc}; fix the document and import it again") from None

@@ -154,6 +154,12 @@ def _print_redis_health(health: dict[str, Any]) -> None:
             f"  [red]queue epoch changed[/red] for {epoch['namespaces_from_an_earlier_epoch']} "
             f"recently committed namespace(s): {epoch['meaning']}"
         )
+    rollback = health["rollback"]
+    if rollback["detected"]:
+        stdout.print(
+            f"  [red]queue rolled back[/red] for {rollback['namespaces']} recently committed "
+            f"namespace(s): {rollback['meaning']}"
+        )
 
 
 def _store_health(settings: Settings, now: datetime) -> dict[str, Any]:

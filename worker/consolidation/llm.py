@@ -28,6 +28,12 @@ fault raise :class:`~worker.errors.ModelUnavailable` (a
 :class:`~worker.errors.ConsolidatorError` and an :class:`~worker.errors.Unavailable`): the
 infrastructure failed, not the batch. A request refused as such (HTTP 400, 413, 422, after the
 fallback) raises a plain :class:`~worker.errors.ConsolidatorError`: it would fail again.
+
+**Bulkheads.** One candidate never fails the others: a candidate whose prompt alone is over
+``token_budget`` (a 1 MB conversation turn) is set aside with a ``Reject`` naming the reason
+before anything is sent; a chunk the provider refuses as such is halved and each half tried
+alone, down to the single candidate the provider will not take, which is set aside the same
+way. The other candidates of the batch are merged.
 """
 
 from __future__ import annotations
@@ -336,18 +342,27 @@ class LLMConsolidator:
         run = _Run(self, state, now)
         for cand in unique:
             reason = guards.violation(cand.text) if cand.kind is Kind.FACT else None
+            if reason is None:
+                reason = run.oversized(cand)
             if reason is not None:
                 run.ops.append(Reject(candidate_ids=[cand.id], reason=reason))
-        rest = [c for c in unique if not (c.kind is Kind.FACT and guards.violation(c.text))]
+        rejected = {cid for op in run.ops for cid in op.candidate_ids}
+        rest = [c for c in unique if c.id not in rejected]
         while rest:
             chunk, rest = run.take(rest)
-            run.merge_chunk(chunk)
+            run.merge_isolated(chunk)
+        run.set_aside_refused()
         return Plan(
             ops=run.ops,
             llm_calls=run.calls,
             prompt_tokens=run.prompt_tokens,
             completion_tokens=run.completion_tokens,
         )
+
+
+class _Refused(ConsolidatorError):
+    """The provider refused the request as such (HTTP 400, 413, 422): sending the same
+    candidates again would be refused again."""
 
 
 class _Run:
@@ -361,6 +376,9 @@ class _Run:
         self.ops: list[Operation] = []
         self.removals = 0
         self.calls = self.prompt_tokens = self.completion_tokens = 0
+        #: Candidates the provider refused even alone, and whether it took any chunk at all.
+        self.refused: list[tuple[Candidate, _Refused]] = []
+        self.accepted_any = False
 
     def _messages(
         self, chunk: Sequence[Candidate], problems: Sequence[str] = ()
@@ -389,6 +407,46 @@ class _Run:
                 return pending[:n], pending[n:]
         return pending, []
 
+    def oversized(self, cand: Candidate) -> str | None:
+        """Why ``cand`` cannot be sent at all: its prompt alone is over the token budget."""
+        hint = schema_hint() if self.owner.method == "json_mode" else None
+        fixed, _ = build_messages(
+            self.state, [], answer_format=hint, entries=focus.touched_entries(self.state, [cand])
+        )
+        used = count_tokens_approximately(fixed)
+        used += count_tokens_approximately([candidate_line("C1", cand)])
+        if used <= self.owner.token_budget:
+            return None
+        return (
+            f"set aside: this {cand.kind.value} needs about {used} tokens of prompt, over the "
+            f"model's budget of {self.owner.token_budget} (MEMWORKER_MODEL_TOKEN_BUDGET); the "
+            "provider would refuse the whole batch"
+        )
+
+    def merge_isolated(self, chunk: list[Candidate]) -> None:
+        """:meth:`merge_chunk`, halving a chunk the provider refuses until the candidate it
+        will not take is alone, which is then set aside (see the module docstring)."""
+        try:
+            self.merge_chunk(chunk)
+        except _Refused as exc:
+            if len(chunk) > 1:
+                half = len(chunk) // 2
+                self.merge_isolated(chunk[:half])
+                self.merge_isolated(chunk[half:])
+                return
+            self.refused.append((chunk[0], exc))
+
+    def set_aside_refused(self) -> None:
+        """Reject each candidate the provider refused alone, when it took others of the batch;
+        when it took none, the refusal is not about a candidate (a wrong model name, a prompt
+        it cannot parse): the batch fails as a whole, rejecting nothing."""
+        if not self.refused:
+            return
+        if not self.accepted_any:
+            raise self.refused[0][1]
+        for cand, exc in self.refused:
+            self.ops.append(Reject(candidate_ids=[cand.id], reason=f"set aside: {str(exc)[:300]}"))
+
     def merge_chunk(self, chunk: list[Candidate]) -> None:
         problems: list[str] = []
         for _attempt in range(ATTEMPTS):
@@ -402,6 +460,7 @@ class _Run:
                 )  # fmt: skip
             if not problems:
                 self._accept(chunk, plan)
+                self.accepted_any = True
                 return
         raise InvalidModelPlan(
             problems, llm_calls=self.calls, prompt_tokens=self.prompt_tokens,
@@ -439,7 +498,7 @@ class _Run:
                 if method_rejected(exc) and self.owner.fall_back(exc):
                     continue
                 if http_status(exc) in _REQUEST_REFUSED:
-                    raise ConsolidatorError(
+                    raise _Refused(
                         f"the model provider refused the request for {self.state.namespace} "
                         f"(structured-output method {self.owner.method}): "
                         f"{type(exc).__name__}: {str(exc)[:500]}; the same request would be "

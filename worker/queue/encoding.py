@@ -169,20 +169,26 @@ class EnqueueEncoder:
         refuses only its own namespace's candidates, so the others were enqueued and are
         counted. ``where`` names the server in the error (a redacted URL)."""
         refused: tuple[str, Exception] | None = None
+        accepted = 0
         for candidate, result in zip(candidates, results, strict=True):
             if isinstance(result, Exception):
                 if refused is None:
                     refused = (candidate.namespace, result)
             else:
+                accepted += 1
                 count_enqueued(candidate.namespace)
         if refused is not None:
             namespace, error = refused
-            raise enqueue_error(namespace, error, where) from None
+            done = None if len(candidates) == 1 else f"{accepted} of {len(candidates)}"
+            raise enqueue_error(namespace, error, where, enqueued=done) from None
 
 
-def enqueue_error(namespace: str, error: BaseException, where: str) -> MemworkerError:
+def enqueue_error(
+    namespace: str, error: BaseException, where: str, *, enqueued: str | None = None
+) -> MemworkerError:
     """What an enqueue refusal means: :class:`BacklogFull` from the script, or a Redis failure
-    translated by :func:`worker.queue.failures.translate`."""
+    translated by :func:`worker.queue.failures.translate`. ``enqueued`` (``"N of M"``) says how
+    many of a pipelined batch went in, where not all of them were refused."""
     message = str(error)
     if message.startswith(SHARDS_MISMATCH):
         mine, _, theirs = message.removeprefix(SHARDS_MISMATCH).strip().partition(" ")
@@ -195,9 +201,14 @@ def enqueue_error(namespace: str, error: BaseException, where: str) -> Memworker
     if not message.startswith(BACKLOG_FULL):
         return translate(error, where)
     pending, _, limit = message.removeprefix(BACKLOG_FULL).strip().partition(" ")
+    outcome = (
+        "nothing was enqueued"
+        if enqueued is None or enqueued.startswith("0 of")
+        else f"{enqueued} candidates were enqueued, the rest refused"
+    )
     return BacklogFull(
         f"namespace {namespace} already has {pending} pending candidates (limit {limit or '?'}); "
-        "nothing was enqueued. The worker is behind or stopped: check "
+        f"{outcome}. The worker is behind or stopped: check "
         "`memworker status`, or raise MEMWORKER_MAX_PENDING_PER_NAMESPACE on the workers"
     )
 

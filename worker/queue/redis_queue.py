@@ -263,6 +263,10 @@ class RedisQueue:
         """The Redis server's clock (epoch ms): the queue's only clock."""
         return server_ms(self._call_time())
 
+    def last_issued(self, namespaces: Sequence[str]) -> dict[str, tuple[int, int]]:
+        """The highest stream id issued to each namespace (see :func:`views.last_issued`)."""
+        return views.last_issued(self.redis, self.layout, list(namespaces))
+
     def epochs(self) -> dict[int, str | None]:
         """Each shard's queue epoch (None: no claim since Redis started empty)."""
         return views.epochs(self.redis, self.layout)

@@ -84,3 +84,24 @@ def epochs(client: RedisClient, layout: QueueLayout) -> dict[int, str | None]:
         pipe.get(layout.epoch(shard))
     values = pipe.execute()
     return {shard: None if v is None else s(v) for shard, v in enumerate(values)}
+
+
+def last_issued(
+    client: RedisClient, layout: QueueLayout, namespaces: list[str]
+) -> dict[str, tuple[int, int]]:
+    """The highest stream id this Redis has issued to each namespace, as ``(ms, seq)``: its
+    meta's ``lms``/``lseq`` or, once it was emptied and forgotten, its shard's id floor (raised
+    to every forgotten namespace's last id). Ids only grow, so an applied position above it in
+    the same epoch means Redis was rolled back to an older snapshot."""
+    pipe = client.pipeline(transaction=False)
+    for ns in namespaces:
+        pipe.hmget(layout.meta(ns), "lms", "lseq")
+        pipe.hmget(layout.stats(layout.shard(ns)), "floor_ms", "floor_seq")
+    replies = pipe.execute()
+    found = {}
+    for i, ns in enumerate(namespaces):
+        (lms, lseq), (fms, fseq) = replies[2 * i], replies[2 * i + 1]
+        mine = (int(lms), int(lseq or 0)) if lms is not None else (0, 0)
+        floor = (int(fms), int(fseq or 0)) if fms is not None else (0, 0)
+        found[ns] = max(mine, floor)
+    return found

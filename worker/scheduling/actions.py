@@ -85,5 +85,6 @@ def _scan(runtime: Runtime, spec: ScheduleSpec, window: Window, now: datetime) -
             "candidates": len(scan.candidates),
             "inbox": scan.inbox,
             "agent_edits": scan.agent_edits,
+            "set_aside": len(scan.set_aside),  # each logged with its reason by the bulkhead
         }
     )

@@ -87,6 +87,9 @@ class Merged:
     result: BatchResult
     #: SQL's applied position when the batch was read (``<epoch>/<stream id>``).
     applied_position: str | None = None
+    #: Entries at or below that position, in its epoch, that the ledger does not hold: ids a
+    #: healthy Redis never issues twice, so Redis was rolled back to an older snapshot.
+    rolled_back: int = 0
 
 
 def merge_entries(
@@ -100,22 +103,23 @@ def merge_entries(
     epoch: str | None = None,
 ) -> Merged:
     """Everything a commit of ``entries`` (stream id, candidate) would write, computed from one
-    read snapshot; candidates already committed (applied position or ledger) are skipped.
+    read snapshot; candidates the ledger already holds are skipped.
 
-    Positions are only compared within one queue ``epoch``: entries of another epoch (or with
-    no epoch given) are judged by the unique ledger alone, so a Redis that lost its data and
-    restarted its ids lower can never make a new candidate look already applied.
+    **The ledger is the proof.** A candidate is skipped only because the unique ledger holds
+    it, never because its stream id lies at or below the applied position: a Redis restored
+    from an older snapshot keeps its epoch and issues those ids again, to new candidates. The
+    position only tells such a rollback apart (``Merged.rolled_back``, in the same ``epoch``).
     """
-    # One read transaction for the state, the files and the ledger lookup. The ledger is
-    # asked about every candidate read, a superset of those past the applied position.
+    # One read transaction for the state, the files and the ledger lookup.
     snapshot = store.snapshot(namespace, [c.id for _, c in entries])
     state = snapshot.state
-    fresh = _not_yet_applied(arrived(entries), state.applied_position, epoch)
-    batch = _unique([c for c in fresh if c.id not in snapshot.recorded])
+    fresh = [(sid, c) for sid, c in arrived(entries) if c.id not in snapshot.recorded]
+    batch = _unique([c for _, c in fresh])
     skipped = len(entries) - len(batch)
+    rolled_back = reissued(fresh, state.applied_position, epoch)
     if not batch:
         nothing = BatchResult(namespace, Outcome.NOTHING_NEW, skipped=skipped)
-        return Merged(state.version, None, nothing, state.applied_position)
+        return Merged(state.version, None, nothing, state.applied_position, rolled_back)
     plan, applied = consolidate_batch(
         consolidator, state, batch, now=now, settings=limits, current_files=snapshot.current_files
     )
@@ -131,7 +135,7 @@ def merge_entries(
         prompt_tokens=plan.prompt_tokens,
         completion_tokens=plan.completion_tokens,
     )
-    return Merged(state.version, applied, result, state.applied_position)
+    return Merged(state.version, applied, result, state.applied_position, rolled_back)
 
 
 def arrived(entries: Sequence[tuple[str, Candidate]]) -> list[tuple[str, Candidate]]:
@@ -148,28 +152,38 @@ def arrived(entries: Sequence[tuple[str, Candidate]]) -> list[tuple[str, Candida
         if sid == AFTER_EVERYTHING:
             out.append((sid, candidate))
             continue
-        ms, seq = _stream_position(sid)
+        ms, seq = stream_position(sid)
         # The id's sequence number as microseconds keeps arrivals of one millisecond in order.
         at = EPOCH + timedelta(milliseconds=ms, microseconds=min(seq, MAX_SEQ_MICROS))
         out.append((sid, candidate.model_copy(update={"created_at": at})))
     return out
 
 
-def _stream_position(stream_id: str) -> tuple[int, int]:
+def stream_position(stream_id: str) -> tuple[int, int]:
+    """A stream id as ``(ms, seq)``, for comparison."""
     ms, _, seq = stream_id.partition("-")
     return int(ms), int(seq or 0)
 
 
-def _not_yet_applied(
+def reissued(
     entries: Sequence[tuple[str, Candidate]], applied_position: str | None, epoch: str | None
-) -> list[Candidate]:
-    """Candidates after the namespace's applied log position (a committed-but-unacked batch);
-    all of them when the position is of another epoch (or of none)."""
+) -> int:
+    """How many of ``entries`` (none of them in the ledger) have stream ids at or below the
+    applied position of the same ``epoch``: ids a healthy Redis never hands out again, since
+    every id at or below that position was committed (and is in the ledger).
+
+    >>> from worker.models import make_candidate
+    >>> c = make_candidate(user_id="u1", trace_id="t", text="I prefer tea")
+    >>> reissued([("5-0", c), ("9-0", c)], "e1/7-0", "e1"), reissued([("5-0", c)], "e1/7-0", "e2")
+    (1, 0)
+    """
     recorded = epoch_of(applied_position)
     if applied_position is None or recorded is None or recorded != epoch:
-        return [c for _, c in entries]
-    applied = _stream_position(applied_position.rpartition("/")[2])
-    return [c for sid, c in entries if _stream_position(sid) > applied]
+        return 0
+    applied = stream_position(applied_position.rpartition("/")[2])
+    return sum(
+        1 for sid, _ in entries if sid != AFTER_EVERYTHING and stream_position(sid) <= applied
+    )
 
 
 def _unique(batch: Sequence[Candidate]) -> list[Candidate]:

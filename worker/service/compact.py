@@ -2,17 +2,19 @@
 
 Each namespace is read in one snapshot and committed through the same database fence as a
 merge, so a compaction racing a merge of the same namespace loses cleanly (counted ``stale``)
-and the next compaction looks again.
+and the next compaction looks again. Each namespace is its own bulkhead: one that fails for any
+other reason is set aside (named, with the reason, in the report) and the others are compacted.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 
 from worker.consolidation.apply import compact
 from worker.errors import StaleVersion
+from worker.service.bulkhead import Bulkhead, SetAside
 from worker.settings import Settings
 from worker.store.memory import MemoryStore, RunRecord
 from worker.values import AppliedPlan
@@ -23,9 +25,15 @@ class CompactionReport:
     namespaces: int  #: namespaces that got a new version
     evicted: int  #: entries evicted, over all of them
     stale: int  #: namespaces a concurrent merge changed first (left for the next compaction)
+    set_aside: tuple[SetAside, ...] = field(default=())  #: namespaces that failed, and why
 
     def as_dict(self) -> dict[str, int]:
-        return {"namespaces": self.namespaces, "evicted": self.evicted, "stale": self.stale}
+        return {
+            "namespaces": self.namespaces,
+            "evicted": self.evicted,
+            "stale": self.stale,
+            "set_aside": len(self.set_aside),
+        }
 
 
 @dataclass(frozen=True)
@@ -46,35 +54,55 @@ def compact_files(
     context: RunContext = RunContext(),  # frozen: sharing the default is safe
 ) -> CompactionReport:
     """Compact every namespace of ``scope`` (all when None) whose files exceed their budget."""
-    compacted = evicted = stale = 0
+    bulkhead = Bulkhead("compaction")
+    totals = [0, 0, 0]  # compacted, evicted, stale
     for namespace in store.namespaces(scope=scope):
-        snapshot = store.snapshot(namespace, ())
-        state = snapshot.state
-        applied = compact(
-            state,
-            now=now,
-            current_files=snapshot.current_files,
-            file_budget_bytes=settings.file_budget_bytes,
-            sensitive_paths=settings.sensitive_paths,
+        done = bulkhead.run(
+            namespace,
+            lambda n=namespace: _compact_one(  # type: ignore[misc]
+                store, settings, n, sinks=sinks, now=now, context=context
+            ),
         )
-        if not applied.files:
-            continue
-        try:
-            store.commit_batch(
-                namespace=namespace,
-                expected_version=state.version,
-                applied_position=state.applied_position,
-                applied=applied,
-                run=_run(namespace, applied, now, context),
-                sinks=sinks,
-                now=now,
-            )
-        except StaleVersion:
-            stale += 1  # a merge committed meanwhile; the next compaction looks again
-            continue
-        compacted += 1
-        evicted += applied.counts.get("evicted", 0)
-    return CompactionReport(compacted, evicted, stale)
+        for i, n in enumerate(done or (0, 0, 0)):
+            totals[i] += n
+    compacted, evicted, stale = totals
+    return CompactionReport(compacted, evicted, stale, tuple(bulkhead.set_aside))
+
+
+def _compact_one(
+    store: MemoryStore,
+    settings: Settings,
+    namespace: str,
+    *,
+    sinks: Sequence[str],
+    now: datetime,
+    context: RunContext,
+) -> tuple[int, int, int]:
+    """Compact one namespace: (compacted, evicted, stale), each 0 or its count."""
+    snapshot = store.snapshot(namespace, ())
+    state = snapshot.state
+    applied = compact(
+        state,
+        now=now,
+        current_files=snapshot.current_files,
+        file_budget_bytes=settings.file_budget_bytes,
+        sensitive_paths=settings.sensitive_paths,
+    )
+    if not applied.files:
+        return 0, 0, 0
+    try:
+        store.commit_batch(
+            namespace=namespace,
+            expected_version=state.version,
+            applied_position=state.applied_position,
+            applied=applied,
+            run=_run(namespace, applied, now, context),
+            sinks=sinks,
+            now=now,
+        )
+    except StaleVersion:
+        return 0, 0, 1  # a merge committed meanwhile; the next compaction looks again
+    return 1, applied.counts.get("evicted", 0), 0
 
 
 def _run(namespace: str, applied: AppliedPlan, now: datetime, context: RunContext) -> RunRecord:

@@ -27,7 +27,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Literal
 
 from worker.consolidation.base import Consolidator
@@ -35,7 +35,7 @@ from worker.errors import LeaseLost, MemworkerError, StaleVersion, Unavailable
 from worker.outcomes import Outcome
 from worker.queue.redis_queue import Claim, RedisQueue
 from worker.service.batch import BatchResult, epoch_changed, epoch_of, merge_entries
-from worker.service.report import observe_batch, observe_epoch_change
+from worker.service.report import observe_batch, observe_epoch_change, observe_rollback
 from worker.settings import Settings
 from worker.store.memory import MemoryStore, RunRecord
 
@@ -57,7 +57,9 @@ class Pipeline:
     """The dependencies of a consolidation, passed in explicitly.
 
     ``after_commit`` is called after each commit when sinks are configured, so a deliverer
-    publishes it soon (the Celery app sends the delivery task to its own lane).
+    publishes it soon (the Celery app sends the delivery task to its own lane). ``clock`` is a
+    test's injected time; without it every time this writes (run rows, versions, outbox rows
+    that other workers compare) is the database's clock, never this host's.
     """
 
     queue: RedisQueue
@@ -65,8 +67,12 @@ class Pipeline:
     consolidator: Consolidator
     settings: Settings
     sinks: Sequence[str] = ()
-    clock: Callable[[], datetime] = lambda: datetime.now(UTC)
+    clock: Callable[[], datetime] | None = None
     after_commit: Callable[[], None] = _nothing
+
+    def now(self) -> datetime:
+        """The injected clock's time, else the database's (one authority for SQL-side times)."""
+        return self.now() if self.clock is not None else self.store.db_now()
 
     def consolidate(self, claim: Claim, *, trigger: Trigger = "queue") -> BatchResult:
         """Consolidate the batch ``claim`` covers; see the module docstring for the guarantees."""
@@ -78,9 +84,12 @@ class Pipeline:
         return result
 
     def _attempt(self, claim: Claim, trigger: Trigger) -> BatchResult:
-        started = self.clock()
+        started: datetime | None = None
         namespace = claim.namespace
         try:
+            # Inside the try: the database's clock is a database call, and an outage here is
+            # an outage like any other (retried, never dead-lettered).
+            started = self.now()
             with _heartbeat(
                 self.queue, claim, self.settings.lease_seconds, self.settings.max_merge_seconds
             ) as lease_lost:
@@ -118,11 +127,13 @@ class Pipeline:
             self.settings,
             namespace,
             entries,
-            now=self.clock(),
+            now=self.now(),
             epoch=claim.epoch,
         )
         if epoch_changed(merged.applied_position, claim.epoch):
             observe_epoch_change(namespace, epoch_of(merged.applied_position), claim.epoch)
+        elif merged.rolled_back:
+            observe_rollback(namespace, merged.rolled_back, merged.applied_position)
         if merged.applied is None:
             self.queue.ack(claim)
             return merged.result
@@ -135,7 +146,7 @@ class Pipeline:
             applied=merged.applied,
             run=self._run(claim, trigger, started, merged.result),
             sinks=self.sinks,
-            now=self.clock(),
+            now=self.now(),
         )
         if not self.queue.ack(claim):
             # Committed, but the lease moved on: harmless. The next claimer finds every
@@ -152,7 +163,7 @@ class Pipeline:
             trigger=trigger,
             namespace=claim.namespace,
             started_at=started,
-            finished_at=self.clock(),
+            finished_at=self.now(),
             outcome=outcome,
             error=result.error,
             candidates=result.candidates,
@@ -173,15 +184,16 @@ class Pipeline:
         self,
         claim: Claim,
         trigger: Trigger,
-        started: datetime,
+        started: datetime | None,
         outcome: Outcome,
         error: str,
         *,
         record: bool = True,
     ) -> BatchResult:
-        """The failed attempt's result, recorded as a run row (best effort) when ``record``."""
+        """The failed attempt's result, recorded as a run row (best effort) when ``record``
+        (never when not even the database's clock could be read)."""
         failed = BatchResult(claim.namespace, outcome, candidates=claim.count, error=error)
-        if not record:
+        if not record or started is None:
             return BatchResult(claim.namespace, outcome, error=error)
         try:
             self.store.record_run(self._run(claim, trigger, started, failed))

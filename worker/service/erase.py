@@ -77,11 +77,12 @@ def erase(
     sinks: Mapping[str, Sink],
     keys: list[str],
     *,
-    now: datetime,
+    now: datetime | None = None,
 ) -> Erased:
     """Erase ``keys`` from the queue, then SQL, then the sinks (see the module docstring).
 
-    A namespace a worker holds right now is left whole and listed in ``busy``.
+    A namespace a worker holds right now is left whole and listed in ``busy``. ``now`` is a
+    test's injected time; without it the tombstones are due by the database's clock.
     """
     queued: dict[str, int] = {}
     busy: list[str] = []

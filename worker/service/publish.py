@@ -16,6 +16,9 @@ so a sink can never see an uncommitted version. Invariants of a delivery pass:
   giving back what it did not attempt; an operator command publishes only the namespaces it
   touched and reports what is still due.
 * **No resurrection.** A delivery that lands after its namespace was erased is taken back at once.
+* **One clock.** Every time a pass writes or compares (claims, retries, the breaker) is the
+  database's (``now=None``, :mod:`worker.store.clock`); a host whose clock is a day off changes
+  nothing. A ``now`` passed in is a test's injected time.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from typing import Final
 from worker.errors import ExternalEdit, MemworkerError, NotFound
 from worker.metrics import SINK_DELIVERIES
 from worker.service.agent_edits import absorb_external_edit
+from worker.service.bulkhead import SetAside
 from worker.sinks.base import PublishedFile, Sink
 from worker.store.memory import MemoryStore
 from worker.store.records import OutboxItem
@@ -91,17 +95,23 @@ def default_claimant() -> str:
 @dataclass(frozen=True)
 class DeliveryReport:
     """What a pass did: rows delivered, rows that failed (retried later), sinks skipped because
-    their breaker is open, and (for :func:`publish_now`) deliveries still waiting."""
+    their breaker is open, (for :func:`publish_now`) deliveries still waiting, and the
+    namespaces set aside, each with the sink's error (their rows retry on their own backoff)."""
 
     delivered: int
     failed: int
     skipped_sinks: tuple[str, ...] = ()
     remaining: int = 0
+    set_aside: tuple[SetAside, ...] = ()
 
     def __add__(self, other: DeliveryReport) -> DeliveryReport:
         skipped = tuple(dict.fromkeys(self.skipped_sinks + other.skipped_sinks))
         return DeliveryReport(
-            self.delivered + other.delivered, self.failed + other.failed, skipped, other.remaining
+            self.delivered + other.delivered,
+            self.failed + other.failed,
+            skipped,
+            other.remaining,
+            self.set_aside + other.set_aside,
         )
 
 
@@ -119,7 +129,7 @@ def deliver_due(
     store: MemoryStore,
     sinks: Mapping[str, Sink],
     *,
-    now: datetime,
+    now: datetime | None = None,
     claimant: str | None = None,
     namespaces: Sequence[str] | None = None,
     limit: int = DELIVERY_BATCH,
@@ -150,7 +160,7 @@ def publish_now(
     store: MemoryStore,
     sinks: Mapping[str, Sink],
     *,
-    now: datetime,
+    now: datetime | None = None,
     namespaces: Sequence[str],
     claimant: str | None = None,
     limit: int = PUBLISH_NOW_LIMIT,
@@ -175,7 +185,9 @@ def publish_now(
             if report.delivered == 0:
                 break
     remaining = sum(store.outbox_pending(namespaces=chunk) for chunk in chunks)
-    return DeliveryReport(total.delivered, total.failed, total.skipped_sinks, remaining)
+    return DeliveryReport(
+        total.delivered, total.failed, total.skipped_sinks, remaining, total.set_aside
+    )
 
 
 def _deliver_sink(
@@ -183,13 +195,13 @@ def _deliver_sink(
     name: str,
     sink: Sink,
     *,
-    now: datetime,
+    now: datetime | None,
     claimant: str,
     namespaces: Sequence[str] | None,
     limit: int,
 ) -> DeliveryReport:
     (health,) = store.sink_health(name)
-    state = health.state(now)
+    state = health.state(now or store.db_now())
     if state == "open":
         return DeliveryReport(0, 0, (name,))
     # A probing sink gets one row: if it is still down, one timeout is all it costs.
@@ -226,13 +238,16 @@ def _deliver_sink(
 
 
 class _PassClock:
-    """The pass's ``now`` moved on by the time the pass has taken, so claims and retries made
-    late in a long pass are stamped with the time they are made (tests inject ``now``)."""
+    """An injected ``now`` moved on by the time the pass has taken, so claims and retries made
+    late in a long pass are stamped with the time they are made; None (the database's clock,
+    read by each store call) when nothing was injected."""
 
-    def __init__(self, now: datetime) -> None:
+    def __init__(self, now: datetime | None) -> None:
         self._start, self._now = time.monotonic(), now
 
-    def __call__(self) -> datetime:
+    def __call__(self) -> datetime | None:
+        if self._now is None:
+            return None
         return self._now + timedelta(seconds=time.monotonic() - self._start)
 
 
@@ -248,13 +263,19 @@ def _deliver_claimed(
 ) -> tuple[DeliveryReport, bool]:
     """Deliver claimed rows in order; give back the rest when the claim could run out before
     another sink call ends (``deadline``, monotonic) or the breaker opens. The first row is
-    always attempted, so a pass makes progress."""
+    always attempted, so a pass makes progress. A namespace whose delivery failed is set aside
+    for the rest of the pass (its other rows are given back), so one namespace the sink refuses
+    costs one call per pass and never holds up the others."""
     report = DeliveryReport(0, 0)
+    failed_here: set[str] = set()
     for index, item in enumerate(claimed):
         if index and time.monotonic() > deadline:
             store.release_outbox([i.id for i in claimed[index:]])
             break
-        error = _deliver(store, sink, item)
+        if item.namespace in failed_here:
+            store.release_outbox([item.id])
+            continue
+        error = _deliver(store, sink, item, name=name, now=clock())
         now = clock()
         if error is None:
             SINK_DELIVERIES.labels(sink=name, outcome="ok").inc()
@@ -269,12 +290,13 @@ def _deliver_claimed(
         log.warning("sink %s could not take %s%s: %s", name, item.namespace, item.path, error)
         with contextlib.suppress(NotFound):
             store.mark_delivery_failed(
-                item.id, error, next_attempt_at=now + retry_delay(item.attempts + 1), now=now
+                item.id, error, retry_in=retry_delay(item.attempts + 1), now=now
             )
-        health = store.record_sink_failure(name, error, now=now)
+        health = store.record_sink_failure(name, error, now=now, namespace=item.namespace)
         recovering = True
-        report += DeliveryReport(0, 1)
-        if health.state(now) == "open":
+        failed_here.add(item.namespace)
+        report += DeliveryReport(0, 1, set_aside=(SetAside(item.namespace, error, item.path),))
+        if health.state(now or store.db_now()) == "open":
             log.warning(
                 "sink %s failed %d deliveries in a row; leaving it alone until %s",
                 name,
@@ -286,8 +308,23 @@ def _deliver_claimed(
     return report, recovering
 
 
-def _deliver(store: MemoryStore, sink: Sink, item: OutboxItem) -> str | None:
-    """Hand one row to its sink; the error text when the sink failed, None when it took it."""
+def _deliver(
+    store: MemoryStore,
+    sink: Sink,
+    item: OutboxItem,
+    *,
+    name: str | None = None,
+    now: datetime | None = None,
+) -> str | None:
+    """Hand one row to the sink it is filed under (``name``, the sink's own by default) and
+    re-check the erase generation whatever the outcome; the error text when the sink failed,
+    None when it took it."""
+    error = _send(store, sink, item)
+    return _recheck_erase(store, name or sink.name, sink, item, error, now=now)
+
+
+def _send(store: MemoryStore, sink: Sink, item: OutboxItem) -> str | None:
+    """The sink call itself: the error text when it failed, None when the sink took it."""
     published = PublishedFile(
         namespace=item.namespace,
         path=item.path,
@@ -307,11 +344,49 @@ def _deliver(store: MemoryStore, sink: Sink, item: OutboxItem) -> str | None:
                 error = absorb_external_edit(store, sink, published, edit)
                 if error is not None:
                     return error
-            if store.was_erased(item.namespace):
-                # Read before an erase, delivered after it: take the copy back out, so no
-                # deliverer that raced `forget` can bring the user's data back.
-                sink.erase(published.namespace, [published.path])
-    except Exception as exc:
-        kind = "" if isinstance(exc, MemworkerError) else f"{type(exc).__name__}: "
-        return f"{kind}{exc}"[:2000]
+    except Exception as exc:  # a timeout included: the write may still land (see below)
+        return _describe(exc)
     return None
+
+
+def _recheck_erase(
+    store: MemoryStore,
+    name: str,
+    sink: Sink,
+    item: OutboxItem,
+    error: str | None,
+    *,
+    now: datetime | None,
+) -> str | None:
+    """After every outcome of a delivery (taken, failed, timed out): if the namespace's erase
+    generation moved on since the row was claimed, the copy may have landed after the erase.
+    Take it out of the sink now, and make the outbox bring the sink to the item's current
+    state (a tombstone, or the version the returning user committed since), so a deliverer
+    that raced ``forget`` never leaves the erased text behind. Returns the delivery's error,
+    or the take-back's when the delivery itself went through."""
+    if item.deleted:
+        return error
+    try:
+        if store.erase_generation(item.namespace) == item.generation:
+            return error
+    except MemworkerError as exc:  # the store is down: the row's retry checks again
+        return error or _describe(exc)
+    log.warning(
+        "%s%s was erased while %s delivered it; taking the copy back",
+        item.namespace,
+        item.path,
+        name,
+    )
+    SINK_DELIVERIES.labels(sink=name, outcome="taken_back").inc()
+    taken: str | None = None
+    try:
+        sink.erase(item.namespace, [item.path])
+    except Exception as exc:  # the outbox row queued below deletes it on a later pass
+        taken = _describe(exc)
+    store.take_back(sink=name, namespace=item.namespace, path=item.path, now=now)
+    return error or taken
+
+
+def _describe(exc: BaseException) -> str:
+    kind = "" if isinstance(exc, MemworkerError) else f"{type(exc).__name__}: "
+    return f"{kind}{exc}"[:2000]

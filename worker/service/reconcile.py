@@ -7,13 +7,14 @@ unique ledger, so nothing is merged twice. A dry run takes no lease and writes n
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
 from worker.models import Candidate
 from worker.outcomes import Outcome
 from worker.service.batch import BatchResult
+from worker.service.bulkhead import Bulkhead
 from worker.service.consolidate import Pipeline
 from worker.service.preview import preview
 
@@ -77,3 +78,37 @@ def reconcile_namespace(
         return Reconciled(namespace, Outcome.NOTHING_PENDING)
     result = pipeline.consolidate(claim, trigger="reconcile")
     return Reconciled(namespace, result.outcome, result)
+
+
+def _nothing(_namespace: str) -> None:
+    return None
+
+
+def reconcile_each(
+    pipeline: Pipeline,
+    namespaces: Sequence[str],
+    *,
+    dry_run: bool = False,
+    extra: Callable[[str], Sequence[Candidate]] = lambda _namespace: (),
+    now: datetime,
+    progress: Callable[[str], None] = _nothing,
+) -> list[Reconciled]:
+    """:func:`reconcile_namespace` for each of ``namespaces`` (``reconcile --all``), each behind
+    its own bulkhead: a namespace whose step raises (a corrupt log entry a preview cannot read,
+    a Redis error on its key) is reported ``failed`` with the reason it was set aside, and the
+    others are reconciled all the same. ``progress`` is called after each namespace."""
+    bulkhead = Bulkhead("reconcile")
+    done = []
+    for namespace in namespaces:
+        result = bulkhead.run(
+            namespace,
+            lambda n=namespace: reconcile_namespace(  # type: ignore[misc]
+                pipeline, n, dry_run=dry_run, extra=extra(n), now=now
+            ),
+        )
+        if result is None:
+            note = f"set aside: {bulkhead.set_aside[-1].reason}"
+            result = Reconciled(namespace, Outcome.FAILED, note=note)
+        done.append(result)
+        progress(namespace)
+    return done

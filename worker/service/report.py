@@ -68,3 +68,21 @@ def observe_epoch_change(namespace: str, recorded: str | None, current: str | No
         pair[1],
         namespace,
     )
+
+
+def observe_rollback(namespace: str, reissued: int, applied_position: str | None) -> None:
+    """Count a batch whose new candidates carry stream ids at or below SQL's applied position
+    in the same epoch: Redis was restored from an older snapshot. Logged at ERROR, like an
+    epoch change; the candidates are merged all the same (the ledger decides)."""
+    metrics.QUEUE_EPOCH_CHANGES.inc()
+    metrics.QUEUE_ROLLBACKS.inc()
+    log.error(
+        "queue rolled back on %s: %d new candidate(s) got stream ids at or below the position "
+        "SQL last committed (%s) in the same epoch, so Redis was restored from an older "
+        "snapshot (or a stale replica took over). Candidates queued after that snapshot and "
+        "not yet committed are gone; the new ones are merged (the ledger decides). Check Redis "
+        "persistence (`memworker status`)",
+        namespace,
+        reissued,
+        applied_position,
+    )

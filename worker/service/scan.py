@@ -8,6 +8,13 @@ then dedupes); a thread whose candidates were filtered out keeps its cursor.
 With the LangGraph store sink configured, the same scan also reads what agents wrote: their
 inbox items (:mod:`worker.sources.inbox`; removed once merged) and the direct edits the sink
 absorbed (:func:`worker.service.agent_edits.settle_agent_edits`).
+
+**Bulkheads.** Each namespace is enqueued on its own (:class:`~worker.service.bulkhead.Bulkhead`):
+a namespace whose backlog is full, or whose enqueue fails for any reason, is set aside with
+the reason and keeps its cursors (read again next time), while every other namespace is
+enqueued and moves on. An inbox item with more lines than :data:`MAX_INBOX_ITEM_LINES` is set
+aside by itself (named in the result), never enqueued in part, so it cannot fill its user's
+backlog every night.
 """
 
 from __future__ import annotations
@@ -17,11 +24,13 @@ import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Final
 
 from worker.integrations.store_layout import StoreLayout
 from worker.models import Candidate
 from worker.queue.redis_queue import RedisQueue
 from worker.service.agent_edits import settle_agent_edits
+from worker.service.bulkhead import Bulkhead, SetAside
 from worker.settings import Settings
 from worker.sinks.langgraph_store import LangGraphStoreSink, item_content
 from worker.sources.inbox import CURSOR_SOURCE as INBOX_SOURCE
@@ -30,6 +39,10 @@ from worker.sources.langgraph_threads import collect_threads
 from worker.store.memory import MemoryStore
 
 log = logging.getLogger(__name__)
+
+#: Most lines one inbox item may hold: an agent writes a few facts per thread; a file of
+#: thousands of lines is a dump (or a runaway loop) that would fill its user's backlog.
+MAX_INBOX_ITEM_LINES: Final = 1000
 
 
 def _everything(_namespace: str) -> bool:
@@ -48,6 +61,8 @@ class SourceScan:
     inbox: int = 0
     inbox_removed: int = 0
     agent_edits: int = 0
+    #: Namespaces (or inbox items) left out this time, each with its reason.
+    set_aside: tuple[SetAside, ...] = ()
 
 
 def scan_sources(
@@ -88,26 +103,58 @@ def scan_sources(
     by_namespace: dict[str, list[Candidate]] = {}
     for candidate in found.candidates:
         by_namespace.setdefault(candidate.namespace, []).append(candidate)
+    bulkhead = Bulkhead("scan")
     if enqueue:
-        if found.candidates:
-            queue.enqueue_many(found.candidates)
-        found.advance(store, now=now)
-        for namespace in by_namespace:
-            queue.mark_due(namespace)
+        enqueued = enqueue_each(queue, by_namespace, bulkhead)
+        # A thread of a namespace set aside keeps its cursor: read again by the next scan.
+        found.only(lambda namespace: namespace not in bulkhead.namespaces()).advance(store, now=now)
+        mark_due_each(queue, enqueued, bulkhead)
     inbox = removed = edits = 0
     if "langgraph" in settings.sinks:
         sink = LangGraphStoreSink.from_settings(settings)
         try:
             inbox, removed = scan_inbox(
-                queue, store, sink, settings, now=now, trace_id=trace_id, keep=keep, enqueue=enqueue
+                queue,
+                store,
+                sink,
+                settings,
+                now=now,
+                trace_id=trace_id,
+                keep=keep,
+                enqueue=enqueue,
+                bulkhead=bulkhead,
             )
             if enqueue:
                 edits = settle_agent_edits(queue, store, sink, now=now, keep=keep).enqueued
         finally:
             sink.close()
     return SourceScan(
-        True, len(found.threads_seen), tuple(found.candidates), by_namespace, inbox, removed, edits
+        True,
+        len(found.threads_seen),
+        tuple(found.candidates),
+        by_namespace,
+        inbox,
+        removed,
+        edits,
+        tuple(bulkhead.set_aside),
     )
+
+
+def enqueue_each(
+    queue: RedisQueue, by_namespace: dict[str, list[Candidate]], bulkhead: Bulkhead
+) -> list[str]:
+    """Enqueue each namespace's candidates on its own, one round trip each; returns the
+    namespaces to mark due: all of them, since a full backlog may take some candidates and
+    refuse the rest (its namespace is set aside, saying how many went in)."""
+    for namespace, candidates in by_namespace.items():
+        bulkhead.run(namespace, lambda c=candidates: queue.enqueue_many(c))  # type: ignore[misc]
+    return list(by_namespace)
+
+
+def mark_due_each(queue: RedisQueue, namespaces: Sequence[str], bulkhead: Bulkhead) -> None:
+    """Make each namespace due now, one at a time (a failure sets only that one aside)."""
+    for namespace in namespaces:
+        bulkhead.run(namespace, lambda n=namespace: queue.mark_due(n))  # type: ignore[misc]
 
 
 def scan_inbox(
@@ -120,10 +167,13 @@ def scan_inbox(
     trace_id: str,
     keep: Callable[[str], bool] = _everything,
     enqueue: bool = True,
+    bulkhead: Bulkhead | None = None,
 ) -> tuple[int, int]:
     """Queue the new inbox items of the namespaces ``keep`` accepts, then record them; remove
     the items an earlier scan queued once the ledger holds their candidates. Returns (candidates
-    queued, items removed); without ``enqueue`` nothing is written anywhere."""
+    queued, items removed); without ``enqueue`` nothing is written anywhere. Namespaces and
+    items set aside go to ``bulkhead`` (see the module docstring)."""
+    bulkhead = bulkhead if bulkhead is not None else Bulkhead("inbox scan")
 
     def merged(namespace: str, ids: Sequence[str]) -> bool:
         return not ids or store.already_recorded(namespace, ids) >= set(ids)
@@ -137,18 +187,26 @@ def scan_inbox(
         trace_id=trace_id,
         max_text_bytes=settings.max_text_bytes,
     )
-    candidates = [c for c in found.candidates if keep(c.namespace)]
+    oversized = _oversized_items(found.cursor_updates, bulkhead)
+    candidates = [c for c in found.candidates if keep(c.namespace) and c.id not in oversized]
     if not enqueue:
         return len(candidates), 0
-    if candidates:
-        queue.enqueue_many(candidates)
+    by_namespace: dict[str, list[Candidate]] = {}
+    for candidate in candidates:
+        by_namespace.setdefault(candidate.namespace, []).append(candidate)
+    enqueued = enqueue_each(queue, by_namespace, bulkhead)
     for namespace, consumed in found.cursor_updates.items():
-        if keep(namespace):  # recorded only now that its candidates are queued
-            store.set_cursor(
-                INBOX_SOURCE, namespace, json.dumps(consumed), namespace=namespace, now=now
+        # Recorded only now that its candidates are queued; an item set aside is left out, so
+        # it is looked at again (and reported again) until an agent fixes it.
+        if keep(namespace) and namespace not in bulkhead.namespaces():
+            kept = {k: v for k, v in consumed.items() if not set(v.get("ids", ())) & oversized}
+            bulkhead.run(
+                namespace,
+                lambda n=namespace, k=kept: store.set_cursor(  # type: ignore[misc]
+                    INBOX_SOURCE, n, json.dumps(k), namespace=n, now=now
+                ),
             )
-    for namespace in {c.namespace for c in candidates}:
-        queue.mark_due(namespace)
+    mark_due_each(queue, enqueued, bulkhead)
     removed = 0
     layout = StoreLayout.from_settings(settings)
     for store_ns, key, sha in found.removable:
@@ -165,3 +223,23 @@ def scan_inbox(
     if removed:
         log.info("inbox: removed %d merged item(s)", removed)
     return len(candidates), removed
+
+
+def _oversized_items(
+    cursor_updates: dict[str, dict[str, dict[str, object]]], bulkhead: Bulkhead
+) -> set[str]:
+    """Candidate ids of the inbox items with more than :data:`MAX_INBOX_ITEM_LINES` lines,
+    each item set aside with its reason."""
+    oversized: set[str] = set()
+    for namespace, consumed in cursor_updates.items():
+        for key, record in consumed.items():
+            ids = [str(i) for i in record.get("ids", ()) or ()]  # type: ignore[attr-defined]
+            if len(ids) > MAX_INBOX_ITEM_LINES:
+                bulkhead.skip(
+                    namespace,
+                    f"inbox item has {len(ids)} lines, more than {MAX_INBOX_ITEM_LINES}; left "
+                    "in the inbox, not enqueued (split it into smaller items)",
+                    item=key,
+                )
+                oversized.update(ids)
+    return oversized

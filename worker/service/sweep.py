@@ -16,6 +16,7 @@ from worker import metrics
 from worker.queue.encoding import to_ms
 from worker.queue.redis_queue import Claim, RedisQueue
 from worker.queue.sweep import sweep_due
+from worker.service.bulkhead import Bulkhead
 
 #: How often a worker process refreshes the queue-depth gauges. Reading them costs one small
 #: script per shard (counters, not a walk over the namespaces), but every process's sweeps
@@ -63,6 +64,13 @@ def sweep(
 
 def drain(queue: RedisQueue, *, scope: str | None = None) -> int:
     """Make every namespace (of ``scope``) with pending candidates due now, whatever its
-    debounce, so the next sweep claims it; returns how many were marked."""
+    debounce, so the next sweep claims it; returns how many were marked. Each namespace is its
+    own bulkhead: one whose key Redis refuses is set aside (logged with the reason)."""
     prefix = f"{scope}:" if scope is not None else ""
-    return sum(1 for ns in queue.namespaces() if ns.startswith(prefix) and queue.mark_due(ns))
+    bulkhead = Bulkhead("drain")
+    marked = [
+        bulkhead.run(ns, lambda n=ns: queue.mark_due(n))  # type: ignore[misc]
+        for ns in queue.namespaces()
+        if ns.startswith(prefix)
+    ]
+    return sum(1 for m in marked if m)

@@ -16,6 +16,8 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from worker.store import fence
+from worker.store.clock import resolve
+from worker.store.outbox import in_doubt
 from worker.store.records import EraseReport
 from worker.store.schema import (
     approvals,
@@ -28,20 +30,21 @@ from worker.store.schema import (
     runs,
     source_cursors,
 )
-from worker.store.sqltypes import require_utc
 
 
 def erase_namespaces(
-    conn: Connection, keys: Sequence[str], *, sinks: Sequence[str], now: datetime
+    conn: Connection, keys: Sequence[str], *, sinks: Sequence[str], now: datetime | None
 ) -> EraseReport:
-    """Delete everything of ``keys``; queue tombstones; report rows deleted per table."""
-    now = require_utc(now, "now")
+    """Delete everything of ``keys``; queue tombstones (due at ``now``: the database's clock
+    when None); report rows deleted per table."""
+    now = resolve(conn, now)
     keys = sorted(set(keys))
     placeholders = fence.take_for_erase(conn, keys, now=now)
     ns_ids = list(
         conn.execute(sa.select(namespaces.c.id).where(namespaces.c.key.in_(keys))).scalars()
     )
     items, all_sinks = _published(conn, keys, ns_ids, sinks)
+    doubt = in_doubt(conn, keys, now=now)  # writes that may still land: delete again after
     deleted = _delete_rows(conn, keys, ns_ids)
     deleted["namespaces"] -= placeholders  # rows the fence created only to lock the key
     tombstones = [
@@ -54,6 +57,7 @@ def erase_namespaces(
             "attempts": 0,
             "next_attempt_at": now,
             "created_at": now,
+            "in_doubt_until": doubt.get((sink, key, path)),
         }
         for key, path in items
         for sink in all_sinks

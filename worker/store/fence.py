@@ -28,7 +28,7 @@ from sqlalchemy.engine import Connection
 from worker.errors import StaleVersion, StoreRefused
 from worker.models import Namespace
 from worker.store.engine import dialect_insert
-from worker.store.schema import namespace_fences, namespaces
+from worker.store.schema import erase_generations, namespace_fences, namespaces
 
 
 def digest(namespace: str) -> str:
@@ -46,6 +46,39 @@ def erased_version(conn: Connection, namespace: str) -> int | None:
         sa.select(namespace_fences.c.version).where(namespace_fences.c.digest == digest(namespace))
     ).scalar_one_or_none()
     return None if value is None else int(value)
+
+
+def erase_generation(conn: Connection, namespace: str) -> int:
+    """How many times ``namespace`` was erased (0: never). Unlike the fence this survives the
+    user's return, so "erased since this delivery was made" is a comparison of generations."""
+    return generations(conn, [namespace])[namespace]
+
+
+def generations(conn: Connection, keys: Sequence[str]) -> dict[str, int]:
+    """The erase generation of each of ``keys``."""
+    by_digest = {digest(k): k for k in keys}
+    found = dict.fromkeys(keys, 0)
+    if by_digest:
+        rows = conn.execute(
+            sa.select(erase_generations.c.digest, erase_generations.c.generation).where(
+                erase_generations.c.digest.in_(list(by_digest))
+            )
+        )
+        for d, generation in rows:
+            found[by_digest[d]] = int(generation)
+    return found
+
+
+def _bump_generation(conn: Connection, key: str) -> None:
+    """One more erase of ``key`` (under the erase's row lock on the namespace)."""
+    conn.execute(
+        dialect_insert(conn, erase_generations)
+        .values(digest=digest(key), generation=1)
+        .on_conflict_do_update(
+            index_elements=[erase_generations.c.digest],
+            set_={"generation": erase_generations.c.generation + 1},
+        )
+    )
 
 
 def advance(
@@ -169,7 +202,8 @@ def take_for_erase(conn: Connection, keys: Sequence[str], *, now: datetime) -> i
     Each key first gets a placeholder row if it has none (``ON CONFLICT DO NOTHING``), which on
     PostgreSQL waits for an in-flight first commit of the same key; the row is then locked and
     its version read, so no commit can move it between this read and the erase's delete. The
-    placeholder rows are deleted with the rest of the namespace.
+    placeholder rows are deleted with the rest of the namespace. Each key's erase generation
+    moves on by one (:func:`erase_generation`).
     """
     created = 0
     for key in keys:
@@ -191,6 +225,7 @@ def take_for_erase(conn: Connection, keys: Sequence[str], *, now: datetime) -> i
         conn.execute(
             sa.insert(namespace_fences).values(digest=digest(key), version=fence, erased_at=now)
         )
+        _bump_generation(conn, key)
     return created
 
 

@@ -1,7 +1,9 @@
 """The memory store: one facade over the SQL source of truth.
 
-Each method is one transaction. Methods that stamp time take ``now`` (timezone-aware);
-nothing here reads the clock or the environment.
+Each method is one transaction. Methods that stamp or compare times other processes read
+(outbox retries and claims, sink breakers, erase tombstones) take ``now=None`` for the
+database's clock (:mod:`worker.store.clock`), read in their own transaction; a timezone-aware
+``now`` is a test's injected time. Nothing here reads the host's clock or the environment.
 
 >>> from datetime import UTC, datetime
 >>> from worker.values import AppliedPlan, Entry, FileChange, LedgerRow
@@ -38,6 +40,7 @@ from sqlalchemy.engine import Connection, Engine
 
 from worker.errors import MemworkerError, StoreUnavailable
 from worker.store import approvals as _approvals
+from worker.store import clock as _clock
 from worker.store import commit as _commit
 from worker.store import cursors as _cursors
 from worker.store import erase as _erase
@@ -147,6 +150,11 @@ class MemoryStore:
     def _write(self, what: str, fn: Callable[[Connection], T]) -> T:
         with self._tx(write=True, what=what) as conn:
             return fn(conn)
+
+    def db_now(self) -> datetime:
+        """The database server's current time: the clock of every SQL-side time that two
+        processes compare (see :mod:`worker.store.clock`)."""
+        return self._read("reading the database clock", _clock.db_now)
 
     # --- state and commit ------------------------------------------------------------------
     def load_state(self, namespace: str) -> NamespaceState:
@@ -286,7 +294,9 @@ class MemoryStore:
         )
 
     # --- outbox ----------------------------------------------------------------------------
-    def due_outbox(self, *, sink: str | None, now: datetime, limit: int = 100) -> list[OutboxItem]:
+    def due_outbox(
+        self, *, sink: str | None, now: datetime | None = None, limit: int = 100
+    ) -> list[OutboxItem]:
         """Deliveries due at ``now`` (of one sink, or all), oldest first."""
         return self._read(
             "reading the outbox", lambda c: _outbox.due(c, sink=sink, now=now, limit=limit)
@@ -297,7 +307,7 @@ class MemoryStore:
         *,
         sink: str,
         claimant: str,
-        now: datetime,
+        now: datetime | None = None,
         lease: timedelta,
         limit: int,
         namespaces: Sequence[str] | None = None,
@@ -334,29 +344,39 @@ class MemoryStore:
             return self._read("reading sink health", _health.read_all)
         return [self._read("reading sink health", lambda c: _health.read(c, sink))]
 
-    def record_sink_failure(self, sink: str, error: str, *, now: datetime) -> SinkHealth:
+    def record_sink_failure(
+        self, sink: str, error: str, *, now: datetime | None = None, namespace: str | None = None
+    ) -> SinkHealth:
+        """Count a failed delivery (of ``namespace``) toward the sink's breaker."""
         return self._write(
             "recording a sink failure",
-            lambda c: _health.record_failure(c, sink, error, now=now),
+            lambda c: _health.record_failure(c, sink, error, now=now, namespace=namespace),
         )
 
-    def record_sink_success(self, sink: str, *, now: datetime) -> None:
+    def record_sink_success(self, sink: str, *, now: datetime | None = None) -> None:
         self._write("recording a sink success", lambda c: _health.record_success(c, sink, now=now))
 
-    def mark_delivered(self, outbox_id: int, *, now: datetime) -> None:
+    def mark_delivered(self, outbox_id: int, *, now: datetime | None = None) -> None:
         self._write("marking a delivery", lambda c: _outbox.mark_delivered(c, outbox_id, now=now))
 
     def mark_delivery_failed(
-        self, outbox_id: int, error: str, *, next_attempt_at: datetime, now: datetime
+        self,
+        outbox_id: int,
+        error: str,
+        *,
+        next_attempt_at: datetime | None = None,
+        retry_in: timedelta | None = None,
+        now: datetime | None = None,
     ) -> None:
+        """Count a failed attempt; retry at ``next_attempt_at`` or ``retry_in`` after now."""
         self._write(
             "recording a failed delivery",
             lambda c: _outbox.mark_failed(
-                c, outbox_id, error, next_attempt_at=next_attempt_at, now=now
+                c, outbox_id, error, next_attempt_at=next_attempt_at, retry_in=retry_in, now=now
             ),
         )
 
-    def outbox_lag(self, *, now: datetime) -> dict[str, SinkLag]:
+    def outbox_lag(self, *, now: datetime | None = None) -> dict[str, SinkLag]:
         """Per sink: pending deliveries and the age in seconds of the oldest."""
         return self._read("measuring outbox lag", lambda c: _outbox.lag(c, now=now))
 
@@ -451,7 +471,7 @@ class MemoryStore:
 
     # --- erase, export, import -------------------------------------------------------------
     def erase_namespaces(
-        self, namespaces: Sequence[str], *, now: datetime, sinks: Sequence[str] = ()
+        self, namespaces: Sequence[str], *, now: datetime | None = None, sinks: Sequence[str] = ()
     ) -> EraseReport:
         """Delete every SQL row of ``namespaces``; queue an erase tombstone per file and sink.
 
@@ -465,6 +485,21 @@ class MemoryStore:
     def was_erased(self, namespace: str) -> bool:
         """True when ``namespace`` was erased and nothing was written to it since."""
         return self._read("erase fence", lambda c: _fence.erased_version(c, namespace) is not None)
+
+    def erase_generation(self, namespace: str) -> int:
+        """How many times ``namespace`` was erased; a delivery made for an older generation
+        landed after an erase (see :mod:`worker.store.outbox`)."""
+        return self._read("erase generation", lambda c: _fence.erase_generation(c, namespace))
+
+    def take_back(
+        self, *, sink: str, namespace: str, path: str, now: datetime | None = None
+    ) -> None:
+        """Make ``sink`` end with the item's current state after an erased copy landed there
+        (see :func:`worker.store.outbox.take_back`)."""
+        self._write(
+            "taking a delivery back",
+            lambda c: _outbox.take_back(c, sink=sink, namespace=namespace, path=path, now=now),
+        )
 
     def recent_positions(self, limit: int = 500) -> list[tuple[str, str]]:
         """(namespace, applied queue position) of the most recently committed namespaces."""

@@ -5,6 +5,15 @@ state of each item, so per (sink, namespace, path) only the newest row matters: 
 never due, and delivering a row retires the older ones. That way a slow retry of version 3
 can never overwrite version 4, and an erase followed by a new memory ends with the memory.
 
+**Erase reaches in-flight deliveries.** Each claimed row carries its namespace's erase
+generation (:func:`worker.store.fence.erase_generation`); the deliverer compares it again after
+the sink call, whatever its outcome, and takes a copy that landed after an erase back out
+(:func:`take_back`). A failed call may still land later (a timed-out write the server finishes
+anyway): the row is *in doubt* for :data:`LATE_WRITE`, an erase tombstone of the item inherits
+that time and is delivered once more when it has passed, and a newer version of the item (the
+user came back) waits for it, so the last write to land is never the erased one. Ids are never
+reused (``AUTOINCREMENT`` on SQLite), so a stale deliverer's mark cannot land on a newer row.
+
 A deliverer **claims** rows before it calls a sink (:func:`claim`): the rows get its name and a
 lease expiry, and no other deliverer can claim them, or any other row of the same item, until
 the lease ends or the outcome is recorded. Claims of one sink are serialised (a PostgreSQL
@@ -23,12 +32,17 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from worker.errors import NotFound
+from worker.store import fence
+from worker.store.clock import resolve
 from worker.store.records import OutboxItem, SinkLag
 from worker.store.schema import file_versions, memory_files, outbox
-from worker.store.sqltypes import require_utc
 
 #: Longest stored delivery error; sink exceptions can embed whole responses.
 MAX_ERROR_CHARS: Final = 2000
+#: How long after a sink call failed (or its deliverer's claim ran out) its write may still
+#: land: a server that finishes a request its client gave up on does so within its own request
+#: timeout, well under this.
+LATE_WRITE: Final = timedelta(seconds=120)
 
 _newer = outbox.alias("newer")
 
@@ -54,18 +68,41 @@ def _item_is_unclaimed(now: datetime) -> sa.ColumnElement[bool]:
     )
 
 
+def _no_erase_in_doubt(now: datetime) -> sa.ColumnElement[bool]:
+    """No older erase tombstone of the item still waits for a write in doubt to land: a newer
+    version is delivered after that time, so the erased copy can never be the last write."""
+    return ~sa.exists().where(
+        _newer.c.sink == outbox.c.sink,
+        _newer.c.namespace == outbox.c.namespace,
+        _newer.c.path == outbox.c.path,
+        _newer.c.id < outbox.c.id,
+        _newer.c.kind == "erase",
+        _newer.c.in_doubt_until > now,
+    )
+
+
 def _due_filter(now: datetime) -> sa.ColumnElement[bool]:
-    return sa.and_(outbox.c.delivered_at.is_(None), outbox.c.next_attempt_at <= now, _is_latest())
+    return sa.and_(
+        outbox.c.delivered_at.is_(None),
+        outbox.c.next_attempt_at <= now,
+        _is_latest(),
+        _no_erase_in_doubt(now),
+    )
 
 
-def due(conn: Connection, *, sink: str | None, now: datetime, limit: int) -> list[OutboxItem]:
+def due(
+    conn: Connection, *, sink: str | None, now: datetime | None, limit: int
+) -> list[OutboxItem]:
     """Undelivered, due, newest-per-item rows, oldest first, with their committed content
-    (claimed or not: this is what an operator sees, not what a deliverer takes)."""
-    now = require_utc(now, "now")
+    (claimed or not: this is what an operator sees, not what a deliverer takes). ``now=None``:
+    the database's clock (:mod:`worker.store.clock`), as everywhere in this module."""
+    now = resolve(conn, now)
     stmt = _select_items().where(_due_filter(now)).order_by(outbox.c.id).limit(limit)
     if sink is not None:
         stmt = stmt.where(outbox.c.sink == sink)
-    return [_item(r) for r in conn.execute(stmt)]
+    rows = list(conn.execute(stmt))
+    generation = fence.generations(conn, sorted({r.namespace for r in rows}))
+    return [_item(r, generation[r.namespace]) for r in rows]
 
 
 def claim(
@@ -73,7 +110,7 @@ def claim(
     *,
     sink: str,
     claimant: str,
-    now: datetime,
+    now: datetime | None,
     lease: timedelta,
     limit: int,
     namespaces: Sequence[str] | None = None,
@@ -83,8 +120,8 @@ def claim(
     ``namespaces`` restricts the claim to those namespaces (an operator command publishes only
     what it touched). Call inside a write transaction; the claim is visible once it commits.
     """
-    now = require_utc(now, "now")
     _serialise_claims(conn, sink)
+    now = resolve(conn, now)  # after the lock: the lease starts when the claim is made
     ids_stmt = (
         sa.select(outbox.c.id)
         .where(outbox.c.sink == sink, _due_filter(now), _item_is_unclaimed(now))
@@ -101,8 +138,9 @@ def claim(
         .where(outbox.c.id.in_(ids))
         .values(claimed_by=claimant[:200], claim_expires_at=now + lease)
     )
-    rows = conn.execute(_select_items().where(outbox.c.id.in_(ids)).order_by(outbox.c.id))
-    return [_item(r) for r in rows]
+    rows = list(conn.execute(_select_items().where(outbox.c.id.in_(ids)).order_by(outbox.c.id)))
+    generation = fence.generations(conn, sorted({r.namespace for r in rows}))
+    return [_item(r, generation[r.namespace]) for r in rows]
 
 
 def release(conn: Connection, outbox_ids: Sequence[int]) -> None:
@@ -150,7 +188,7 @@ def _select_items() -> sa.Select[Any]:
     )
 
 
-def _item(r: Any) -> OutboxItem:
+def _item(r: Any, generation: int = 0) -> OutboxItem:
     deleted = r.kind == "erase"
     return OutboxItem(
         id=int(r.id),
@@ -164,6 +202,7 @@ def _item(r: Any) -> OutboxItem:
         modified_at=r.created_at if deleted else r.version_created_at,
         attempts=r.attempts,
         last_error=r.last_error,
+        generation=generation,
     )
 
 
@@ -176,13 +215,14 @@ def _row(conn: Connection, outbox_id: int) -> Any:
     return row
 
 
-def mark_delivered(conn: Connection, outbox_id: int, *, now: datetime) -> None:
+def mark_delivered(conn: Connection, outbox_id: int, *, now: datetime | None) -> None:
     """Record a delivery and retire older rows of the same item for this sink.
 
-    A delivered erase tombstone is deleted: it names the erased namespace, and once every sink
-    has deleted the data nothing of that user may remain.
+    A tombstone whose item has a write in doubt is delivered again when that has passed;
+    otherwise a delivered erase tombstone is deleted: it names the erased namespace, and once
+    every sink has deleted the data nothing of that user may remain.
     """
-    now = require_utc(now, "now")
+    now = resolve(conn, now)
     row = _row(conn, outbox_id)
     same_item = sa.and_(
         outbox.c.sink == row.sink,
@@ -196,7 +236,19 @@ def mark_delivered(conn: Connection, outbox_id: int, *, now: datetime) -> None:
         .where(same_item, outbox.c.delivered_at.is_(None))
         .values(delivered_at=now, superseded_by=row.id)
     )
-    if row.kind == "erase":
+    if row.kind == "erase" and row.in_doubt_until is not None and row.in_doubt_until > now:
+        # A write given up on may still land until then: delete the item again at that time.
+        conn.execute(
+            sa.update(outbox)
+            .where(outbox.c.id == row.id)
+            .values(
+                next_attempt_at=row.in_doubt_until,
+                attempts=outbox.c.attempts + 1,
+                claimed_by=None,
+                claim_expires_at=None,
+            )
+        )
+    elif row.kind == "erase":
         conn.execute(sa.delete(outbox).where(outbox.c.id == row.id))
     else:
         conn.execute(
@@ -213,11 +265,20 @@ def mark_delivered(conn: Connection, outbox_id: int, *, now: datetime) -> None:
 
 
 def mark_failed(
-    conn: Connection, outbox_id: int, error: str, *, next_attempt_at: datetime, now: datetime
+    conn: Connection,
+    outbox_id: int,
+    error: str,
+    *,
+    next_attempt_at: datetime | None = None,
+    retry_in: timedelta | None = None,
+    now: datetime | None,
 ) -> None:
-    """Count a failed attempt and schedule the next one."""
-    require_utc(now, "now")
-    next_attempt_at = require_utc(next_attempt_at, "next_attempt_at")
+    """Count a failed attempt and schedule the next one: at ``next_attempt_at``, or
+    ``retry_in`` after ``now`` (the database's clock when None)."""
+    now = resolve(conn, now)
+    if next_attempt_at is None:
+        next_attempt_at = now + (retry_in or timedelta(0))
+    next_attempt_at = resolve(conn, next_attempt_at, "next_attempt_at")
     _row(conn, outbox_id)
     conn.execute(
         sa.update(outbox)
@@ -228,13 +289,78 @@ def mark_failed(
             next_attempt_at=next_attempt_at,
             claimed_by=None,
             claim_expires_at=None,
+            # The call may have reached the sink after all and still land.
+            in_doubt_until=now + LATE_WRITE,
         )
     )
 
 
-def lag(conn: Connection, *, now: datetime) -> dict[str, SinkLag]:
+def in_doubt(
+    conn: Connection, keys: Sequence[str], *, now: datetime
+) -> dict[tuple[str, str, str], datetime]:
+    """Per (sink, namespace, path) of ``keys``: until when a write may still land (a failed
+    call's :data:`LATE_WRITE`, or a live claim's end plus it). Read by an erase before it deletes
+    the rows, so its tombstones are delivered once more after that time."""
+    found: dict[tuple[str, str, str], datetime] = {}
+    rows = conn.execute(
+        sa.select(
+            outbox.c.sink,
+            outbox.c.namespace,
+            outbox.c.path,
+            outbox.c.in_doubt_until,
+            outbox.c.claim_expires_at,
+        ).where(
+            outbox.c.namespace.in_(list(keys)),
+            sa.or_(
+                outbox.c.in_doubt_until > now,
+                sa.and_(outbox.c.delivered_at.is_(None), outbox.c.claim_expires_at > now),
+            ),
+        )
+    )
+    for sink, namespace, path, doubt, claim_ends in rows:
+        times = [t for t in (doubt, claim_ends + LATE_WRITE if claim_ends else None) if t]
+        item = (sink, namespace, path)
+        found[item] = max([*times, *([found[item]] if item in found else [])])
+    return found
+
+
+def take_back(
+    conn: Connection, *, sink: str, namespace: str, path: str, now: datetime | None
+) -> None:
+    """A copy of the item landed in ``sink`` after its namespace was erased: make sure the sink
+    ends with the item's current state. The newest row of the item is a version committed since
+    (the user came back): deliver it again. Otherwise queue a tombstone, unless one waits."""
+    now = resolve(conn, now)
+    latest = conn.execute(
+        sa.select(outbox)
+        .where(outbox.c.sink == sink, outbox.c.namespace == namespace, outbox.c.path == path)
+        .order_by(outbox.c.id.desc())
+        .limit(1)
+    ).first()
+    if latest is not None and latest.kind != "erase":
+        conn.execute(
+            sa.update(outbox)
+            .where(outbox.c.id == latest.id)
+            .values(delivered_at=None, next_attempt_at=now, superseded_by=None)
+        )
+    elif latest is None:
+        conn.execute(
+            sa.insert(outbox).values(
+                file_version_id=None,
+                sink=sink,
+                kind="erase",
+                namespace=namespace,
+                path=path,
+                attempts=0,
+                next_attempt_at=now,
+                created_at=now,
+            )
+        )
+
+
+def lag(conn: Connection, *, now: datetime | None) -> dict[str, SinkLag]:
     """Per sink: undelivered items (newest row per item) and the oldest one's age."""
-    now = require_utc(now, "now")
+    now = resolve(conn, now)
     rows = conn.execute(
         sa.select(outbox.c.sink, sa.func.count(), sa.func.min(outbox.c.created_at))
         .where(outbox.c.delivered_at.is_(None), _is_latest())

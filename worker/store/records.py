@@ -107,6 +107,9 @@ class OutboxItem:
     modified_at: datetime  #: when this version was committed
     attempts: int
     last_error: str | None
+    #: The namespace's erase generation when the row was claimed: the delivery is for that
+    #: generation, and is taken back if the namespace's generation moved on by its outcome.
+    generation: int = 0
 
 
 @dataclass(frozen=True)

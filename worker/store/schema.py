@@ -196,6 +196,19 @@ approvals = sa.Table(
     sa.Column("created_at", UTCDateTime, nullable=False),
     sa.Column("decided_at", UTCDateTime, nullable=True),
     sa.Column("decided_by", sa.String(AUTHOR_LENGTH), nullable=True),
+    # Operators approve by id: an id is never handed out again (SQLite reuses the largest
+    # rowid after a delete without AUTOINCREMENT; PostgreSQL's identity never does).
+    sqlite_autoincrement=True,
+)
+
+#: Each namespace's erase generation, under the fence's digest of its key: bumped by every
+#: erase and never deleted, so "erased since this delivery was made" stays true after the user
+#: returns (a re-enrolled namespace's row and fence are gone; its generation is not).
+erase_generations = sa.Table(
+    "erase_generations",
+    metadata,
+    sa.Column("digest", sa.String(64), primary_key=True),
+    sa.Column("generation", sa.Integer, nullable=False),
 )
 
 outbox = sa.Table(
@@ -224,9 +237,16 @@ outbox = sa.Table(
     # The deliverer attempting this row right now, and until when (see outbox.claim).
     sa.Column("claimed_by", sa.String(SINK_LENGTH), nullable=True),
     sa.Column("claim_expires_at", UTCDateTime, nullable=True),
+    # A failed or abandoned sink call may still land until then (a timed-out write the server
+    # finishes later); an erase tombstone carries the latest such time of its item and is
+    # delivered again once it has passed (see outbox.mark_delivered).
+    sa.Column("in_doubt_until", UTCDateTime, nullable=True),
     sa.UniqueConstraint("file_version_id", "sink"),
     sa.Index(None, "sink", "namespace", "path", "id"),
     sa.Index(None, "sink", "delivered_at", "next_attempt_at"),
+    # Deliverers mark rows by id long after they read them: an id is never handed out again,
+    # or a stale deliverer's mark would land on a newer row (SQLite reuses the largest rowid).
+    sqlite_autoincrement=True,
 )
 
 #: Each sink's circuit breaker: deliveries failed in a row and until when the sink is left
@@ -240,6 +260,9 @@ sink_health = sa.Table(
     sa.Column("last_error", sa.Text, nullable=True),
     sa.Column("last_failure_at", UTCDateTime, nullable=True),
     sa.Column("last_success_at", UTCDateTime, nullable=True),
+    # The namespace (fence digest, never the key) whose delivery failed last: failures of one
+    # namespace in a row count once, so one poison item cannot open the breaker for everyone.
+    sa.Column("failing_digest", sa.String(64), nullable=True),
 )
 
 schedule_ticks = sa.Table(

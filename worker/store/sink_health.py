@@ -4,6 +4,11 @@ A sink that fails :data:`BREAKER_THRESHOLD` deliveries in a row is *open*: deliv
 alone until ``open_until``, then send one probe. A success closes it; a failed probe opens it
 again for twice as long (capped), so a sink that is down for an hour costs a handful of
 timeouts, not one per row per pass. ``memworker status`` reads the same rows.
+
+**A bulkhead, not a fuse.** Failures of one namespace in a row count once (its digest is kept
+in ``failing_digest``) and do not re-open the breaker: a single item the sink refuses (too
+large, a path it rejects) cannot open the breaker for every user. A sink that is down fails
+for every namespace and opens it after :data:`BREAKER_THRESHOLD` of them.
 """
 
 from __future__ import annotations
@@ -15,10 +20,11 @@ from typing import Final
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from worker.store import fence
+from worker.store.clock import resolve
 from worker.store.engine import dialect_insert
 from worker.store.records import SinkHealth
 from worker.store.schema import sink_health
-from worker.store.sqltypes import require_utc
 
 #: Failures in a row that open the breaker: enough that one flaky request does not, few enough
 #: that a dead sink is noticed within one delivery pass.
@@ -59,28 +65,46 @@ def read_all(conn: Connection) -> list[SinkHealth]:
     return [_health(r) for r in rows]
 
 
-def record_failure(conn: Connection, sink: str, error: str, *, now: datetime) -> SinkHealth:
-    """Count one more failure in a row; opens (or re-opens) the breaker past the threshold."""
-    now = require_utc(now, "now")
-    failures = read(conn, sink).consecutive_failures + 1
-    window = open_for(failures)
-    values = {
-        "consecutive_failures": failures,
-        "open_until": now + window if window else None,
-        "last_error": error[:MAX_ERROR_CHARS],
-        "last_failure_at": now,
-    }
+def record_failure(
+    conn: Connection, sink: str, error: str, *, now: datetime | None, namespace: str | None = None
+) -> SinkHealth:
+    """Count one more failure in a row; opens (or re-opens) the breaker past the threshold,
+    until a time on the database's clock (``now=None``), which every deliverer compares with.
+    A failure of the same ``namespace`` as the last one only updates the error."""
+    now = resolve(conn, now)
+    current = conn.execute(
+        sa.select(sink_health.c.consecutive_failures, sink_health.c.failing_digest).where(
+            sink_health.c.sink == sink
+        )
+    ).first()
+    failures = int(current.consecutive_failures) if current is not None else 0
+    failing = fence.digest(namespace) if namespace is not None else None
+    values: dict[str, object] = {"last_error": error[:MAX_ERROR_CHARS], "last_failure_at": now}
+    if not (failing is not None and failures and current and current.failing_digest == failing):
+        # Another namespace failed (or none was named): one more failure in a row.
+        window = open_for(failures + 1)
+        values |= {
+            "consecutive_failures": failures + 1,
+            "open_until": now + window if window else None,
+            "failing_digest": failing,
+        }
     _upsert(conn, sink, values)
     return read(conn, sink)
 
 
-def record_success(conn: Connection, sink: str, *, now: datetime) -> None:
+def record_success(conn: Connection, sink: str, *, now: datetime | None) -> None:
     """Close the breaker: the sink answered."""
-    now = require_utc(now, "now")
+    now = resolve(conn, now)
     _upsert(
         conn,
         sink,
-        {"consecutive_failures": 0, "open_until": None, "last_error": None, "last_success_at": now},
+        {
+            "consecutive_failures": 0,
+            "open_until": None,
+            "last_error": None,
+            "last_success_at": now,
+            "failing_digest": None,
+        },
     )
 
 

@@ -7,7 +7,6 @@ dependencies on ``self.app`` (set by :func:`worker.tasks.app.create_app`).
 from __future__ import annotations
 
 import dataclasses
-from datetime import UTC, datetime
 from typing import Any
 
 from celery import Celery, Task
@@ -74,16 +73,16 @@ def sweep(self: Task, now: float | None = None) -> int:
 def deliver_outbox(self: Task) -> int:
     """Publish committed versions that some sink has not taken yet."""
     runtime = runtime_of(self.app)
-    report = deliver_due(
-        runtime.store, runtime.sinks, now=datetime.now(UTC), gate=runtime.sink_gate
-    )
+    # No `now`: claims, retries and the breaker run on the database's clock, not this host's.
+    report = deliver_due(runtime.store, runtime.sinks, gate=runtime.sink_gate)
     return report.delivered
 
 
 def scheduled_run(self: Task, schedule: str, tick: str) -> str:
     """Run one fire of a schedule; ``tick`` is the cron tick beat fired for (ISO, UTC)."""
     runtime = runtime_of(self.app)
-    outcome = run_schedule_tick(runtime, schedule, parse_tick(tick), now=datetime.now(UTC))
+    # The database's clock: a tick claim's staleness is compared by every beat host.
+    outcome = run_schedule_tick(runtime, schedule, parse_tick(tick), now=runtime.store.db_now())
     return outcome.status
 
 

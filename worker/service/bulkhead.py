@@ -1,0 +1,84 @@
+"""Bulkheads: one bad namespace or item never blocks anyone else's.
+
+Every fan-out (scan, import, publish, tick, reconcile-all) runs its per-namespace step through
+:class:`Bulkhead`: a step that raises sets just that namespace (or item) aside with a named
+reason, the others go on, and the use case reports what it set aside. A whole-deployment
+failure (Redis or the database down) sets every namespace aside with the same reason, which
+is what happened; nothing is hidden behind the first error.
+
+>>> bulkhead = Bulkhead("scan")
+>>> bulkhead.run("user:a", lambda: 1), bulkhead.run("user:b", lambda: 1 // 0)
+(1, None)
+>>> [aside.describe() for aside in bulkhead.set_aside]
+['user:b: ZeroDivisionError: integer division or modulo by zero']
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Final, TypeVar
+
+from worker.errors import MemworkerError
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+#: Longest reason kept: errors can embed whole responses.
+MAX_REASON_CHARS: Final = 500
+
+
+@dataclass(frozen=True)
+class SetAside:
+    """What a fan-out left out and why: a namespace, or one ``item`` of it."""
+
+    namespace: str
+    reason: str
+    item: str | None = None
+
+    def describe(self) -> str:
+        """One line for the CLI and the log.
+
+        >>> SetAside("user:a", "too many lines", "/inbox/t1.md").describe()
+        'user:a /inbox/t1.md: too many lines'
+        """
+        where = f"{self.namespace} {self.item}" if self.item else self.namespace
+        return f"{where}: {self.reason}"
+
+    def as_dict(self) -> dict[str, str | None]:
+        return {"namespace": self.namespace, "item": self.item, "reason": self.reason}
+
+
+def describe_error(exc: BaseException) -> str:
+    """An exception as a reason: our errors by their message, others with their type."""
+    kind = "" if isinstance(exc, MemworkerError) else f"{type(exc).__name__}: "
+    return f"{kind}{exc}"[:MAX_REASON_CHARS]
+
+
+@dataclass
+class Bulkhead:
+    """Runs per-namespace steps of one fan-out (``what``, for the log), collecting what it
+    set aside instead of stopping at the first failure."""
+
+    what: str
+    set_aside: list[SetAside] = field(default_factory=list)
+
+    def run(self, namespace: str, step: Callable[[], T], *, item: str | None = None) -> T | None:
+        """``step()``, or None when it raised: then ``namespace`` (``item``) is set aside."""
+        try:
+            return step()
+        except Exception as exc:  # any failure of one namespace stays that namespace's
+            self.skip(namespace, describe_error(exc), item=item)
+            return None
+
+    def skip(self, namespace: str, reason: str, *, item: str | None = None) -> None:
+        """Set ``namespace`` (or its ``item``) aside for a reason found without an error."""
+        aside = SetAside(namespace, reason[:MAX_REASON_CHARS], item)
+        log.warning("%s set aside %s", self.what, aside.describe())
+        self.set_aside.append(aside)
+
+    def namespaces(self) -> set[str]:
+        """The namespaces set aside as a whole (not just one of their items)."""
+        return {a.namespace for a in self.set_aside if a.item is None}
