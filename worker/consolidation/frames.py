@@ -20,7 +20,7 @@ attribute                 examples (English, French, German, Spanish, Russian, C
 ``favourite <thing>``     my favourite colour is …, … is my favourite book,             any
                           ma couleur préférée est …, meine Lieblingsfarbe ist …,
                           mi color favorito es …, мой любимый цвет …, 我最喜欢的颜色是…
-``spouse``, ``children``  I am married to …, I have two kids, j'ai deux enfants …       any
+``spouse``                I am married to …, je suis marié à …                           any
 ========================  ==========================================================  =========
 
 The subject is "self" for first-person statements and the relation for "my sister …" (any
@@ -29,7 +29,8 @@ What is *not* a frame, on purpose (such a statement is added and never retires a
 negated statements; past or dated facts ("I worked at Globex in 2010", "used to", a year other
 than after "since"); additions ("I also work at …", "another", "as well", 也/还); residence and
 employer values without a capitalised name ("I live in a flat", "I work for a startup") in
-cased scripts; statements about third parties named by name; anything else unmatched.
+cased scripts; counts ("I have two kids" / "I have three kids" may be two true facts);
+statements about third parties named by name; anything else unmatched.
 
 >>> frame_of("I moved to Berlin last month")
 Frame(subject='self', attribute='residence', value=('berlin',))
@@ -47,7 +48,8 @@ from typing import Final
 
 import regex
 
-from worker.consolidation.semantic import spaced, stem, terms
+from worker.consolidation.semantic import WORD_FREE_CHAR, spaced, stem
+from worker.consolidation.semantic_lexicon import STOPWORDS
 from worker.consolidation.text import Normalised
 
 _WF: Final = r"\p{Han}\p{Hiragana}\p{Katakana}\u30fc"
@@ -119,12 +121,9 @@ _PATTERNS: Final[tuple[tuple[str, str], ...]] = (
     ("favourite", rf"{_OWNER} (?:любимый|любимая|любимое) (?P<attr>\p{{L}}+)(?: это)? {_VAL}"),
     ("favourite", r"我(?:的)?(?P<rel>[^\s]{0,3}?)最喜欢的(?P<attr>[^\s]+?)是(?P<val>.+)"),
     ("favourite", r"私の好きな(?P<attr>[^\s]+?)は(?P<val>.+?)(?:です)?"),
-    # spouse and children
+    # spouse
     ("spouse", rf"{_SUBJ} (?:am|m|is|s) married to {_VAL}"),
     ("spouse", rf"{_SUBJ} (?:suis|est) mariée? (?:à|a|avec) {_VAL}"),
-    ("children", rf"{_SUBJ} (?:have|has) (?P<val>\w+) (?:kids|children)"),
-    ("children", r"(?:j ai|ich habe|tengo) (?P<val>\w+) (?:enfants|kinder|hijos)"),
-    ("children", r"我有(?P<val>.)个孩子"),
 )  # fmt: skip
 _COMPILED: Final = tuple((name, regex.compile(p)) for name, p in _PATTERNS)
 
@@ -178,8 +177,14 @@ class Frame:
 
 
 def _value_terms(value: str) -> tuple[str, ...]:
+    """The value's words, stemmed, function words dropped; every character of a word-free
+    script kept (in a name, 都 of 成都 is no particle)."""
     value = _LEADING.sub("", _TRAILING.sub("", value.strip()))
-    found = terms(value)
+    found = tuple(
+        word if WORD_FREE_CHAR.match(word) else stem(word)
+        for word in spaced(value).split()
+        if WORD_FREE_CHAR.match(word) or word not in STOPWORDS
+    )
     return found or tuple(value.split())
 
 

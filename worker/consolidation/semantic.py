@@ -46,7 +46,8 @@ BM25_K1: Final = 1.2
 BM25_B: Final = 0.75
 
 _APOSTROPHE: Final = regex.compile(r"['’`ʼ]")
-_WORD_FREE_CHAR: Final = regex.compile(
+#: A token that is one character of a word-free script (see :mod:`~.text`).
+WORD_FREE_CHAR: Final = regex.compile(
     r"^[\p{Han}\p{Hiragana}\p{Katakana}\u30fc\p{Thai}\p{Lao}\p{Khmer}\p{Myanmar}]"
 )
 _CAPITALISED: Final = regex.compile(r"(?<![\p{L}\p{M}\p{N}])\p{Lu}[\p{L}\p{M}]*")
@@ -91,7 +92,7 @@ def terms(text: str) -> tuple[str, ...]:
     """
     out = []
     for token in spaced(text).split():
-        if _WORD_FREE_CHAR.match(token):
+        if WORD_FREE_CHAR.match(token):
             if token not in WORD_FREE_STOP:
                 out.append(token)
         elif token not in STOPWORDS:
@@ -105,7 +106,7 @@ def index_terms(text: str) -> list[str]:
     """What the ranker indexes: the terms, plus bigrams of adjacent word-free characters."""
     found = list(terms(text))
     found += [
-        a + b for a, b in pairwise(found) if _WORD_FREE_CHAR.match(a) and _WORD_FREE_CHAR.match(b)
+        a + b for a, b in pairwise(found) if WORD_FREE_CHAR.match(a) and WORD_FREE_CHAR.match(b)
     ]
     return found
 
