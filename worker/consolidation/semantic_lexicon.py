@@ -21,15 +21,15 @@ STOPWORDS: Final = frozenset(
         # French
         *("je", "j", "moi", "mon", "ma", "mes", "le", "la", "les", "l", "un", "une", "des", "de"),
         *("du", "est", "suis", "es", "à", "au", "aux", "en", "et", "ou", "que", "qu", "qui", "c"),
-        *("ce", "ça", "maintenant", "aussi", "très", "y"),
+        *("ce", "ça", "maintenant", "aussi", "très", "y", "vraiment"),
         # German
         *("ich", "mich", "mir", "mein", "meine", "meinen", "meinem", "meiner", "meines", "der"),
         *("die", "das", "den", "dem", "des", "ein", "eine", "einen", "einem", "einer", "ist"),
         *("bin", "bist", "sind", "im", "am", "an", "bei", "und", "oder", "zu", "zum", "zur"),
-        *("jetzt", "auch", "sehr", "gerade", "nun", "es"),
+        *("jetzt", "auch", "sehr", "gerade", "nun", "es", "wirklich"),
         # Spanish
         *("yo", "mi", "mis", "el", "los", "las", "lo", "unos", "unas", "soy", "eres", "estoy"),
-        *("está", "al", "del", "y", "o", "ahora", "también", "muy", "ya"),
+        *("está", "al", "del", "y", "o", "ahora", "también", "muy", "ya", "realmente"),
         # Russian
         *("я", "меня", "мне", "мой", "моя", "моё", "мое", "мои", "в", "во", "на", "и", "а"),
         *("это", "сейчас", "теперь", "тоже", "также", "очень", "у", "уже", "же"),
