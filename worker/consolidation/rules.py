@@ -254,7 +254,8 @@ class _Merge:
             return f"text is {size} bytes; the limit is {self.owner.max_text_bytes}"
         wanted = Normalised.of(body)
         duplicate = self._duplicate_of(body, key, wanted=wanted)
-        if duplicate is not None:
+        frame = frame_of(body)
+        if duplicate is not None and not _other_value(duplicate, frame):
             self.ops.append(Confirm(candidate_ids=[cand.id], entry_id=duplicate.id))
             return None
         path = cand.path or (
@@ -267,7 +268,6 @@ class _Merge:
         if same is not None:
             self.ops.append(Confirm(candidate_ids=[cand.id], entry_id=same.id))
             return None
-        frame = frame_of(body)
         if frame is not None:
             slot = [
                 e for e in self.by_slot.get(frame.slot(), ()) if key is None or e.key in (None, key)
@@ -407,6 +407,12 @@ class _Merge:
             )
             self._drop_live(entry)
         return None
+
+
+def _other_value(entry: _Live, frame: Frame | None) -> bool:
+    """True when a fuzzy duplicate is in fact another value of the same attribute: "my
+    brother's favourite colour is green" / "… is blue" are a few letters apart."""
+    return frame is not None and entry.frame is not None and entry.frame.conflicts(frame)
 
 
 def _over_cap(limit: int) -> str:
