@@ -31,6 +31,7 @@ CONTRADICTIONS = {
     "en-residence": ("I live in Paris", "I moved to Berlin last month"),
     "en-employer": ("I work at Acme", "I changed jobs and now work at Globex"),
     "en-favourite": ("My favourite colour is green", "My favourite colour is teal now"),
+    "en-wife": ("My wife works at Acme", "My wife works at Initech"),
     "fr-residence": ("J'habite à Lille", "Je me suis installé à Nantes"),
     "fr-employer": ("Je travaille chez Renault", "Je travaille maintenant chez Airbus"),
     "de-residence": ("Ich wohne in Bonn", "Ich bin nach Hamburg gezogen"),
@@ -43,6 +44,8 @@ CONTRADICTIONS = {
 #: Near statements that conflict with nothing: other people, the past, additions, non-names.
 COMPATIBLE = {
     "another subject": ("I live in Paris", "My sister lives in Berlin"),
+    "maybe another sister": ("My sister lives in Paris", "My sister lives in Berlin"),
+    "maybe another friend": ("My friend works at Acme", "My friend works at Globex"),
     "a dated past job": ("I work at Acme", "I worked at Globex in 2010"),
     "an addition": ("I work at Acme", "I also work at Globex"),
     "another favourite": ("My favourite colour is green", "My favourite film is Heat"),
@@ -165,10 +168,13 @@ def test_a_similarity_threshold_outside_zero_to_one_is_refused() -> None:
 #: subject → (the subject with a verb, its possessive)
 SUBJECTS = {
     "self": ("I {v}", "My"),
+    "wife": ("My wife {v}s", "My wife's"),
+    "father": ("My father {v}s", "My father's"),
     "sister": ("My sister {v}s", "My sister's"),
-    "brother": ("My brother {v}s", "My brother's"),
-    "boss": ("My boss {v}s", "My boss's"),
+    "friend": ("My friend {v}s", "My friend's"),
 }
+#: Relations that may be several people: even the same attribute never conflicts.
+SEVERAL = {"sister", "friend"}
 #: attribute → (the sentence from a subject's forms and a value, the values)
 ATTRIBUTES = {
     "residence": (lambda s, v: s[0].format(v="live") + f" in {v}",
@@ -197,16 +203,16 @@ def test_statements_about_another_subject_or_attribute_never_retire_each_other(
 ) -> None:
     old, new = sentence(*first, values[0]), sentence(*second, values[1])
     plan = merge([entry("e1", old)], [cand(new)])
-    if first != second:
-        assert retired(plan) == set(), (old, new)
-    elif values[0] != values[1]:
+    if values[0] == values[1] and first == second:
+        assert [op.op for op in plan.ops] == ["confirm"], (old, new)
+    elif first == second and first[0] not in SEVERAL:
         assert retired(plan) == {"e1"}, (old, new)
     else:
-        assert [op.op for op in plan.ops] == ["confirm"], (old, new)
+        assert retired(plan) == set(), (old, new)
 
 
 def test_the_property_sentences_read_as_intended() -> None:
     assert sentence("sister", "residence", 0) == "My sister lives in Paris"
     assert sentence("self", "employer", 1) == "I work at Globex"
-    assert sentence("boss", "favourite film", 2) == "My boss's favourite film is Jaws"
+    assert sentence("wife", "favourite film", 2) == "My wife's favourite film is Jaws"
     assert isinstance(merge([], [cand(sentence("self", "residence", 0))]).ops[0], Add)

@@ -23,8 +23,10 @@ attribute                 examples (English, French, German, Spanish, Russian, C
 ``spouse``                I am married to …, je suis marié à …                           any
 ========================  ==========================================================  =========
 
-The subject is "self" for first-person statements and the relation for "my sister …" (any
-word after a possessive: "my sister lives in Berlin" is about the sister, not about me).
+The subject is "self" for first-person statements, or the relation after a possessive when
+it names one person (:data:`UNIQUE_RELATIONS`: "my wife lives in …" is about her, not me).
+A relation that may be several people ("my sister", "my friend", "my colleague") sets no
+frame: two of its statements are never taken to conflict.
 What is *not* a frame, on purpose (such a statement is added and never retires anything):
 negated statements; past or dated facts ("I worked at Globex in 2010", "used to", a year other
 than after "since"); additions ("I also work at …", "another", "as well", 也/还); residence and
@@ -34,8 +36,10 @@ statements about third parties named by name; anything else unmatched.
 
 >>> frame_of("I moved to Berlin last month")
 Frame(subject='self', attribute='residence', value=('berlin',))
->>> frame_of("My sister lives in Berlin").subject, frame_of("I worked at Globex in 2010")
-('sister', None)
+>>> frame_of("My wife lives in Berlin").subject, frame_of("My sister lives in Berlin")
+('wife', None)
+>>> frame_of("I worked at Globex in 2010") is None
+True
 >>> frame_of("我最喜欢的颜色是蓝色")
 Frame(subject='self', attribute='favourite 颜色', value=('蓝', '色'))
 """
@@ -151,6 +155,18 @@ _FILLER: Final = regex.compile(
 )
 _SELF_FORMS: Final = frozenset({"", "i", "je", "j", "ich", "yo", "я", "我"})
 
+#: Relations that name one person, so "my wife lives in …" twice is one attribute set twice.
+#: Others may be several people ("my sister lives in Berlin", "my sister lives in Paris" can
+#: be two sisters; friends, colleagues, children): their statements set no frame.
+UNIQUE_RELATIONS: Final = frozenset(
+    {
+        *("mother", "father", "wife", "husband", "partner", "spouse", "boyfriend", "girlfriend"),
+        *("fiancé", "fiancée", "mère", "père", "femme", "mari", "mutter", "vater", "frau"),
+        *("mann", "madre", "padre", "esposa", "esposo", "marido", "мама", "папа", "мать"),
+        *("отец", "жена", "муж", "妈妈", "爸爸", "母亲", "父亲", "妻子", "老婆", "丈夫", "老公"),
+    }
+)
+
 
 @dataclass(frozen=True)
 class Frame:
@@ -210,7 +226,7 @@ def frame_of(raw: str) -> Frame | None:
             return None
         rel = (groups.get("rel") or "").removesuffix("的")
         subject = "self" if rel in _SELF_FORMS else stem(rel)
-        if attribute == "age" and subject != "self":
+        if subject != "self" and (attribute == "age" or subject not in UNIQUE_RELATIONS):
             return None
         if groups.get("attr"):
             attribute = f"favourite {' '.join(stem(w) for w in groups['attr'].split())}"
