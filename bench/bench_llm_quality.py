@@ -7,10 +7,11 @@ settings), so a user can compare their model with the deterministic baseline on 
 
 Streams (:mod:`bench.llm_quality_streams`): keyed knowledge updates, duplicates and
 paraphrases, forget requests, unkeyed contradictions, and paraphrases and contradictions
-beside compatible near statements in three scripts (English, French, Chinese). Each user's batches are merged in order
-through :func:`~worker.consolidation.engine.consolidate_batch` (merge, validate, apply) into an
-in-memory state; a batch that fails (invalid plan, model unavailable) keeps its candidates
-pending for the next batch, as the worker does. Measured on each user's final active entries:
+beside compatible near statements in three scripts (English, French, Chinese). Each user's
+batches are merged in order through :func:`~worker.consolidation.engine.consolidate_batch`
+(merge, validate, apply) into an in-memory state; a batch that fails (invalid plan, model
+unavailable) keeps its candidates pending for the next batch, as the worker does. Measured
+on each user's final active entries:
 
 - *latest-value accuracy*: share of current values (last keyed value, the contradicting
   statement) that are visible;

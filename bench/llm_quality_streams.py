@@ -219,23 +219,41 @@ def _paraphrases(lang: str, u: int) -> tuple[list[Item], list[Item], list[str]]:
     if lang == "en":
         film, food = _pick(_FILMS, u), _pick(_FOODS, u)
         city, city2 = _pick(_CITIES, u + 3), _pick(_CITIES, u + 13)
-        first = [f"My favourite film is {film}", f"I live in {city}",
-                 f"My daughter's home is in {city2}", f"I really love {food}"]
-        again = [f"{film} is my favourite film", f"I moved to {city} recently",
-                 f"My daughter lives in {city2}", f"I love {food} too"]
+        first = [
+            f"My favourite film is {film}",
+            f"I live in {city}",
+            f"My daughter's home is in {city2}",
+            f"I really love {food}",
+        ]
+        again = [
+            f"{film} is my favourite film",
+            f"I moved to {city} recently",
+            f"My daughter lives in {city2}",
+            f"I love {food} too",
+        ]
         return [Item(t) for t in first], [Item(t) for t in again], [film, city, city2, food]
     if lang == "fr":
         film, food = _pick(_FILMS, u + 5), _pick(_FR_FOODS, u)
         city, city2 = _pick(_FR_CITIES, u), _pick(_FR_CITIES, u + 6)
-        first = [f"Mon film préféré est {film}", f"J'habite à {city}",
-                 f"Ma fille habite à {city2}", f"J'adore le {food}"]
-        again = [f"{film} est mon film préféré", f"Je vis à {city}",
-                 f"Ma fille vit à {city2}", f"J'adore vraiment le {food}"]
+        first = [
+            f"Mon film préféré est {film}",
+            f"J'habite à {city}",
+            f"Ma fille habite à {city2}",
+            f"J'adore le {food}",
+        ]
+        again = [
+            f"{film} est mon film préféré",
+            f"Je vis à {city}",
+            f"Ma fille vit à {city2}",
+            f"J'adore vraiment le {food}",
+        ]
         return [Item(t) for t in first], [Item(t) for t in again], [film, city, city2, food]
     film, food = _pick(_ZH_FILMS, u), _pick(_ZH_FOODS, u)
     city, city2 = _pick(_ZH_CITIES, u), _pick(_ZH_CITIES, u + 5)
     first = [f"我最喜欢的电影是{film}", f"我住在{city}", f"我女儿住在{city2}", f"我很喜欢吃{food}"]
-    again = [f"{film}是我最喜欢的电影", f"我现在住在{city}", f"我的女儿住在{city2}", f"我喜欢吃{food}"]
+    again = [
+        f"{film}是我最喜欢的电影", f"我现在住在{city}", f"我的女儿住在{city2}", f"我喜欢吃{food}"
+    ]  # fmt: skip
     return [Item(t) for t in first], [Item(t) for t in again], [film, city, city2, food]
 
 
@@ -260,20 +278,35 @@ def _conflicts(lang: str, u: int) -> tuple[list[str], list[str], list[str], list
         co = [_pick(_COMPANIES, u * 3 + i) for i in range(3)]
         f = [_pick(_FILMS, u * 3 + i + 2) for i in range(3)]
         first = [f"I live in {c[0]}", f"I work at {co[0]}", f"My favourite film is {f[0]}"]
-        near = [f"My sister lives in {c[1]}", f"I worked at {co[1]} in 2010",
-                f"My sister's favourite film is {f[1]}"]
-        new = [f"I moved to {c[2]} last month", f"I changed jobs and now work at {co[2]}",
-               f"{f[2]} is my favourite film now"]
+        near = [
+            f"My sister lives in {c[1]}",
+            f"I worked at {co[1]} in 2010",
+            f"My sister's favourite film is {f[1]}",
+        ]
+        new = [
+            f"I moved to {c[2]} last month",
+            f"I changed jobs and now work at {co[2]}",
+            f"{f[2]} is my favourite film now",
+        ]
     elif lang == "fr":
         c = [_pick(_FR_CITIES, u * 3 + i + 1) for i in range(3)]
         co = [_pick(_FR_COMPANIES, u * 3 + i) for i in range(3)]
         f = [_pick(_FR_COLOURS, u * 3 + i) for i in range(3)]
-        first = [f"J'habite à {c[0]}", f"Je travaille chez {co[0]}",
-                 f"Ma couleur préférée est le {f[0]}"]
-        near = [f"Mon frère habite à {c[1]}", f"J'ai travaillé chez {co[1]} en 2012",
-                f"La couleur préférée de ma sœur est le {f[1]}"]
-        new = [f"Je me suis installé à {c[2]}", f"Je travaille maintenant chez {co[2]}",
-               f"Ma couleur préférée est le {f[2]} maintenant"]
+        first = [
+            f"J'habite à {c[0]}",
+            f"Je travaille chez {co[0]}",
+            f"Ma couleur préférée est le {f[0]}",
+        ]
+        near = [
+            f"Mon frère habite à {c[1]}",
+            f"J'ai travaillé chez {co[1]} en 2012",
+            f"La couleur préférée de ma sœur est le {f[1]}",
+        ]
+        new = [
+            f"Je me suis installé à {c[2]}",
+            f"Je travaille maintenant chez {co[2]}",
+            f"Ma couleur préférée est le {f[2]} maintenant",
+        ]
     else:
         c = [_pick(_ZH_CITIES, u * 3 + i) for i in range(3)]
         co = [_pick(_ZH_COMPANIES, u * 3 + i) for i in range(3)]

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from tests.support.consolidation_factories import at, cand, entry, state
 from worker.consolidation.apply import apply_plan
-from worker.consolidation.render import entry_line, pointer_line
 from worker.consolidation.ids import created_ids
+from worker.consolidation.render import entry_line, pointer_line
 from worker.consolidation.types import Add, Confirm, Invalidate, Plan, Reject, Supersede
 from worker.models import Candidate
 from worker.values import AppliedPlan, Entry, NamespaceState
@@ -128,6 +128,7 @@ def test_entries_left_out_of_a_file_stay_active() -> None:
     assert applied.changed_entries == ()
     assert applied.counts["evicted"] == 1
     assert applied.files[0].content.endswith(f"\n\n{pointer_line(1)}\n")
+
 
 def test_every_candidate_gets_one_ledger_row() -> None:
     c3 = cand("forget the dog", kind="forget", minute=3)

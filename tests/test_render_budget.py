@@ -20,7 +20,9 @@ from worker.service.agent_edits import edit_candidates, edit_lines
 from worker.values import Entry
 
 FACTS = "/memories/facts.md"
-POINTER = re.compile(r"^_(\d+) more memor(?:y|ies) not shown here; search_memory finds (?:it|them)\._$")
+POINTER = re.compile(
+    r"^_(\d+) more memor(?:y|ies) not shown here; search_memory finds (?:it|them)\._$"
+)
 
 
 def many(n: int, size: int = 40) -> list[Entry]:

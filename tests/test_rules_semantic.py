@@ -159,7 +159,7 @@ def test_a_given_similarity_never_merges_other_numbers_or_polarity() -> None:
 
 
 def test_a_similarity_threshold_outside_zero_to_one_is_refused() -> None:
-    with pytest.raises(ValueError, match="similarity_threshold is 1.5"):
+    with pytest.raises(ValueError, match=r"similarity_threshold is 1\.5"):
         RulesConsolidator(similarity_threshold=1.5)
 
 

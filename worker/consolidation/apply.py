@@ -222,6 +222,7 @@ class _Applier:
         self.counts["pending_approval"] += 1
         self._outcome(op, "pending_approval", reason, None)
 
+
 def apply_plan(
     state: NamespaceState,
     batch: Sequence[Candidate],

@@ -112,7 +112,7 @@ _PATTERNS: Final[tuple[tuple[str, str], ...]] = (
      rf"меня зовут) {_VAL}"),
     ("name", r"我叫(?P<val>.+)|我的名字是(?P<val>.+)|私の名前は(?P<val>.+?)(?:です)?"),
     # age (self only: "my sister is 30" is left alone)
-    ("age", rf"(?:i (?:am|m)|ich bin) (?P<val>\d+)(?: (?:years?|jahre) old| jahre alt)?"),
+    ("age", r"(?:i (?:am|m)|ich bin) (?P<val>\d+)(?: (?:years?|jahre) old| jahre alt)?"),
     ("age", r"(?:my age is|j ai|tengo|мне) (?P<val>\d+)(?: ans| años| год| года| лет)?"),
     ("age", r"我(?:今年)?(?P<val>\d+)岁"),
     # favourite things
@@ -228,9 +228,8 @@ def frame_of(raw: str) -> Frame | None:
         subject = "self" if rel in _SELF_FORMS else stem(rel)
         if subject != "self" and (attribute == "age" or subject not in UNIQUE_RELATIONS):
             return None
-        if groups.get("attr"):
-            attribute = f"favourite {' '.join(stem(w) for w in groups['attr'].split())}"
-        return Frame(subject, attribute, value)
+        thing = " ".join(stem(w) for w in (groups.get("attr") or "").split())
+        return Frame(subject, f"favourite {thing}" if thing else attribute, value)
     return None
 
 

@@ -263,7 +263,8 @@ class _Merge:
         )
         held = [e for e in self.live.values() if e.key == key] if key is not None else []
         if held:
-            return self._supersede(cand, body, key, path, held, f"newer value for key {key}")
+            what = f"newer value for key {key}"
+            return self._supersede(cand, body, key=key, path=path, held=held, what=what)
         same = self._paraphrase_of(body, key, wanted)
         if same is not None:
             self.ops.append(Confirm(candidate_ids=[cand.id], entry_id=same.id))
@@ -279,7 +280,7 @@ class _Merge:
             conflicting = [e for e in slot if e.frame and e.frame.conflicts(frame)]
             if conflicting:
                 what = f"newer value for {frame.attribute} of {frame.subject}"
-                return self._supersede(cand, body, key, path, conflicting, what)
+                return self._supersede(cand, body, key=key, path=path, held=conflicting, what=what)
         self.ops.append(Add(candidate_ids=[cand.id], path=path, text=body, key=key))
         self._created(cand, path, body, key, wanted)
         return None
@@ -294,6 +295,7 @@ class _Merge:
         self,
         cand: Candidate,
         body: str,
+        *,
         key: str | None,
         path: str,
         held: list[_Live],

@@ -114,7 +114,8 @@ def edit_lines(content: str) -> list[str]:
 
     >>> edit_lines("# Preferences\\n\\n- likes tea &amp; cake\\nplain line\\n")
     ['likes tea & cake', 'plain line']
-    >>> edit_lines("# Facts\\n\\n- tea\\n\\n_2 more memories not shown here; search_memory finds them._")
+    >>> pointer = "_2 more memories not shown here; search_memory finds them._"
+    >>> edit_lines(f"# Facts\\n\\n- tea\\n\\n{pointer}")
     ['tea']
     """
     out: list[str] = []
