@@ -52,7 +52,7 @@ from typing import Final
 
 import regex
 
-from worker.consolidation.semantic import WORD_FREE_CHAR, spaced, stem
+from worker.consolidation.semantic import MAX_SEMANTIC_CHARS, WORD_FREE_CHAR, spaced, stem
 from worker.consolidation.semantic_lexicon import STOPWORDS
 from worker.consolidation.text import Normalised
 
@@ -114,7 +114,7 @@ _PATTERNS: Final[tuple[tuple[str, str], ...]] = (
     # age (self only: "my sister is 30" is left alone)
     ("age", r"(?:i (?:am|m)|ich bin) (?P<val>\d+)(?: (?:years?|jahre) old| jahre alt)?"),
     ("age", r"(?:my age is|j ai|tengo|мне) (?P<val>\d+)(?: ans| años| год| года| лет)?"),
-    ("age", r"我(?:今年)?(?P<val>\d+)岁"),
+    ("age", r"我(?:今年)? ?(?P<val>\d+) ?岁"),
     # favourite things
     ("favourite", rf"{_OWNER} (?:favourite|favorite|fave) (?P<attr>\p{{L}}+(?: \p{{L}}+)?) is "
      + _VAL),
@@ -130,6 +130,24 @@ _PATTERNS: Final[tuple[tuple[str, str], ...]] = (
     ("spouse", rf"{_SUBJ} (?:suis|est) mariée? (?:à|a|avec) {_VAL}"),
 )  # fmt: skip
 _COMPILED: Final = tuple((name, regex.compile(p)) for name, p in _PATTERNS)
+
+#: Words every pattern above holds one of (a cheap first look, as substrings: most statements
+#: set no frame). Keep in step with the patterns; the tests run every pattern's examples.
+_TRIGGERS: Final = (
+    *("live", "reside", "moved", "relocated", "based", "home", "habite", "vis ", "vit "),
+    *("installé", "déménagé", "wohn", "lebe", "gezogen", "vivo", "resido", "mud", "vive"),
+    *("жив", "переех", "住", "搬", "生活", "work", "employ", "travaill", "arbeite", "trabaj"),
+    *("работа", "工作", "上班", "job", "occupation", "profession", "name", "call", "appel"),
+    *("nom ", "heisse", "llamo", "nombre", "зовут", "叫", "名字", "名前", "岁", "fav"),
+    *("préféré", "lieblings", "preferid", "любим", "喜欢", "好き", "married", "marié"),
+)
+#: How the age patterns start (their other trigger is a number).
+_AGE_STARTS: Final = ("i am ", "i m ", "ich bin ", "my age is ", "j ai ", "tengo ", "мне ")
+
+
+def _may_frame(flat: str) -> bool:
+    return any(word in flat for word in _TRIGGERS) or flat.startswith(_AGE_STARTS)
+
 
 #: Attributes whose value must hold a capitalised name in cased scripts ("a flat" is no city).
 _NAMED_VALUES: Final = frozenset({"residence", "employer"})
@@ -207,11 +225,12 @@ def _value_terms(value: str) -> tuple[str, ...]:
 @lru_cache(maxsize=4096)
 def frame_of(raw: str) -> Frame | None:
     """The frame ``raw`` sets, or None when it sets none (see the module notes)."""
-    norm = Normalised.of(raw)
-    if norm.negated:
+    if len(raw) > MAX_SEMANTIC_CHARS:
         return None
     flat = _JOIN.sub("", spaced(raw))
-    if _NOT_A_CHANGE.search(flat) or _YEAR.search(flat):
+    if not _may_frame(flat) or _NOT_A_CHANGE.search(flat) or _YEAR.search(flat):
+        return None
+    if Normalised.of(raw).negated:
         return None
     flat = _FILLER.sub("", flat).strip()
     for attribute, pattern in _COMPILED:

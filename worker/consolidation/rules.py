@@ -48,7 +48,13 @@ from typing import ClassVar, Final
 from worker.consolidation import extract, guards, text
 from worker.consolidation.frames import Frame, frame_of
 from worker.consolidation.ids import EntryIds
-from worker.consolidation.semantic import LexicalIndex, Similarity, is_paraphrase
+from worker.consolidation.semantic import (
+    LexicalIndex,
+    Similarity,
+    build_index,
+    is_paraphrase,
+    paraphrase_key,
+)
 from worker.consolidation.text import Normalised
 from worker.consolidation.types import Add, Confirm, Invalidate, Operation, Plan, Reject, Supersede
 from worker.constants import FACTS_PATH, PREFERENCES_PATH
@@ -88,6 +94,8 @@ class _Live:
     seq: int = field(default=0, repr=False)
     #: The attribute frame the text sets, if any (:func:`~.frames.frame_of`).
     frame: Frame | None = field(default=None, repr=False)
+    #: The content-term set paraphrases share (:func:`~.semantic.paraphrase_key`).
+    terms: frozenset[str] | None = field(default=None, repr=False)
 
 
 #: Index of live entries by the features a fuzzy match needs equal: numbers, negation, length.
@@ -159,8 +167,10 @@ class _Merge:
         self.by_text: dict[str, list[_Live]] = {}
         #: Entries that could be fuzzy duplicates of a text with the same key's features.
         self.by_features: dict[_FuzzyKey, list[_Live]] = {}
-        #: BM25 over the live entries' content terms: where paraphrases are looked for.
-        self.index = LexicalIndex()
+        #: Content-term set → the live entries with it: where a paraphrase is found exactly.
+        self.by_terms: dict[frozenset[str], list[_Live]] = {}
+        #: BM25 over the live entries, built on first use (only a ``similarity`` needs it).
+        self._index: LexicalIndex | None = None
         #: (subject, attribute) → the live entries setting it, in ``live`` order.
         self.by_slot: dict[tuple[str, str], list[_Live]] = {}
         self.added = 0
@@ -176,13 +186,23 @@ class _Merge:
         self.live[entry.id] = entry
         self.by_text.setdefault(entry.norm.text, []).append(entry)
         self.by_features.setdefault(_fuzzy_key(entry.norm), []).append(entry)
-        self.index.add(entry.id, entry.text)
+        entry.terms = paraphrase_key(entry.text)
+        if entry.terms is not None:
+            self.by_terms.setdefault(entry.terms, []).append(entry)
+        if self._index is not None:
+            self._index.add(entry.id, entry.text)
         if entry.frame is not None:
             self.by_slot.setdefault(entry.frame.slot(), []).append(entry)
 
     def _drop_live(self, entry: _Live) -> None:
         del self.live[entry.id]
-        self.index.remove(entry.id)
+        if entry.terms is not None:
+            same = self.by_terms[entry.terms]
+            same.remove(entry)
+            if not same:
+                del self.by_terms[entry.terms]
+        if self._index is not None:
+            self._index.remove(entry.id)
         if entry.frame is not None:
             slot = self.by_slot[entry.frame.slot()]
             slot.remove(entry)
@@ -329,22 +349,34 @@ class _Merge:
         self._created(cand, path, body, key if key is not None else newest.key, Normalised.of(body))
         return None
 
-    def _paraphrase_of(self, body: str, key: str | None, wanted: Normalised) -> _Live | None:
-        """The best-ranked live entry ``body`` restates in other words, if any.
+    def index(self) -> LexicalIndex:
+        """The BM25 index of the live entries (built on first use, then kept in step)."""
+        if self._index is None:
+            self._index = build_index((e.id, e.text) for e in self.live.values())
+        return self._index
 
-        Comparable entries are those a fuzzy duplicate may match (no key on one side).
+    def _paraphrase_of(self, body: str, key: str | None, wanted: Normalised) -> _Live | None:
+        """The first live entry ``body`` restates in other words, if any.
+
+        The rules' paraphrase shares the exact content-term set, so one lookup finds it; a
+        ``similarity`` is asked about the :data:`PARAPHRASE_NEIGHBOURS` entries the BM25 index
+        ranks nearest. Comparable entries are those a fuzzy duplicate may match (no key on
+        one side).
         """
+        wanted_terms = paraphrase_key(body)
+        for entry in self.by_terms.get(wanted_terms, ()) if wanted_terms is not None else ():
+            if (key is None or entry.key is None) and is_paraphrase(entry.text, body):
+                return entry
         similarity = self.owner.similarity
+        if similarity is None:
+            return None
         frame = frame_of(body)
-        for entry_id, _score in self.index.nearest(body, PARAPHRASE_NEIGHBOURS):
+        for entry_id, _score in self.index().nearest(body, PARAPHRASE_NEIGHBOURS):
             entry = self.live[entry_id]
             if key is not None and entry.key is not None:
                 continue
-            if is_paraphrase(entry.text, body):
-                return entry
             if (
-                similarity is not None
-                and entry.norm.numbers == wanted.numbers
+                entry.norm.numbers == wanted.numbers
                 and entry.norm.negated == wanted.negated
                 and not (frame and entry.frame and entry.frame.conflicts(frame))
                 and similarity(entry.text, body) >= self.owner.similarity_threshold

@@ -41,6 +41,10 @@ from worker.consolidation.text import Normalised, normalise
 #: A similarity a caller may add (e.g. cosine of embeddings), 0.0 … 1.0 for two texts.
 Similarity = Callable[[str, str], float]
 
+#: Longest text (characters) compared by meaning: a memory worth restating in other words is a
+#: sentence or two; past this only the exact and fuzzy rules apply (and their cost bounds).
+MAX_SEMANTIC_CHARS: Final = 300
+
 #: BM25's term-frequency saturation and length normalisation (the usual defaults).
 BM25_K1: Final = 1.2
 BM25_B: Final = 0.75
@@ -116,11 +120,20 @@ def _names(raw: str) -> list[str]:
     return [w.casefold() for w in _CAPITALISED.findall(raw) if w != "I"]
 
 
+def paraphrase_key(text: str) -> frozenset[str] | None:
+    """What two paraphrases share exactly: the set of content terms (None when ``text`` is
+    too long to compare by meaning, or has no content term)."""
+    if len(text) > MAX_SEMANTIC_CHARS:
+        return None
+    return frozenset(terms(text)) or None
+
+
 def is_paraphrase(a: str, b: str) -> bool:
     """True when ``a`` and ``b`` say the same thing in other words (module notes)."""
-    ta, tb = set(terms(a)), set(terms(b))
-    if not ta or ta != tb:
+    ka, kb = paraphrase_key(a), paraphrase_key(b)
+    if ka is None or ka != kb:
         return False
+    ta, tb = set(ka), set(kb)
     na, nb = Normalised.of(a), Normalised.of(b)
     if sorted(na.numbers) != sorted(nb.numbers) or na.negated != nb.negated:
         return False
@@ -128,6 +141,11 @@ def is_paraphrase(a: str, b: str) -> bool:
     names_a = [n for n in _names(a) if n in ta or stem(n) in ta]
     names_b = [n for n in _names(b) if n in tb or stem(n) in tb]
     return len(set(names_a)) < 2 or names_a == names_b
+
+
+#: Query terms a ranking looks up at most, the rarest first: a long text's common words add
+#: cost, not order (a paraphrase shares all its terms, so any of them finds it).
+MAX_QUERY_TERMS: Final = 32
 
 
 @dataclass
@@ -149,7 +167,8 @@ class LexicalIndex:
 
     def __init__(self) -> None:
         self._docs: dict[str, _Doc] = {}
-        self._df: Counter[str] = Counter()
+        #: term → the ids of the texts holding it (its length is the document frequency).
+        self._postings: dict[str, set[str]] = {}
         self._total = 0
         self._seq = 0
 
@@ -162,7 +181,8 @@ class LexicalIndex:
         found = Counter(index_terms(text))
         self._seq += 1
         self._docs[doc_id] = _Doc(found, sum(found.values()), self._seq)
-        self._df.update(found.keys())
+        for term in found:
+            self._postings.setdefault(term, set()).add(doc_id)
         self._total += sum(found.values())
 
     def remove(self, doc_id: str) -> None:
@@ -170,36 +190,30 @@ class LexicalIndex:
         doc = self._docs.pop(doc_id, None)
         if doc is None:
             return
-        self._df.subtract(doc.terms.keys())
         self._total -= doc.length
         for term in doc.terms:
-            if self._df[term] <= 0:
-                del self._df[term]
+            holders = self._postings[term]
+            holders.discard(doc_id)
+            if not holders:
+                del self._postings[term]
 
     def scores(self, text: str) -> dict[str, float]:
         """BM25 score of every indexed text sharing a term with ``text`` (others score 0)."""
-        query = set(index_terms(text))
         n = len(self._docs)
-        if not n or not query:
-            return {}
-        average = max(self._total / n, 1.0)
-        weights = {
-            t: math.log(1 + (n - self._df[t] + 0.5) / (self._df[t] + 0.5))
-            for t in query
-            if self._df.get(t)
-        }
+        held = sorted(
+            (len(self._postings[t]), t) for t in set(index_terms(text)) if t in self._postings
+        )[:MAX_QUERY_TERMS]
         out: dict[str, float] = {}
-        if not weights:
+        if not n or not held:
             return out
-        for doc_id, doc in self._docs.items():
-            score = 0.0
-            for term, idf in weights.items():
-                tf = doc.terms.get(term, 0)
-                if tf:
-                    norm = BM25_K1 * (1 - BM25_B + BM25_B * doc.length / average)
-                    score += idf * tf * (BM25_K1 + 1) / (tf + norm)
-            if score:
-                out[doc_id] = score
+        average = max(self._total / n, 1.0)
+        for df, term in held:
+            idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
+            for doc_id in self._postings[term]:
+                doc = self._docs[doc_id]
+                tf = doc.terms[term]
+                norm = BM25_K1 * (1 - BM25_B + BM25_B * doc.length / average)
+                out[doc_id] = out.get(doc_id, 0.0) + idf * tf * (BM25_K1 + 1) / (tf + norm)
         return out
 
     def nearest(self, text: str, limit: int, *, pad: bool = False) -> list[tuple[str, float]]:
