@@ -210,6 +210,11 @@ class Frame:
         return self.slot() == other.slot() and set(self.value) == set(other.value) != set()
 
 
+def conflict(a: Frame | None, b: Frame | None) -> bool:
+    """Whether two statements' frames conflict (False when either sets none)."""
+    return a is not None and b is not None and a.conflicts(b)
+
+
 def _value_terms(value: str) -> tuple[str, ...]:
     """The value's words, stemmed, function words dropped; every character of a word-free
     script kept (in a name, 都 of 成都 is no particle)."""

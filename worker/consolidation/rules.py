@@ -46,7 +46,7 @@ from datetime import datetime
 from typing import ClassVar, Final
 
 from worker.consolidation import extract, guards, text
-from worker.consolidation.frames import Frame, frame_of
+from worker.consolidation.frames import Frame, conflict, frame_of
 from worker.consolidation.ids import EntryIds
 from worker.consolidation.semantic import (
     LexicalIndex,
@@ -275,7 +275,9 @@ class _Merge:
         wanted = Normalised.of(body)
         duplicate = self._duplicate_of(body, key, wanted=wanted)
         frame = frame_of(body)
-        if duplicate is not None and not _other_value(duplicate, frame):
+        # A fuzzy duplicate may be another value of one attribute ("my wife's favourite colour
+        # is green" / "… is blue" are a few letters apart): then it is not the same memory.
+        if duplicate is not None and not conflict(duplicate.frame, frame):
             self.ops.append(Confirm(candidate_ids=[cand.id], entry_id=duplicate.id))
             return None
         path = cand.path or (
@@ -378,7 +380,7 @@ class _Merge:
             if (
                 entry.norm.numbers == wanted.numbers
                 and entry.norm.negated == wanted.negated
-                and not (frame and entry.frame and entry.frame.conflicts(frame))
+                and not conflict(entry.frame, frame)
                 and similarity(entry.text, body) >= self.owner.similarity_threshold
             ):
                 return entry
@@ -441,12 +443,6 @@ class _Merge:
             )
             self._drop_live(entry)
         return None
-
-
-def _other_value(entry: _Live, frame: Frame | None) -> bool:
-    """True when a fuzzy duplicate is in fact another value of the same attribute: "my
-    brother's favourite colour is green" / "… is blue" are a few letters apart."""
-    return frame is not None and entry.frame is not None and entry.frame.conflicts(frame)
 
 
 def _over_cap(limit: int) -> str:
