@@ -311,9 +311,9 @@ def _conflicts(lang: str, u: int) -> tuple[list[str], list[str], list[str], list
         c = [_pick(_ZH_CITIES, u * 3 + i) for i in range(3)]
         co = [_pick(_ZH_COMPANIES, u * 3 + i) for i in range(3)]
         f = [_pick(_ZH_COLOURS, u * 3 + i) for i in range(3)]
-        first = [f"我住在{c[0]}", f"我在{co[0]}工作", f"我最喜欢的颜色是{f[0]}"]
-        near = [f"我妹妹住在{c[1]}", f"我以前在{co[1]}工作", f"我妹妹最喜欢的颜色是{f[1]}"]
-        new = [f"我搬到了{c[2]}", f"我现在在{co[2]}工作", f"我最喜欢的颜色现在是{f[2]}"]
+        first = [f"我住在{c[0]}", f"我在{co[0]}公司工作", f"我最喜欢的颜色是{f[0]}"]
+        near = [f"我妹妹住在{c[1]}", f"我以前在{co[1]}公司工作", f"我妹妹最喜欢的颜色是{f[1]}"]
+        new = [f"我搬到了{c[2]}", f"我现在在{co[2]}公司工作", f"我最喜欢的颜色现在是{f[2]}"]
     markers = [[c[i], co[i], f[i]] for i in range(3)]
     return first, near, new, markers
 

@@ -12,10 +12,11 @@ attribute                 examples (English, French, German, Spanish, Russian, C
 ``residence``             I live in / moved to …, j'habite à …, ich wohne in …,          a name
                           vivo en …, я живу в …, 我住在…
 ``employer``              I work at/for …, je travaille chez …, ich arbeite bei …,       a name
-                          trabajo en …, я работаю в …, 我在…工作
+                          trabajo para …, я работаю в компании …, 我在…公司工作
 ``occupation``            I work as a …, my job is …, je travaille comme …               any
-``name``                  my name is …, call me …, je m'appelle …, ich heiße …,          any
-                          me llamo …, меня зовут …, 我叫…
+``name``                  my name is …, je m'appelle …, ich heiße …, me llamo …,         any
+                          меня зовут …, 我叫…
+``preferred name``        call me …                                                       any
 ``age`` (self only)       I am 30, j'ai 30 ans, ich bin 30 Jahre alt, tengo 30 años …    any
 ``favourite <thing>``     my favourite colour is …, … is my favourite book,             any
                           ma couleur préférée est …, meine Lieblingsfarbe ist …,
@@ -32,7 +33,10 @@ negated statements; past or dated facts ("I worked at Globex in 2010", "used to"
 than after "since"); additions ("I also work at …", "another", "as well", 也/还); residence and
 employer values without a capitalised name ("I live in a flat", "I work for a startup") in
 cased scripts; counts ("I have two kids" / "I have three kids" may be two true facts);
-statements about third parties named by name; anything else unmatched.
+statements about third parties named by name; temporary or part-time states ("this summer",
+"on weekends", "volunteer"); values of more than :data:`MAX_VALUE_TERMS` terms; where one
+works rather than for whom ("trabajo en Madrid", "работаю в Москве", "我在北京工作"); anything
+else unmatched. Texts longer than :data:`~.semantic.MAX_SEMANTIC_CHARS` set no frame.
 
 >>> frame_of("I moved to Berlin last month")
 Frame(subject='self', attribute='residence', value=('berlin',))
@@ -95,9 +99,12 @@ _PATTERNS: Final[tuple[tuple[str, str], ...]] = (
     ("employer", rf"{_OWNER} employer is {_VAL}"),
     ("employer", rf"{_SUBJ} (?:travaille|travailles) (?:chez|pour) {_VAL}"),
     ("employer", rf"{_SUBJ} (?:arbeite|arbeitet) (?:bei|für) {_VAL}"),
-    ("employer", rf"(?:yo )?trabajo (?:en|para) {_VAL}"),
-    ("employer", rf"(?:я )?работаю (?:в|во|на) {_VAL}"),
-    ("employer", r"我(?:的)?(?P<rel>[^\s]{0,3}?)(?:现在|目前)?在(?P<val>.+?)(?:工作|上班)"),
+    # Spanish "en", Russian "в" and Chinese "在" also say *where* one works ("trabajo en
+    # Madrid", "работаю в Москве", "我在北京工作"): only the forms that name an employer.
+    ("employer", rf"(?:yo )?trabajo (?:para|en la empresa) {_VAL}"),
+    ("employer", rf"(?:я )?работаю (?:в компании|на компанию) {_VAL}"),
+    ("employer", r"我(?:的)?(?P<rel>[^\s]{0,3}?)(?:在(?P<val>.+?(?:公司|集团|银行))(?:工作|上班)|"
+     r"(?:就职于|任职于)(?P<val>.+))"),
     # occupation
     ("occupation", rf"{_SUBJ} (?:work|works) as (?:a |an )?{_VAL}"),
     ("occupation", rf"{_OWNER} (?:job|occupation|profession) is (?:a |an )?{_VAL}"),
@@ -106,7 +113,7 @@ _PATTERNS: Final[tuple[tuple[str, str], ...]] = (
     ("occupation", rf"(?:yo )?trabajo (?:como|de) {_VAL}"),
     # name
     ("name", rf"{_OWNER} name is {_VAL}"),
-    ("name", rf"(?:you can |please )?call me {_VAL}"),
+    ("preferred name", rf"(?:you can |please )?call me {_VAL}"),
     ("name", rf"{_SUBJ} (?:am|m|is|s) called {_VAL}"),
     ("name", rf"(?:je m appelle|mon nom est|ich heisse|mein name ist|me llamo|mi nombre es|"
      rf"меня зовут) {_VAL}"),
@@ -137,7 +144,19 @@ _TRIGGERS: Final = (
     *("live", "reside", "moved", "relocated", "based", "home", "habite", "vis ", "vit "),
     *("installé", "déménagé", "wohn", "lebe", "gezogen", "vivo", "resido", "mud", "vive"),
     *("жив", "переех", "住", "搬", "生活", "work", "employ", "travaill", "arbeite", "trabaj"),
-    *("работа", "工作", "上班", "job", "occupation", "profession", "name", "call", "appel"),
+    *(
+        "работа",
+        "工作",
+        "上班",
+        "就职",
+        "任职",
+        "job",
+        "occupation",
+        "profession",
+        "name",
+        "call",
+        "appel",
+    ),
     *("nom ", "heisse", "llamo", "nombre", "зовут", "叫", "名字", "名前", "岁", "fav"),
     *("préféré", "lieblings", "preferid", "любим", "喜欢", "好き", "married", "marié"),
 )
@@ -149,14 +168,20 @@ def _may_frame(flat: str) -> bool:
     return any(word in flat for word in _TRIGGERS) or flat.startswith(_AGE_STARTS)
 
 
+#: Most value terms a frame takes: a longer value carries qualifiers ("a volunteer at the
+#: shelter on …") the rules cannot weigh, so the statement is added instead.
+MAX_VALUE_TERMS: Final = 4
+
 #: Attributes whose value must hold a capitalised name in cased scripts ("a flat" is no city).
 _NAMED_VALUES: Final = frozenset({"residence", "employer"})
 
 #: Words that make a statement an addition rather than a replacement, or a past fact.
 _NOT_A_CHANGE: Final = regex.compile(
-    r"(?:^| )(?:also|too|as well|another|second|side|part time|used to|when i was|aussi|"
-    r"également|autre|auch|noch|zusätzlich|früher|también|otro|otra|antes|тоже|также|ещё|"
-    r"еще|раньше)(?: |$)|[也还又曾以]"
+    r"(?:^| )(?:also|too|as well|another|second|side|part time|used to|when i was|weekends?|"
+    r"sometimes|occasionally|spare time|free time|volunteer|temporarily|for now|this summer|"
+    r"this winter|for a while|for a few|visiting|on holiday|on vacation|aussi|également|"
+    r"autre|auch|noch|zusätzlich|früher|también|otro|otra|antes|тоже|также|ещё|еще|"
+    r"раньше)(?: |$)|[也还又曾]|以前|暂时"
 )
 _YEAR: Final = regex.compile(r"(?<!(?:since|depuis|seit|desde|с) )(?:19|20)\d\d")
 _TRAILING: Final = regex.compile(
@@ -210,6 +235,13 @@ class Frame:
         return self.slot() == other.slot() and set(self.value) == set(other.value) != set()
 
 
+def _too_long(value: tuple[str, ...]) -> bool:
+    """More than :data:`MAX_VALUE_TERMS` distinct terms (twice as many characters of a
+    word-free script, where a character is a term)."""
+    word_free = all(WORD_FREE_CHAR.match(v) for v in value)
+    return len(set(value)) > MAX_VALUE_TERMS * (2 if word_free else 1)
+
+
 def conflict(a: Frame | None, b: Frame | None) -> bool:
     """Whether two statements' frames conflict (False when either sets none)."""
     return a is not None and b is not None and a.conflicts(b)
@@ -244,7 +276,7 @@ def frame_of(raw: str) -> Frame | None:
             continue
         groups = match.groupdict()
         value = _value_terms(groups.get("val") or "")
-        if not value:
+        if not value or _too_long(value):
             return None
         if attribute in _NAMED_VALUES and not _named(raw, value):
             return None
