@@ -216,3 +216,59 @@ def test_the_property_sentences_read_as_intended() -> None:
     assert sentence("self", "employer", 1) == "I work at Globex"
     assert sentence("wife", "favourite film", 2) == "My wife's favourite film is Jaws"
     assert isinstance(merge([], [cand(sentence("self", "residence", 0))]).ops[0], Add)
+
+
+#: language → subject → attribute → template; values per attribute below.
+TEMPLATES = {
+    "fr": {
+        "self": {"residence": "J'habite à {}", "employer": "Je travaille chez {}",
+                 "colour": "Ma couleur préférée est le {}"},
+        "mère": {"residence": "Ma mère habite à {}", "employer": "Ma mère travaille chez {}"},
+        "sœur": {"residence": "Ma sœur habite à {}", "employer": "Ma sœur travaille chez {}"},
+    },
+    "zh": {
+        "self": {"residence": "我住在{}", "employer": "我在{}公司工作",
+                 "colour": "我最喜欢的颜色是{}"},
+        "妈妈": {"residence": "我妈妈住在{}", "employer": "我妈妈在{}公司工作",
+                 "colour": "我妈妈最喜欢的颜色是{}"},
+        "妹妹": {"residence": "我妹妹住在{}", "employer": "我妹妹在{}公司工作"},
+    },
+}  # fmt: skip
+VALUES = {
+    "fr": {"residence": ("Lille", "Rennes", "Dijon", "Brest"),
+           "employer": ("Renault", "Danone", "Airbus", "Thales"),
+           "colour": ("vert", "bleu", "rouge", "jaune")},
+    "zh": {"residence": ("北京", "上海", "深圳", "杭州"),
+           "employer": ("华为", "腾讯", "百度", "小米"),
+           "colour": ("红色", "蓝色", "绿色", "紫色")},
+}  # fmt: skip
+SEVERAL_BY_LANG = {"fr": {"sœur"}, "zh": {"妹妹"}}
+
+
+@st.composite
+def same_language_pairs(draw: st.DrawFn) -> tuple[str, tuple[str, str, int], tuple[str, str, int]]:
+    lang = draw(st.sampled_from(sorted(TEMPLATES)))
+
+    def one() -> tuple[str, str, int]:
+        subject = draw(st.sampled_from(sorted(TEMPLATES[lang])))
+        attribute = draw(st.sampled_from(sorted(TEMPLATES[lang][subject])))
+        return subject, attribute, draw(st.integers(0, 3))
+
+    return lang, one(), one()
+
+
+@settings(max_examples=150, deadline=None)
+@given(pair=same_language_pairs())
+def test_in_french_and_chinese_only_the_same_attribute_of_the_same_person_is_retired(
+    pair: tuple[str, tuple[str, str, int], tuple[str, str, int]],
+) -> None:
+    lang, (s1, a1, v1), (s2, a2, v2) = pair
+    old = TEMPLATES[lang][s1][a1].format(VALUES[lang][a1][v1])
+    new = TEMPLATES[lang][s2][a2].format(VALUES[lang][a2][v2])
+    plan = merge([entry("e1", old)], [cand(new)])
+    if (s1, a1, v1) == (s2, a2, v2):
+        assert [op.op for op in plan.ops] == ["confirm"], (old, new)
+    elif (s1, a1) == (s2, a2) and s1 not in SEVERAL_BY_LANG[lang]:
+        assert retired(plan) == {"e1"}, (old, new)
+    else:
+        assert retired(plan) == set(), (old, new)
