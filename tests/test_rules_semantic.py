@@ -272,3 +272,10 @@ def test_in_french_and_chinese_only_the_same_attribute_of_the_same_person_is_ret
         assert retired(plan) == {"e1"}, (old, new)
     else:
         assert retired(plan) == set(), (old, new)
+
+
+def test_a_keyed_new_value_also_retires_unkeyed_statements_of_the_same_attribute() -> None:
+    keyed = entry("k1", "I live in Rome", key="profile.location", minute=-30)
+    unkeyed = entry("u1", "I live in Paris", minute=-60)
+    plan = merge([keyed, unkeyed], [cand("I live in Oslo", key="profile.location")])
+    assert retired(plan) == {"k1", "u1"}

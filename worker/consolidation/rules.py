@@ -284,17 +284,18 @@ class _Merge:
             PREFERENCES_PATH if preference or (key or "").startswith("preference.") else FACTS_PATH
         )
         held = [e for e in self.live.values() if e.key == key] if key is not None else []
+        slot = [] if frame is None else self.by_slot.get(frame.slot(), [])
         if held:
+            # Unkeyed entries giving the same attribute another value go with the key's.
+            held += [e for e in slot if e.key is None and conflict(e.frame, frame)]
             what = f"newer value for key {key}"
             return self._supersede(cand, body, key=key, path=path, held=held, what=what)
-        same = self._paraphrase_of(body, key, wanted)
+        same = self._paraphrase_of(body, key, wanted, frame)
         if same is not None:
             self.ops.append(Confirm(candidate_ids=[cand.id], entry_id=same.id))
             return None
         if frame is not None:
-            slot = [
-                e for e in self.by_slot.get(frame.slot(), ()) if key is None or e.key in (None, key)
-            ]
+            slot = [e for e in slot if key is None or e.key in (None, key)]
             restated = next((e for e in slot if e.frame and e.frame.same_value(frame)), None)
             if restated is not None:
                 self.ops.append(Confirm(candidate_ids=[cand.id], entry_id=restated.id))
@@ -357,7 +358,9 @@ class _Merge:
             self._index = build_index((e.id, e.text) for e in self.live.values())
         return self._index
 
-    def _paraphrase_of(self, body: str, key: str | None, wanted: Normalised) -> _Live | None:
+    def _paraphrase_of(
+        self, body: str, key: str | None, wanted: Normalised, frame: Frame | None
+    ) -> _Live | None:
         """The first live entry ``body`` restates in other words, if any.
 
         The rules' paraphrase shares the exact content-term set, so one lookup finds it; a
@@ -367,12 +370,12 @@ class _Merge:
         """
         wanted_terms = paraphrase_key(body)
         for entry in self.by_terms.get(wanted_terms, ()) if wanted_terms is not None else ():
-            if (key is None or entry.key is None) and is_paraphrase(entry.text, body):
+            comparable = key is None or entry.key is None
+            if comparable and is_paraphrase(entry.text, body) and not conflict(entry.frame, frame):
                 return entry
         similarity = self.owner.similarity
         if similarity is None:
             return None
-        frame = frame_of(body)
         for entry_id, _score in self.index().nearest(body, PARAPHRASE_NEIGHBOURS):
             entry = self.live[entry_id]
             if key is not None and entry.key is not None:
