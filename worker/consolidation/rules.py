@@ -338,16 +338,10 @@ class _Merge:
             if old is not newest:
                 self.ops.append(Invalidate(candidate_ids=[cand.id], entry_id=old.id, reason=reason))
             self._drop_live(old)
-        self.ops.append(
-            Supersede(
-                candidate_ids=[cand.id],
-                entry_id=newest.id,
-                text=body,
-                key=key,
-                path=path,
-                reason=reason,
-            )
-        )
+        self.ops.append(Supersede(
+            candidate_ids=[cand.id], entry_id=newest.id, text=body, key=key, path=path,
+            reason=reason,
+        ))  # fmt: skip
         # A supersede without a key keeps the replaced entry's (apply does the same).
         self._created(cand, path, body, key if key is not None else newest.key, Normalised.of(body))
         return None
