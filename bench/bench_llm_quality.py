@@ -1,4 +1,4 @@
-"""Memory quality of a consolidator: the same four streams through the rules or any chat model.
+"""Memory quality of a consolidator: the same streams through the rules or any chat model.
 
 ``python -m bench llm_quality`` scores the rules consolidator (deterministic, no model);
 ``python -m bench llm_quality --model provider:model [--base-url URL] [--json]`` scores the LLM
@@ -6,10 +6,12 @@ agent with that model, built exactly as the worker builds it (the ``MEMWORKER_MO
 settings), so a user can compare their model with the deterministic baseline on the same data.
 
 Streams (:mod:`bench.llm_quality_streams`): keyed knowledge updates, duplicates and
-paraphrases, forget requests, unkeyed contradictions. Each user's batches are merged in order
-through :func:`~worker.consolidation.engine.consolidate_batch` (merge, validate, apply) into an
-in-memory state; a batch that fails (invalid plan, model unavailable) keeps its candidates
-pending for the next batch, as the worker does. Measured on each user's final active entries:
+paraphrases, forget requests, unkeyed contradictions, and paraphrases and contradictions
+beside compatible near statements in three scripts (English, French, Chinese). Each user's
+batches are merged in order through :func:`~worker.consolidation.engine.consolidate_batch`
+(merge, validate, apply) into an in-memory state; a batch that fails (invalid plan, model
+unavailable) keeps its candidates pending for the next batch, as the worker does. Measured
+on each user's final active entries:
 
 - *latest-value accuracy*: share of current values (last keyed value, the contradicting
   statement) that are visible;
@@ -41,6 +43,7 @@ from worker.models import Candidate, make_candidate
 from worker.settings import Settings
 from worker.values import NamespaceState
 
+_WORD_FREE: Final = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff]")
 T0: Final = datetime(2025, 1, 1, tzinfo=UTC)
 #: Batches of one user are merged this far apart (past any debounce, in creation order).
 STEP: Final = timedelta(hours=1)
@@ -101,9 +104,13 @@ def _rate(part: int, whole: int) -> float | None:
 def holds(text: str, marker: str) -> bool:
     """Whether an entry's text holds ``marker`` (a whole word, any case).
 
-    >>> holds("I live in Oslo now", "oslo"), holds("Oslofjord", "Oslo")
-    (True, False)
+    >>> holds("I live in Oslo now", "oslo"), holds("Oslofjord", "Oslo"), holds("我住在北京", "北京")
+    (True, False, True)
+
+    A marker in a script written without spaces (Han, kana) is found anywhere in the text.
     """
+    if _WORD_FREE.search(marker):
+        return marker in text
     return re.search(rf"(?<!\w){re.escape(marker)}(?!\w)", text, re.IGNORECASE) is not None
 
 
@@ -241,7 +248,7 @@ def run() -> list[str]:
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m bench llm_quality",
-        description="Score a consolidator's memory quality on four streams (see the module docs).",
+        description="Score a consolidator's memory quality on six streams (see the module docs).",
     )
     parser.add_argument("--model", help="provider:model (MEMWORKER_MODEL); default: the rules")
     parser.add_argument("--base-url", help="model server base URL (MEMWORKER_MODEL_BASE_URL)")

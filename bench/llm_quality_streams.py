@@ -1,4 +1,4 @@
-"""The four candidate streams of the quality harness, built deterministically, with the truth.
+"""The candidate streams of the quality harness, built deterministically, with the truth.
 
 Each user of a stream gets batches of candidates (merged in order, an hour apart) and the
 truth about the memory they should leave behind, as *markers*: words that occur in exactly
@@ -13,6 +13,19 @@ marker (case-insensitively, on word boundaries).
 - ``forget``: five facts, then two ``forget`` requests naming two of them.
 - ``contradiction`` (unkeyed): a place of residence, an employer and a favourite colour, then a
   statement contradicting each without a key ("I moved to …"), plus two unrelated facts.
+
+- ``paraphrase`` (three scripts: English, French, Chinese; one language per user): four facts,
+  then each restated in other words (word order, a synonym verb, a particle, "moved to" for
+  "live in"). One entry per fact.
+- ``conflict`` (three scripts, one language per user): residence, employer and a favourite,
+  then near statements that do **not** conflict (the same attribute of a sibling, a past
+  employer with a year), then the unkeyed contradictions. The near statements are controls:
+  retiring one is a wrong invalidation.
+
+What counts as a conflict (the rule these streams hold a consolidator to): the same
+single-valued attribute (where I live, where I work, my favourite X) of the same person, set to
+another value, in the present. Not a conflict: another person's attribute ("my sister lives
+in …"), a past or dated fact ("I worked at … in 2010"), an addition ("I also work at …").
 
 The markers of unrelated facts ("controls") measure wrongly invalidated entries: a control
 that was stored and is gone at the end was retired by mistake.
@@ -186,10 +199,144 @@ def contradiction_stream(users: int = DEFAULT_USERS) -> list[UserStream]:
     return out
 
 
+#: The languages of the three-script streams, one per user in turn (Latin, Latin, Han).
+_LANGS: Final = ("en", "fr", "zh")
+_FILMS: Final = _words("Alien Vertigo Amelie Psycho Heat Brazil Fargo Jaws Tampopo Ran Up Big")
+_FR_CITIES: Final = _words("Lille Rennes Dijon Nancy Brest Metz Reims Tours Caen Pau Nice Sète")
+_FR_COMPANIES: Final = _words("Renault Danone Michelin Airbus Alstom Decathlon Thales Safran")
+_FR_COLOURS: Final = _words("vert bleu rouge jaune violet orange rose gris marron turquoise")
+_FR_FOODS: Final = _words("fromage chocolat couscous croissant ratatouille cassoulet")
+_ZH_CITIES: Final = ("北京", "上海", "深圳", "成都", "杭州", "西安", "重庆", "武汉", "厦门", "昆明")
+_ZH_COMPANIES: Final = ("华为", "腾讯", "百度", "小米", "京东", "美团", "网易", "联想")
+_ZH_COLOURS: Final = ("红色", "蓝色", "绿色", "黄色", "紫色", "橙色", "白色", "黑色")
+_ZH_FILMS: Final = ("霸王别姬", "活着", "英雄", "卧虎藏龙", "让子弹飞", "无间道")
+_ZH_FOODS: Final = ("饺子", "火锅", "包子", "面条", "烤鸭", "豆腐")
+_FOODS: Final = _words("sushi ramen paella tacos falafel pierogi dumplings curry")
+
+
+def _paraphrases(lang: str, u: int) -> tuple[list[Item], list[Item], list[str]]:
+    """Four facts, their restatements, and each fact's marker."""
+    if lang == "en":
+        film, food = _pick(_FILMS, u), _pick(_FOODS, u)
+        city, city2 = _pick(_CITIES, u + 3), _pick(_CITIES, u + 13)
+        first = [
+            f"My favourite film is {film}",
+            f"I live in {city}",
+            f"My daughter's home is in {city2}",
+            f"I really love {food}",
+        ]
+        again = [
+            f"{film} is my favourite film",
+            f"I moved to {city} recently",
+            f"My daughter lives in {city2}",
+            f"I love {food} too",
+        ]
+        return [Item(t) for t in first], [Item(t) for t in again], [film, city, city2, food]
+    if lang == "fr":
+        film, food = _pick(_FILMS, u + 5), _pick(_FR_FOODS, u)
+        city, city2 = _pick(_FR_CITIES, u), _pick(_FR_CITIES, u + 6)
+        first = [
+            f"Mon film préféré est {film}",
+            f"J'habite à {city}",
+            f"Ma fille habite à {city2}",
+            f"J'adore le {food}",
+        ]
+        again = [
+            f"{film} est mon film préféré",
+            f"Je vis à {city}",
+            f"Ma fille vit à {city2}",
+            f"J'adore vraiment le {food}",
+        ]
+        return [Item(t) for t in first], [Item(t) for t in again], [film, city, city2, food]
+    film, food = _pick(_ZH_FILMS, u), _pick(_ZH_FOODS, u)
+    city, city2 = _pick(_ZH_CITIES, u), _pick(_ZH_CITIES, u + 5)
+    first = [f"我最喜欢的电影是{film}", f"我住在{city}", f"我女儿住在{city2}", f"我很喜欢吃{food}"]
+    again = [
+        f"{film}是我最喜欢的电影", f"我现在住在{city}", f"我的女儿住在{city2}", f"我喜欢吃{food}"
+    ]  # fmt: skip
+    return [Item(t) for t in first], [Item(t) for t in again], [film, city, city2, food]
+
+
+def paraphrase_stream(users: int = DEFAULT_USERS) -> list[UserStream]:
+    """Four facts, then each said again in other words, in English, French or Chinese."""
+    out = []
+    for u in range(users):
+        lang = _LANGS[u % len(_LANGS)]
+        s = UserStream(user=f"paraphrase-{lang}-{u}")
+        first, again, markers = _paraphrases(lang, u)
+        s.batches = [first, again]
+        s.facts = markers
+        s.controls = list(markers)
+        out.append(s)
+    return out
+
+
+def _conflicts(lang: str, u: int) -> tuple[list[str], list[str], list[str], list[list[str]]]:
+    """Statements (first, near-but-compatible, contradicting) and markers (old, near, new)."""
+    if lang == "en":
+        c = [_pick(_CITIES, u * 3 + i + 1) for i in range(3)]
+        co = [_pick(_COMPANIES, u * 3 + i) for i in range(3)]
+        f = [_pick(_FILMS, u * 3 + i + 2) for i in range(3)]
+        first = [f"I live in {c[0]}", f"I work at {co[0]}", f"My favourite film is {f[0]}"]
+        near = [
+            f"My sister lives in {c[1]}",
+            f"I worked at {co[1]} in 2010",
+            f"My sister's favourite film is {f[1]}",
+        ]
+        new = [
+            f"I moved to {c[2]} last month",
+            f"I changed jobs and now work at {co[2]}",
+            f"{f[2]} is my favourite film now",
+        ]
+    elif lang == "fr":
+        c = [_pick(_FR_CITIES, u * 3 + i + 1) for i in range(3)]
+        co = [_pick(_FR_COMPANIES, u * 3 + i) for i in range(3)]
+        f = [_pick(_FR_COLOURS, u * 3 + i) for i in range(3)]
+        first = [
+            f"J'habite à {c[0]}",
+            f"Je travaille chez {co[0]}",
+            f"Ma couleur préférée est le {f[0]}",
+        ]
+        near = [
+            f"Mon frère habite à {c[1]}",
+            f"J'ai travaillé chez {co[1]} en 2012",
+            f"La couleur préférée de ma sœur est le {f[1]}",
+        ]
+        new = [
+            f"Je me suis installé à {c[2]}",
+            f"Je travaille maintenant chez {co[2]}",
+            f"Ma couleur préférée est le {f[2]} maintenant",
+        ]
+    else:
+        c = [_pick(_ZH_CITIES, u * 3 + i) for i in range(3)]
+        co = [_pick(_ZH_COMPANIES, u * 3 + i) for i in range(3)]
+        f = [_pick(_ZH_COLOURS, u * 3 + i) for i in range(3)]
+        first = [f"我住在{c[0]}", f"我在{co[0]}公司工作", f"我最喜欢的颜色是{f[0]}"]
+        near = [f"我妹妹住在{c[1]}", f"我以前在{co[1]}公司工作", f"我妹妹最喜欢的颜色是{f[1]}"]
+        new = [f"我搬到了{c[2]}", f"我现在在{co[2]}公司工作", f"我最喜欢的颜色现在是{f[2]}"]
+    markers = [[c[i], co[i], f[i]] for i in range(3)]
+    return first, near, new, markers
+
+
+def conflict_stream(users: int = DEFAULT_USERS) -> list[UserStream]:
+    """Unkeyed contradictions beside compatible near statements, in three scripts."""
+    out = []
+    for u in range(users):
+        lang = _LANGS[u % len(_LANGS)]
+        s = UserStream(user=f"conflict-{lang}-{u}")
+        first, near, new, (old, close, latest) = _conflicts(lang, u)
+        s.batches = [[Item(t) for t in first], [Item(t) for t in near], [Item(t) for t in new]]
+        s.latest, s.stale, s.controls = latest, old, close
+        out.append(s)
+    return out
+
+
 #: The streams in report order.
 STREAMS: Final = {
     "update": update_stream,
     "duplicate": duplicate_stream,
     "forget": forget_stream,
     "contradiction": contradiction_stream,
+    "paraphrase": paraphrase_stream,
+    "conflict": conflict_stream,
 }

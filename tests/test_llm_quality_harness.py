@@ -34,7 +34,7 @@ METRICS = {
     "prompt_tokens_per_candidate", "completion_tokens_per_candidate", "candidates", "batches",
     "failed_batches",
 }  # fmt: skip
-STREAMS = ["update", "duplicate", "forget", "contradiction"]
+STREAMS = ["update", "duplicate", "forget", "contradiction", "paraphrase", "conflict"]
 USERS = 2
 ROOT = Path(__file__).resolve().parent.parent
 

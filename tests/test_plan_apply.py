@@ -1,10 +1,11 @@
-"""apply_plan: deterministic entries, ledger, approvals, budget eviction, files and diffs."""
+"""apply_plan: deterministic entries, ledger, approvals, files within a budget, and diffs."""
 
 from __future__ import annotations
 
 from tests.support.consolidation_factories import at, cand, entry, state
-from worker.consolidation.apply import EVICTED_REASON, apply_plan
+from worker.consolidation.apply import apply_plan
 from worker.consolidation.ids import created_ids
+from worker.consolidation.render import entry_line, pointer_line
 from worker.consolidation.types import Add, Confirm, Invalidate, Plan, Reject, Supersede
 from worker.models import Candidate
 from worker.values import AppliedPlan, Entry, NamespaceState
@@ -91,33 +92,42 @@ def test_op_depending_on_a_waiting_op_waits_too() -> None:
     assert [row.outcome for row in applied.ledger] == ["pending_approval", "pending_approval"]
 
 
-EVICTION_ENTRIES = [
-    entry("old", "old fact " + "x" * 40, minute=-90, confirmations=1),
-    entry("newer", "newer fact " + "x" * 40, minute=-30, confirmations=1),
-    entry("popular", "popular fact " + "x" * 40, minute=-120, confirmations=5),
+#: Three long entries of equal confirmations and a well-confirmed one; the batch adds a dog.
+BUDGET_ENTRIES = [
+    entry("old", "old fact " + "x" * 100, minute=-90),
+    entry("middle", "middle fact " + "x" * 100, minute=-60),
+    entry("newer", "newer fact " + "x" * 100, minute=-30),
+    entry("popular", "popular fact " + "x" * 100, minute=-120, confirmations=5),
 ]
 
 
-def evicted_with(budget: int) -> set[str]:
+def left_out_with(budget: int) -> set[str]:
+    """Ids of the entries the facts file leaves out at ``budget`` (``dog``: the new one)."""
     plan = Plan(ops=[Add(candidate_ids=[C1.id], path=FACTS, text="I have a dog")])
-    applied = apply(plan, [C1], state(EVICTION_ENTRIES), budget=budget)
-    return {e.id for e in applied.changed_entries if e.invalid_reason == EVICTED_REASON}
+    applied = apply(plan, [C1], state(BUDGET_ENTRIES), budget=budget)
+    (facts,) = applied.files
+    assert len(facts.content.encode()) <= budget
+    (dog,) = applied.new_entries
+    named = {e.id: e.id for e in BUDGET_ENTRIES} | {dog.id: "dog"}
+    everything = [*BUDGET_ENTRIES, dog]
+    return {named[e.id] for e in everything if f"- {entry_line(e.text)}" not in facts.content}
 
 
-def test_eviction_removes_the_oldest_of_the_least_confirmed_first() -> None:
-    assert evicted_with(140) == {"old"}
+def test_a_file_over_budget_leaves_out_the_oldest_of_the_least_confirmed_first() -> None:
+    assert left_out_with(440) == {"old"}
 
 
-def test_eviction_keeps_well_confirmed_entries_longest() -> None:
-    assert evicted_with(100) == {"old", "newer"}
+def test_a_file_over_budget_keeps_well_confirmed_entries_longest() -> None:
+    assert left_out_with(350) == {"old", "middle"}
+    assert left_out_with(250) == {"old", "middle", "newer"}
 
 
-def test_evicted_entries_stay_in_history_with_a_reason() -> None:
+def test_entries_left_out_of_a_file_stay_active() -> None:
     plan = Plan(ops=[Add(candidate_ids=[C1.id], path=FACTS, text="I have a dog")])
-    applied = apply(plan, [C1], state([entry("e1", "y" * 100)]), budget=60)
-    (gone,) = applied.changed_entries
-    assert (gone.id, gone.invalid_at, gone.invalid_reason) == ("e1", NOW, EVICTED_REASON)
+    applied = apply(plan, [C1], state([entry("e1", "y" * 300)]), budget=256)
+    assert applied.changed_entries == ()
     assert applied.counts["evicted"] == 1
+    assert applied.files[0].content.endswith(f"\n\n{pointer_line(1)}\n")
 
 
 def test_every_candidate_gets_one_ledger_row() -> None:

@@ -209,8 +209,9 @@ class Settings(BaseSettings):
     )
     file_budget_bytes: Annotated[int, Field(ge=256)] = Field(
         default=8192,
-        description="Largest rendered memory file; past it the least confirmed, oldest entries "
-        "are evicted (kept in history).",
+        description="Largest rendered memory file; past it the file keeps the keyed, most "
+        "confirmed, most recent entries and ends with one line counting the rest, which stay "
+        "active and reachable with search_memory.",
     )
     max_removals_per_run: Annotated[int, Field(ge=0)] = Field(
         default=20,

@@ -2,24 +2,28 @@
 
 Pure and deterministic: the same state, batch, plan and ``now`` give an equal
 :class:`~worker.consolidation.types.AppliedPlan` (entry ids come from
-:mod:`~worker.consolidation.ids`). Nothing is deleted: superseded, forgotten and evicted entries
-get ``invalid_at`` and a reason and stay in history.
+:mod:`~worker.consolidation.ids`). Nothing is deleted: superseded and forgotten entries get
+``invalid_at`` and a reason and stay in history.
 
 - Operations touching a read-only (``state.read_only_paths``) or sensitive path become
   :class:`~worker.consolidation.types.PendingApproval` instead, and so do later operations that
   depend on an entry such an operation would have created. A confirmation changes no file
   content and is applied anywhere.
-- After the operations, each changed file is held to ``file_budget_bytes``: while its rendering
-  is larger, the least confirmed, then oldest, entry is invalidated as ``"evicted: over budget"``.
-- Files are rendered (:func:`~worker.consolidation.render.render_file`) only for paths the plan
+- Each changed file is rendered within ``file_budget_bytes``
+  (:func:`~worker.consolidation.render.select`): over it, the file keeps the entries most worth
+  loading (keyed, confirmed, recent) and ends with one line saying how many more
+  ``search_memory`` reaches. The entries left out stay **active** (searchable, mergeable,
+  shown again when room frees up); nothing is invalidated to fit a budget.
+- Files are rendered (:func:`~worker.consolidation.render.render_counted`) only for paths the plan
   touched, and returned only when the content differs from ``current_files``.
 
 The ledger has one row per candidate, ordered by (``created_at``, id) so the batch order does
 not matter; a candidate backing several operations reports the strongest outcome (merged >
 forgotten > duplicate > pending_approval > rejected).
 
-``counts``: ``added``, ``superseded``, ``forgotten``, ``evicted`` count entries; ``duplicates``
-and ``rejected`` count candidates; ``pending_approval`` counts queued operations.
+``counts``: ``added``, ``superseded``, ``forgotten`` count entries, ``evicted`` the active
+entries the changed files leave out; ``duplicates`` and ``rejected`` count candidates;
+``pending_approval`` counts queued operations.
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ from datetime import datetime
 from typing import Final
 
 from worker.consolidation.ids import created_ids
-from worker.consolidation.render import render_file
+from worker.consolidation.render import render_counted
 from worker.consolidation.types import Add, Confirm, Invalidate, Operation, Plan, Reject, Supersede
 from worker.errors import InvalidPlan
 from worker.models import Candidate
@@ -43,9 +47,6 @@ from worker.values import (
     NamespaceState,
     PendingApproval,
 )
-
-#: Reason recorded on entries removed to keep a file within its budget.
-EVICTED_REASON: Final = "evicted: over budget"
 
 #: Provenance kept per entry: the latest candidate and trace ids. A fact confirmed in every
 #: conversation would otherwise grow its row without bound.
@@ -221,22 +222,6 @@ class _Applier:
         self.counts["pending_approval"] += 1
         self._outcome(op, "pending_approval", reason, None)
 
-    # --- budget --------------------------------------------------------------------------
-    def evict(self, budget: int) -> None:
-        for path in sorted(self.touched):
-            active = [e for e in self.work.values() if e.active and e.path == path]
-            while active and len(render_file(path, active).encode("utf-8")) > budget:
-                victim = min(
-                    active, key=lambda e: (e.confirmations, e.created_at, e.valid_from, e.id)
-                )
-                active.remove(victim)
-                self._put(
-                    victim.model_copy(
-                        update={"invalid_at": self.now, "invalid_reason": EVICTED_REASON}
-                    )
-                )
-                self.counts["evicted"] += 1
-
 
 def apply_plan(
     state: NamespaceState,
@@ -265,8 +250,9 @@ def compact(
     file_budget_bytes: int,
     sensitive_paths: Collection[str],
 ) -> AppliedPlan:
-    """Evict over-budget entries from *every* writable file (a batch only evicts from the files
-    it touched), e.g. after the budget was lowered. Protected paths are left alone."""
+    """Re-render *every* writable file within the budget (a batch only renders the files it
+    touched), e.g. after the budget was lowered. Protected paths are left alone; no entry
+    changes."""
     protected = frozenset(state.read_only_paths) | frozenset(sensitive_paths)
     applier = _Applier(state, (), now, protected)
     applier.touched = {e.path for e in state.entries if e.active} - protected
@@ -279,14 +265,15 @@ def _finish(
     current_files: Mapping[str, str],
     file_budget_bytes: int,
 ) -> AppliedPlan:
-    applier.evict(file_budget_bytes)
     files = []
+    entries = list(applier.work.values())
     for path in sorted(applier.touched):
-        content = render_file(path, applier.work.values())
+        content, hidden = render_counted(path, entries, file_budget_bytes)
         previous = current_files.get(path)
-        has_entries = any(e.active and e.path == path for e in applier.work.values())
+        has_entries = any(e.active and e.path == path for e in entries)
         if content == previous or (previous is None and not has_entries):
             continue
+        applier.counts["evicted"] += hidden
         files.append(
             FileChange(
                 path=path,

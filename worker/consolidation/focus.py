@@ -6,8 +6,9 @@ entries the model sees them all, and past that only the entries the batch can to
 
 - every active entry holding the ``key`` of a candidate (a keyed candidate supersedes its
   slot, so the slot's holder must be shown);
-- each candidate's lexically nearest entries (rapidfuzz ``token_set_ratio`` of the lower-cased
-  texts, ties in entry order), taken in turns, one per candidate per round, until
+- each candidate's lexically nearest entries (the BM25 ranker the rules consolidator uses,
+  :class:`~worker.consolidation.semantic.LexicalIndex`, over content terms; ties and entries
+  sharing no term in entry order), taken in turns, one per candidate per round, until
   :data:`NEAREST_CAP` entries are chosen, or :data:`NEAREST_PER_CANDIDATE` per candidate for a
   batch larger than five (so a large batch's candidates are not left without neighbours).
 
@@ -35,9 +36,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Final
 
-from rapidfuzz import fuzz, process, utils
-
 from worker.consolidation.render import entry_order
+from worker.consolidation.semantic import build_index
 from worker.models import Candidate
 from worker.values import Entry, NamespaceState
 
@@ -65,17 +65,9 @@ def touched_entries(state: NamespaceState, candidates: Sequence[Candidate]) -> l
     keys = {c.key for c in candidates if c.key}
     chosen = {e.id for e in active if e.key is not None and e.key in keys}
     cap = max(NEAREST_CAP, NEAREST_PER_CANDIDATE * len(candidates))
-    texts = [e.text for e in active]
-    ranked = [
-        [
-            active[index].id
-            for _text, _score, index in process.extract(
-                cand.text, texts, scorer=fuzz.token_set_ratio,
-                processor=utils.default_process, limit=cap + len(chosen),
-            )
-        ]
-        for cand in candidates
-    ]  # fmt: skip
+    index = build_index((e.id, e.text) for e in active)
+    limit = cap + len(chosen)
+    ranked = [[i for i, _score in index.nearest(c.text, limit, pad=True)] for c in candidates]
     nearest: set[str] = set()
     for rank in range(cap + len(chosen)):
         for ids in ranked:

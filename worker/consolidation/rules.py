@@ -5,8 +5,15 @@ For each candidate, oldest first (``created_at``, then id):
 - ``fact``: rejected if a guard trips (:mod:`~worker.consolidation.guards`) or it is too long;
   a normalised or fuzzy duplicate of an active entry (:func:`~.text.is_near_duplicate`)
   *confirms* that entry; a ``key`` already held by an active entry *supersedes* it (newer wins,
-  the old entry stays in history; a candidate older than the held value is rejected as stale);
-  otherwise it is added.
+  the old entry stays in history; a candidate older than the held value is rejected as stale).
+  Otherwise, meaning decides (:mod:`~worker.consolidation.semantic`,
+  :mod:`~worker.consolidation.frames`): a *paraphrase* of one of its lexically nearest entries
+  (the same content terms, numbers, negation and names; or, when a ``similarity`` is given,
+  one at least ``similarity_threshold`` alike that sets no conflicting frame) confirms it; a
+  statement setting the same single-valued attribute of the same subject as active entries
+  ("I live in Paris" … "I moved to Berlin") supersedes those whose value differs, or confirms
+  the one with the same value; anything else is added. An entry is only ever retired by a
+  statement whose frame conflicts with its own: an uncertain case adds.
 - ``forget``: invalidates the active entries holding its ``key``, or else those whose text
   contains the forget target on word boundaries (:func:`~.extract.forget_target`) or nearly
   equals it; nothing matching is a reject ("nothing to forget").
@@ -39,7 +46,15 @@ from datetime import datetime
 from typing import ClassVar, Final
 
 from worker.consolidation import extract, guards, text
+from worker.consolidation.frames import Frame, conflict, frame_of
 from worker.consolidation.ids import EntryIds
+from worker.consolidation.semantic import (
+    LexicalIndex,
+    Similarity,
+    build_index,
+    is_paraphrase,
+    paraphrase_key,
+)
 from worker.consolidation.text import Normalised
 from worker.consolidation.types import Add, Confirm, Invalidate, Operation, Plan, Reject, Supersede
 from worker.constants import FACTS_PATH, PREFERENCES_PATH
@@ -56,6 +71,12 @@ MIN_FORGET_CHARS: Final = 4
 DEFAULT_MAX_REMOVALS: Final = 20
 DEFAULT_MAX_TEXT_BYTES: Final = 8192
 
+#: Lexically nearest entries a candidate is compared with for a paraphrase: a restatement
+#: shares its content terms, so it ranks at the top; a few more cover ties.
+PARAPHRASE_NEIGHBOURS: Final = 8
+#: Default share of similarity at which a caller's ``similarity`` counts as a paraphrase.
+DEFAULT_SIMILARITY_THRESHOLD: Final = 0.92
+
 
 @dataclass(eq=False)  # identity: ``by_text`` lists remove the very entry dropped
 class _Live:
@@ -71,6 +92,10 @@ class _Live:
     norm: Normalised = field(repr=False)
     #: Position in ``live`` order (set when added), to pick the first of several matches.
     seq: int = field(default=0, repr=False)
+    #: The attribute frame the text sets, if any (:func:`~.frames.frame_of`).
+    frame: Frame | None = field(default=None, repr=False)
+    #: The content-term set paraphrases share (:func:`~.semantic.paraphrase_key`).
+    terms: frozenset[str] | None = field(default=None, repr=False)
 
 
 #: Index of live entries by the features a fuzzy match needs equal: numbers, negation, length.
@@ -102,9 +127,19 @@ class RulesConsolidator:
         *,
         max_removals: int = DEFAULT_MAX_REMOVALS,
         max_text_bytes: int = DEFAULT_MAX_TEXT_BYTES,
+        similarity: Similarity | None = None,
+        similarity_threshold: float = DEFAULT_SIMILARITY_THRESHOLD,
     ) -> None:
+        """``similarity``: an optional extra paraphrase test (e.g. embeddings' cosine), pure and
+        deterministic like the rest of a merge; the rules alone never need it."""
+        if not 0.0 < similarity_threshold <= 1.0:
+            raise ValueError(
+                f"similarity_threshold is {similarity_threshold}; give a share in (0, 1]"
+            )
         self.max_removals = max_removals
         self.max_text_bytes = max_text_bytes
+        self.similarity = similarity
+        self.similarity_threshold = similarity_threshold
 
     @classmethod
     def from_settings(cls, settings: Settings, *, model: object | None = None) -> RulesConsolidator:
@@ -132,6 +167,12 @@ class _Merge:
         self.by_text: dict[str, list[_Live]] = {}
         #: Entries that could be fuzzy duplicates of a text with the same key's features.
         self.by_features: dict[_FuzzyKey, list[_Live]] = {}
+        #: Content-term set → the live entries with it: where a paraphrase is found exactly.
+        self.by_terms: dict[frozenset[str], list[_Live]] = {}
+        #: BM25 over the live entries, built on first use (only a ``similarity`` needs it).
+        self._index: LexicalIndex | None = None
+        #: (subject, attribute) → the live entries setting it, in ``live`` order.
+        self.by_slot: dict[tuple[str, str], list[_Live]] = {}
         self.added = 0
         for e in ordered:
             norm = Normalised.of(e.text)
@@ -141,12 +182,32 @@ class _Merge:
         # New entries go last in both maps, so every ``by_text`` list stays in ``live`` order.
         self.added += 1
         entry.seq = self.added
+        entry.frame = frame_of(entry.text)
         self.live[entry.id] = entry
         self.by_text.setdefault(entry.norm.text, []).append(entry)
         self.by_features.setdefault(_fuzzy_key(entry.norm), []).append(entry)
+        entry.terms = paraphrase_key(entry.text)
+        if entry.terms is not None:
+            self.by_terms.setdefault(entry.terms, []).append(entry)
+        if self._index is not None:
+            self._index.add(entry.id, entry.text)
+        if entry.frame is not None:
+            self.by_slot.setdefault(entry.frame.slot(), []).append(entry)
 
     def _drop_live(self, entry: _Live) -> None:
         del self.live[entry.id]
+        if entry.terms is not None:
+            same = self.by_terms[entry.terms]
+            same.remove(entry)
+            if not same:
+                del self.by_terms[entry.terms]
+        if self._index is not None:
+            self._index.remove(entry.id)
+        if entry.frame is not None:
+            slot = self.by_slot[entry.frame.slot()]
+            slot.remove(entry)
+            if not slot:
+                del self.by_slot[entry.frame.slot()]
         same = self.by_text[entry.norm.text]
         same.remove(entry)
         if not same:
@@ -213,42 +274,113 @@ class _Merge:
             return f"text is {size} bytes; the limit is {self.owner.max_text_bytes}"
         wanted = Normalised.of(body)
         duplicate = self._duplicate_of(body, key, wanted=wanted)
-        if duplicate is not None:
+        frame = frame_of(body)
+        # A fuzzy duplicate may be another value of one attribute ("my wife's favourite colour
+        # is green" / "… is blue" are a few letters apart): then it is not the same memory.
+        if duplicate is not None and not conflict(duplicate.frame, frame):
             self.ops.append(Confirm(candidate_ids=[cand.id], entry_id=duplicate.id))
             return None
         path = cand.path or (
             PREFERENCES_PATH if preference or (key or "").startswith("preference.") else FACTS_PATH
         )
         held = [e for e in self.live.values() if e.key == key] if key is not None else []
+        slot = [] if frame is None else self.by_slot.get(frame.slot(), [])
         if held:
-            newest = max(held, key=lambda e: (e.valid_from, e.id))
-            if cand.created_at < newest.valid_from:
-                return f"stale: the entry for key {key} is newer than this candidate"
-            existing = sum(e.existing for e in held)
-            if self.removals + existing > self.owner.max_removals:
-                return _over_cap(self.owner.max_removals)
-            self.removals += existing
-            reason = f"superseded: newer value for key {key}"
-            for old in sorted(held, key=lambda e: (e.valid_from, e.id)):
-                if old is not newest:
-                    self.ops.append(
-                        Invalidate(candidate_ids=[cand.id], entry_id=old.id, reason=reason)
-                    )
-                self._drop_live(old)
-            self.ops.append(
-                Supersede(
-                    candidate_ids=[cand.id],
-                    entry_id=newest.id,
-                    text=body,
-                    key=key,
-                    path=path,
-                    reason=reason,
-                )
-            )
-        else:
-            self.ops.append(Add(candidate_ids=[cand.id], path=path, text=body, key=key))
+            # Unkeyed entries giving the same attribute another value go with the key's.
+            held += [e for e in slot if e.key is None and conflict(e.frame, frame)]
+            what = f"newer value for key {key}"
+            return self._supersede(cand, body, key=key, path=path, held=held, what=what)
+        same = self._paraphrase_of(body, key, wanted, frame)
+        if same is not None:
+            self.ops.append(Confirm(candidate_ids=[cand.id], entry_id=same.id))
+            return None
+        if frame is not None:
+            slot = [e for e in slot if key is None or e.key in (None, key)]
+            restated = next((e for e in slot if e.frame and e.frame.same_value(frame)), None)
+            if restated is not None:
+                self.ops.append(Confirm(candidate_ids=[cand.id], entry_id=restated.id))
+                return None
+            conflicting = [e for e in slot if e.frame and e.frame.conflicts(frame)]
+            if conflicting:
+                what = f"newer value for {frame.attribute} of {frame.subject}"
+                return self._supersede(cand, body, key=key, path=path, held=conflicting, what=what)
+        self.ops.append(Add(candidate_ids=[cand.id], path=path, text=body, key=key))
+        self._created(cand, path, body, key, wanted)
+        return None
+
+    def _created(
+        self, cand: Candidate, path: str, body: str, key: str | None, wanted: Normalised
+    ) -> None:
         new_id = self.ids.next(cand.id)
         self._add_live(_Live(new_id, path, body, key, cand.created_at, False, wanted))
+
+    def _supersede(
+        self,
+        cand: Candidate,
+        body: str,
+        *,
+        key: str | None,
+        path: str,
+        held: list[_Live],
+        what: str,
+    ) -> str | None:
+        """Retire ``held`` for ``body``: the newest is superseded, the rest invalidated."""
+        newest = max(held, key=lambda e: (e.valid_from, e.id))
+        if cand.created_at < newest.valid_from:
+            subject = f"key {key}" if key is not None else "that attribute"
+            return f"stale: the entry for {subject} is newer than this candidate"
+        existing = sum(e.existing for e in held)
+        if self.removals + existing > self.owner.max_removals:
+            return _over_cap(self.owner.max_removals)
+        self.removals += existing
+        reason = f"superseded: {what}"
+        for old in sorted(held, key=lambda e: (e.valid_from, e.id)):
+            if old is not newest:
+                self.ops.append(Invalidate(candidate_ids=[cand.id], entry_id=old.id, reason=reason))
+            self._drop_live(old)
+        self.ops.append(Supersede(
+            candidate_ids=[cand.id], entry_id=newest.id, text=body, key=key, path=path,
+            reason=reason,
+        ))  # fmt: skip
+        # A supersede without a key keeps the replaced entry's (apply does the same).
+        self._created(cand, path, body, key if key is not None else newest.key, Normalised.of(body))
+        return None
+
+    def index(self) -> LexicalIndex:
+        """The BM25 index of the live entries (built on first use, then kept in step)."""
+        if self._index is None:
+            self._index = build_index((e.id, e.text) for e in self.live.values())
+        return self._index
+
+    def _paraphrase_of(
+        self, body: str, key: str | None, wanted: Normalised, frame: Frame | None
+    ) -> _Live | None:
+        """The first live entry ``body`` restates in other words, if any.
+
+        The rules' paraphrase shares the exact content-term set, so one lookup finds it; a
+        ``similarity`` is asked about the :data:`PARAPHRASE_NEIGHBOURS` entries the BM25 index
+        ranks nearest. Comparable entries are those a fuzzy duplicate may match (no key on
+        one side).
+        """
+        wanted_terms = paraphrase_key(body)
+        for entry in self.by_terms.get(wanted_terms, ()) if wanted_terms is not None else ():
+            comparable = key is None or entry.key is None
+            if comparable and is_paraphrase(entry.text, body) and not conflict(entry.frame, frame):
+                return entry
+        similarity = self.owner.similarity
+        if similarity is None:
+            return None
+        for entry_id, _score in self.index().nearest(body, PARAPHRASE_NEIGHBOURS):
+            entry = self.live[entry_id]
+            if key is not None and entry.key is not None:
+                continue
+            if (
+                entry.norm.numbers == wanted.numbers
+                and entry.norm.negated == wanted.negated
+                and not conflict(entry.frame, frame)
+                and similarity(entry.text, body) >= self.owner.similarity_threshold
+            ):
+                return entry
         return None
 
     def _duplicate_of(

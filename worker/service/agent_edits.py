@@ -37,6 +37,7 @@ from typing import Any, Final, Literal
 
 import sqlalchemy as sa
 
+from worker.consolidation.render import is_pointer_line
 from worker.errors import (
     ExternalEdit,
     InvalidCandidate,
@@ -107,13 +108,20 @@ def save_record(store: MemoryStore, record: EditRecord, *, now: datetime) -> Non
 def edit_lines(content: str) -> list[str]:
     """The entry texts of a memory file's content: bullet lines, unescaped, headings skipped.
 
+    The pointer line of a file over its budget
+    (:func:`~worker.consolidation.render.is_pointer_line`) is memworker's, never an entry: an
+    agent that keeps, changes or drops it adds or forgets nothing.
+
     >>> edit_lines("# Preferences\\n\\n- likes tea &amp; cake\\nplain line\\n")
     ['likes tea & cake', 'plain line']
+    >>> pointer = "_2 more memories not shown here; search_memory finds them._"
+    >>> edit_lines(f"# Facts\\n\\n- tea\\n\\n{pointer}")
+    ['tea']
     """
     out: list[str] = []
     for raw in content.splitlines():
         line = raw.strip()
-        if not line or line.startswith("#"):
+        if not line or line.startswith("#") or is_pointer_line(line):
             continue
         if line[:2] in ("- ", "* "):
             line = line[2:].strip()

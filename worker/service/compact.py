@@ -1,4 +1,7 @@
-"""Evict entries from every file over its byte budget (e.g. after the budget was lowered).
+"""Re-render every file within its byte budget (e.g. after the budget was lowered).
+
+A file over its budget keeps the entries most worth loading and ends with one line counting
+the rest (:func:`~worker.consolidation.render.select`); the entries left out stay active.
 
 Each namespace is read in one snapshot and committed through the same database fence as a
 merge, so a compaction racing a merge of the same namespace loses cleanly (counted ``stale``)
@@ -23,7 +26,7 @@ from worker.values import AppliedPlan
 @dataclass(frozen=True)
 class CompactionReport:
     namespaces: int  #: namespaces that got a new version
-    evicted: int  #: entries evicted, over all of them
+    evicted: int  #: active entries the new file versions leave out, over all of them
     stale: int  #: namespaces a concurrent merge changed first (left for the next compaction)
     set_aside: tuple[SetAside, ...] = field(default=())  #: namespaces that failed, and why
 

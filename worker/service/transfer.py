@@ -5,8 +5,9 @@
 rules; :func:`import_document` refuses the document, naming every problem, unless there are
 none, and only then writes it (one transaction). The checks:
 
-- **content**: each consolidator-owned file's newest version is exactly
-  :func:`~worker.consolidation.render.render_file` of the document's active entries of that path
+- **content**: each consolidator-owned file's newest version is exactly a rendering of the
+  document's active entries of that path (:func:`~worker.consolidation.render.as_shown`: the
+  entries it shows, and the pointer line counting the rest when a budget left some out)
   (so no text reaches a prompt that no entry backs and no guard saw), and no active entry points
   at a file the document lacks;
 - **guards**: every entry text, every line of an operator-written file and every pending
@@ -33,7 +34,7 @@ from typing import Any, Final
 
 from worker.consolidation import guards
 from worker.consolidation.ids import ENTRY_ID_NAMESPACE
-from worker.consolidation.render import render_file
+from worker.consolidation.render import as_shown
 from worker.errors import StoreRefused
 from worker.store.memory import MemoryStore
 from worker.store.records import CommitResult
@@ -66,7 +67,7 @@ def _content_problems(doc: NamespaceDoc) -> list[str]:
                 if reason:
                     problems.append(f"file {f.path} (operator-written) line {n}: {reason}")
             continue
-        expected = render_file(f.path, active)
+        expected = as_shown(f.path, content, active)
         if content != expected:
             problems.append(f"file {f.path}: {_first_difference(content, expected)}")
     for e in doc.entries:

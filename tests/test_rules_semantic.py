@@ -1,0 +1,281 @@
+"""Semantic merging in the rules consolidator: paraphrases confirm, contradictions supersede,
+and a statement that does not conflict never retires anything."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tests.support.consolidation_factories import at, cand, entry, state
+from worker.consolidation.engine import consolidate_batch
+from worker.consolidation.rules import RulesConsolidator
+from worker.consolidation.types import Add, Confirm, Invalidate, Plan, Reject, Supersede
+from worker.models import Candidate
+from worker.settings import Settings
+from worker.values import Entry
+
+RULES = RulesConsolidator()
+
+PARAPHRASES = {
+    "en-order": ("My favourite book is Dune", "Dune is my favourite book"),
+    "en-synonym": ("My sister lives in Riga", "My sister's home is in Riga"),
+    "en-moved": ("I live in Lisbon", "I moved to Lisbon recently"),
+    "fr-order": ("Mon film préféré est Vertigo", "Vertigo est mon film préféré"),
+    "fr-synonym": ("J'habite à Rennes", "Je vis à Rennes"),
+    "zh-order": ("我最喜欢的电影是霸王别姬", "霸王别姬是我最喜欢的电影"),
+    "zh-particle": ("我女儿住在杭州", "我的女儿住在杭州"),
+}
+
+CONTRADICTIONS = {
+    "en-residence": ("I live in Paris", "I moved to Berlin last month"),
+    "en-employer": ("I work at Acme", "I changed jobs and now work at Globex"),
+    "en-favourite": ("My favourite colour is green", "My favourite colour is teal now"),
+    "en-wife": ("My wife works at Acme", "My wife works at Initech"),
+    "fr-residence": ("J'habite à Lille", "Je me suis installé à Nantes"),
+    "fr-employer": ("Je travaille chez Renault", "Je travaille maintenant chez Airbus"),
+    "de-residence": ("Ich wohne in Bonn", "Ich bin nach Hamburg gezogen"),
+    "es-favourite": ("Mi color favorito es el azul", "Mi color favorito es el rojo"),
+    "ru-residence": ("Я живу в Москве", "Я переехал в Казань"),
+    "zh-residence": ("我住在北京", "我搬到了上海"),
+    "zh-favourite": ("我最喜欢的颜色是蓝色", "我最喜欢的颜色现在是红色"),
+}
+
+#: Near statements that conflict with nothing: other people, the past, additions, non-names.
+COMPATIBLE = {
+    "another subject": ("I live in Paris", "My sister lives in Berlin"),
+    "maybe another sister": ("My sister lives in Paris", "My sister lives in Berlin"),
+    "maybe another friend": ("My friend works at Acme", "My friend works at Globex"),
+    "a dated past job": ("I work at Acme", "I worked at Globex in 2010"),
+    "an addition": ("I work at Acme", "I also work at Globex"),
+    "another favourite": ("My favourite colour is green", "My favourite film is Heat"),
+    "not a place name": ("I live in Paris", "I live in a small flat"),
+    "a negation": ("I live in Paris", "I don't live in Berlin"),
+    "a refinement": ("I live in Paris", "I live in Paris, France"),
+    "a sibling's favourite": ("My favourite film is Alien", "My sister's favourite film is Jaws"),
+    "fr: another subject": ("J'habite à Lyon", "Mon frère habite à Metz"),
+    "fr: a dated past job": ("Je travaille chez Danone", "J'ai travaillé chez Thales en 2012"),
+    "zh: another subject": ("我住在北京", "我妹妹住在深圳"),
+    "zh: a former employer": ("我在华为工作", "我以前在腾讯工作"),
+    "counts": ("I have two kids", "I have three kids"),
+    "another pet": ("I have a dog named Rex", "I have a cat named Miso"),
+}
+
+
+def merge(entries: list[Entry], batch: list[Candidate]) -> Plan:
+    return RULES.merge(state(entries), batch, now=at(10))
+
+
+def retired(plan: Plan) -> set[str]:
+    return {op.entry_id for op in plan.ops if isinstance(op, Supersede | Invalidate)}
+
+
+@pytest.mark.parametrize(("first", "again"), PARAPHRASES.values(), ids=PARAPHRASES)
+def test_a_paraphrase_confirms_the_entry_it_restates(first: str, again: str) -> None:
+    plan = merge([entry("e1", first)], [cand(again)])
+    assert plan.ops == [Confirm(candidate_ids=[plan.ops[0].candidate_ids[0]], entry_id="e1")]
+
+
+@pytest.mark.parametrize(("old", "new"), CONTRADICTIONS.values(), ids=CONTRADICTIONS)
+def test_a_new_value_of_the_same_attribute_supersedes_the_old(old: str, new: str) -> None:
+    plan = merge([entry("e1", old)], [cand(new)])
+    (op,) = plan.ops
+    assert isinstance(op, Supersede)
+    assert (op.entry_id, op.text) == ("e1", new)
+    assert op.reason.startswith("superseded: newer value for ")
+
+
+@pytest.mark.parametrize(("old", "near"), COMPATIBLE.values(), ids=COMPATIBLE)
+def test_a_statement_that_does_not_conflict_is_added_and_retires_nothing(
+    old: str, near: str
+) -> None:
+    plan = merge([entry("e1", old)], [cand(near)])
+    assert [op.op for op in plan.ops] == ["add"]
+
+
+def test_a_superseded_statement_stays_in_history() -> None:
+    _, applied = consolidate_batch(
+        RULES, state([entry("e1", "I live in Paris")]), [cand("I moved to Berlin")],
+        now=at(10), settings=Settings(), current_files={},
+    )  # fmt: skip
+    (old,) = applied.changed_entries
+    (new,) = applied.new_entries
+    assert (old.id, old.invalid_at, old.superseded_by) == ("e1", at(10), new.id)
+    assert new.text == "I moved to Berlin"
+
+
+def test_the_latest_value_wins_over_a_chain_of_moves() -> None:
+    batch = [cand("I live in Paris", minute=1), cand("I moved to Berlin", minute=2),
+             cand("I moved to Rome", minute=3)]  # fmt: skip
+    _, applied = consolidate_batch(
+        RULES, state(), batch, now=at(10), settings=Settings(), current_files={}
+    )
+    active = [e.text for e in applied.new_entries if e.active]
+    assert active == ["I moved to Rome"]
+
+
+def test_an_older_statement_arriving_late_does_not_replace_a_newer_one() -> None:
+    newer = entry("e1", "I live in Berlin", minute=5)
+    plan = merge([newer], [cand("I live in Paris", minute=1)])
+    (op,) = plan.ops
+    assert isinstance(op, Reject)
+    assert op.reason.startswith("stale:")
+
+
+def test_restating_the_same_value_in_other_words_confirms() -> None:
+    plan = merge([entry("e1", "I live in Lisbon")], [cand("I moved to Lisbon")])
+    assert [op.op for op in plan.ops] == ["confirm"]
+
+
+def test_an_unkeyed_contradiction_keeps_the_key_of_the_entry_it_supersedes() -> None:
+    keyed = entry("e1", "I live in Paris", key="profile.location")
+    _, applied = consolidate_batch(
+        RULES, state([keyed]), [cand("I moved to Berlin")], now=at(10), settings=Settings(),
+        current_files={},
+    )  # fmt: skip
+    assert [(e.text, e.key) for e in applied.new_entries] == [
+        ("I moved to Berlin", "profile.location")
+    ]
+
+
+def test_names_in_another_order_are_not_a_paraphrase() -> None:
+    plan = merge([entry("e1", "Anna owes Ben money")], [cand("Ben owes Anna money")])
+    assert [op.op for op in plan.ops] == ["add"]
+
+
+def test_a_given_similarity_confirms_what_the_rules_cannot_see() -> None:
+    rules = RulesConsolidator(similarity=lambda _a, _b: 0.99)
+    existing = [entry("e1", "I adore hiking in the Alps")]
+    plan = rules.merge(state(existing), [cand("Walking in the Alps is what I love")], now=at(10))
+    assert [op.op for op in plan.ops] == ["confirm"]
+
+
+def test_a_given_similarity_never_merges_other_numbers_or_polarity() -> None:
+    rules = RulesConsolidator(similarity=lambda _a, _b: 1.0)
+    existing = [entry("e1", "I run 5 km every morning"), entry("e2", "I eat meat on Sundays")]
+    batch = [cand("I run 10 km every morning"), cand("I never eat meat on Sundays")]
+    plan = rules.merge(state(existing), batch, now=at(10))
+    assert [op.op for op in plan.ops] == ["add", "add"]
+
+
+def test_a_similarity_threshold_outside_zero_to_one_is_refused() -> None:
+    with pytest.raises(ValueError, match=r"similarity_threshold is 1\.5"):
+        RulesConsolidator(similarity_threshold=1.5)
+
+
+# --- property: different subjects or attributes never retire each other ----------------------
+
+#: subject → (the subject with a verb, its possessive)
+SUBJECTS = {
+    "self": ("I {v}", "My"),
+    "wife": ("My wife {v}s", "My wife's"),
+    "father": ("My father {v}s", "My father's"),
+    "sister": ("My sister {v}s", "My sister's"),
+    "friend": ("My friend {v}s", "My friend's"),
+}
+#: Relations that may be several people: even the same attribute never conflicts.
+SEVERAL = {"sister", "friend"}
+#: attribute → (the sentence from a subject's forms and a value, the values)
+ATTRIBUTES = {
+    "residence": (lambda s, v: s[0].format(v="live") + f" in {v}",
+                  ("Paris", "Berlin", "Oslo", "Lima", "Kyoto")),
+    "employer": (lambda s, v: s[0].format(v="work") + f" at {v}",
+                 ("Acme", "Globex", "Initech", "Hooli", "Wonka")),
+    "favourite colour": (lambda s, v: f"{s[1]} favourite colour is {v}",
+                         ("green", "blue", "teal", "amber", "violet")),
+    "favourite film": (lambda s, v: f"{s[1]} favourite film is {v}",
+                       ("Heat", "Alien", "Jaws", "Fargo", "Psycho")),
+}  # fmt: skip
+
+
+def sentence(subject: str, attribute: str, value: int) -> str:
+    pattern, values = ATTRIBUTES[attribute]
+    return pattern(SUBJECTS[subject], values[value])
+
+
+slots = st.tuples(st.sampled_from(sorted(SUBJECTS)), st.sampled_from(sorted(ATTRIBUTES)))
+
+
+@settings(max_examples=150, deadline=None)
+@given(first=slots, second=slots, values=st.tuples(st.integers(0, 4), st.integers(0, 4)))
+def test_statements_about_another_subject_or_attribute_never_retire_each_other(
+    first: tuple[str, str], second: tuple[str, str], values: tuple[int, int]
+) -> None:
+    old, new = sentence(*first, values[0]), sentence(*second, values[1])
+    plan = merge([entry("e1", old)], [cand(new)])
+    if values[0] == values[1] and first == second:
+        assert [op.op for op in plan.ops] == ["confirm"], (old, new)
+    elif first == second and first[0] not in SEVERAL:
+        assert retired(plan) == {"e1"}, (old, new)
+    else:
+        assert retired(plan) == set(), (old, new)
+
+
+def test_the_property_sentences_read_as_intended() -> None:
+    assert sentence("sister", "residence", 0) == "My sister lives in Paris"
+    assert sentence("self", "employer", 1) == "I work at Globex"
+    assert sentence("wife", "favourite film", 2) == "My wife's favourite film is Jaws"
+    assert isinstance(merge([], [cand(sentence("self", "residence", 0))]).ops[0], Add)
+
+
+#: language → subject → attribute → template; values per attribute below.
+TEMPLATES = {
+    "fr": {
+        "self": {"residence": "J'habite à {}", "employer": "Je travaille chez {}",
+                 "colour": "Ma couleur préférée est le {}"},
+        "mère": {"residence": "Ma mère habite à {}", "employer": "Ma mère travaille chez {}"},
+        "sœur": {"residence": "Ma sœur habite à {}", "employer": "Ma sœur travaille chez {}"},
+    },
+    "zh": {
+        "self": {"residence": "我住在{}", "employer": "我在{}公司工作",
+                 "colour": "我最喜欢的颜色是{}"},
+        "妈妈": {"residence": "我妈妈住在{}", "employer": "我妈妈在{}公司工作",
+                 "colour": "我妈妈最喜欢的颜色是{}"},
+        "妹妹": {"residence": "我妹妹住在{}", "employer": "我妹妹在{}公司工作"},
+    },
+}  # fmt: skip
+VALUES = {
+    "fr": {"residence": ("Lille", "Rennes", "Dijon", "Brest"),
+           "employer": ("Renault", "Danone", "Airbus", "Thales"),
+           "colour": ("vert", "bleu", "rouge", "jaune")},
+    "zh": {"residence": ("北京", "上海", "深圳", "杭州"),
+           "employer": ("华为", "腾讯", "百度", "小米"),
+           "colour": ("红色", "蓝色", "绿色", "紫色")},
+}  # fmt: skip
+SEVERAL_BY_LANG = {"fr": {"sœur"}, "zh": {"妹妹"}}
+
+
+@st.composite
+def same_language_pairs(draw: st.DrawFn) -> tuple[str, tuple[str, str, int], tuple[str, str, int]]:
+    lang = draw(st.sampled_from(sorted(TEMPLATES)))
+
+    def one() -> tuple[str, str, int]:
+        subject = draw(st.sampled_from(sorted(TEMPLATES[lang])))
+        attribute = draw(st.sampled_from(sorted(TEMPLATES[lang][subject])))
+        return subject, attribute, draw(st.integers(0, 3))
+
+    return lang, one(), one()
+
+
+@settings(max_examples=150, deadline=None)
+@given(pair=same_language_pairs())
+def test_in_french_and_chinese_only_the_same_attribute_of_the_same_person_is_retired(
+    pair: tuple[str, tuple[str, str, int], tuple[str, str, int]],
+) -> None:
+    lang, (s1, a1, v1), (s2, a2, v2) = pair
+    old = TEMPLATES[lang][s1][a1].format(VALUES[lang][a1][v1])
+    new = TEMPLATES[lang][s2][a2].format(VALUES[lang][a2][v2])
+    plan = merge([entry("e1", old)], [cand(new)])
+    if (s1, a1, v1) == (s2, a2, v2):
+        assert [op.op for op in plan.ops] == ["confirm"], (old, new)
+    elif (s1, a1) == (s2, a2) and s1 not in SEVERAL_BY_LANG[lang]:
+        assert retired(plan) == {"e1"}, (old, new)
+    else:
+        assert retired(plan) == set(), (old, new)
+
+
+def test_a_keyed_new_value_also_retires_unkeyed_statements_of_the_same_attribute() -> None:
+    keyed = entry("k1", "I live in Rome", key="profile.location", minute=-30)
+    unkeyed = entry("u1", "I live in Paris", minute=-60)
+    plan = merge([keyed, unkeyed], [cand("I live in Oslo", key="profile.location")])
+    assert retired(plan) == {"k1", "u1"}

@@ -1,0 +1,238 @@
+"""Meaning-level comparison without a model: content terms, a BM25 ranker and paraphrases.
+
+Built on the normal form of :mod:`~worker.consolidation.text`, with apostrophes read as word
+breaks (French elision: ``j'habite`` is ``j habite``). A text's *terms* are its tokens with
+function words dropped (:data:`~.semantic_lexicon.STOPWORDS`, one row per language),
+synonyms folded to one word (``lives``/``reside``/``home`` → ``live``, ``color`` → ``colour``)
+and a light plural stem (``sisters`` → ``sister``). Characters of word-free scripts (Han, kana,
+Thai, …) are terms one by one, particles dropped, and the ranker indexes their bigrams too.
+
+- :class:`LexicalIndex`: an in-memory BM25 index over the terms of a namespace's active
+  entries, updated as a merge adds and retires entries; :meth:`LexicalIndex.nearest` ranks them
+  for a text (ties and zero scores in insertion order).
+- :func:`is_paraphrase`: the same terms as a set, the same numbers, the same negation, and no
+  two names swapped ("Anna pays Ben" is not "Ben pays Anna"). Word order and function words do
+  not count: "Dune is my favourite book" restates "My favourite book is Dune".
+
+>>> terms("My sister's home is in Riga") == terms("My sister lives in Riga")
+True
+>>> is_paraphrase("Dune is my favourite book", "My favourite book is Dune")
+True
+>>> is_paraphrase("I live in Paris", "I lived in Paris"), is_paraphrase("Anna pays Ben",
+...     "Ben pays Anna")
+(False, False)
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from functools import lru_cache
+from itertools import pairwise
+from typing import Final
+
+import regex
+
+from worker.consolidation.semantic_lexicon import STOPWORDS, SYNONYMS, WORD_FREE_STOP
+from worker.consolidation.text import Normalised, normalise
+
+#: A similarity a caller may add (e.g. cosine of embeddings), 0.0 … 1.0 for two texts.
+Similarity = Callable[[str, str], float]
+
+#: Longest text (characters) compared by meaning: a memory worth restating in other words is a
+#: sentence or two; past this only the exact and fuzzy rules apply (and their cost bounds).
+MAX_SEMANTIC_CHARS: Final = 300
+
+#: BM25's term-frequency saturation and length normalisation (the usual defaults).
+BM25_K1: Final = 1.2
+BM25_B: Final = 0.75
+
+_APOSTROPHE: Final = regex.compile(r"['’`ʼ]")
+#: A token that is one character of a word-free script (see :mod:`~.text`).
+WORD_FREE_CHAR: Final = regex.compile(
+    r"^[\p{Han}\p{Hiragana}\p{Katakana}\u30fc\p{Thai}\p{Lao}\p{Khmer}\p{Myanmar}]"
+)
+_CAPITALISED: Final = regex.compile(r"(?<![\p{L}\p{M}\p{N}])\p{Lu}[\p{L}\p{M}]*")
+#: Shortest word a plural ``-s`` is taken from ("bus", "gas" keep theirs).
+_MIN_PLURAL: Final = 4
+#: Cyrillic case endings dropped from words this long (Москве / Москву / Москва → москв).
+_MIN_CYRILLIC_STEM: Final = 5
+_CYRILLIC_END: Final = regex.compile(r"[аяоеёиыуюйь]+$")
+
+
+@lru_cache(maxsize=4096)
+def spaced(text: str) -> str:
+    """The normal form with apostrophes as word breaks (``J'habite`` → ``j habite``)."""
+    return normalise(_APOSTROPHE.sub(" ", text))
+
+
+def stem(word: str) -> str:
+    """A light, conservative stem: synonyms folded, plural ``-s``/``-ies``, Cyrillic endings.
+
+    >>> stem("sisters"), stem("lives"), stem("cities"), stem("bus"), stem("москве")
+    ('sister', 'live', 'city', 'bus', 'москв')
+    """
+    if word in SYNONYMS:
+        return SYNONYMS[word]
+    if word.isascii():
+        if len(word) > _MIN_PLURAL and word.endswith("ies"):
+            word = word[:-3] + "y"
+        elif len(word) >= _MIN_PLURAL and word.endswith("s") and not word.endswith("ss"):
+            word = word[:-1]
+        return SYNONYMS.get(word, word)
+    if len(word) >= _MIN_CYRILLIC_STEM and "\u0400" <= word[0] <= "\u04ff":
+        return _CYRILLIC_END.sub("", word) or word
+    return word
+
+
+@lru_cache(maxsize=4096)
+def terms(text: str) -> tuple[str, ...]:
+    """The content terms of ``text``, in order (see the module notes).
+
+    >>> terms("J'habite à Paris"), terms("我最喜欢的书是三体")
+    (('live', 'pari'), ('最', '喜', '欢', '书', '三', '体'))
+    """
+    out = []
+    for token in spaced(text).split():
+        if WORD_FREE_CHAR.match(token):
+            if token not in WORD_FREE_STOP:
+                out.append(token)
+        elif token not in STOPWORDS:
+            word = stem(token)
+            if word not in STOPWORDS:
+                out.append(word)
+    return tuple(out)
+
+
+def index_terms(text: str) -> list[str]:
+    """What the ranker indexes: the terms, plus bigrams of adjacent word-free characters."""
+    found = list(terms(text))
+    found += [
+        a + b for a, b in pairwise(found) if WORD_FREE_CHAR.match(a) and WORD_FREE_CHAR.match(b)
+    ]
+    return found
+
+
+def _names(raw: str) -> list[str]:
+    """Capitalised words in order (not ``I``), case-folded: the names a paraphrase keeps."""
+    return [w.casefold() for w in _CAPITALISED.findall(raw) if w != "I"]
+
+
+def paraphrase_key(text: str) -> frozenset[str] | None:
+    """What two paraphrases share exactly: the set of content terms (None when ``text`` is
+    too long to compare by meaning, or has no content term)."""
+    if len(text) > MAX_SEMANTIC_CHARS:
+        return None
+    return frozenset(terms(text)) or None
+
+
+def is_paraphrase(a: str, b: str) -> bool:
+    """True when ``a`` and ``b`` say the same thing in other words (module notes)."""
+    ka, kb = paraphrase_key(a), paraphrase_key(b)
+    if ka is None or ka != kb:
+        return False
+    ta, tb = set(ka), set(kb)
+    na, nb = Normalised.of(a), Normalised.of(b)
+    if sorted(na.numbers) != sorted(nb.numbers) or na.negated != nb.negated:
+        return False
+    # Two or more names in another order are other roles: "Anna pays Ben" / "Ben pays Anna".
+    names_a = [n for n in _names(a) if n in ta or stem(n) in ta]
+    names_b = [n for n in _names(b) if n in tb or stem(n) in tb]
+    return len(set(names_a)) < 2 or names_a == names_b
+
+
+#: Query terms a ranking looks up at most, the rarest first: a long text's common words add
+#: cost, not order (a paraphrase shares all its terms, so any of them finds it).
+MAX_QUERY_TERMS: Final = 32
+
+
+@dataclass
+class _Doc:
+    terms: Counter[str]
+    length: int
+    seq: int
+
+
+class LexicalIndex:
+    """BM25 over the content terms of a set of texts, by id; add and remove as they change.
+
+    >>> index = LexicalIndex()
+    >>> for i, t in enumerate(["I have a dog named Rex", "I play the cello", "Rex is ten"]):
+    ...     index.add(str(i), t)
+    >>> [doc for doc, _ in index.nearest("My dog Rex", 2)]
+    ['0', '2']
+    """
+
+    def __init__(self) -> None:
+        self._docs: dict[str, _Doc] = {}
+        #: term → the ids of the texts holding it (its length is the document frequency).
+        self._postings: dict[str, set[str]] = {}
+        self._total = 0
+        self._seq = 0
+
+    def __len__(self) -> int:
+        return len(self._docs)
+
+    def add(self, doc_id: str, text: str) -> None:
+        """Index ``text`` under ``doc_id`` (replacing what that id held)."""
+        self.remove(doc_id)
+        found = Counter(index_terms(text))
+        self._seq += 1
+        self._docs[doc_id] = _Doc(found, sum(found.values()), self._seq)
+        for term in found:
+            self._postings.setdefault(term, set()).add(doc_id)
+        self._total += sum(found.values())
+
+    def remove(self, doc_id: str) -> None:
+        """Forget ``doc_id`` (nothing happens when it is not indexed)."""
+        doc = self._docs.pop(doc_id, None)
+        if doc is None:
+            return
+        self._total -= doc.length
+        for term in doc.terms:
+            holders = self._postings[term]
+            holders.discard(doc_id)
+            if not holders:
+                del self._postings[term]
+
+    def scores(self, text: str) -> dict[str, float]:
+        """BM25 score of every indexed text sharing a term with ``text`` (others score 0)."""
+        n = len(self._docs)
+        held = sorted(
+            (len(self._postings[t]), t) for t in set(index_terms(text)) if t in self._postings
+        )[:MAX_QUERY_TERMS]
+        out: dict[str, float] = {}
+        if not n or not held:
+            return out
+        average = max(self._total / n, 1.0)
+        for df, term in held:
+            idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
+            for doc_id in self._postings[term]:
+                doc = self._docs[doc_id]
+                tf = doc.terms[term]
+                norm = BM25_K1 * (1 - BM25_B + BM25_B * doc.length / average)
+                out[doc_id] = out.get(doc_id, 0.0) + idf * tf * (BM25_K1 + 1) / (tf + norm)
+        return out
+
+    def nearest(self, text: str, limit: int, *, pad: bool = False) -> list[tuple[str, float]]:
+        """Up to ``limit`` ids, best first (ties in insertion order); ``pad``: fill with the
+        zero-score rest, in insertion order, up to ``limit``."""
+        found = self.scores(text)
+        ranked = sorted(found.items(), key=lambda kv: (-kv[1], self._docs[kv[0]].seq))
+        if pad and len(ranked) < limit:
+            rest = sorted((d for d in self._docs if d not in found), key=self._seq_of)
+            ranked += [(d, 0.0) for d in rest[: limit - len(ranked)]]
+        return ranked[:limit]
+
+    def _seq_of(self, doc_id: str) -> int:
+        return self._docs[doc_id].seq
+
+
+def build_index(items: Iterable[tuple[str, str]]) -> LexicalIndex:
+    """An index of ``(id, text)`` pairs, in that order."""
+    index = LexicalIndex()
+    for doc_id, body in items:
+        index.add(doc_id, body)
+    return index
