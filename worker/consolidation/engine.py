@@ -41,6 +41,8 @@ class Limits(Protocol):
     def file_budget_bytes(self) -> int: ...
     @property
     def sensitive_paths(self) -> Collection[str]: ...
+    @property
+    def inbox_route(self) -> str: ...
 
 
 def consolidate_batch(
@@ -69,6 +71,7 @@ def consolidate_batch(
     problems = validate_plan(
         state, batch, plan,
         max_removals=settings.max_removals_per_run, max_text_bytes=settings.max_text_bytes,
+        reserved=(settings.inbox_route,),
     )  # fmt: skip
     if problems:
         raise InvalidPlan(problems)
