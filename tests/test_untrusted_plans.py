@@ -129,8 +129,12 @@ def test_a_model_that_invents_candidate_ids_is_refused() -> None:
 
 def test_an_invalidate_naming_no_candidate_at_all_is_refused() -> None:
     dog = entry("e1", "I have a dog named Rex")
-    reply = {"ops": [{"op": "add", "candidates": ["C1"], "path": FACTS, "text": "I have a cat"},
-                     {"op": "invalidate", "candidates": [], "entry": "E1", "reason": "x"}]}
+    reply = {
+        "ops": [
+            {"op": "add", "candidates": ["C1"], "path": FACTS, "text": "I have a cat"},
+            {"op": "invalidate", "candidates": [], "entry": "E1", "reason": "x"},
+        ]
+    }
 
     with pytest.raises(InvalidPlan, match="retires entry e1"):
         run([reply, reply], state([dog]), [cand("I have a cat")])

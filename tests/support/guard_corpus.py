@@ -2,9 +2,10 @@
 
 The meaning classes (credentials in prose, national ids, instructions addressed to the
 assistant, grants of rights) are labelled in :mod:`tests.support.guard_meaning_corpus` and
-joined in here. Each base text is written once; :func:`variants` then spells it the ways the issue saw slip
-past the old guards: fullwidth letters, zero-width spaces inside words, Cyrillic look-alike
-letters inside Latin words, capitals, and (for credentials) the whole text wrapped in base64.
+joined in here. Each base text is written once; :func:`variants` then spells it the ways the
+issue saw slip past the old guards: fullwidth letters, zero-width spaces inside words,
+Cyrillic look-alike letters inside Latin words, capitals, and (for credentials) the whole text
+wrapped in base64.
 """
 
 from __future__ import annotations

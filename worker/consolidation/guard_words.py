@@ -68,7 +68,8 @@ ID_LABELS: Final = (
 FORGET_ALL: Final = (
     # English
     r"\b(?:forget|disregard|ignore|erase|wipe|drop)"
-    r"(?<!\b(?:i|we|they|he|she|it|people|kids|my \w+) (?:\w+ )?\w+) (?:about )?(?:everything|all|anything|"
+    r"(?<!\b(?:i|we|they|he|she|it|people|kids|my \w+) (?:\w+ )?\w+) "
+    r"(?:about )?(?:everything|all|anything|"
     r"whatever)(?: (?:of )?(?:that|what))? (?:you|youve|youre|u|ive told you|i told you|"
     r"above|before|previously|so far|earlier|prior)\b"
     r"|\b(?:forget|disregard|ignore|erase) (?:all )?(?:your|the) (?:previous |prior |original |"

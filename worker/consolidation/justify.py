@@ -36,9 +36,12 @@ from worker.values import Entry
 #: Frequent words long enough to count as content but carrying none (English; the other
 #: languages' function words are mostly shorter than four letters).
 _FILLER: Final = frozenset(
-    "that this with have from they them what your been were will would about there their "
-    "which when where also just very much some like into than then only more most over such "
-    "dont does doesnt cant im ive".split()
+    {
+        *("that", "this", "with", "have", "from", "they", "them", "what", "your", "been", "were"),
+        *("will", "would", "about", "there", "their", "which", "when", "where", "also", "just"),
+        *("very", "much", "some", "like", "into", "than", "then", "only", "more", "most", "over"),
+        *("such", "dont", "does", "doesnt", "cant", "im", "ive"),
+    }
 )
 #: Letters of a word compared (a crude stem: "lives"/"living" meet "live").
 _STEM: Final = 5

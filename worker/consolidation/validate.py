@@ -80,9 +80,7 @@ def validate_plan(
                     gone.add(op.entry_id)
                     removals += op.entry_id in existing
                     if op.entry_id in existing:
-                        problem = removal_problem(
-                            label, op, entries[op.entry_id], by_id, written
-                        )
+                        problem = removal_problem(label, op, entries[op.entry_id], by_id, written)
                         problems += [problem] if problem else []
             elif op.entry_id in gone or op.entry_id in existing:
                 problems.append(f"{label}: entry {op.entry_id} is no longer active")

@@ -45,9 +45,9 @@ from worker.consolidation import guards
 from worker.consolidation.ids import ENTRY_ID_NAMESPACE
 from worker.consolidation.render import render_file
 from worker.errors import StoreRefused
+from worker.namespaces import reserved_prefix
 from worker.store.memory import MemoryStore
 from worker.store.records import CommitResult
-from worker.namespaces import reserved_prefix
 from worker.store.transfer import EntryDoc, FileDoc, LedgerDoc, NamespaceDoc, parse_document
 from worker.values import Entry
 
