@@ -47,10 +47,13 @@ def validate_plan(
     max_removals: int,
     max_text_bytes: int,
     reserved: Collection[str] = (),
+    justify: bool = True,
 ) -> list[str]:
     """Every problem of ``plan`` for ``batch`` against ``state``; empty when it is valid.
 
     ``reserved``: path prefixes refused beside the built-in ones (the deployment's inbox route).
+    ``justify=False`` skips the removal check, for an operation an operator approved: it was
+    justified by its real candidates when proposed, and they have left the queue since.
     """
     problems: list[str] = []
     batch_ids = {c.id for c in batch}
@@ -79,7 +82,7 @@ def validate_plan(
                     live.discard(op.entry_id)
                     gone.add(op.entry_id)
                     removals += op.entry_id in existing
-                    if op.entry_id in existing:
+                    if justify and op.entry_id in existing:
                         problem = removal_problem(label, op, entries[op.entry_id], by_id, written)
                         problems += [problem] if problem else []
             elif op.entry_id in gone or op.entry_id in existing:
