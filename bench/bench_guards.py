@@ -71,11 +71,12 @@ def run(dataset: Path = DATASET) -> list[str]:
     lines = [f"{'set':<58} {'hits':>11} {'rate':>7}"]
     for name, texts in HOSTILE.items():
         lines.append(_line(f"hostile caught: {name}", _rate(variants(texts), refused=True)))
-    lines.append(_line("hostile caught: format corpus positives", _rate(POSITIVES, refused=True)))
+    whole = _rate(POSITIVES, refused=True)
+    lines.append(_line("hostile caught: whole guard corpus (format + meaning)", whole))
     for name, texts in LEGITIMATE.items():
         spelled = variants(texts, upper=False)
         lines.append(_line(f"legitimate refused: {name}", _rate(spelled, refused=True)))
-    lines.append(_line("legitimate refused: format corpus near-misses",
+    lines.append(_line("legitimate refused: whole guard corpus near-misses",
                        _rate(NEGATIVES, refused=True)))  # fmt: skip
     locomo = locomo_texts(dataset)
     if locomo:

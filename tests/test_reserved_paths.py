@@ -18,15 +18,18 @@ from langchain_core.messages import AIMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
 from tests.langgraph_app.scripted import QueuedChatModel
-from tests.support.consolidation_factories import cand, state
+from tests.support.consolidation_factories import at, cand, state
 from tests.support.memory_queue import make_enqueuer, queued
 from tests.test_cli_support import Ops, ops
+from worker.consolidation.engine import consolidate_batch
+from worker.consolidation.rules import RulesConsolidator
 from worker.consolidation.types import Add, Plan
 from worker.consolidation.validate import validate_plan
 from worker.errors import InvalidCandidate
 from worker.integrations.capture import make_memory_tools
 from worker.models import make_candidate
 from worker.namespaces import reserved_prefix
+from worker.settings import Settings
 
 __all__ = ["ops"]
 
@@ -156,3 +159,17 @@ def test_an_import_into_a_configured_inbox_route_is_refused(ops: Ops, tmp_path: 
 
     assert ran.code == 2
     assert "reserved prefix /memories/drop/" in " ".join(ran.err.split())
+
+
+def test_a_candidate_under_the_deployments_own_inbox_is_rejected_alone() -> None:
+    settings = Settings(inbox_route="/memories/drop/")
+    stray, fine = cand("I prefer tea", topic="drop/t1", minute=1), cand("I have a dog", minute=2)
+
+    _, applied = consolidate_batch(RulesConsolidator(), state(), [stray, fine], now=at(3),
+                                   settings=settings, current_files={})  # fmt: skip
+
+    outcomes = {row.candidate_id: (row.outcome, row.reason) for row in applied.ledger}
+    assert outcomes[stray.id][0] == "rejected"
+    assert "reserved prefix /memories/drop/" in str(outcomes[stray.id][1])
+    assert outcomes[fine.id][0] == "merged"
+    assert all(not f.path.startswith("/memories/drop/") for f in applied.files)

@@ -95,9 +95,9 @@ FORGET_ALL_COMPACT: Final = (
     r"|(?:これまで|以前|前)の(?:指示|命令|ルール)を(?:すべて|全部)?忘れ"
 )
 
-#: A line that poses as the system or developer (folded form: punctuation kept).
+#: A line (or sentence) that poses as the system or developer (folded form: punctuation kept).
 SYSTEM_LINE: Final = (
-    r"(?:^|\n)[ \t>*#\[(|]*(?:system|sys|system message|system prompt|developer|developer "
+    r"(?:^|\n|[.!?]\s+)[ \t>*#\[(|]*(?:system|sys|system message|system prompt|developer|developer "
     r"message|système|systeme|message système|sistema|mensaje del sistema|systemnachricht|"
     r"система|системное сообщение|系统|系統|系统消息|システム)[ \t\])*|]*:"
     r"|<<\s*/?\s*sys\s*>>|\[\s*/?\s*system\s*\]"
