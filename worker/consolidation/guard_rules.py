@@ -180,6 +180,13 @@ CREDENTIAL_RULES: Final = (
         rf"пароль) {words.CONNECTORS} (?!{words.STATE_WORDS})\w{{4,}}",
     ),
     _rule(
+        "credential: a password or passphrase",
+        "'the password for the wifi is sunshine42', 'das Passwort für das WLAN ist sonne42'",
+        "normal",
+        rf"\b{words.PASSWORD_WORDS}s? {words.PASSWORD_OF} (?:\S+ ){{1,4}}?{words.CONNECTORS} "
+        rf"(?!{words.STATE_WORDS})(?=\S*\d)(?=\S*[^\W\d_])\S{{3,}}",
+    ),
+    _rule(
         "credential: a digit-for-letter password",
         "'p4ssw0rd', 'pa$$word': the word spelled to dodge a filter is the password",
         "folded",

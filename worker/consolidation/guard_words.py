@@ -33,11 +33,17 @@ STATE_WORDS: Final = (
     r"stored|changed|reset|forgotten|required|needed|secure|insecure|complicated|hard|simple|"
     r"complex|different|managed|synced|protected|encrypted|hashed|still|set|updated|locked|"
     r"blocked|compromised|leaked|stolen|in|on|at|of|for|about|being|been|shared|known|unknown|"
-    r"easy|new|old|nueva|nuevo|neu|neues|nouveau|nouvelle|новый|abgelaufen|falsch|zu|sehr|lang|kurz|vergessen|geändert|gespeichert|sicher|unsicher|"
+    r"easy|new|old|the|a|an|my|same|also|usually|probably|always|never|written|somewhere|"
+    # French, German, Spanish, Russian
+    r"le|la|les|mon|der|die|das|mein|el|mi|nueva|nuevo|neu|neues|nouveau|nouvelle|новый|"
+    r"abgelaufen|falsch|zu|sehr|lang|kurz|vergessen|geändert|gespeichert|sicher|unsicher|"
     r"gesperrt|expiré|expirée|oublié|trop|très|faux|changé|sécurisé|bloqué|caducado|caducada|"
     r"olvidada|olvidado|muy|larga|corta|segura|seguro|incorrecta|cambiada|bloqueada|истек|"
     r"истёк|неверный|слишком|очень|сложный|простой|забыт|изменен|изменён)\b"
 )
+
+#: Words between a password word and its linking word ("the password *for the wifi* is …").
+PASSWORD_OF: Final = r"(?:for|of|to|on|at|de|du|des|für|zum|zur|para|del|для|от)"
 
 #: Digit-for-letter spellings of a password word (``p4ssw0rd``, ``pa$$word``): on the folded
 #: form, where ``@`` and ``$`` survive. At least one substituted character is required.
