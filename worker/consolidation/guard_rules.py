@@ -389,6 +389,18 @@ INJECTION_RULES: Final = (
         words.EXFILTRATE_COMPACT,
     ),
     _rule(
+        "injected instruction: scripts what the assistant tells the user",
+        "'do not tell the user', 'when the user asks, say …', in the covered languages",
+        "normal",
+        words.SCRIPT_THE_ASSISTANT,
+    ),
+    _rule(
+        "injected instruction: scripts what the assistant tells the user",
+        "'不要告诉用户' (word-free scripts)",
+        "compact",
+        words.SCRIPT_THE_ASSISTANT_COMPACT,
+    ),
+    _rule(
         "injected instruction: tries to override the assistant's instructions",
         "'new instructions:' introduces orders",
         "normal",

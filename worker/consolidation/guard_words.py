@@ -139,6 +139,21 @@ EXFILTRATE_COMPACT: Final = (
     r"|把(?:这段|这次|本次|所有的?)?(?:对话|聊天记录|会话)(?:内容)?(?:发送|转发|发)"
 )
 
+#: Orders on what the assistant tells or hides from the user ("do not tell the user", "when
+#: the user asks, say …"): memories describe the user, they never script the assistant.
+SCRIPT_THE_ASSISTANT: Final = (
+    r"\b(?:do not|dont|never|don t) (?:tell|inform|warn|show|mention (?:it )?to|reveal (?:it )?to)"
+    r" the user\b"
+    r"|\bwhen(?:ever)? the user (?:asks|says|mentions|writes|requests|types)\b(?: \S+){0,6}? "
+    r"(?:say|tell|answer|reply|respond|claim|pretend)\b"
+    r"|\b(?:ne dis pas|ne dites pas|ne révèle pas) à lutilisateur\b"
+    r"|\b(?:sag|sage|verrate) dem (?:benutzer|nutzer|anwender) nicht\b"
+    r"|\bno (?:le )?(?:digas|cuentes|reveles) al usuario\b"
+    r"|\bне (?:говори|сообщай|рассказывай) пользователю\b"
+)
+#: The same in Chinese (compact form).
+SCRIPT_THE_ASSISTANT_COMPACT: Final = r"(?:不要|别|不许)(?:告诉|透露给|告知)用户"
+
 #: Standing orders and rights granted to the assistant ("from now on you must …").
 GRANTS: Final = (
     r"\b(?:from now on|from this point on|from here on|henceforth|going forward|starting "
