@@ -145,3 +145,18 @@ def test_plain_prose_never_reaches_the_scanners() -> None:
     prose = [s for text in NEGATIVES for s in guards._forms(text)["shape"]]
     reached = [s for s in prose if guards._may_hold_key(s)]
     assert len(reached) < len(prose) / 4
+
+
+@pytest.mark.parametrize(
+    "turn",
+    [
+        "user: login bob, password hunter2 please remember",
+        "user: mon mot de passe est soleil42, retiens-le",
+        "user: mein Passwort ist Sonne42",
+        "user: my pw: Tr0ub4dor&3",
+    ],
+)
+def test_a_credential_in_prose_is_redacted_from_a_turn_shown_to_a_model(turn: str) -> None:
+    shown = guards.redact(turn)
+    assert guards.REDACTION in shown
+    assert not any(secret in shown for secret in ("hunter2", "soleil42", "Sonne42", "Tr0ub4dor"))

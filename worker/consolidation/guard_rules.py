@@ -174,6 +174,13 @@ CREDENTIAL_RULES: Final = (
     ),
     _rule(
         "credential: a password or passphrase",
+        "the same on the raw text's shape, so a turn shown to a model has the value redacted",
+        "folded",
+        rf"\b{words.PASSWORD_WORDS}s?(?:\s*[:=]\s*|\s+(?:{words.CONNECTORS}|c'est|c’est)\s+|\s+)"
+        rf"(?!{words.STATE_WORDS})(?=\S*\d)(?=\S*[^\W\d_])\S{{3,}}",
+    ),
+    _rule(
+        "credential: a password or passphrase",
         "'mein Passwort ist sonne', 'mot de passe : soleil' (a value after a linking word)",
         "normal",
         rf"\b(?:mot de passe|mdp|passwort|kennwort|contraseña|contrasena|clave|senha|"
