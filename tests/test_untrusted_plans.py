@@ -201,3 +201,23 @@ def test_text_a_plan_writes_meets_the_guard_a_candidate_meets(text: str) -> None
         found = validate_plan(state([dog]), [c], plan, max_removals=5, max_text_bytes=8192)
         assert any("not storable" in p for p in found), (text, found)
     assert guards.violation(text) is not None
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "accepted"),
+    [
+        ("我住在巴黎", "我住在罗马", True),
+        ("저는 커피를 좋아해요", "저는 커피가 싫어요", True),
+        ("Я живу в Париже", "Я живу в Риме", True),
+        ("我住在巴黎", "我喜欢喝茶", False),
+        ("저는 커피를 좋아해요", "저는 개가 있어요", False),
+    ],
+)
+def test_an_update_in_another_script_is_judged_by_what_it_shares(
+    old: str, new: str, accepted: bool
+) -> None:
+    c = cand(new)
+    plan = Plan(ops=[Supersede(candidate_ids=[c.id], entry_id="e1", text=new)])
+    found = validate_plan(state([entry("e1", old)]), [c], plan, max_removals=5,
+                          max_text_bytes=200)  # fmt: skip
+    assert (found == []) is accepted, found

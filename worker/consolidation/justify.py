@@ -19,6 +19,8 @@ bounds the rest.
 
 >>> related("I live in Paris", "I live in Rome"), related("I have a dog", "I prefer tea")
 (True, False)
+>>> related("저는 커피를 좋아해요", "저는 커피가 싫어요"), related("我住在巴黎", "我住在罗马")
+(True, True)
 """
 
 from __future__ import annotations
@@ -43,28 +45,39 @@ _FILLER: Final = frozenset(
         *("such", "dont", "does", "doesnt", "cant", "im", "ive"),
     }
 )
+#: Character pairs that only say "I" or "my" (Chinese, Korean).
+_FILLER_PAIRS: Final = frozenset({"我是", "我的", "我在", "我有", "저는", "나는", "제가", "내가"})
 #: Letters of a word compared (a crude stem: "lives"/"living" meet "live").
 _STEM: Final = 5
-#: Shortest word that counts as content.
+#: Shortest word that counts as content (one less outside ASCII, where the English filler
+#: words are not).
 _MIN_WORD: Final = 4
 
 
 @lru_cache(maxsize=4096)
 def _content(text: str) -> frozenset[str]:
-    """Content stems of ``text``: long words cut to a stem, character pairs of CJK/kana runs."""
+    """Content stems of ``text``: long words cut to a stem, and character pairs of each run of
+    the scripts written without spaces (and of Hangul, whose words are short syllable runs)."""
     found: set[str] = set()
-    for token in normalise(text).split():
-        if token.isascii() or not _wordless(token):
-            if len(token) >= _MIN_WORD and token not in _FILLER and not token.isdigit():
-                found.add(token[:_STEM])
-        else:
-            found.update(token[i : i + 2] for i in range(len(token) - 1))
-    return frozenset(found)
+    run = ""
+    for token in [*normalise(text).split(), " "]:
+        if _syllabic(token):
+            run += token
+            continue
+        found.update(run[i : i + 2] for i in range(len(run) - 1))
+        run = ""
+        minimum = _MIN_WORD if token.isascii() else _MIN_WORD - 1
+        if len(token) >= minimum and token not in _FILLER and not token.isdigit():
+            found.add(token[:_STEM])
+    return frozenset(found - _FILLER_PAIRS)
 
 
-def _wordless(token: str) -> bool:
-    """True for a token of a script written without spaces (Han, kana, Thai)."""
-    return any("\u3040" <= ch <= "\u9fff" or "\u0e00" <= ch <= "\u0e7f" for ch in token)
+def _syllabic(token: str) -> bool:
+    """True for a token of Han, kana, Thai or Hangul, compared by character pairs."""
+    return any(
+        "\u3040" <= ch <= "\u9fff" or "\u0e00" <= ch <= "\u0e7f" or "\uac00" <= ch <= "\ud7af"
+        for ch in token
+    )
 
 
 def related(a: str, b: str) -> bool:
