@@ -100,3 +100,15 @@ def test_approving_an_unknown_id_exits_3(ops: Ops) -> None:
 
     assert ran.code == 3
     assert "does not exist" in ran.err
+
+
+def test_an_approved_forget_applies_though_its_candidate_left_the_queue(ops: Ops) -> None:
+    ops("approvals", "approve", str(_waiting(ops)), "--by", "operator:kim")
+    ops.enqueue("forget that I am allergic to peanuts", kind="forget")
+    ops("reconcile", "--user", ops.user)
+    (forget,) = ops.store.pending_approvals(namespace=f"user:{ops.user}")
+
+    ran = ops("approvals", "approve", str(forget.id), "--by", "operator:kim")
+
+    assert ran.code == 0, ran.err
+    assert "peanuts" not in ops.store.current_files(f"user:{ops.user}").get(HEALTH, "")

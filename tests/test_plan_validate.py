@@ -79,8 +79,9 @@ def test_unnormalised_path_is_a_problem() -> None:
 
 def test_too_many_removals_is_a_problem() -> None:
     entries = [entry(f"e{i}", f"fact {i}") for i in range(3)]
-    ops = [Invalidate(candidate_ids=[C1.id], entry_id=f"e{i}", reason="gone") for i in range(3)]
-    found = problems(Plan(ops=ops), entries=entries, max_removals=2)
+    forget = cand("forget my facts", kind="forget")
+    ops = [Invalidate(candidate_ids=[forget.id], entry_id=f"e{i}", reason="gone") for i in range(3)]
+    found = problems(Plan(ops=ops), [forget], entries=entries, max_removals=2)
     assert found == [
         "the plan removes 3 existing entries; at most 2 may be invalidated or superseded per batch"
     ]

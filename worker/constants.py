@@ -16,6 +16,15 @@ MAX_ID_LENGTH: Final = 128
 #: Every memory file lives under this route, the way a deepagents ``StoreBackend`` is mounted.
 MEMORY_ROUTE: Final = "/memories/"
 
+#: The inbox route's default: agents write there freely and the inbox scan removes each item
+#: once merged, so a file memworker wrote there would be deleted from the store by the next scan.
+INBOX_ROUTE: Final = MEMORY_ROUTE + "inbox/"
+
+#: Path prefixes nothing memworker writes may fall under: no enqueue topic, plan, ``put`` or
+#: import (the deployment's own inbox route is added where settings are at hand). One place,
+#: so every entry refuses the same paths (:func:`worker.namespaces.reserved_prefix`).
+RESERVED_PREFIXES: Final = (INBOX_ROUTE,)
+
 #: Longest normalised memory path; long enough for nested topics, short enough for an index.
 MAX_PATH_LENGTH: Final = 200
 

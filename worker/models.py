@@ -54,6 +54,7 @@ from worker.namespaces import (
     Scope,
     namespace_of,
     normalise_path,
+    refuse_reserved,
     validate_id,
 )
 
@@ -300,6 +301,8 @@ def validate_enqueue(
         path = normalise_path(topic) if topic is not None else None
     except InvalidCandidate as exc:
         raise InvalidCandidate(f"topic {topic!r}: {exc}") from None
+    if path is not None:
+        refuse_reserved(path, f"topic {topic!r}")
     key = validate_key(fields.get("key"))
     source = validate_source(fields.get("source", "hot_path"))
     return EnqueueValues(

@@ -15,6 +15,7 @@ string form every layer uses (Redis keys, SQL rows, store labels).
 from __future__ import annotations
 
 import functools
+from collections.abc import Iterable
 from enum import StrEnum
 from typing import Self
 
@@ -26,6 +27,7 @@ from worker.constants import (
     MAX_PATH_LENGTH,
     MEMORY_ROUTE,
     PATH_SEGMENT_PATTERN,
+    RESERVED_PREFIXES,
 )
 from worker.errors import InvalidCandidate
 
@@ -93,6 +95,37 @@ def normalise_path(value: str) -> str:
     path = MEMORY_ROUTE + "/".join(segments)
     if len(path) > MAX_PATH_LENGTH:
         raise InvalidCandidate(f"path {value!r} is longer than {MAX_PATH_LENGTH} characters")
+    return path
+
+
+def reserved_prefix(path: str, extra: Iterable[str] = ()) -> str | None:
+    """The reserved prefix (:data:`~worker.constants.RESERVED_PREFIXES`, plus ``extra``) that
+    the normalised ``path`` falls under, or ``None`` when memworker may write it.
+
+    >>> reserved_prefix("/memories/inbox/t1/notes.md"), reserved_prefix("/memories/facts.md")
+    ('/memories/inbox/', None)
+    """
+    for prefix in (*RESERVED_PREFIXES, *extra):
+        if path.startswith(prefix):
+            return prefix
+    return None
+
+
+def refuse_reserved(path: str, what: str, extra: Iterable[str] = ()) -> str:
+    """``path`` (normalised) unless it is reserved; else :class:`InvalidCandidate` naming the
+    prefix and what to do instead.
+
+    >>> refuse_reserved("/memories/inbox/x.md", "topic 'inbox/x'")
+    Traceback (most recent call last):
+    ...
+    worker.errors.InvalidCandidate: topic 'inbox/x' is under the reserved prefix /memories/inbox/ (the inbox route agents write and the inbox scan empties); memworker never writes there: choose another topic or path
+    """  # noqa: E501
+    prefix = reserved_prefix(path, extra)
+    if prefix is not None:
+        raise InvalidCandidate(
+            f"{what} is under the reserved prefix {prefix} (the inbox route agents write and the "
+            "inbox scan empties); memworker never writes there: choose another topic or path"
+        )
     return path
 
 

@@ -1,8 +1,11 @@
 """The guard corpus: secrets, grants and injections to reject, and legitimate near-misses to keep.
 
-Each base text is written once; :func:`variants` then spells it the ways the issue saw slip
-past the old guards: fullwidth letters, zero-width spaces inside words, Cyrillic look-alike
-letters inside Latin words, capitals, and (for credentials) the whole text wrapped in base64.
+The meaning classes (credentials in prose, national ids, instructions addressed to the
+assistant, grants of rights) are labelled in :mod:`tests.support.guard_meaning_corpus` and
+joined in here. Each base text is written once; :func:`variants` then spells it the ways the
+issue saw slip past the old guards: fullwidth letters, zero-width spaces inside words,
+Cyrillic look-alike letters inside Latin words, capitals, and (for credentials) the whole text
+wrapped in base64.
 """
 
 from __future__ import annotations
@@ -10,6 +13,8 @@ from __future__ import annotations
 import base64
 from collections.abc import Iterable
 from typing import Final
+
+from tests.support.guard_meaning_corpus import HOSTILE, LEGITIMATE
 
 CREDENTIALS: Final = (
     "my password is hunter2",
@@ -220,9 +225,16 @@ def variants(bases: Iterable[str], *, upper: bool = True, b64: bool = False) -> 
     return list(out)
 
 
+#: The meaning classes (:mod:`tests.support.guard_meaning_corpus`), every one in every spelling.
+MEANING_POSITIVES: Final = variants(text for texts in HOSTILE.values() for text in texts)
+MEANING_NEGATIVES: Final = variants(
+    (text for texts in LEGITIMATE.values() for text in texts), upper=False
+)
+
 POSITIVES: Final = (
     variants(CREDENTIALS, upper=False, b64=True)
     + variants(GRANTS + INJECTIONS)
     + variants(OTHER_SCRIPTS, upper=False)
+    + MEANING_POSITIVES
 )
-NEGATIVES: Final = variants(NEAR_MISSES, upper=False)
+NEGATIVES: Final = variants(NEAR_MISSES, upper=False) + MEANING_NEGATIVES

@@ -22,8 +22,9 @@ from worker.cli.ops_support import (
     operator_session,
     publish,
 )
-from worker.errors import InvalidOption
+from worker.errors import InvalidCandidate, InvalidOption
 from worker.models import Namespace, normalise_path
+from worker.namespaces import refuse_reserved
 
 
 def register(app: typer.Typer) -> None:
@@ -50,6 +51,10 @@ def put(
             raise InvalidOption("name exactly one owner: --org ID or --assistant A")
         ns = Namespace.for_org(org) if org is not None else Namespace.for_agent(str(assistant))
         wanted = normalise_path(path)
+        try:
+            refuse_reserved(wanted, f"--path {path!r}", (runtime.settings.inbox_route,))
+        except InvalidCandidate as exc:
+            raise InvalidOption(str(exc)) from None
         content = _read(file, limit=runtime.settings.file_budget_bytes)
         who = f"operator:{author}" if author and not author.startswith("operator:") else author
         result = runtime.store.put_file(

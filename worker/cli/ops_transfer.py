@@ -92,13 +92,10 @@ def import_(
                 "(`memworker forget`) or import under another --namespace"
             )
         try:
-            _, result = import_document(
-                runtime.store,
-                data,
-                namespace=key,
-                sinks=tuple(runtime.sinks),
-                now=runtime.store.db_now(),
-            )
+            doc, result, dropped = import_document(
+                runtime.store, data, namespace=key, sinks=tuple(runtime.sinks),
+                now=runtime.store.db_now(), reserved=(runtime.settings.inbox_route,),
+            )  # fmt: skip
         except StoreRefused as exc:
             raise InvalidOption(f"{file}: {exc}; fix the document and import it again") from None
         delivery = publish(runtime, [key])
@@ -109,6 +106,7 @@ def import_(
                     "version": result.version,
                     "files": [{"path": p, "versions": n} for p, n in result.files],
                     "published": delivery.delivered,
+                    "dropped_ledger_rows": dropped,
                 }
             )
             return
@@ -117,6 +115,8 @@ def import_(
             f"imported {key}: {len(result.files)} file(s), {versions} version(s), "
             f"{len(doc.entries)} entries, {len(doc.ledger)} ledger row(s)"
         )
+        for reason in dropped:
+            console.print(f"dropped {reason}")
         console.print(describe_delivery(delivery, runtime))
 
 

@@ -23,10 +23,11 @@ from typing import Protocol
 
 from worker.consolidation.apply import apply_plan
 from worker.consolidation.base import Consolidator
-from worker.consolidation.types import Plan
+from worker.consolidation.types import Operation, Plan, Reject
 from worker.consolidation.validate import validate_plan
 from worker.errors import ConsolidatorError, InvalidPlan, MemworkerError
 from worker.models import Candidate
+from worker.namespaces import reserved_prefix
 from worker.values import AppliedPlan, NamespaceState
 
 
@@ -41,6 +42,8 @@ class Limits(Protocol):
     def file_budget_bytes(self) -> int: ...
     @property
     def sensitive_paths(self) -> Collection[str]: ...
+    @property
+    def inbox_route(self) -> str: ...
 
 
 def consolidate_batch(
@@ -55,10 +58,15 @@ def consolidate_batch(
     """Merge ``batch`` into ``state``; raise InvalidPlan (batch stays pending) on any problem.
 
     A consolidator's unexpected exception becomes :class:`ConsolidatorError`, so the pipeline
-    handles one family of errors.
+    handles one family of errors. A candidate whose path is reserved (under the deployment's
+    inbox route, which a hot-path client cannot know) is rejected here, named, so it neither
+    reaches the consolidator nor fails the rest of its batch.
     """
+    refused = _reserved_rejects(batch, (settings.inbox_route,))
+    held = {cid for op in refused for cid in op.candidate_ids}
+    rest = [c for c in batch if c.id not in held]
     try:
-        plan = consolidator.merge(state, batch, now=now)
+        plan = consolidator.merge(state, rest, now=now) if rest else Plan()
     except MemworkerError:
         raise
     except Exception as exc:
@@ -66,9 +74,12 @@ def consolidate_batch(
             f"consolidator {consolidator.name!r} failed on {state.namespace}: "
             f"{type(exc).__name__}: {exc}"
         ) from exc
+    if refused:
+        plan = plan.model_copy(update={"ops": [*plan.ops, *refused]})
     problems = validate_plan(
         state, batch, plan,
         max_removals=settings.max_removals_per_run, max_text_bytes=settings.max_text_bytes,
+        reserved=(settings.inbox_route,),
     )  # fmt: skip
     if problems:
         raise InvalidPlan(problems)
@@ -77,3 +88,16 @@ def consolidate_batch(
         file_budget_bytes=settings.file_budget_bytes, sensitive_paths=settings.sensitive_paths,
     )  # fmt: skip
     return plan, applied
+
+
+def _reserved_rejects(batch: Sequence[Candidate], reserved: Collection[str]) -> list[Operation]:
+    """A reject for each candidate of ``batch`` whose path falls under a reserved prefix."""
+    return [
+        Reject(
+            candidate_ids=[c.id],
+            reason=f"path {c.path} is under the reserved prefix {prefix} (the inbox route); "
+            "send it with another topic",
+        )
+        for c in batch
+        if c.path is not None and (prefix := reserved_prefix(c.path, reserved)) is not None
+    ]

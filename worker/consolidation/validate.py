@@ -6,6 +6,12 @@ operation may refer to an entry an earlier operation of the same plan creates, s
 the plan may be applied. The problems are fed back to an LLM for its one repair attempt, so each
 names the operation and what to change.
 
+Removals: an operation that retires an existing entry must be justified by a candidate it
+names (:mod:`~worker.consolidation.justify`): a plan removes only what its batch asks for.
+Text a consolidator writes passes the same guards as candidate text
+(:func:`~worker.consolidation.guards.violation`), and no path may be reserved
+(:func:`~worker.namespaces.reserved_prefix`: the inbox route).
+
 Accounting: every candidate of the batch is named by at least one operation; one candidate may
 back several (a turn yields several memories, a forget removes several entries) but a rejected
 candidate backs nothing else, and each gets exactly one ledger row.
@@ -20,14 +26,16 @@ candidate backs nothing else, and each gets exactly one ledger row.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 from worker.consolidation import guards
 from worker.consolidation.ids import created_ids
+from worker.consolidation.justify import removal_problem, replacements
 from worker.consolidation.types import Add, Confirm, Invalidate, Operation, Plan, Reject, Supersede
 from worker.constants import KEY_PATTERN
 from worker.errors import InvalidCandidate
 from worker.models import Candidate, normalise_path
+from worker.namespaces import reserved_prefix
 from worker.values import NamespaceState
 
 
@@ -38,10 +46,20 @@ def validate_plan(
     *,
     max_removals: int,
     max_text_bytes: int,
+    reserved: Collection[str] = (),
+    justify: bool = True,
 ) -> list[str]:
-    """Every problem of ``plan`` for ``batch`` against ``state``; empty when it is valid."""
+    """Every problem of ``plan`` for ``batch`` against ``state``; empty when it is valid.
+
+    ``reserved``: path prefixes refused beside the built-in ones (the deployment's inbox route).
+    ``justify=False`` skips the removal check, for an operation an operator approved: it was
+    justified by its real candidates when proposed, and they have left the queue since.
+    """
     problems: list[str] = []
     batch_ids = {c.id for c in batch}
+    by_id = {c.id: c for c in batch}
+    written = replacements(plan.ops)
+    entries = {e.id: e for e in state.entries}
     for cand in batch:
         if cand.namespace != state.namespace:
             problems.append(
@@ -64,6 +82,9 @@ def validate_plan(
                     live.discard(op.entry_id)
                     gone.add(op.entry_id)
                     removals += op.entry_id in existing
+                    if justify and op.entry_id in existing:
+                        problem = removal_problem(label, op, entries[op.entry_id], by_id, written)
+                        problems += [problem] if problem else []
             elif op.entry_id in gone or op.entry_id in existing:
                 problems.append(f"{label}: entry {op.entry_id} is no longer active")
             else:
@@ -72,7 +93,7 @@ def validate_plan(
                     "namespace shown to you"
                 )
         if isinstance(op, Add | Supersede):
-            problems += _content(label, op, max_text_bytes)
+            problems += _content(label, op, max_text_bytes, reserved)
         if isinstance(op, Invalidate | Reject | Supersede) and not op.reason.strip():
             problems.append(f"{label}: give a reason")
         if new_id is not None:
@@ -106,7 +127,9 @@ def _candidates(
     return problems
 
 
-def _content(label: str, op: Add | Supersede, max_text_bytes: int) -> list[str]:
+def _content(
+    label: str, op: Add | Supersede, max_text_bytes: int, reserved: Collection[str]
+) -> list[str]:
     problems = []
     body = op.text.strip()
     size = len(body.encode("utf-8", errors="surrogatepass"))
@@ -125,6 +148,12 @@ def _content(label: str, op: Add | Supersede, max_text_bytes: int) -> list[str]:
         else:
             if normal != op.path:
                 problems.append(f"{label}: path {op.path!r} is not normalised; use {normal!r}")
+            prefix = reserved_prefix(normal, reserved)
+            if prefix is not None:
+                problems.append(
+                    f"{label}: path {op.path!r} is under the reserved prefix {prefix} (the "
+                    "inbox route); write the entry to another file"
+                )
     if op.key is not None and not KEY_PATTERN.fullmatch(op.key):
         problems.append(f"{label}: key {op.key!r} must match [a-z0-9][a-z0-9_.-]*")
     return problems

@@ -45,7 +45,7 @@ from dataclasses import dataclass, field
 from itertools import combinations
 from typing import Final
 
-from worker.constants import MEMORY_ROUTE
+from worker.constants import INBOX_ROUTE, MEMORY_ROUTE
 from worker.errors import ConfigurationError, InvalidCandidate
 from worker.models import Namespace, Scope
 from worker.settings import Settings
@@ -162,7 +162,7 @@ class StoreLayout:
     agent: tuple[str, ...] = DEFAULT_AGENT_TEMPLATE
     org: tuple[str, ...] = DEFAULT_ORG_TEMPLATE
     routes: Mapping[Scope, str] = field(default_factory=dict)
-    inbox: str = MEMORY_ROUTE + "inbox/"
+    inbox: str = INBOX_ROUTE
 
     def __post_init__(self) -> None:
         for scope in Scope:

@@ -67,6 +67,8 @@ def applied_approval(
         plan,
         max_removals=settings.max_removals_per_run,
         max_text_bytes=settings.max_text_bytes,
+        reserved=(settings.inbox_route,),
+        justify=False,  # checked with the real candidates when the change was proposed
     )
     if problems:
         raise InvalidPlan(

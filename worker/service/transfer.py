@@ -20,7 +20,17 @@ none, and only then writes it (one transaction). The checks:
 - **versions**: file versions point at increasing namespace versions no later than the
   document's; an entry is added no later than the document's version and invalidated
   (``invalidated_version`` set exactly when ``invalid_at`` is) between its addition and it;
-  ``superseded_by`` and ledger ``entry_id`` name entries of the document.
+  ``superseded_by`` and ledger ``entry_id`` name entries of the document;
+- **paths**: no file, entry or approval lies under a reserved prefix (the inbox route).
+
+Import is a merge, so the ledger is checked against what the document contains
+(:func:`backed_ledger`): a ledger row says "this candidate was consumed", and a row nothing
+backs would swallow a later real candidate with that idempotency key (acknowledged, never
+merged). A ``merged`` or ``duplicate`` row is kept only when an imported entry's provenance
+holds its candidate id, a ``pending_approval`` row only when an imported approval does. Every
+other row — ``rejected`` and ``forgotten`` ones, which leave no entry holding their id, and
+rows no entry backs — is **dropped, each with its reason** (the import reports them): nothing
+in the document can vouch for it, and a candidate sent again is simply judged again.
 """
 
 from __future__ import annotations
@@ -36,9 +46,10 @@ from worker.consolidation import guards
 from worker.consolidation.ids import ENTRY_ID_NAMESPACE
 from worker.consolidation.render import as_shown
 from worker.errors import StoreRefused
+from worker.namespaces import reserved_prefix
 from worker.store.memory import MemoryStore
 from worker.store.records import CommitResult
-from worker.store.transfer import EntryDoc, FileDoc, NamespaceDoc, parse_document
+from worker.store.transfer import EntryDoc, FileDoc, LedgerDoc, NamespaceDoc, parse_document
 from worker.values import Entry
 
 #: What :class:`~worker.consolidation.ids.EntryIds` produces: uuid5 hex.
@@ -161,14 +172,57 @@ def _version_problems(doc: NamespaceDoc) -> list[str]:
     return problems
 
 
-def import_problems(doc: NamespaceDoc, namespace: str) -> list[str]:
-    """Every problem that stops ``doc`` from being imported into ``namespace`` (see above)."""
+def _path_problems(doc: NamespaceDoc, reserved: Sequence[str]) -> list[str]:
+    paths = [f.path for f in doc.files] + [e.path for e in doc.entries]
+    paths += [a.path for a in doc.approvals]
+    return [
+        f"path {p} is under the reserved prefix {prefix} (the inbox route); memworker never "
+        "writes there: move it to another file"
+        for p in dict.fromkeys(paths)
+        if (prefix := reserved_prefix(p, reserved)) is not None
+    ]
+
+
+def import_problems(
+    doc: NamespaceDoc, namespace: str, *, reserved: Sequence[str] = ()
+) -> list[str]:
+    """Every problem that stops ``doc`` from being imported into ``namespace`` (see above);
+    ``reserved``: path prefixes refused beside the built-in ones (the deployment's inbox)."""
     return (
         _version_problems(doc)
         + _id_problems(doc, namespace)
+        + _path_problems(doc, reserved)
         + _guard_problems(doc)
         + _content_problems(doc)
     )
+
+
+def backed_ledger(doc: NamespaceDoc) -> tuple[list[int], list[str]]:
+    """The indexes of the ledger rows the document backs, and the reason each other row is
+    dropped (see the module notes)."""
+    by_entries = {cid for e in doc.entries for cid in e.candidate_ids}
+    by_approvals = {cid for a in doc.approvals for cid in a.candidate_ids}
+    kept: list[int] = []
+    dropped: list[str] = []
+    for index, row in enumerate(doc.ledger):
+        reason = _unbacked(row, by_entries, by_approvals)
+        if reason is None:
+            kept.append(index)
+        else:
+            dropped.append(f"ledger row {row.candidate_id} ({row.outcome}): {reason}")
+    return kept, dropped
+
+
+def _unbacked(row: LedgerDoc, by_entries: set[str], by_approvals: set[str]) -> str | None:
+    if row.outcome in ("merged", "duplicate"):
+        if row.candidate_id in by_entries:
+            return None
+        return "no imported entry's provenance holds this candidate id"
+    if row.outcome == "pending_approval":
+        if row.candidate_id in by_approvals:
+            return None
+        return "no imported approval holds this candidate id"
+    return "a rejected or forgotten candidate leaves no entry holding its id to vouch for it"
 
 
 def import_document(
@@ -178,13 +232,22 @@ def import_document(
     namespace: str | None,
     sinks: Sequence[str],
     now: datetime,
-) -> tuple[NamespaceDoc, CommitResult]:
-    """Validate ``data`` completely, then write it; :class:`StoreRefused` names every problem."""
+    reserved: Sequence[str] = (),
+) -> tuple[NamespaceDoc, CommitResult, list[str]]:
+    """Validate ``data`` completely, then write it; :class:`StoreRefused` names every problem.
+
+    Returns the document as written (its ledger only the rows it backs, see
+    :func:`backed_ledger`), the commit, and the reason each dropped ledger row was dropped.
+    """
     doc = parse_document(data)
     key = namespace or doc.namespace
-    problems = import_problems(doc, key)
+    problems = import_problems(doc, key, reserved=reserved)
     if problems:
         raise StoreRefused(
             "the import document is invalid (nothing was written): " + "; ".join(problems)
         )
-    return doc, store.import_namespace(data, namespace=key, sinks=sinks, now=now)
+    kept, dropped = backed_ledger(doc)
+    rows = list(data["ledger"])
+    written = {**data, "ledger": [rows[i] for i in kept]}
+    doc = doc.model_copy(update={"ledger": [doc.ledger[i] for i in kept]})
+    return doc, store.import_namespace(written, namespace=key, sinks=sinks, now=now), dropped

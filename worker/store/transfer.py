@@ -18,6 +18,7 @@ from sqlalchemy.engine import Connection
 
 from worker.errors import InvalidCandidate, NotFound, StoreRefused
 from worker.models import Namespace, normalise_path
+from worker.namespaces import refuse_reserved
 from worker.store import fence
 from worker.store.files import queue_publish
 from worker.store.records import CommitResult, RunRecord
@@ -175,10 +176,12 @@ def parse_document(data: Mapping[str, Any]) -> NamespaceDoc:
         numbers = [v.version for v in f.versions]
         if numbers != list(range(1, len(numbers) + 1)):
             problems.append(f"file {f.path} versions are {numbers}, not 1..{len(numbers)}")
-    for p in [*paths, *(e.path for e in doc.entries), *(a.path for a in doc.approvals)]:
+    for p in dict.fromkeys([*paths, *(e.path for e in doc.entries),
+                            *(a.path for a in doc.approvals)]):  # fmt: skip
         try:
             if normalise_path(p) != p:
                 problems.append(f"path {p} is not normalised (expected {normalise_path(p)})")
+            refuse_reserved(p, f"path {p}")
         except InvalidCandidate as exc:
             problems.append(str(exc))
     ids = [e.id for e in doc.entries]
