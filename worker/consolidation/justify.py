@@ -10,7 +10,9 @@ names. One of them must be:
 - a candidate with the entry's ``key`` (a newer value for the slot);
 - a candidate that carries a replacement related to the entry: the supersede's own text, or an
   ``add``/``supersede`` the same candidate backs in this plan, shares a content word with the
-  entry (a contradiction: "I live in Rome" retires "I live in Paris").
+  entry (a contradiction: "I live in Rome" retires "I live in Paris"), or sets the same
+  single-valued attribute of the same person (:mod:`worker.consolidation.frames`: "I moved to
+  Berlin" retires "I live in Paris").
 
 "Related" is lexical on purpose (:func:`related`): content words of four letters or more, cut
 to their first five letters so "lives" meets "live", or character pairs of word-free scripts.
@@ -21,6 +23,8 @@ bounds the rest.
 (True, False)
 >>> related("저는 커피를 좋아해요", "저는 커피가 싫어요"), related("我住在巴黎", "我住在罗马")
 (True, True)
+>>> related("I live in Paris", "I moved to Berlin")
+True
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from typing import Final
 
+from worker.consolidation.frames import frame_of
 from worker.consolidation.text import normalise
 from worker.consolidation.types import Add, Invalidate, Operation, Supersede
 from worker.fields import Kind
@@ -81,8 +86,12 @@ def _syllabic(token: str) -> bool:
 
 
 def related(a: str, b: str) -> bool:
-    """True when ``a`` and ``b`` share a content stem (see the module notes)."""
-    return not _content(a).isdisjoint(_content(b))
+    """True when ``a`` and ``b`` share a content stem, or set the same attribute of the same
+    person (see the module notes)."""
+    if not _content(a).isdisjoint(_content(b)):
+        return True
+    first, second = frame_of(a), frame_of(b)
+    return first is not None and second is not None and first.slot() == second.slot()
 
 
 def replacements(plan_ops: Sequence[Operation]) -> dict[str, list[str]]:
