@@ -6,12 +6,9 @@ to the sinks like any other version. (``reconcile`` lives in :mod:`worker.cli.op
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.rule import Rule
-from rich.syntax import Syntax
-from rich.table import Table
 
 from worker.cli.common import namespace_from, print_json
 from worker.cli.ops_support import (
@@ -29,11 +26,9 @@ from worker.cli.ops_support import (
     require_known,
 )
 from worker.errors import NotFound
-from worker.models import normalise_path
-from worker.service.rollback import preview_rollback
-from worker.service.rollback import rollback as rollback_file
-from worker.store.files import unified_diff
-from worker.store.records import FileVersionInfo
+
+if TYPE_CHECKING:
+    from worker.store.records import FileVersionInfo
 
 PathOpt = Annotated[str, typer.Option("--path", help="The memory file, e.g. preferences.")]
 
@@ -54,6 +49,10 @@ def show(
     as_json: JsonOpt = False,
 ) -> None:
     """Print a namespace's current memory files."""
+    from rich.rule import Rule
+
+    from worker.models import normalise_path
+
     with operator_session() as runtime:
         ns = namespace_from(user, assistant, namespace, org)
         files = runtime.store.current_files(ns.key)
@@ -87,6 +86,10 @@ def history(
     as_json: JsonOpt = False,
 ) -> None:
     """List every version of one memory file (oldest first), with who wrote it."""
+    from rich.table import Table
+
+    from worker.models import normalise_path
+
     with operator_session() as runtime:
         ns = namespace_from(user, assistant, namespace, org)
         wanted = normalise_path(path)
@@ -119,6 +122,11 @@ def diff(
     as_json: JsonOpt = False,
 ) -> None:
     """The unified diff of one memory file between two of its versions."""
+    from rich.syntax import Syntax
+
+    from worker.models import normalise_path
+    from worker.store.files import unified_diff
+
     with operator_session() as runtime:
         ns = namespace_from(user, assistant, namespace, org)
         wanted = normalise_path(path)
@@ -157,6 +165,12 @@ def rollback(
     as_json: JsonOpt = False,
 ) -> None:
     """Add a new version equal to an old one (history is kept), then publish it."""
+    from rich.syntax import Syntax
+
+    from worker.models import normalise_path
+    from worker.service.rollback import preview_rollback
+    from worker.service.rollback import rollback as rollback_file
+
     with operator_session() as runtime:
         ns = namespace_from(user, assistant, namespace, org)
         wanted = normalise_path(path)

@@ -24,7 +24,6 @@ from worker.cli.ops_support import (
     publish,
 )
 from worker.errors import InvalidOption
-from worker.models import Namespace, normalise_path
 
 
 def register(app: typer.Typer) -> None:
@@ -46,6 +45,8 @@ def put(
     as_json: JsonOpt = False,
 ) -> None:
     """Write an operator-owned memory file for an org or an assistant, then publish it."""
+    from worker.models import Namespace, normalise_path
+
     with operator_session() as runtime:
         if (org is None) == (assistant is None):
             raise InvalidOption("name exactly one owner: --org ID or --assistant A")

@@ -13,11 +13,9 @@ from collections import Counter
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import timedelta
-from typing import Annotated, Any, Final
+from typing import TYPE_CHECKING, Annotated, Any, Final
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
-from rich.syntax import Syntax
 
 from worker.cli.common import namespace_from, print_json
 from worker.cli.errors import EXIT_FAILURE, stderr
@@ -35,29 +33,34 @@ from worker.cli.ops_support import (
     require_known,
 )
 from worker.errors import InvalidOption
-from worker.models import Namespace
-from worker.outcomes import Outcome
-from worker.runtime.container import Runtime
-from worker.service.batch import BatchResult
-from worker.service.publish import DeliveryReport
-from worker.service.reconcile import Reconciled, reconcile_namespace
-from worker.service.scan import SourceScan, scan_sources
+
+if TYPE_CHECKING:
+    from worker.models import Namespace
+    from worker.runtime.container import Runtime
+    from worker.service.publish import DeliveryReport
+    from worker.service.reconcile import Reconciled
+    from worker.service.scan import SourceScan
 
 log = logging.getLogger(__name__)
 
 #: What reconcile accepts as its target, for the error when none is given.
 _TARGETS: Final = "--user U [--assistant A], --namespace NS, or --all for every namespace"
 
+#: Colour of each outcome's line, keyed by the outcome's value (an ``Outcome`` is a ``str``
+#: enum, so it finds its own entry); any other outcome is a failure, shown red.
 _STYLES: Final = {
-    Outcome.COMMITTED: "green",
-    Outcome.PREVIEWED: "yellow",
-    Outcome.NOTHING_NEW: "dim",
-    Outcome.NOTHING_PENDING: "dim",
-    Outcome.LEASED: "cyan",
+    "committed": "green",
+    "dry_run": "yellow",
+    "nothing_new": "dim",
+    "nothing_pending": "dim",
+    "leased": "cyan",
 }
 
 
 def _json_of(r: Reconciled) -> dict[str, Any]:
+    from worker.outcomes import Outcome
+    from worker.service.batch import BatchResult
+
     res = r.result or BatchResult(r.namespace, Outcome.NOTHING_NEW)
     return {
         "namespace": r.namespace,
@@ -95,6 +98,9 @@ def reconcile(
     as_json: JsonOpt = False,
 ) -> None:
     """Consolidate what is pending now (safe while workers run), show diffs, publish."""
+    from worker.outcomes import Outcome
+    from worker.service.reconcile import reconcile_namespace
+
     with operator_session() as runtime:
         # Open the store first, so a bad database URL is refused (exit 2) even when the queue
         # happens to be empty and nothing would have touched it.
@@ -166,6 +172,8 @@ def _rescan(
 ) -> SourceScan:
     """Pull conversations updated in ``(now - lookback, now]`` from the sources as candidates
     (of ``target`` only, when given); a dry run only collects them."""
+    from worker.service.scan import scan_sources
+
     end = now_utc()
     return scan_sources(
         runtime.queue,
@@ -187,6 +195,8 @@ def _progress(total: int, *, show: bool) -> Iterator[Any]:
     if not show or total == 0:
         yield lambda _key: None
         return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
     with Progress(
         TextColumn("[bold]reconcile[/bold] {task.description}"),
         BarColumn(),
@@ -212,6 +222,10 @@ def _print_scan(scan: SourceScan, lookback: timedelta | None) -> None:
 
 
 def _print_one(r: Reconciled) -> None:
+    from rich.syntax import Syntax
+
+    from worker.outcomes import Outcome
+
     style = _STYLES.get(r.outcome, "red")
     res = r.result
     label = r.outcome.replace("_", " ")

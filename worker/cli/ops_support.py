@@ -15,19 +15,19 @@ import getpass
 import re
 from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Annotated, Final
+from typing import TYPE_CHECKING, Annotated, Final
 
-import redis
 import typer
 
 from worker.cli.common import open_runtime
 from worker.cli.console import make_console
 from worker.cli.errors import EXIT_DECLINED, cli_errors, stderr
 from worker.errors import InvalidOption, NotFound, QueueUnavailable
-from worker.hotpath.connection import redacted
-from worker.models import Namespace
-from worker.runtime.container import Runtime
-from worker.service.publish import DeliveryReport, publish_now
+
+if TYPE_CHECKING:
+    from worker.models import Namespace
+    from worker.runtime.container import Runtime
+    from worker.service.publish import DeliveryReport
 
 console = make_console()
 
@@ -77,6 +77,10 @@ def operator_name() -> str:
 @contextlib.contextmanager
 def operator_session() -> Iterator[Runtime]:
     """A runtime whose Redis trouble becomes one clear line and exit code 4, like the store's."""
+    import redis
+
+    from worker.queue.address import redacted
+
     with cli_errors(), open_runtime() as runtime:
         try:
             yield runtime
@@ -93,6 +97,8 @@ def publish(runtime: Runtime, namespaces: Sequence[str]) -> DeliveryReport:
 
     Workers deliver too; deliveries are claimed, so doing it here never doubles one.
     """
+    from worker.service.publish import publish_now
+
     return publish_now(runtime.store, runtime.sinks, now=now_utc(), namespaces=namespaces)
 
 

@@ -10,24 +10,21 @@ from __future__ import annotations
 import json
 import uuid
 from datetime import UTC, datetime, timedelta
-from typing import Annotated, Any, Final
+from typing import TYPE_CHECKING, Annotated, Any, Final
 
-import redis
 import typer
-from rich.table import Table
 
 from worker.cli.console import make_console
 from worker.cli.errors import cli_errors, stderr
 from worker.errors import MemworkerError, QueueUnavailable
-from worker.hotpath.client import MemoryClient
-from worker.hotpath.connection import connect, redacted, unavailable
-from worker.queue.address import resolve_redis_url
-from worker.queue.redis_queue import RedisQueue
-from worker.queue.types import QueueStats, ScopeStats
-from worker.scheduling.schedules import bundled_schedules_dir, load_schedules
-from worker.service.queue_health import queue_health
-from worker.settings import Settings, load_settings
-from worker.store.memory import MemoryStore
+
+if TYPE_CHECKING:
+    import redis
+    from rich.table import Table
+
+    from worker.queue.redis_queue import RedisQueue
+    from worker.queue.types import QueueStats
+    from worker.settings import Settings
 
 #: ``status`` reads every shard and pages through pending namespaces: allow more than the hot
 #: path's sub-second timeout, but fail rather than hang when Redis is stuck.
@@ -60,6 +57,9 @@ def enqueue(
     scope: Annotated[str, typer.Option("--scope", help="user or agent.")] = "user",
 ) -> None:
     """Queue one candidate memory, as the chat service would; prints its id."""
+    from worker.hotpath.client import MemoryClient
+    from worker.settings import load_settings
+
     with cli_errors():
         trace_id = trace or f"cli-{uuid.uuid4().hex[:16]}"
         with MemoryClient(load_settings()) as client:
@@ -85,6 +85,13 @@ def status(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")] = False,
 ) -> None:
     """Queue health per scope, plus schedules (last tick, window), sink lag and failed runs."""
+    import redis
+
+    from worker.hotpath.connection import connect
+    from worker.queue.address import resolve_redis_url
+    from worker.queue.redis_queue import RedisQueue
+    from worker.settings import load_settings
+
     with cli_errors():
         settings = load_settings()
         url = resolve_redis_url(settings)
@@ -111,6 +118,10 @@ def status(
 def _queue_unreadable(url: str, exc: redis.ConnectionError | redis.TimeoutError) -> MemworkerError:
     """Why ``status`` could not read the queue: Redis is down or stuck (a refused password is
     named as the hot path names it). Status only reads, so nothing was changed."""
+    import redis
+
+    from worker.hotpath.connection import redacted, unavailable
+
     if isinstance(exc, redis.AuthenticationError):
         return unavailable(url, exc, STATUS_TIMEOUT_SECONDS)
     if isinstance(exc, redis.TimeoutError):
@@ -126,6 +137,9 @@ def _queue_unreadable(url: str, exc: redis.ConnectionError | redis.TimeoutError)
 
 def _redis_health(settings: Settings, queue: RedisQueue) -> dict[str, Any]:
     """Durability settings and epoch changes (:mod:`worker.service.queue_health`)."""
+    from worker.service.queue_health import queue_health
+    from worker.store.memory import MemoryStore
+
     url = settings.effective_database_url
     store = MemoryStore.from_url(url, create=url.startswith("sqlite"))
     try:
@@ -158,6 +172,9 @@ def _print_redis_health(health: dict[str, Any]) -> None:
 
 def _store_health(settings: Settings, now: datetime) -> dict[str, Any]:
     """Schedules' last ticks and watermarks, sink lag and recent failed runs, from SQL."""
+    from worker.scheduling.schedules import bundled_schedules_dir, load_schedules
+    from worker.store.memory import MemoryStore
+
     url = settings.effective_database_url
     if settings.database_url is None:
         settings.data_dir.mkdir(parents=True, exist_ok=True)
@@ -219,6 +236,8 @@ def _short(iso: str | None) -> str:
 
 
 def _print_health(health: dict[str, Any]) -> None:
+    from rich.table import Table
+
     table = Table(title="schedules")
     for column in ("schedule", "cron", "last tick", "status", "window", "watermark"):
         table.add_column(column, no_wrap=column in ("schedule", "cron"))
@@ -265,6 +284,10 @@ def _age(seconds: float | None) -> str:
 
 
 def _table(stats: QueueStats) -> Table:
+    from rich.table import Table
+
+    from worker.queue.types import ScopeStats
+
     table = Table(title="memworker queue")
     for column in ("scope", "pending", "waiting", "due", "leased", "dead", "oldest pending"):
         table.add_column(column, justify="left" if column == "scope" else "right")

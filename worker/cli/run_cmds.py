@@ -21,10 +21,10 @@ import typer
 from rich.console import Console
 
 from worker.cli.errors import cli_errors
-from worker.settings import Settings, load_settings
 
 if TYPE_CHECKING:
     from worker.runtime.supervisor import Child
+    from worker.settings import Settings
 
 console = Console(highlight=False)
 
@@ -65,6 +65,7 @@ def run(
     """Run worker lanes and beat together; with no MEMWORKER_REDIS_URL, on an embedded Redis."""
     from worker.runtime.embedded_redis import embedded_redis
     from worker.runtime.supervisor import Child
+    from worker.settings import load_settings
     from worker.tasks.lanes import LANES
 
     with cli_errors():
@@ -110,6 +111,7 @@ def worker(
 
     Threads by default: merges wait on the database and the model, not the CPU.
     """
+    from worker.settings import load_settings
     from worker.tasks.lanes import parse_lanes
 
     with cli_errors():
@@ -131,6 +133,7 @@ def beat(loglevel: LoglevelOpt = "INFO", supervised: SupervisedOpt = False) -> N
     schedules; the others stand by and take over when it stops."""
     from worker.queue.beat_lock import BeatLock
     from worker.scheduling.beat import BEAT_LOCK_CONF_KEY
+    from worker.settings import load_settings
     from worker.tasks.app import create_app
 
     with cli_errors():
