@@ -81,7 +81,7 @@ def run(
                 redis_note = f"embedded Redis on {url}"
             else:
                 redis_note = f"Redis at {_redact(settings.redis_url)}"
-            _prepare(settings)
+            _prepare(settings, model=True)
             _print_banner(settings, redis_note)
             beat_argv = [*_memworker(), "beat", f"--loglevel={loglevel}", "--supervised"]
             status = _supervise_lanes(
@@ -123,7 +123,7 @@ def worker(
             lane = chosen[0]
             _run_lane(settings, lane.name, counts[lane.name], pool, loglevel, supervised)
             return
-        _prepare(settings)
+        _prepare(settings, model=True)
         names = [c.name for c in chosen]
         raise typer.Exit(_supervise_lanes(settings, names, counts, loglevel, dict(os.environ)))
 
@@ -166,7 +166,7 @@ def _run_lane(
     from worker.tasks.lanes import LANES, celery_argv
 
     if not supervised:
-        _prepare(settings)
+        _prepare(settings, model=True)
     _quiet_celery(loglevel)
     app = create_app(settings)
     if settings.metrics_port and not supervised:
@@ -239,14 +239,18 @@ def _memworker() -> list[str]:
     return [sys.executable, "-m", "worker"]
 
 
-def _prepare(settings: Settings) -> None:
+def _prepare(settings: Settings, *, model: bool = False) -> None:
     """Before any process takes work: the schema is this release's (SQLite is migrated in
-    place; a server database must be migrated by `memworker db upgrade`), and the queue's
-    Redis keeps what it is given (durability check, then the deployment's policy)."""
+    place; a server database must be migrated by `memworker db upgrade`), the queue's Redis
+    keeps what it is given (durability check, then the deployment's policy), and, for the
+    workers (``model``), the consolidator and its model build and the model server answers."""
     from worker.runtime.container import build_runtime
-    from worker.service.startup import prepare_queue
+    from worker.service.startup import prepare_queue, probe_model_server
     from worker.store.memory import MemoryStore
 
+    if model:  # first: a configuration mistake is named before any service is touched
+        build_runtime(settings).consolidator  # noqa: B018 - building it is the check
+        probe_model_server(settings)
     if settings.database_url is None:
         MemoryStore.from_url(settings.effective_database_url, create=True).dispose()
     runtime = build_runtime(settings)
