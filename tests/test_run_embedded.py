@@ -6,6 +6,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -160,3 +161,39 @@ def test_a_second_run_on_the_same_data_dir_is_refused(
     )
     assert second.returncode == 2
     assert "already running" in second.stderr
+
+
+#: What `memworker run` may print before it is ready: one summary, then a line per lane and
+#: beat's lock line (the issue's bound; Celery's banners alone were about 110 lines).
+READY_LINES_MAX = 15
+
+
+def test_run_prints_one_summary_and_a_line_per_lane_before_it_is_ready(data_dir: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMWORKER_")}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "worker", "run", "--loglevel", "INFO"],
+        env=env | {"MEMWORKER_DATA_DIR": str(data_dir)},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.extend(iter(proc.stdout.readline, "")))
+    reader.start()
+    try:
+        wait_for(
+            lambda: sum("lane ready" in line for line in list(lines)) == 3,
+            "the three lanes to say they are ready",
+        )
+        before_ready = list(lines)
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=DEADLINE_SECONDS)
+        reader.join(timeout=DEADLINE_SECONDS)
+    text = "".join(before_ready)
+
+    assert len(before_ready) <= READY_LINES_MAX, text
+    for part in ("lanes:", "model:", "sinks:", "database:", "redis:"):
+        assert part in text
+    for noise in ("SecurityWarning", "-------------- [queues]", "mingle", "Connected to"):
+        assert noise not in text
