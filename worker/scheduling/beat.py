@@ -179,6 +179,7 @@ class MemworkerScheduler(Scheduler):  # type: ignore[misc]  # celery ships no ty
         self.heartbeat_path = heartbeat_path or (Path(configured) if configured else None)
         self.lock: BeatLock | None = app.conf.get(BEAT_LOCK_CONF_KEY)
         self._holding: bool | None = None
+        self._lock_state: str | None = None
         super().__init__(app, *args, **kwargs)
         # Beat sleeps at most this long, so the heartbeat stays fresh even with no entry due,
         # and a standby looks at the lock a few times per lock lifetime.
@@ -203,25 +204,46 @@ class MemworkerScheduler(Scheduler):  # type: ignore[misc]  # celery ships no ty
         super().close()
 
     def _hold_lock(self) -> bool:
+        """Hold (or renew) the lock; log once per change of state, saying what this beat waits
+        for: its own lock, another beat (named), or Redis itself."""
         assert self.lock is not None
         try:
             holding = self.lock.hold()
         except MemworkerError as exc:
-            logger.warning(
-                "beat: cannot reach Redis for the beat lock (%s); scheduling nothing", exc
+            self._log_state(
+                "no-redis",
+                "beat: Redis is unreachable, so the beat lock cannot be held (%s); scheduling "
+                "nothing until Redis answers",
+                exc,
             )
-            holding = False
-        if holding != self._holding:
-            if holding:
-                logger.warning("beat: holding the deployment's beat lock; scheduling")
-            else:
-                logger.warning(
-                    "beat: another beat holds the deployment's beat lock; standing by (it takes "
-                    "over within %.0f s if that beat stops)",
-                    self.lock.ttl_seconds + self.max_interval,
-                )
-            self._holding = holding
+            self._holding = False
+            return False
+        if holding and self.lock.took_over is not None:
+            self._log_state(
+                "holding",
+                "beat: %s died holding the deployment's beat lock; took it over, scheduling",
+                self.lock.took_over.describe(),
+            )
+        elif holding:
+            self._log_state("holding", "beat: holding the deployment's beat lock; scheduling")
+        else:
+            holder = self.lock.holder
+            who = holder.describe() if holder is not None else "another beat"
+            self._log_state(
+                f"standby:{who}",
+                "beat: %s holds the deployment's beat lock; standing by, taking over when it "
+                "stops renewing the lock (within %.0f s; at once if it dies on this host)",
+                who,
+                self.lock.ttl_seconds + self.max_interval,
+            )
+        self._holding = holding
         return holding
+
+    def _log_state(self, state: str, message: str, *args: object) -> None:
+        """One line per change of the lock's state, never one per loop."""
+        if state != self._lock_state:
+            logger.warning(message, *args)
+            self._lock_state = state
 
     def _write_heartbeat(self) -> None:
         if self.heartbeat_path is not None:
