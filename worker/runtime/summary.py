@@ -7,7 +7,7 @@ the summary states in one line instead).
 
 >>> from worker.settings import Settings
 >>> lines = startup_summary(Settings(), lanes={"sweep": 1}, redis="Redis at redis://r:6379/0")
->>> [line.split(":")[0].strip() for line in lines]
+>>> [line.split(":")[0].strip() for line in lines][:6]
 ['memworker starting (Ctrl-C stops it)', 'lanes', 'model', 'sinks', 'database', 'redis']
 """
 
