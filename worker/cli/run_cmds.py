@@ -128,7 +128,7 @@ def beat(loglevel: LoglevelOpt = "INFO", supervised: SupervisedOpt = False) -> N
     schedules; the others stand by and take over when it stops."""
     from worker.queue.beat_lock import BeatLock
     from worker.runtime.summary import quiet_celery
-    from worker.scheduling.beat import BEAT_LOCK_CONF_KEY
+    from worker.scheduling.beat import BEAT_LOCK_CONF_KEY, BEAT_REDIS_WATCHED_CONF_KEY
     from worker.settings import load_settings
     from worker.tasks.app import create_app
 
@@ -143,6 +143,7 @@ def beat(loglevel: LoglevelOpt = "INFO", supervised: SupervisedOpt = False) -> N
         app.conf[BEAT_LOCK_CONF_KEY] = BeatLock(
             runtime.redis, settings.key_prefix, ttl_seconds=settings.beat_lock_seconds
         )
+        app.conf[BEAT_REDIS_WATCHED_CONF_KEY] = supervised  # the supervisor names outages
         app.start(
             [
                 "--quiet",  # no banner: the summary of `run` / the log line below say it
@@ -161,6 +162,7 @@ def _run_lane(
     from celery.signals import worker_ready
 
     from worker.metrics import start_metrics_server
+    from worker.runtime.outage_log import install_outage_filter
     from worker.runtime.summary import quiet_celery
     from worker.tasks.app import create_app
     from worker.tasks.lanes import LANES, celery_argv
@@ -182,6 +184,8 @@ def _run_lane(
         pool=pool,
     )
 
+    install_outage_filter(report=not supervised)  # under a supervisor, it speaks for Redis
+
     def ready(**_: object) -> None:
         log.info("%s lane ready (×%d, %s pool): %s", lane_name, concurrency, pool, lane.purpose)
 
@@ -200,13 +204,17 @@ def _supervise_lanes(
 ) -> int:
     """One child per lane (plus ``extra``); their metrics are collected in one folder and
     served from here."""
+    from worker.queue.address import resolve_redis_url
+    from worker.runtime.outage_log import RedisWatch
     from worker.runtime.supervisor import supervise
 
     folder = settings.data_dir / f"metrics.{os.getpid()}"
+    # One voice for the Redis all children share: they say nothing of it (supervised).
+    watch = RedisWatch(resolve_redis_url(settings), _say)
     try:
         on_exit = _serve_lane_metrics(settings, env, folder)
         children = [_lane_child(name, counts[name], loglevel, env) for name in names]
-        return supervise([*children, *(extra or [])], on_exit=on_exit)
+        return supervise([*children, *(extra or [])], on_exit=on_exit, on_poll=watch)
     finally:
         shutil.rmtree(folder, ignore_errors=True)  # the lanes' metric files die with them
 
@@ -280,6 +288,13 @@ def _print_summary(
 
     for line in startup_summary(settings, lanes=lanes, redis=redis_note, beat=beat, pool=pool):
         console.print(line, markup=False, soft_wrap=True)
+
+
+def _say(text: str) -> None:
+    """A supervisor's line, stamped like the children's log lines."""
+    from datetime import datetime
+
+    console.print(f"[{datetime.now():%Y-%m-%d %H:%M:%S}] {text}", markup=False, soft_wrap=True)
 
 
 def _redis_of(settings: Settings) -> str:

@@ -22,13 +22,13 @@ from typing import Final
 from worker.settings import Settings
 
 #: Loggers that print a line per task received and finished, per sink request, or per start-up
-#: step of each lane (connected, mingle, ready): a sweep every two seconds would bury the work
-#: and three lanes would repeat each start-up line three times. Kept at WARNING unless the log
-#: level is DEBUG; each consolidation logs one INFO line of its own, each lane one when ready.
+#: step of each lane (mingle, ready): a sweep every two seconds would bury the work and three
+#: lanes would repeat each start-up line three times. Kept at WARNING unless the log level is
+#: DEBUG; each consolidation logs one INFO line of its own, each lane one when ready. (The
+#: connection lines are :mod:`worker.runtime.outage_log`'s: one per outage and its end.)
 CHATTY_LOGGERS: Final = (
     "celery.app.trace",
     "celery.worker.strategy",
-    "celery.worker.consumer.connection",
     "celery.worker.consumer.mingle",
     "celery.apps.worker",
     "celery.beat",

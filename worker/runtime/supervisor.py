@@ -48,10 +48,12 @@ def supervise(
     children: Sequence[Child],
     *,
     on_exit: Callable[[int], None] = lambda _pid: None,
+    on_poll: Callable[[], None] = lambda: None,
 ) -> int:
     """Run ``children`` until a signal or one of them exits; return the exit status.
 
-    ``on_exit`` is called with each reaped child's pid (e.g. to mark it dead for metrics).
+    ``on_exit`` is called with each reaped child's pid (e.g. to mark it dead for metrics);
+    ``on_poll`` at every look at the children (e.g. to watch the Redis they share).
     """
     stop: list[int] = []
 
@@ -65,7 +67,7 @@ def supervise(
     previous = {s: signal.signal(s, forward) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
         running.extend(_start(child) for child in children)
-        status = _watch(children, running, stop, on_exit)
+        status = _watch(children, running, stop, on_exit, on_poll)
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
@@ -89,6 +91,7 @@ def _watch(
     running: list[subprocess.Popen[bytes]],
     stop: list[int],
     on_exit: Callable[[int], None],
+    on_poll: Callable[[], None],
 ) -> int:
     """Wait for a signal (then for every child) or for one child to exit on its own."""
     while True:
@@ -107,6 +110,7 @@ def _watch(
         if stop:
             _wait_all(running, on_exit)
             return EXIT_INTERRUPTED if stop[0] == signal.SIGINT else 0
+        on_poll()
         time.sleep(POLL_SECONDS)
 
 

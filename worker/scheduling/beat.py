@@ -50,6 +50,9 @@ TICK_KWARG: Final = "tick"
 HEARTBEAT_CONF_KEY: Final = "memworker_beat_heartbeat"
 #: App config key holding the :class:`BeatLock` (set by the Celery app factory).
 BEAT_LOCK_CONF_KEY: Final = "memworker_beat_lock"
+#: App config key: True when a supervisor reports Redis outages for this beat (``memworker
+#: run``), so the beat does not repeat them.
+BEAT_REDIS_WATCHED_CONF_KEY: Final = "memworker_beat_redis_watched"
 
 
 def format_tick(tick: datetime) -> str:
@@ -180,6 +183,7 @@ class MemworkerScheduler(Scheduler):  # type: ignore[misc]  # celery ships no ty
         self.lock: BeatLock | None = app.conf.get(BEAT_LOCK_CONF_KEY)
         self._holding: bool | None = None
         self._lock_state: str | None = None
+        self._redis_watched = bool(app.conf.get(BEAT_REDIS_WATCHED_CONF_KEY))
         super().__init__(app, *args, **kwargs)
         # Beat sleeps at most this long, so the heartbeat stays fresh even with no entry due,
         # and a standby looks at the lock a few times per lock lifetime.
@@ -240,10 +244,15 @@ class MemworkerScheduler(Scheduler):  # type: ignore[misc]  # celery ships no ty
         return holding
 
     def _log_state(self, state: str, message: str, *args: object) -> None:
-        """One line per change of the lock's state, never one per loop."""
-        if state != self._lock_state:
-            logger.warning(message, *args)
-            self._lock_state = state
+        """One line per change of the lock's state, never one per loop. Where a supervisor
+        watches Redis, an outage is its to say (the beat still says when it holds the lock)."""
+        previous, self._lock_state = self._lock_state, state
+        if state == previous:
+            return
+        if self._redis_watched and state == "no-redis":
+            logger.debug(message, *args)
+            return
+        logger.warning(message, *args)
 
     def _write_heartbeat(self) -> None:
         if self.heartbeat_path is not None:
