@@ -7,6 +7,7 @@ come from the environment here, at the edge (``MEMWORKER_*``).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import uuid
 from datetime import UTC, datetime, timedelta
@@ -19,12 +20,14 @@ from worker.cli.errors import cli_errors, stderr
 from worker.errors import MemworkerError, QueueUnavailable
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
+
     import redis
     from rich.table import Table
 
-    from worker.queue.redis_queue import RedisQueue
     from worker.queue.types import QueueStats
     from worker.settings import Settings
+    from worker.store.memory import MemoryStore
 
 #: ``status`` reads every shard and pages through pending namespaces: allow more than the hot
 #: path's sub-second timeout, but fail rather than hang when Redis is stuck.
@@ -90,21 +93,23 @@ def status(
     from worker.hotpath.connection import connect
     from worker.queue.address import resolve_redis_url
     from worker.queue.redis_queue import RedisQueue
+    from worker.service.queue_health import queue_health
     from worker.settings import load_settings
 
-    with cli_errors():
+    with cli_errors(), contextlib.ExitStack() as opened:
         settings = load_settings()
         url = resolve_redis_url(settings)
         client = connect(url, STATUS_TIMEOUT_SECONDS)
         try:
             queue = RedisQueue(client, settings)
             stats = queue.stats()
-            redis_health = _redis_health(settings, queue)
+            store = opened.enter_context(_open_store(settings))  # once, for both reports
+            redis_health = queue_health(queue, store)
         except (redis.ConnectionError, redis.TimeoutError) as exc:
             raise _queue_unreadable(url, exc) from None
         finally:
             client.close()
-        health = _store_health(settings, datetime.now(UTC))
+        health = _store_health(settings, store, datetime.now(UTC))
         if as_json:
             # Scope keys stay at the top level (as before); the SQL parts sit beside them.
             body = {**stats.as_dict(), **health, "redis": redis_health}
@@ -135,15 +140,17 @@ def _queue_unreadable(url: str, exc: redis.ConnectionError | redis.TimeoutError)
     )
 
 
-def _redis_health(settings: Settings, queue: RedisQueue) -> dict[str, Any]:
-    """Durability settings and epoch changes (:mod:`worker.service.queue_health`)."""
-    from worker.service.queue_health import queue_health
+@contextlib.contextmanager
+def _open_store(settings: Settings) -> Iterator[MemoryStore]:
+    """The store ``status`` reads (the embedded SQLite is created on first use)."""
     from worker.store.memory import MemoryStore
 
     url = settings.effective_database_url
+    if settings.database_url is None:
+        settings.data_dir.mkdir(parents=True, exist_ok=True)
     store = MemoryStore.from_url(url, create=url.startswith("sqlite"))
     try:
-        return queue_health(queue, store)
+        yield store
     finally:
         store.dispose()
 
@@ -170,54 +177,46 @@ def _print_redis_health(health: dict[str, Any]) -> None:
         )
 
 
-def _store_health(settings: Settings, now: datetime) -> dict[str, Any]:
+def _store_health(settings: Settings, store: MemoryStore, now: datetime) -> dict[str, Any]:
     """Schedules' last ticks and watermarks, sink lag and recent failed runs, from SQL."""
     from worker.scheduling.schedules import bundled_schedules_dir, load_schedules
-    from worker.store.memory import MemoryStore
 
-    url = settings.effective_database_url
-    if settings.database_url is None:
-        settings.data_dir.mkdir(parents=True, exist_ok=True)
-    store = MemoryStore.from_url(url, create=url.startswith("sqlite"))
-    try:
-        schedules = []
-        for spec in load_schedules(settings.schedules_dir or bundled_schedules_dir()):
-            ticks = store.last_ticks(spec.name, limit=1)
-            last = ticks[0] if ticks else None
-            schedules.append(
-                {
-                    "name": spec.name,
-                    "cron": spec.cron,
-                    "action": spec.action,
-                    "enabled": spec.enabled,
-                    "watermark": _iso(store.watermark(spec.name)),
-                    "last_tick": None
-                    if last is None
-                    else {
-                        "tick": _iso(last.tick),
-                        "status": last.status,
-                        "window": [_iso(t) for t in last.window] if last.window else None,
-                        "error": last.error,
-                    },
-                }
-            )
-        sinks = {
-            name: {"pending": lag.pending, "oldest_age_seconds": lag.oldest_age_seconds}
-            for name, lag in sorted(store.outbox_lag(now=now).items())
-        }
-        breakers = {
-            h.sink: {
-                "state": h.state(now),
-                "consecutive_failures": h.consecutive_failures,
-                "open_until": _iso(h.open_until),
-                "last_error": h.last_error,
+    schedules = []
+    for spec in load_schedules(settings.schedules_dir or bundled_schedules_dir()):
+        ticks = store.last_ticks(spec.name, limit=1)
+        last = ticks[0] if ticks else None
+        schedules.append(
+            {
+                "name": spec.name,
+                "cron": spec.cron,
+                "action": spec.action,
+                "enabled": spec.enabled,
+                "watermark": _iso(store.watermark(spec.name)),
+                "last_tick": None
+                if last is None
+                else {
+                    "tick": _iso(last.tick),
+                    "status": last.status,
+                    "window": [_iso(t) for t in last.window] if last.window else None,
+                    "error": last.error,
+                },
             }
-            for h in store.sink_health()
-            if h.consecutive_failures
+        )
+    sinks = {
+        name: {"pending": lag.pending, "oldest_age_seconds": lag.oldest_age_seconds}
+        for name, lag in sorted(store.outbox_lag(now=now).items())
+    }
+    breakers = {
+        h.sink: {
+            "state": h.state(now),
+            "consecutive_failures": h.consecutive_failures,
+            "open_until": _iso(h.open_until),
+            "last_error": h.last_error,
         }
-        failed = store.count_runs(outcome="failed", since=now - FAILED_RUNS_WINDOW)
-    finally:
-        store.dispose()
+        for h in store.sink_health()
+        if h.consecutive_failures
+    }
+    failed = store.count_runs(outcome="failed", since=now - FAILED_RUNS_WINDOW)
     return {
         "schedules": schedules,
         "sinks": sinks,
