@@ -61,7 +61,7 @@ def test_history_explains_its_two_counters_in_reconciles_words(ops: Ops) -> None
     out = _one_line(ops("history", "--user", ops.user, "--path", "work").out)
 
     assert "namespace revision" in out
-    assert "version: this file's own changes" in out
+    assert "version counts this file's changes; namespace revision counts the namespace's" in out
 
 
 def test_reconcile_json_carries_the_revision_and_each_files_version(ops: Ops) -> None:

@@ -38,8 +38,7 @@ PathOpt = Annotated[str, typer.Option("--path", help="The memory file, e.g. pref
 
 #: Under ``history``: the two counters, in the words ``reconcile`` uses too.
 HISTORY_CAPTION: Final = (
-    "version: this file's own changes; namespace revision: the namespace's commit that wrote "
-    "it (one counter over all its files, as `memworker reconcile` reports)"
+    "version counts this file's changes; namespace revision counts the namespace's commits"
 )
 
 
