@@ -164,7 +164,7 @@ def test_reconcile_since_says_when_no_source_is_configured_and_still_drains(ops:
     text = " ".join(ran.out.split())
     assert ran.code == 0
     assert "no source configured (MEMWORKER_LANGGRAPH_URL is unset)" in text
-    assert f"user:{ops.user}: committed version 1" in text
+    assert f"user:{ops.user}: committed namespace revision 1" in text
 
 
 def test_reconcile_refuses_all_together_with_a_user(ops: Ops) -> None:
@@ -179,7 +179,7 @@ def test_reconcile_without_a_target_names_the_targets_it_accepts(ops: Ops) -> No
 
     assert ran.code == 2
     assert "--all" in ran.err
-    assert "--org" not in ran.err
+    assert "--org O" in ran.err
 
 
 def test_reconcile_of_a_dead_lettered_namespace_points_at_dlq_retry(ops: Ops) -> None:

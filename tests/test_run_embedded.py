@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -16,6 +18,8 @@ import redis
 
 from worker.errors import StoreError
 from worker.hotpath.client import MemoryClient
+from worker.runtime.embedded_redis import embedded_redis
+from worker.scheduling.heartbeat import HEARTBEAT_FILENAME
 from worker.settings import Settings
 from worker.store.memory import MemoryStore
 
@@ -199,3 +203,132 @@ def test_a_second_run_on_the_same_data_dir_is_refused(
     )
     assert second.returncode == 2
     assert "already running" in second.stderr
+
+
+#: What `memworker run` may print before it is ready: one summary, then a line per lane and
+#: beat's lock line (the issue's bound; Celery's banners alone were about 110 lines).
+READY_LINES_MAX = 15
+
+
+def test_run_prints_one_summary_and_a_line_per_lane_before_it_is_ready(data_dir: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMWORKER_")}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "worker", "run", "--loglevel", "INFO"],
+        env=env | {"MEMWORKER_DATA_DIR": str(data_dir)},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.extend(iter(proc.stdout.readline, "")))
+    reader.start()
+    try:
+        wait_for(
+            lambda: sum("lane ready" in line for line in list(lines)) == 3,
+            "the three lanes to say they are ready",
+        )
+        before_ready = list(lines)
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=DEADLINE_SECONDS)
+        reader.join(timeout=DEADLINE_SECONDS)
+    text = "".join(before_ready)
+
+    assert len(before_ready) <= READY_LINES_MAX, text
+    for part in ("lanes:", "model:", "sinks:", "database:", "redis:"):
+        assert part in text
+    for noise in ("SecurityWarning", "-------------- [queues]", "mingle", "Connected to"):
+        assert noise not in text
+
+
+#: What a Redis outage may add to `run`'s output, however long it lasts: the supervisor's
+#: "unreachable" and "answers again", and beat's "holding the lock" once Redis is back.
+OUTAGE_LINES_MAX = 3
+
+
+def test_a_redis_outage_is_logged_once_when_it_starts_and_once_when_it_ends(
+    tmp_path: Path,
+) -> None:
+    redis_dir, data = tmp_path / "redis", tmp_path / "data"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMWORKER_")}
+    env |= {"MEMWORKER_DATA_DIR": str(data), "MEMWORKER_BEAT_LOCK_SECONDS": "3"}
+    lines: list[str] = []
+    with contextlib.ExitStack() as outage:
+        url = outage.enter_context(embedded_redis(redis_dir, appendonly=False))
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "worker", "run", "--loglevel", "INFO"],
+            env=env | {"MEMWORKER_REDIS_URL": url},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        reader = threading.Thread(target=lambda: lines.extend(iter(proc.stdout.readline, "")))
+        reader.start()
+        try:
+            wait_for(lambda: sum("lane ready" in x for x in list(lines)) == 3, "three lanes")
+            wait_for(lambda: any("holding" in x for x in list(lines)), "beat's lock")
+            before = len(lines)
+            outage.close()  # Redis is gone
+            wait_for(lambda: any("unreachable" in x for x in lines[before:]), "the outage line")
+            _beat_loops(data / HEARTBEAT_FILENAME, 8)  # eight seconds: Celery retried meanwhile
+            with embedded_redis(redis_dir, appendonly=False):
+                wait_for(lambda: any("answers again" in x for x in lines[before:]), "the end")
+                wait_for(lambda: any("holding" in x for x in lines[before:]), "beat's lock")
+                during = lines[before:]
+        finally:
+            proc.send_signal(signal.SIGINT)
+            proc.wait(timeout=DEADLINE_SECONDS)
+            reader.join(timeout=DEADLINE_SECONDS)
+    text = "".join(during)
+
+    assert len(during) <= OUTAGE_LINES_MAX, text
+    assert "Traceback" not in text
+
+
+def _beat_loops(heartbeat: Path, count: int) -> None:
+    """Wait until beat has looped ``count`` times (its heartbeat changes every loop)."""
+    seen: set[str] = set()
+
+    def looped() -> bool:
+        with contextlib.suppress(OSError):
+            seen.add(heartbeat.read_text())
+        return len(seen) >= count
+
+    wait_for(looped, f"{count} beat loops")
+
+
+def test_a_lane_on_its_own_logs_a_broker_outage_in_two_lines(tmp_path: Path) -> None:
+    redis_dir = tmp_path / "redis"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMWORKER_")}
+    env |= {"MEMWORKER_DATA_DIR": str(tmp_path / "data")}
+    lines: list[str] = []
+    with contextlib.ExitStack() as outage:
+        url = outage.enter_context(embedded_redis(redis_dir, appendonly=False))
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "worker", "worker", "--lanes", "sweep", "--loglevel", "INFO"],
+            env=env | {"MEMWORKER_REDIS_URL": url},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        reader = threading.Thread(target=lambda: lines.extend(iter(proc.stdout.readline, "")))
+        reader.start()
+        try:
+            wait_for(lambda: any("lane ready" in x for x in list(lines)), "the lane")
+            before = len(lines)
+            outage.close()
+            wait_for(lambda: any("unreachable" in x for x in lines[before:]), "the outage line")
+            started = time.monotonic()
+            # Celery retries after 2, 4 and 6 s: three retries, each once three lines.
+            wait_for(lambda: time.monotonic() - started > 13, "three reconnect attempts")
+            with embedded_redis(redis_dir, appendonly=False):
+                wait_for(lambda: any("answers again" in x for x in lines[before:]), "the end")
+                during = lines[before:]
+        finally:
+            proc.send_signal(signal.SIGINT)
+            proc.wait(timeout=DEADLINE_SECONDS)
+            reader.join(timeout=DEADLINE_SECONDS)
+    text = "".join(during)
+
+    assert [x for x in during if x.strip()] == [x for x in during if "broker" in x], text
+    assert len(during) == 2, text

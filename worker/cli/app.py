@@ -31,6 +31,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "worker.cli.run_cmds",
     "worker.cli.schedule_cmds",
     "worker.cli.ops_reconcile",
+    "worker.cli.ops_scan",
     "worker.cli.ops_dlq",
     "worker.cli.ops_approvals",
     "worker.cli.ops_put",

@@ -1,4 +1,9 @@
-"""Helpers shared by CLI commands: settings, runtime, namespace selection, JSON output."""
+"""Helpers shared by CLI commands: settings, runtime, namespace selection, JSON output.
+
+Every ``worker.cli`` module imports only Typer, Rich and :mod:`worker.errors` at module level:
+the runtime, the store, Redis and the services are imported inside the command that uses them,
+so ``memworker --version`` and ``--help`` start at once (``tests/test_cli_imports.py``).
+"""
 
 from __future__ import annotations
 
@@ -6,17 +11,21 @@ import json
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from worker.errors import InvalidOption
-from worker.models import Namespace
-from worker.runtime.container import Runtime, build_runtime
-from worker.settings import load_settings
+
+if TYPE_CHECKING:
+    from worker.models import Namespace
+    from worker.runtime.container import Runtime
 
 
 @contextmanager
 def open_runtime() -> Iterator[Runtime]:
     """Settings from the environment (this is the edge) and the wired parts; closed after."""
+    from worker.runtime.container import build_runtime
+    from worker.settings import load_settings
+
     runtime = build_runtime(load_settings())
     try:
         yield runtime
@@ -34,6 +43,8 @@ def namespace_from(
 ) -> Namespace:
     """Exactly one way of naming a namespace: --user [--assistant], --assistant, --org or
     --namespace; ``accepted`` is what the command's own error names when none is given."""
+    from worker.models import Namespace
+
     if namespace is not None:
         if user or org:
             raise InvalidOption("give either --namespace or --user/--org, not both")

@@ -14,9 +14,6 @@ from typing import Annotated
 import typer
 
 from worker.cli.errors import cli_errors
-from worker.settings import load_settings
-from worker.store import migrate
-from worker.store.engine import create_store_engine
 
 DatabaseUrl = Annotated[
     str | None,
@@ -30,6 +27,8 @@ DatabaseUrl = Annotated[
 
 
 def _url(database_url: str | None) -> str:
+    from worker.settings import load_settings
+
     return database_url or load_settings().effective_database_url
 
 
@@ -40,6 +39,9 @@ def register(app: typer.Typer) -> None:
     @db.command("upgrade")
     def upgrade(database_url: DatabaseUrl = None) -> None:
         """Migrate the store to the newest schema (creates it on an empty database)."""
+        from worker.store import migrate
+        from worker.store.engine import create_store_engine
+
         with cli_errors():  # a bad URL exits 2, an unreachable server 4
             engine = create_store_engine(_url(database_url), create_dirs=True)
             try:
@@ -56,6 +58,9 @@ def register(app: typer.Typer) -> None:
     @db.command("current")
     def current(database_url: DatabaseUrl = None) -> None:
         """Show the store's schema revision and whether it is the newest."""
+        from worker.store import migrate
+        from worker.store.engine import create_store_engine
+
         with cli_errors():
             engine = create_store_engine(_url(database_url))
             try:

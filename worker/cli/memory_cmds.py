@@ -6,14 +6,12 @@ to the sinks like any other version. (``reconcile`` lives in :mod:`worker.cli.op
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, Final
 
 import typer
-from rich.rule import Rule
-from rich.syntax import Syntax
-from rich.table import Table
 
 from worker.cli.common import namespace_from, print_json
+from worker.cli.errors import stderr
 from worker.cli.ops_support import (
     AssistantOpt,
     JsonOpt,
@@ -29,13 +27,19 @@ from worker.cli.ops_support import (
     require_known,
 )
 from worker.errors import NotFound
-from worker.models import normalise_path
-from worker.service.rollback import preview_rollback
-from worker.service.rollback import rollback as rollback_file
-from worker.store.files import unified_diff
-from worker.store.records import FileVersionInfo
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from worker.models import Namespace
+    from worker.store.records import FileVersionInfo
 
 PathOpt = Annotated[str, typer.Option("--path", help="The memory file, e.g. preferences.")]
+
+#: Under ``history``: the two counters, in the words ``reconcile`` uses too.
+HISTORY_CAPTION: Final = (
+    "version counts this file's changes; namespace revision counts the namespace's commits"
+)
 
 
 def register(app: typer.Typer) -> None:
@@ -54,18 +58,28 @@ def show(
     as_json: JsonOpt = False,
 ) -> None:
     """Print a namespace's current memory files."""
+    from rich.rule import Rule
+
+    from worker.models import normalise_path
+
     with operator_session() as runtime:
         ns = namespace_from(user, assistant, namespace, org)
         files = runtime.store.current_files(ns.key)
+        others = other_namespaces(runtime.store.namespaces, ns)
         if not files:
-            require_known(runtime, ns)
+            try:
+                require_known(runtime, ns)
+            except NotFound as exc:
+                if not others:
+                    raise
+                raise NotFound(f"{exc}; {others_hint(ns, others)}") from None
         if path is not None:
             wanted = normalise_path(path)
             if wanted not in files:
                 raise NotFound(f"{ns.key} has no file {wanted}; `memworker show` lists its files")
             files = {wanted: files[wanted]}
         if as_json:
-            print_json({"namespace": ns.key, "files": files})
+            print_json({"namespace": ns.key, "files": files, "other_namespaces": others})
             return
         if not files:
             console.print(
@@ -76,6 +90,31 @@ def show(
             console.print(Rule(title), width=console.rule_width(title))
             # The file's bytes as the sinks publish them: no markup, emoji codes or wrapping.
             console.print(content, markup=False, emoji=False, soft_wrap=True, end="")
+        if others:  # on stderr: stdout stays the files
+            stderr.print(others_hint(ns, others), markup=False, soft_wrap=True)
+
+
+def other_namespaces(listed: Callable[..., list[str]], ns: Namespace) -> list[str]:
+    """The user's other namespaces with memory (one per assistant, and the one without):
+    ``listed`` is the store's ``namespaces``. None for a namespace that is not a user's."""
+    if ns.user_id is None:
+        return []
+    return sorted(k for k in listed(scope="user", user_id=ns.user_id) if k != ns.key)
+
+
+def others_hint(ns: Namespace, others: list[str]) -> str:
+    """Where else the user ``ns`` names has memory, and how to show it.
+
+    >>> from worker.models import Namespace
+    >>> print(others_hint(Namespace.for_user("u1"), ["user:u1:bot", "user:u1:tutor"]))
+    ... # doctest: +NORMALIZE_WHITESPACE
+    u1 also has memory in user:u1:bot, user:u1:tutor (show one: memworker show --namespace
+    user:u1:bot)
+    """
+    return (
+        f"{ns.user_id} also has memory in {', '.join(others)} "
+        f"(show one: memworker show --namespace {others[0]})"
+    )
 
 
 def history(
@@ -86,7 +125,15 @@ def history(
     org: OrgOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """List every version of one memory file (oldest first), with who wrote it."""
+    """List every version of one memory file (oldest first), with who wrote it.
+
+    ``version`` counts this file's own changes; ``revision`` is the namespace revision that
+    wrote it (one counter per namespace, over all its files: what ``reconcile`` reports).
+    """
+    from rich.table import Table
+
+    from worker.models import normalise_path
+
     with operator_session() as runtime:
         ns = namespace_from(user, assistant, namespace, org)
         wanted = normalise_path(path)
@@ -94,13 +141,17 @@ def history(
         if as_json:
             print_json([_version_json(v) for v in versions])
             return
-        table = Table(title=f"{ns.key} {wanted}")
-        for column in ("version", "created", "author", "run", "change"):
+        table = Table(
+            title=f"{ns.key} {wanted}",
+            caption=HISTORY_CAPTION,
+        )
+        for column in ("version", "namespace revision", "created", "author", "run", "change"):
             table.add_column(column)
         for v in versions:
             table.add_row(
-                str(v.version), v.created_at.isoformat(timespec="seconds"), v.author,
-                str(v.run_id or ""), _change(v.diff),
+                str(v.version), str(v.namespace_version),
+                v.created_at.isoformat(timespec="seconds"), v.author, str(v.run_id or ""),
+                _change(v.diff),
             )  # fmt: skip
         console.print(table)
 
@@ -119,6 +170,11 @@ def diff(
     as_json: JsonOpt = False,
 ) -> None:
     """The unified diff of one memory file between two of its versions."""
+    from rich.syntax import Syntax
+
+    from worker.models import normalise_path
+    from worker.store.files import unified_diff
+
     with operator_session() as runtime:
         ns = namespace_from(user, assistant, namespace, org)
         wanted = normalise_path(path)
@@ -157,6 +213,12 @@ def rollback(
     as_json: JsonOpt = False,
 ) -> None:
     """Add a new version equal to an old one (history is kept), then publish it."""
+    from rich.syntax import Syntax
+
+    from worker.models import normalise_path
+    from worker.service.rollback import preview_rollback
+    from worker.service.rollback import rollback as rollback_file
+
     with operator_session() as runtime:
         ns = namespace_from(user, assistant, namespace, org)
         wanted = normalise_path(path)
@@ -201,6 +263,7 @@ def _change(diff_text: str) -> str:
 def _version_json(v: FileVersionInfo) -> dict[str, Any]:
     return {
         "version": v.version,
+        "namespace_revision": v.namespace_version,
         "created_at": v.created_at.isoformat(),
         "author": v.author,
         "run_id": v.run_id,

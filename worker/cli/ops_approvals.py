@@ -8,10 +8,9 @@ pending: reject it instead.
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.table import Table
 
 from worker.cli.common import namespace_from, print_json
 from worker.cli.ops_support import (
@@ -26,8 +25,9 @@ from worker.cli.ops_support import (
     operator_session,
     publish,
 )
-from worker.service.approve import approve as approve_change
-from worker.store.records import ApprovalInfo
+
+if TYPE_CHECKING:
+    from worker.store.records import ApprovalInfo
 
 IdArg = Annotated[int, typer.Argument(metavar="ID", help="The approval id (`approvals list`).")]
 ByOpt = Annotated[str | None, typer.Option("--by", help="Who decides (default: operator:<login>).")]
@@ -51,6 +51,8 @@ def list_pending(
     as_json: JsonOpt = False,
 ) -> None:
     """Pending approvals, oldest first (of one namespace, or all)."""
+    from rich.table import Table
+
     with operator_session() as runtime:
         key = None
         if user or assistant or namespace or org:
@@ -75,6 +77,8 @@ def list_pending(
 
 def approve(approval_id: IdArg, by: ByOpt = None, as_json: JsonOpt = False) -> None:
     """Apply a waiting operation as a new version of its file, then publish it."""
+    from worker.service.approve import approve as approve_change
+
     with operator_session() as runtime:
         info, result = approve_change(
             runtime.store,

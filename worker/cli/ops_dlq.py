@@ -11,13 +11,10 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
-from rich.table import Table
 
 from worker.cli.common import print_json
 from worker.cli.ops_support import JsonOpt, YesOpt, confirm, console, operator_session
 from worker.errors import InvalidOption, NotFound
-from worker.models import Namespace
-from worker.service.dead_letters import retry_dead_letters
 
 NamespaceArg = Annotated[str, typer.Argument(metavar="NS", help="A namespace, e.g. user:u1.")]
 
@@ -32,6 +29,8 @@ def register(app: typer.Typer) -> None:
 
 def list_dead(as_json: JsonOpt = False) -> None:
     """Every dead-lettered namespace, longest dead first, with its last error."""
+    from rich.table import Table
+
     with operator_session() as runtime:
         letters = runtime.queue.dead_letters()
         if as_json:
@@ -74,6 +73,9 @@ def retry(
     ] = None,
 ) -> None:
     """Bring a dead-lettered namespace (or --all) back with a fresh attempt count; due now."""
+    from worker.models import Namespace
+    from worker.service.dead_letters import retry_dead_letters
+
     with operator_session() as runtime:
         if (namespace is None) == (not every):
             raise InvalidOption("name one namespace (NS) or pass --all, not both")
@@ -100,6 +102,8 @@ def retry(
 
 def drop(namespace: NamespaceArg, yes: YesOpt = False) -> None:
     """Delete a dead-lettered namespace's pending candidates for good."""
+    from worker.models import Namespace
+
     with operator_session() as runtime:
         key = Namespace.parse(namespace).key
         state = runtime.queue.namespace_state(key)

@@ -7,7 +7,7 @@ confirmation): the command says so, exits 1 and asks to run again once the batch
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -22,9 +22,10 @@ from worker.cli.ops_support import (
     operator_session,
 )
 from worker.errors import InvalidOption, NotFound
-from worker.models import validate_id
-from worker.runtime.container import Runtime
-from worker.service.erase import Erased, EraseTarget, erase, erase_target
+
+if TYPE_CHECKING:
+    from worker.runtime.container import Runtime
+    from worker.service.erase import Erased, EraseTarget
 
 
 def register(app: typer.Typer) -> None:
@@ -46,6 +47,9 @@ def forget(
     as_json: JsonOpt = False,
 ) -> None:
     """Erase a user from the queue, the store and the sinks (asks first unless --yes)."""
+    from worker.models import validate_id
+    from worker.service.erase import erase, erase_target
+
     with operator_session() as runtime:
         validate_id(user, "user_id")
         if assistant is not None and all_assistants:

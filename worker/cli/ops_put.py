@@ -23,8 +23,6 @@ from worker.cli.ops_support import (
     publish,
 )
 from worker.errors import InvalidCandidate, InvalidOption
-from worker.models import Namespace, normalise_path
-from worker.namespaces import refuse_reserved
 
 
 def register(app: typer.Typer) -> None:
@@ -46,6 +44,9 @@ def put(
     as_json: JsonOpt = False,
 ) -> None:
     """Write an operator-owned memory file for an org or an assistant, then publish it."""
+    from worker.models import Namespace, normalise_path
+    from worker.namespaces import refuse_reserved
+
     with operator_session() as runtime:
         if (org is None) == (assistant is None):
             raise InvalidOption("name exactly one owner: --org ID or --assistant A")

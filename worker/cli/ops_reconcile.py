@@ -13,11 +13,9 @@ from collections import Counter
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import timedelta
-from typing import Annotated, Any, Final
+from typing import TYPE_CHECKING, Annotated, Any, Final
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
-from rich.syntax import Syntax
 
 from worker.cli.common import namespace_from, print_json
 from worker.cli.errors import EXIT_FAILURE, stderr
@@ -25,6 +23,7 @@ from worker.cli.ops_support import (
     AssistantOpt,
     JsonOpt,
     NamespaceOpt,
+    OrgOpt,
     UserOpt,
     console,
     describe_delivery,
@@ -35,29 +34,34 @@ from worker.cli.ops_support import (
     require_known,
 )
 from worker.errors import InvalidOption
-from worker.models import Namespace
-from worker.outcomes import Outcome
-from worker.runtime.container import Runtime
-from worker.service.batch import BatchResult
-from worker.service.publish import DeliveryReport
-from worker.service.reconcile import Reconciled, reconcile_each
-from worker.service.scan import SourceScan, scan_sources
+
+if TYPE_CHECKING:
+    from worker.models import Namespace
+    from worker.runtime.container import Runtime
+    from worker.service.publish import DeliveryReport
+    from worker.service.reconcile import Reconciled
+    from worker.service.scan import SourceScan
 
 log = logging.getLogger(__name__)
 
 #: What reconcile accepts as its target, for the error when none is given.
-_TARGETS: Final = "--user U [--assistant A], --namespace NS, or --all for every namespace"
+_TARGETS: Final = "--user U [--assistant A], --org O, --namespace NS, or --all for every namespace"
 
+#: Colour of each outcome's line, keyed by the outcome's value (an ``Outcome`` is a ``str``
+#: enum, so it finds its own entry); any other outcome is a failure, shown red.
 _STYLES: Final = {
-    Outcome.COMMITTED: "green",
-    Outcome.PREVIEWED: "yellow",
-    Outcome.NOTHING_NEW: "dim",
-    Outcome.NOTHING_PENDING: "dim",
-    Outcome.LEASED: "cyan",
+    "committed": "green",
+    "dry_run": "yellow",
+    "nothing_new": "dim",
+    "nothing_pending": "dim",
+    "leased": "cyan",
 }
 
 
-def _json_of(r: Reconciled) -> dict[str, Any]:
+def _json_of(r: Reconciled, versions: dict[str, int]) -> dict[str, Any]:
+    from worker.outcomes import Outcome
+    from worker.service.batch import BatchResult
+
     res = r.result or BatchResult(r.namespace, Outcome.NOTHING_NEW)
     return {
         "namespace": r.namespace,
@@ -65,10 +69,13 @@ def _json_of(r: Reconciled) -> dict[str, Any]:
         "note": r.note,
         "candidates": res.candidates,
         "skipped": res.skipped,
-        "version": res.version,
+        "revision": res.version,
         "counts": res.counts,
         "error": res.error,
-        "files": [{"path": f.path, "diff": f.diff, "content": f.content} for f in res.files],
+        "files": [
+            {"path": f.path, "version": versions.get(f.path), "diff": f.diff, "content": f.content}
+            for f in res.files
+        ],
     }
 
 
@@ -80,6 +87,7 @@ def reconcile(
     user: UserOpt = None,
     assistant: AssistantOpt = None,
     namespace: NamespaceOpt = None,
+    org: OrgOpt = None,
     all_: Annotated[bool, typer.Option("--all", help="Every namespace the queue knows.")] = False,
     since: Annotated[
         str | None,
@@ -95,14 +103,20 @@ def reconcile(
     as_json: JsonOpt = False,
 ) -> None:
     """Consolidate what is pending now (safe while workers run), show diffs, publish."""
+    from worker.outcomes import Outcome
+    from worker.service.reconcile import reconcile_each
+
     with operator_session() as runtime:
         # Open the store first, so a bad database URL is refused (exit 2) even when the queue
         # happens to be empty and nothing would have touched it.
         runtime.store  # noqa: B018
         lookback = parse_duration(since) if since is not None else None
-        if all_ and (user or assistant or namespace):
-            raise InvalidOption("give either --all or one namespace (--user/--namespace)")
-        target = None if all_ else namespace_from(user, assistant, namespace, accepted=_TARGETS)
+        if all_ and (user or assistant or namespace or org):
+            raise InvalidOption("give either --all or one namespace (--user/--org/--namespace)")
+        target = (
+            None if all_ else namespace_from(user, assistant, namespace, org, accepted=_TARGETS)
+        )
+        check_model(runtime)
         scan = _rescan(runtime, target, lookback, dry_run) if lookback is not None else None
         if scan is not None and not as_json:
             _print_scan(scan, lookback)
@@ -126,11 +140,12 @@ def reconcile(
             delivery = publish(
                 runtime, [r.namespace for r in done if r.outcome is Outcome.COMMITTED]
             )
+        versions = {r.namespace: _file_versions(runtime, r) for r in done}
         if as_json:
-            print_json(_report_json(done, scan, dry_run, delivery))
+            print_json(_report_json(done, versions, scan, dry_run, delivery))
         else:
             for r in done:
-                _print_one(r)
+                _print_one(r, versions[r.namespace])
             _print_summary(done, dry_run)
             if delivery is not None:
                 console.print(describe_delivery(delivery, runtime))
@@ -138,8 +153,34 @@ def reconcile(
             raise typer.Exit(EXIT_FAILURE)
 
 
+def check_model(runtime: Runtime) -> None:
+    """Before any batch: the model builds (one line, exit 2, for a missing package or
+    credentials) and its server answers (exit 4), as at a worker's start."""
+    from worker.service.startup import probe_model_server
+
+    runtime.consolidator  # noqa: B018 - building it is the check
+    probe_model_server(runtime.settings)
+
+
+def _file_versions(runtime: Runtime, r: Reconciled) -> dict[str, int]:
+    """Each changed file's own version in the namespace revision this run committed (none for
+    a dry run): what ``memworker history`` lists for that file."""
+    from worker.outcomes import Outcome
+
+    res = r.result
+    if r.outcome is not Outcome.COMMITTED or res is None or res.version is None:
+        return {}
+    versions = {}
+    for change in res.files:
+        for v in runtime.store.file_history(r.namespace, change.path):
+            if v.namespace_version == res.version:
+                versions[change.path] = v.version
+    return versions
+
+
 def _report_json(
     done: Sequence[Reconciled],
+    versions: dict[str, dict[str, int]],
     scan: SourceScan | None,
     dry_run: bool,
     delivery: DeliveryReport | None,
@@ -153,7 +194,7 @@ def _report_json(
             "threads": scan.threads,
             "candidates": len(scan.candidates),
         },
-        "namespaces": [_json_of(r) for r in done],
+        "namespaces": [_json_of(r, versions[r.namespace]) for r in done],
         "summary": _summary(done),
         "published": delivery.delivered if delivery else 0,
         "undelivered": delivery.remaining if delivery else 0,
@@ -169,18 +210,11 @@ def _rescan(
 ) -> SourceScan:
     """Pull conversations updated in ``(now - lookback, now]`` from the sources as candidates
     (of ``target`` only, when given); a dry run only collects them."""
+    from worker.cli.ops_scan import scan_now
+
     end = now_utc()
-    return scan_sources(
-        runtime.queue,
-        runtime.store,
-        runtime.settings,
-        start=end - lookback,
-        end=end,
-        trace_id=f"reconcile-{end:%Y%m%dT%H%M%S}",
-        now=end,
-        keep=lambda key: target is None or key == target.key,
-        assistant_id=target.assistant_id if target is not None else None,
-        enqueue=not dry_run,
+    return scan_now(
+        runtime, target, start=end - lookback, end=end, enqueue=not dry_run, trace="reconcile"
     )
 
 
@@ -190,6 +224,8 @@ def _progress(total: int, *, show: bool) -> Iterator[Any]:
     if not show or total == 0:
         yield lambda _key: None
         return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
     with Progress(
         TextColumn("[bold]reconcile[/bold] {task.description}"),
         BarColumn(),
@@ -216,16 +252,23 @@ def _print_scan(scan: SourceScan, lookback: timedelta | None) -> None:
         console.print(f"  [yellow]set aside[/yellow] {aside.describe()}", highlight=False)
 
 
-def _print_one(r: Reconciled) -> None:
+def _print_one(r: Reconciled, versions: dict[str, int]) -> None:
+    from rich.syntax import Syntax
+
+    from worker.outcomes import Outcome
+
     style = _STYLES.get(r.outcome, "red")
     res = r.result
     label = r.outcome.replace("_", " ")
+    inside = []
     if r.outcome is Outcome.COMMITTED and res is not None:
-        label = f"committed version {res.version}"
-    details = ""
+        label = f"committed namespace revision {res.version}"
+        inside.append(file_versions_words(versions))
     if res is not None and res.candidates:
         counts = ", ".join(f"{k} {v}" for k, v in sorted(res.counts.items()) if v)
-        details = f" ({res.candidates} candidate(s): {counts or 'no changes'})"
+        inside.append(f"{res.candidates} candidate(s): {counts or 'no changes'}")
+    shown = [part for part in inside if part]
+    details = f" ({'; '.join(shown)})" if shown else ""
     console.print(f"[{style}]{r.namespace}: {label}[/{style}]{details}")
     if r.note:
         console.print(f"  {r.note}", markup=False)
@@ -233,6 +276,17 @@ def _print_one(r: Reconciled) -> None:
         console.print(f"  error: {res.error}", style="red", markup=False)
     for change in res.files if res is not None else ():
         console.print(Syntax(change.diff or "(no textual change)", "diff", theme="ansi_dark"))
+
+
+def file_versions_words(versions: dict[str, int]) -> str:
+    """The files a commit changed, each with its own version. One vocabulary for the two
+    counters: a namespace's *revision* counts its commits (of any of its files); a file's
+    *version* counts that file's own changes, as ``memworker history`` lists them.
+
+    >>> file_versions_words({"/work.md": 1, "/preferences.md": 3})
+    '/preferences.md version 3, /work.md version 1'
+    """
+    return ", ".join(f"{path} version {v}" for path, v in sorted(versions.items()))
 
 
 def _summary(done: Sequence[Reconciled]) -> dict[str, Any]:

@@ -16,19 +16,19 @@ import re
 from collections.abc import Iterator, Sequence
 from contextvars import ContextVar
 from datetime import UTC, datetime, timedelta
-from typing import Annotated, Final
+from typing import TYPE_CHECKING, Annotated, Final
 
-import redis
 import typer
 
 from worker.cli.common import open_runtime
 from worker.cli.console import make_console
 from worker.cli.errors import EXIT_DECLINED, EXIT_FAILURE, cli_errors, stderr
 from worker.errors import InvalidOption, NotFound, QueueUnavailable
-from worker.hotpath.connection import redacted
-from worker.models import Namespace
-from worker.runtime.container import Runtime
-from worker.service.publish import DeliveryReport, publish_now
+
+if TYPE_CHECKING:
+    from worker.models import Namespace
+    from worker.runtime.container import Runtime
+    from worker.service.publish import DeliveryReport
 
 console = make_console()
 
@@ -113,6 +113,10 @@ def operator_session() -> Iterator[Runtime]:
     not yet in every sink (the workers retry it). Every publish goes through
     :func:`publish` or :func:`record_delivery`, so no command can forget this.
     """
+    import redis
+
+    from worker.queue.address import redacted
+
     deliveries: list[DeliveryReport] = []
     token = _DELIVERIES.set(deliveries)
     try:
@@ -152,6 +156,8 @@ def publish(runtime: Runtime, namespaces: Sequence[str]) -> DeliveryReport:
 
     Workers deliver too; deliveries are claimed, so doing it here never doubles one.
     """
+    from worker.service.publish import publish_now
+
     report = publish_now(runtime.store, runtime.sinks, namespaces=namespaces)
     return record_delivery(report)
 

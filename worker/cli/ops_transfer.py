@@ -31,9 +31,6 @@ from worker.cli.ops_support import (
     publish,
 )
 from worker.errors import InvalidOption, StoreRefused
-from worker.models import Namespace
-from worker.service.transfer import import_document
-from worker.store.transfer import parse_document
 
 
 def register(app: typer.Typer) -> None:
@@ -78,6 +75,10 @@ def import_(
     as_json: JsonOpt = False,
 ) -> None:
     """Validate an export document, then write it in one transaction and publish its files."""
+    from worker.models import Namespace
+    from worker.service.transfer import import_document
+    from worker.store.transfer import parse_document
+
     with operator_session() as runtime:
         data = _load(file)
         try:

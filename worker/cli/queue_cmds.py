@@ -7,27 +7,27 @@ come from the environment here, at the edge (``MEMWORKER_*``).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import uuid
 from datetime import UTC, datetime, timedelta
-from typing import Annotated, Any, Final
+from typing import TYPE_CHECKING, Annotated, Any, Final
 
-import redis
 import typer
-from rich.table import Table
 
 from worker.cli.console import make_console
 from worker.cli.errors import cli_errors, stderr
 from worker.errors import MemworkerError, QueueUnavailable
-from worker.hotpath.client import MemoryClient
-from worker.hotpath.connection import connect, redacted, unavailable
-from worker.queue.address import resolve_redis_url
-from worker.queue.redis_queue import RedisQueue
-from worker.queue.types import QueueStats, ScopeStats
-from worker.scheduling.schedules import bundled_schedules_dir, load_schedules
-from worker.service.queue_health import queue_health
-from worker.settings import Settings, load_settings
-from worker.store.memory import MemoryStore
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    import redis
+    from rich.table import Table
+
+    from worker.queue.types import QueueStats
+    from worker.settings import Settings
+    from worker.store.memory import MemoryStore
 
 #: ``status`` reads every shard and pages through pending namespaces: allow more than the hot
 #: path's sub-second timeout, but fail rather than hang when Redis is stuck.
@@ -60,6 +60,9 @@ def enqueue(
     scope: Annotated[str, typer.Option("--scope", help="user or agent.")] = "user",
 ) -> None:
     """Queue one candidate memory, as the chat service would; prints its id."""
+    from worker.hotpath.client import MemoryClient
+    from worker.settings import load_settings
+
     with cli_errors():
         trace_id = trace or f"cli-{uuid.uuid4().hex[:16]}"
         with MemoryClient(load_settings()) as client:
@@ -85,19 +88,28 @@ def status(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")] = False,
 ) -> None:
     """Queue health per scope, plus schedules (last tick, window), sink lag and failed runs."""
-    with cli_errors():
+    import redis
+
+    from worker.hotpath.connection import connect
+    from worker.queue.address import resolve_redis_url
+    from worker.queue.redis_queue import RedisQueue
+    from worker.service.queue_health import queue_health
+    from worker.settings import load_settings
+
+    with cli_errors(), contextlib.ExitStack() as opened:
         settings = load_settings()
         url = resolve_redis_url(settings)
         client = connect(url, STATUS_TIMEOUT_SECONDS)
         try:
             queue = RedisQueue(client, settings)
             stats = queue.stats()
-            redis_health = _redis_health(settings, queue)
+            store = opened.enter_context(_open_store(settings))  # once, for both reports
+            redis_health = queue_health(queue, store)
         except (redis.ConnectionError, redis.TimeoutError) as exc:
             raise _queue_unreadable(url, exc) from None
         finally:
             client.close()
-        health = _store_health(settings, datetime.now(UTC))
+        health = _store_health(settings, store, datetime.now(UTC))
         if as_json:
             # Scope keys stay at the top level (as before); the SQL parts sit beside them.
             body = {**stats.as_dict(), **health, "redis": redis_health}
@@ -111,6 +123,10 @@ def status(
 def _queue_unreadable(url: str, exc: redis.ConnectionError | redis.TimeoutError) -> MemworkerError:
     """Why ``status`` could not read the queue: Redis is down or stuck (a refused password is
     named as the hot path names it). Status only reads, so nothing was changed."""
+    import redis
+
+    from worker.hotpath.connection import redacted, unavailable
+
     if isinstance(exc, redis.AuthenticationError):
         return unavailable(url, exc, STATUS_TIMEOUT_SECONDS)
     if isinstance(exc, redis.TimeoutError):
@@ -124,12 +140,17 @@ def _queue_unreadable(url: str, exc: redis.ConnectionError | redis.TimeoutError)
     )
 
 
-def _redis_health(settings: Settings, queue: RedisQueue) -> dict[str, Any]:
-    """Durability settings and epoch changes (:mod:`worker.service.queue_health`)."""
+@contextlib.contextmanager
+def _open_store(settings: Settings) -> Iterator[MemoryStore]:
+    """The store ``status`` reads (the embedded SQLite is created on first use)."""
+    from worker.store.memory import MemoryStore
+
     url = settings.effective_database_url
+    if settings.database_url is None:
+        settings.data_dir.mkdir(parents=True, exist_ok=True)
     store = MemoryStore.from_url(url, create=url.startswith("sqlite"))
     try:
-        return queue_health(queue, store)
+        yield store
     finally:
         store.dispose()
 
@@ -162,51 +183,46 @@ def _print_redis_health(health: dict[str, Any]) -> None:
         )
 
 
-def _store_health(settings: Settings, now: datetime) -> dict[str, Any]:
+def _store_health(settings: Settings, store: MemoryStore, now: datetime) -> dict[str, Any]:
     """Schedules' last ticks and watermarks, sink lag and recent failed runs, from SQL."""
-    url = settings.effective_database_url
-    if settings.database_url is None:
-        settings.data_dir.mkdir(parents=True, exist_ok=True)
-    store = MemoryStore.from_url(url, create=url.startswith("sqlite"))
-    try:
-        schedules = []
-        for spec in load_schedules(settings.schedules_dir or bundled_schedules_dir()):
-            ticks = store.last_ticks(spec.name, limit=1)
-            last = ticks[0] if ticks else None
-            schedules.append(
-                {
-                    "name": spec.name,
-                    "cron": spec.cron,
-                    "action": spec.action,
-                    "enabled": spec.enabled,
-                    "watermark": _iso(store.watermark(spec.name)),
-                    "last_tick": None
-                    if last is None
-                    else {
-                        "tick": _iso(last.tick),
-                        "status": last.status,
-                        "window": [_iso(t) for t in last.window] if last.window else None,
-                        "error": last.error,
-                    },
-                }
-            )
-        sinks = {
-            name: {"pending": lag.pending, "oldest_age_seconds": lag.oldest_age_seconds}
-            for name, lag in sorted(store.outbox_lag(now=now).items())
-        }
-        breakers = {
-            h.sink: {
-                "state": h.state(now),
-                "consecutive_failures": h.consecutive_failures,
-                "open_until": _iso(h.open_until),
-                "last_error": h.last_error,
+    from worker.scheduling.schedules import bundled_schedules_dir, load_schedules
+
+    schedules = []
+    for spec in load_schedules(settings.schedules_dir or bundled_schedules_dir()):
+        ticks = store.last_ticks(spec.name, limit=1)
+        last = ticks[0] if ticks else None
+        schedules.append(
+            {
+                "name": spec.name,
+                "cron": spec.cron,
+                "action": spec.action,
+                "enabled": spec.enabled,
+                "watermark": _iso(store.watermark(spec.name)),
+                "last_tick": None
+                if last is None
+                else {
+                    "tick": _iso(last.tick),
+                    "status": last.status,
+                    "window": [_iso(t) for t in last.window] if last.window else None,
+                    "error": last.error,
+                },
             }
-            for h in store.sink_health()
-            if h.consecutive_failures
+        )
+    sinks = {
+        name: {"pending": lag.pending, "oldest_age_seconds": lag.oldest_age_seconds}
+        for name, lag in sorted(store.outbox_lag(now=now).items())
+    }
+    breakers = {
+        h.sink: {
+            "state": h.state(now),
+            "consecutive_failures": h.consecutive_failures,
+            "open_until": _iso(h.open_until),
+            "last_error": h.last_error,
         }
-        failed = store.count_runs(outcome="failed", since=now - FAILED_RUNS_WINDOW)
-    finally:
-        store.dispose()
+        for h in store.sink_health()
+        if h.consecutive_failures
+    }
+    failed = store.count_runs(outcome="failed", since=now - FAILED_RUNS_WINDOW)
     return {
         "schedules": schedules,
         "sinks": sinks,
@@ -225,6 +241,8 @@ def _short(iso: str | None) -> str:
 
 
 def _print_health(health: dict[str, Any]) -> None:
+    from rich.table import Table
+
     table = Table(title="schedules")
     for column in ("schedule", "cron", "last tick", "status", "window", "watermark"):
         table.add_column(column, no_wrap=column in ("schedule", "cron"))
@@ -271,6 +289,10 @@ def _age(seconds: float | None) -> str:
 
 
 def _table(stats: QueueStats) -> Table:
+    from rich.table import Table
+
+    from worker.queue.types import ScopeStats
+
     table = Table(title="memworker queue")
     for column in ("scope", "pending", "waiting", "due", "leased", "dead", "oldest pending"):
         table.add_column(column, justify="left" if column == "scope" else "right")

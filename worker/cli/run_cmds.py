@@ -21,27 +21,18 @@ import typer
 from rich.console import Console
 
 from worker.cli.errors import cli_errors
-from worker.settings import Settings, load_settings
 
 if TYPE_CHECKING:
     from worker.runtime.supervisor import Child
+    from worker.settings import Settings
 
 console = Console(highlight=False)
+log = logging.getLogger(__name__)
 
 #: Embedded mode's lanes: two merges (SQLite has one writer; two let one merge wait on a model
 #: while the other commits), one sweep, and two deliverers, so a hung sink holds one of them
 #: and the other keeps publishing to the healthy sinks.
 EMBEDDED_CONCURRENCY: Final = {"sweep": 1, "consolidate": 2, "deliver": 2}
-
-#: Loggers that print a line per task received and finished, or per sink request: a sweep every
-#: two seconds would bury the work. They are kept at WARNING unless the log level is DEBUG; each
-#: consolidation logs one INFO line of its own instead.
-CHATTY_LOGGERS: Final = (
-    "celery.app.trace",
-    "celery.worker.strategy",
-    "celery.beat",
-    "httpx",  # one line per HTTP request a sink makes
-)
 
 SupervisedOpt = Annotated[
     bool,
@@ -64,7 +55,9 @@ def run(
 ) -> None:
     """Run worker lanes and beat together; with no MEMWORKER_REDIS_URL, on an embedded Redis."""
     from worker.runtime.embedded_redis import embedded_redis
+    from worker.runtime.summary import redacted_url
     from worker.runtime.supervisor import Child
+    from worker.settings import load_settings
     from worker.tasks.lanes import LANES
 
     with cli_errors():
@@ -79,9 +72,10 @@ def run(
                 settings = settings.model_copy(update={"redis_url": url})
                 redis_note = f"embedded Redis on {url}"
             else:
-                redis_note = f"Redis at {_redact(settings.redis_url)}"
-            _prepare(settings)
-            _print_banner(settings, redis_note)
+                redis_note = f"Redis at {redacted_url(settings.redis_url)}"
+            _prepare(settings, model=True)
+            _print_summary(settings, EMBEDDED_CONCURRENCY, redis_note, beat=True)
+            console.print('  try:      memworker enqueue --user u1 "I prefer short answers"')
             beat_argv = [*_memworker(), "beat", f"--loglevel={loglevel}", "--supervised"]
             status = _supervise_lanes(
                 settings,
@@ -110,6 +104,7 @@ def worker(
 
     Threads by default: merges wait on the database and the model, not the CPU.
     """
+    from worker.settings import load_settings
     from worker.tasks.lanes import parse_lanes
 
     with cli_errors():
@@ -121,8 +116,10 @@ def worker(
             lane = chosen[0]
             _run_lane(settings, lane.name, counts[lane.name], pool, loglevel, supervised)
             return
-        _prepare(settings)
+        _prepare(settings, model=True)
         names = [c.name for c in chosen]
+        shown = {name: counts[name] for name in names}
+        _print_summary(settings, shown, f"Redis at {_redis_of(settings)}", pool=pool)
         raise typer.Exit(_supervise_lanes(settings, names, counts, loglevel, dict(os.environ)))
 
 
@@ -130,7 +127,9 @@ def beat(loglevel: LoglevelOpt = "INFO", supervised: SupervisedOpt = False) -> N
     """Run the scheduler. Run one or more: only the one holding the beat lock in Redis
     schedules; the others stand by and take over when it stops."""
     from worker.queue.beat_lock import BeatLock
-    from worker.scheduling.beat import BEAT_LOCK_CONF_KEY
+    from worker.runtime.summary import quiet_celery
+    from worker.scheduling.beat import BEAT_LOCK_CONF_KEY, BEAT_REDIS_WATCHED_CONF_KEY
+    from worker.settings import load_settings
     from worker.tasks.app import create_app
 
     with cli_errors():
@@ -138,14 +137,16 @@ def beat(loglevel: LoglevelOpt = "INFO", supervised: SupervisedOpt = False) -> N
         settings.data_dir.mkdir(parents=True, exist_ok=True)
         if not supervised:
             _prepare(settings)
-        _quiet_celery(loglevel)
+        quiet_celery(loglevel)
         app = create_app(settings)
         runtime = app.memworker_runtime
         app.conf[BEAT_LOCK_CONF_KEY] = BeatLock(
             runtime.redis, settings.key_prefix, ttl_seconds=settings.beat_lock_seconds
         )
+        app.conf[BEAT_REDIS_WATCHED_CONF_KEY] = supervised  # the supervisor names outages
         app.start(
             [
+                "--quiet",  # no banner: the summary of `run` / the log line below say it
                 "beat",
                 f"--loglevel={loglevel}",
                 f"--schedule={settings.data_dir / 'celerybeat-schedule'}",
@@ -158,13 +159,19 @@ def _run_lane(
 ) -> None:
     """Run one lane in this process (a supervisor's child, or a deployment that scales lanes
     as separate containers)."""
+    from celery.signals import worker_ready
+
     from worker.metrics import start_metrics_server
+    from worker.runtime.outage_log import install_outage_filter
+    from worker.runtime.summary import quiet_celery
     from worker.tasks.app import create_app
     from worker.tasks.lanes import LANES, celery_argv
 
     if not supervised:
-        _prepare(settings)
-    _quiet_celery(loglevel)
+        _prepare(settings, model=True)
+        lanes = {lane_name: concurrency}
+        _print_summary(settings, lanes, f"Redis at {_redis_of(settings)}", pool=pool)
+    quiet_celery(loglevel)
     app = create_app(settings)
     if settings.metrics_port and not supervised:
         start_metrics_server(settings.metrics_port)
@@ -176,7 +183,14 @@ def _run_lane(
         loglevel=loglevel,
         pool=pool,
     )
-    app.worker_main(argv)
+
+    install_outage_filter(report=not supervised)  # under a supervisor, it speaks for Redis
+
+    def ready(**_: object) -> None:
+        log.info("%s lane ready (×%d, %s pool): %s", lane_name, concurrency, pool, lane.purpose)
+
+    worker_ready.connect(ready, weak=False)
+    app.worker_main(["--quiet", *argv])  # no banner: the summary said what runs
 
 
 def _supervise_lanes(
@@ -190,13 +204,17 @@ def _supervise_lanes(
 ) -> int:
     """One child per lane (plus ``extra``); their metrics are collected in one folder and
     served from here."""
+    from worker.queue.address import resolve_redis_url
+    from worker.runtime.outage_log import RedisWatch
     from worker.runtime.supervisor import supervise
 
     folder = settings.data_dir / f"metrics.{os.getpid()}"
+    # One voice for the Redis all children share: they say nothing of it (supervised).
+    watch = RedisWatch(resolve_redis_url(settings), _say)
     try:
         on_exit = _serve_lane_metrics(settings, env, folder)
         children = [_lane_child(name, counts[name], loglevel, env) for name in names]
-        return supervise([*children, *(extra or [])], on_exit=on_exit)
+        return supervise([*children, *(extra or [])], on_exit=on_exit, on_poll=watch)
     finally:
         shutil.rmtree(folder, ignore_errors=True)  # the lanes' metric files die with them
 
@@ -236,14 +254,18 @@ def _memworker() -> list[str]:
     return [sys.executable, "-m", "worker"]
 
 
-def _prepare(settings: Settings) -> None:
+def _prepare(settings: Settings, *, model: bool = False) -> None:
     """Before any process takes work: the schema is this release's (SQLite is migrated in
-    place; a server database must be migrated by `memworker db upgrade`), and the queue's
-    Redis keeps what it is given (durability check, then the deployment's policy)."""
+    place; a server database must be migrated by `memworker db upgrade`), the queue's Redis
+    keeps what it is given (durability check, then the deployment's policy), and, for the
+    workers (``model``), the consolidator and its model build and the model server answers."""
     from worker.runtime.container import build_runtime
-    from worker.service.startup import prepare_queue
+    from worker.service.startup import prepare_queue, probe_model_server
     from worker.store.memory import MemoryStore
 
+    if model:  # first: a configuration mistake is named before any service is touched
+        build_runtime(settings).consolidator  # noqa: B018 - building it is the check
+        probe_model_server(settings)
     if settings.database_url is None:
         MemoryStore.from_url(settings.effective_database_url, create=True).dispose()
     runtime = build_runtime(settings)
@@ -254,25 +276,30 @@ def _prepare(settings: Settings) -> None:
         runtime.close()
 
 
-def _quiet_celery(loglevel: str) -> None:
-    if loglevel.upper() != "DEBUG":
-        for name in CHATTY_LOGGERS:
-            logging.getLogger(name).setLevel(logging.WARNING)
+def _print_summary(
+    settings: Settings,
+    lanes: dict[str, int],
+    redis_note: str,
+    *,
+    beat: bool = False,
+    pool: str = "threads",
+) -> None:
+    from worker.runtime.summary import startup_summary
+
+    for line in startup_summary(settings, lanes=lanes, redis=redis_note, beat=beat, pool=pool):
+        console.print(line, markup=False, soft_wrap=True)
 
 
-def _print_banner(settings: Settings, redis_note: str) -> None:
-    console.print("[bold]memworker[/bold] is running (Ctrl-C stops it)")
-    console.print(f"  queue:    {redis_note}")
-    console.print(f"  memory:   {_redact(settings.effective_database_url)}")
-    console.print(f"  data dir: {settings.data_dir}")
-    console.print('  enqueue:  memworker enqueue --user u1 "I prefer short answers"')
-    console.print("  inspect:  memworker status; memworker show --user u1")
+def _say(text: str) -> None:
+    """A supervisor's line, stamped like the children's log lines."""
+    from datetime import datetime
+
+    console.print(f"[{datetime.now():%Y-%m-%d %H:%M:%S}] {text}", markup=False, soft_wrap=True)
 
 
-def _redact(url: str) -> str:
-    from sqlalchemy.engine import make_url
+def _redis_of(settings: Settings) -> str:
+    """The queue's Redis for the summary (configured, or the running embedded one)."""
+    from worker.queue.address import resolve_redis_url
+    from worker.runtime.summary import redacted_url
 
-    try:
-        return make_url(url).render_as_string(hide_password=True)
-    except Exception:
-        return url.rsplit("@", maxsplit=1)[-1]
+    return redacted_url(resolve_redis_url(settings))

@@ -3,17 +3,16 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.table import Table
 
 from worker.cli.common import print_json
 from worker.cli.console import make_console
 from worker.cli.errors import cli_errors
-from worker.scheduling.cron import lookback_window, next_ticks
-from worker.scheduling.schedules import ScheduleSpec, bundled_schedules_dir, load_schedules
-from worker.settings import load_settings
+
+if TYPE_CHECKING:
+    from worker.scheduling.schedules import ScheduleSpec
 
 console = make_console()
 
@@ -27,6 +26,8 @@ def register(app: typer.Typer) -> None:
 
 def describe(spec: ScheduleSpec, now: datetime, count: int = FIRES_SHOWN) -> dict[str, Any]:
     """A schedule's next fires and the window each would cover on a first run."""
+    from worker.scheduling.cron import lookback_window, next_ticks
+
     fires = next_ticks(spec.cron, spec.timezone, now, count)
     windows = [lookback_window(spec.cron, tick, tz=spec.timezone) for tick in fires]
     return {
@@ -53,6 +54,11 @@ def schedules(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """List the schedules beat runs: cron, timezone, next fires and their lookback windows."""
+    from rich.table import Table
+
+    from worker.scheduling.schedules import bundled_schedules_dir, load_schedules
+    from worker.settings import load_settings
+
     with cli_errors():
         settings = load_settings()
         directory = settings.schedules_dir or bundled_schedules_dir()

@@ -15,9 +15,6 @@ import typer
 from worker.cli.common import print_json
 from worker.cli.ops_support import JsonOpt, console, operator_session
 from worker.errors import ConfigurationError, InvalidOption
-from worker.integrations.store_layout import LEGACY_TEMPLATE
-from worker.service.store_migration import migrate_org_items
-from worker.sinks.langgraph_store import LangGraphStoreSink
 
 
 def register(app: typer.Typer) -> None:
@@ -31,15 +28,23 @@ def migrate_orgs(
         bool, typer.Option("--dry-run", help="Only list what would move; change nothing.")
     ] = False,
     old_template: Annotated[
-        str,
+        str | None,
         typer.Option(
             "--old-template",
-            help="The template every scope used before (a JSON list); default the old default.",
+            help="The template every scope used before (a JSON list); default: the layout "
+            "before per-org namespaces.",
+            show_default=False,
         ),
-    ] = json.dumps(list(LEGACY_TEMPLATE)),
+    ] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Move org memory from the one namespace all orgs shared to one namespace per org."""
+    from worker.integrations.store_layout import LEGACY_TEMPLATE
+    from worker.service.store_migration import migrate_org_items
+    from worker.sinks.langgraph_store import LangGraphStoreSink
+
+    if old_template is None:
+        old_template = json.dumps(list(LEGACY_TEMPLATE))
     try:
         template = json.loads(old_template)
     except json.JSONDecodeError:

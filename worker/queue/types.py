@@ -42,6 +42,28 @@ class Claim:
         return f"{self.epoch or ''}/{self.covered}"
 
 
+def epoch_of(position: str | None) -> str | None:
+    """The queue epoch an applied position was recorded in (None: none, or from before epochs).
+
+    >>> epoch_of("19a2b3c4d5e6f/1764579000000-3"), epoch_of("1764579000000-3"), epoch_of(None)
+    ('19a2b3c4d5e6f', None, None)
+    """
+    if position is None:
+        return None
+    epoch, sep, _ = position.rpartition("/")
+    return epoch if sep and epoch else None
+
+
+def stream_position(stream_id: str) -> tuple[int, int]:
+    """A stream id as ``(ms, seq)``, for comparison.
+
+    >>> stream_position("1764579000000-3") < stream_position("1764579000000-12")
+    True
+    """
+    ms, _, seq = stream_id.partition("-")
+    return int(ms), int(seq or 0)
+
+
 @dataclass(frozen=True)
 class DeadLetter:
     """A namespace whose batch failed ``attempts`` times; its candidates are kept."""

@@ -11,12 +11,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from worker.consolidation.base import Consolidator
-from worker.consolidation.loading import load_consolidator
 from worker.queue.address import resolve_redis_url
 from worker.queue.connect import RedisClient, open_redis
 from worker.queue.redis_queue import RedisQueue
 from worker.service.consolidate import Pipeline
 from worker.service.publish import SinkGate
+from worker.service.startup import build_consolidator
 from worker.service.sweep import GaugeSchedule
 from worker.settings import Settings
 from worker.sinks.base import Sink
@@ -74,7 +74,8 @@ class Runtime:
 
     @functools.cached_property
     def consolidator(self) -> Consolidator:
-        return load_consolidator(self.settings)
+        # Built and checked in one place (package, credentials, base URL): one-line errors.
+        return build_consolidator(self.settings)
 
     @functools.cached_property
     def sinks(self) -> dict[str, Sink]:

@@ -59,10 +59,12 @@ def supervise(
     *,
     on_exit: Callable[[int], None] = lambda _pid: None,
     grace_seconds: float = STOP_GRACE_SECONDS,
+    on_poll: Callable[[], None] = lambda: None,
 ) -> int:
     """Run ``children`` until a signal or one of them exits; return the exit status.
 
-    ``on_exit`` is called with each reaped child's pid (e.g. to mark it dead for metrics).
+    ``on_exit`` is called with each reaped child's pid (e.g. to mark it dead for metrics);
+    ``on_poll`` at every look at the children (e.g. to watch the Redis they share).
     ``grace_seconds``: how long a stopping child gets before it and its group are killed.
     """
     stop: list[int] = []
@@ -78,7 +80,7 @@ def supervise(
     stopping = _Stopping(on_exit, grace_seconds)
     try:
         running.extend(_start(child) for child in children)
-        status = _watch(children, running, stop, stopping)
+        status = _watch(children, running, stop, stopping, on_poll)
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
@@ -103,6 +105,7 @@ def _watch(
     running: list[subprocess.Popen[bytes]],
     stop: list[int],
     stopping: _Stopping,
+    on_poll: Callable[[], None],
 ) -> int:
     """Wait for a signal (then for every child) or for one child to exit on its own."""
     while True:
@@ -121,6 +124,7 @@ def _watch(
         if stop:
             stopping.wait_all(running)
             return EXIT_INTERRUPTED if stop[0] == signal.SIGINT else 0
+        on_poll()
         time.sleep(POLL_SECONDS)
 
 

@@ -50,6 +50,9 @@ TICK_KWARG: Final = "tick"
 HEARTBEAT_CONF_KEY: Final = "memworker_beat_heartbeat"
 #: App config key holding the :class:`BeatLock` (set by the Celery app factory).
 BEAT_LOCK_CONF_KEY: Final = "memworker_beat_lock"
+#: App config key: True when a supervisor reports Redis outages for this beat (``memworker
+#: run``), so the beat does not repeat them.
+BEAT_REDIS_WATCHED_CONF_KEY: Final = "memworker_beat_redis_watched"
 
 
 def format_tick(tick: datetime) -> str:
@@ -179,6 +182,8 @@ class MemworkerScheduler(Scheduler):  # type: ignore[misc]  # celery ships no ty
         self.heartbeat_path = heartbeat_path or (Path(configured) if configured else None)
         self.lock: BeatLock | None = app.conf.get(BEAT_LOCK_CONF_KEY)
         self._holding: bool | None = None
+        self._lock_state: str | None = None
+        self._redis_watched = bool(app.conf.get(BEAT_REDIS_WATCHED_CONF_KEY))
         super().__init__(app, *args, **kwargs)
         # Beat sleeps at most this long, so the heartbeat stays fresh even with no entry due,
         # and a standby looks at the lock a few times per lock lifetime.
@@ -203,25 +208,51 @@ class MemworkerScheduler(Scheduler):  # type: ignore[misc]  # celery ships no ty
         super().close()
 
     def _hold_lock(self) -> bool:
+        """Hold (or renew) the lock; log once per change of state, saying what this beat waits
+        for: its own lock, another beat (named), or Redis itself."""
         assert self.lock is not None
         try:
             holding = self.lock.hold()
         except MemworkerError as exc:
-            logger.warning(
-                "beat: cannot reach Redis for the beat lock (%s); scheduling nothing", exc
+            self._log_state(
+                "no-redis",
+                "beat: Redis is unreachable, so the beat lock cannot be held (%s); scheduling "
+                "nothing until Redis answers",
+                exc,
             )
-            holding = False
-        if holding != self._holding:
-            if holding:
-                logger.warning("beat: holding the deployment's beat lock; scheduling")
-            else:
-                logger.warning(
-                    "beat: another beat holds the deployment's beat lock; standing by (it takes "
-                    "over within %.0f s if that beat stops)",
-                    self.lock.ttl_seconds + self.max_interval,
-                )
-            self._holding = holding
+            self._holding = False
+            return False
+        if holding and self.lock.took_over is not None:
+            self._log_state(
+                "holding",
+                "beat: %s died holding the deployment's beat lock; took it over, scheduling",
+                self.lock.took_over.describe(),
+            )
+        elif holding:
+            self._log_state("holding", "beat: holding the deployment's beat lock; scheduling")
+        else:
+            holder = self.lock.holder
+            who = holder.describe() if holder is not None else "another beat"
+            self._log_state(
+                f"standby:{who}",
+                "beat: %s holds the deployment's beat lock; standing by, taking over when it "
+                "stops renewing the lock (within %.0f s; at once if it dies on this host)",
+                who,
+                self.lock.ttl_seconds + self.max_interval,
+            )
+        self._holding = holding
         return holding
+
+    def _log_state(self, state: str, message: str, *args: object) -> None:
+        """One line per change of the lock's state, never one per loop. Where a supervisor
+        watches Redis, an outage is its to say (the beat still says when it holds the lock)."""
+        previous, self._lock_state = self._lock_state, state
+        if state == previous:
+            return
+        if self._redis_watched and state == "no-redis":
+            logger.debug(message, *args)
+            return
+        logger.warning(message, *args)
 
     def _write_heartbeat(self) -> None:
         if self.heartbeat_path is not None:

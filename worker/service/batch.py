@@ -14,6 +14,8 @@ from worker.consolidation.base import Consolidator
 from worker.consolidation.engine import Limits, consolidate_batch
 from worker.models import Candidate
 from worker.outcomes import Outcome
+from worker.queue.types import epoch_of as epoch_of  # noqa: PLC0414 - re-exported: the queue owns the position format
+from worker.queue.types import stream_position
 from worker.store.memory import MemoryStore
 from worker.values import AppliedPlan, FileChange
 
@@ -26,18 +28,6 @@ EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 #: Arrivals within one millisecond are ordered by their id's sequence number, as microseconds;
 #: past 999 in one millisecond (1,000 candidates of one namespace) the order is by id instead.
 MAX_SEQ_MICROS = 999
-
-
-def epoch_of(position: str | None) -> str | None:
-    """The queue epoch an applied position was recorded in (None: none, or from before epochs).
-
-    >>> epoch_of("19a2b3c4d5e6f/1764579000000-3"), epoch_of("1764579000000-3"), epoch_of(None)
-    ('19a2b3c4d5e6f', None, None)
-    """
-    if position is None:
-        return None
-    epoch, sep, _ = position.rpartition("/")
-    return epoch if sep and epoch else None
 
 
 def epoch_changed(applied_position: str | None, epoch: str | None) -> bool:
@@ -157,12 +147,6 @@ def arrived(entries: Sequence[tuple[str, Candidate]]) -> list[tuple[str, Candida
         at = EPOCH + timedelta(milliseconds=ms, microseconds=min(seq, MAX_SEQ_MICROS))
         out.append((sid, candidate.model_copy(update={"created_at": at})))
     return out
-
-
-def stream_position(stream_id: str) -> tuple[int, int]:
-    """A stream id as ``(ms, seq)``, for comparison."""
-    ms, _, seq = stream_id.partition("-")
-    return int(ms), int(seq or 0)
 
 
 def reissued(

@@ -11,12 +11,14 @@ are gone.
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from worker.queue.beat_lock import beat_holder
-from worker.queue.redis_queue import RedisQueue
-from worker.service.batch import epoch_of, stream_position
-from worker.store.memory import MemoryStore
+from worker.queue.types import epoch_of, stream_position
+
+if TYPE_CHECKING:
+    from worker.queue.redis_queue import RedisQueue
+    from worker.store.memory import MemoryStore
 
 #: Recently committed namespaces compared; enough to notice a lost Redis, cheap to read.
 EPOCH_SAMPLE: Final = 500

@@ -12,12 +12,12 @@ True
 
 from __future__ import annotations
 
-from typing import Final
+import functools
+import re
+from importlib import resources
+from typing import TYPE_CHECKING, Final
 
 import sqlalchemy as sa
-from alembic import command
-from alembic.config import Config
-from alembic.script import ScriptDirectory
 from sqlalchemy.engine import Engine
 
 from worker.errors import SchemaOutOfDate, StoreUnavailable
@@ -28,9 +28,23 @@ VERSION_TABLE: Final = "memworker_alembic_version"
 
 SCRIPT_LOCATION: Final = "worker.store:migrations"
 
+#: ``revision = "0002"`` and ``down_revision = "0001"`` lines of a migration script.
+_REVISION_LINE: Final = re.compile(
+    r'^(down_revision|revision)\s*(?::[^=]*)?=\s*"?([^"\s]*)"?', re.MULTILINE
+)
+
+if TYPE_CHECKING:
+    from alembic.config import Config
+
+# Alembic is imported only where a migration runs or an unknown revision is explained: every
+# process opens the store, and importing Alembic (0.1 s) just to learn the newest revision
+# would make each operator command pay for it.
+
 
 def alembic_config(engine: Engine | None = None) -> Config:
     """An in-memory Alembic config; ``engine`` is handed to ``env.py`` through attributes."""
+    from alembic.config import Config
+
     config = Config()
     config.set_main_option("script_location", SCRIPT_LOCATION)
     config.set_main_option("version_table", VERSION_TABLE)
@@ -39,11 +53,23 @@ def alembic_config(engine: Engine | None = None) -> Config:
     return config
 
 
+@functools.cache
 def head_revision() -> str:
-    """The newest migration this code ships."""
-    head = ScriptDirectory.from_config(alembic_config()).get_current_head()
-    assert head is not None, "the package ships at least one migration"
-    return head
+    """The newest migration this code ships: the revision no other script names as its
+    ``down_revision``, read from the scripts' text (the same answer as Alembic's
+    ``get_current_head``, which a test checks, without importing Alembic)."""
+    revisions: set[str] = set()
+    parents: set[str] = set()
+    versions = resources.files("worker.store").joinpath("migrations", "versions")
+    for script in versions.iterdir():
+        if not script.name.endswith(".py") or script.name.startswith("_"):
+            continue
+        for name, value in _REVISION_LINE.findall(script.read_text(encoding="utf-8")):
+            if value and value != "None":
+                (revisions if name == "revision" else parents).add(value)
+    heads = revisions - parents
+    assert len(heads) == 1, f"the package ships one line of migrations, found heads {heads}"
+    return heads.pop()
 
 
 def current_revision(engine: Engine) -> str | None:
@@ -65,6 +91,8 @@ def upgrade(engine: Engine, revision: str = "head") -> None:
     """Migrate the database to ``revision`` (default: the newest); safe to repeat."""
     if revision == "head" and current_revision(engine) == head_revision():
         return  # nothing to do: skip Alembic, whose context logs on every configure
+    from alembic import command
+
     try:
         command.upgrade(alembic_config(engine), revision)
     except sa.exc.OperationalError as exc:
@@ -80,9 +108,10 @@ def check_migrated(engine: Engine) -> None:
     where = engine.url.render_as_string(hide_password=True)
     if current is None:
         raise SchemaOutOfDate(
-            f"the database {where} has no memworker schema; run `memworker db upgrade` "
-            "(or open the store with create=True)"
+            f"the database {where} has no memworker schema; run `memworker db upgrade` to create it"
         )
+    from alembic.script import ScriptDirectory
+
     known = {s.revision for s in ScriptDirectory.from_config(alembic_config()).walk_revisions()}
     if current not in known:
         raise SchemaOutOfDate(

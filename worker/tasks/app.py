@@ -86,6 +86,9 @@ def create_app(settings: Settings, *, runtime: Runtime | None = None) -> Celery:
             CONSOLIDATE_TASK: {"queue": consolidate_q},
         },
         worker_hijack_root_logger=False,
+        # Celery 6's default, set now: it only concerns acks_late tasks (memworker has none),
+        # and leaving it unset prints a deprecation warning at every broker reconnect.
+        worker_cancel_long_running_tasks_on_connection_loss=True,
         beat_scheduler="worker.scheduling.beat:MemworkerScheduler",
         beat_schedule=beat_schedule(settings),
     )

@@ -74,4 +74,9 @@ def celery_argv(
         f"--hostname={lane.name}.{os.getpid()}@%h",
         # Task events, so Flower (and `celery events`) can follow each lane.
         "--task-events",
+        # No worker-to-worker chatter: mingle (revoked-task sync at start, a second of
+        # waiting) and gossip (peer events) serve features memworker does not use, and
+        # gossip's restart after a broker outage fails with a traceback in Celery 5.
+        "--without-mingle",
+        "--without-gossip",
     ]

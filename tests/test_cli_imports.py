@@ -1,0 +1,109 @@
+"""The CLI and the client start at once: parsing, ``--help`` and ``--version`` import nothing
+heavy, and ``from worker import MemoryClient`` imports the hot path only.
+
+Each check runs in a fresh interpreter and reads ``sys.modules`` after the call: a behaviour
+(what got imported), not a timing. The timings are measured with the bench, not asserted.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+#: Packages an operator command pulls in only when it does real work (the worker runtime, the
+#: SQL store, the model); none may load to parse a command line or print help.
+HEAVY = ("celery", "kombu", "sqlalchemy", "alembic", "langchain_core", "langchain", "redis")
+
+#: What the chat service's client must not drag in: the worker side of the system.
+NOT_FOR_THE_HOT_PATH = (
+    "celery",
+    "kombu",
+    "sqlalchemy",
+    "alembic",
+    "langchain_core",
+    "worker.store",
+    "worker.service",
+    "worker.runtime",
+    "worker.consolidation",
+    "worker.queue.redis_queue",
+    "worker.hotpath.async_client",
+)
+
+_PROBE = """
+import json, sys
+sys.argv = ["memworker", *json.loads(sys.argv[1])]
+from worker.cli.app import main
+try:
+    main()
+except SystemExit:
+    pass
+print("\\n" + json.dumps(sorted(sys.modules)))
+"""
+
+
+def _modules_after(code: str, *args: str) -> set[str]:
+    ran = subprocess.run(
+        [sys.executable, "-c", code, *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        # No MEMWORKER_* setting of the caller's; a Redis that is not there, never touched.
+        env={k: v for k, v in os.environ.items() if not k.startswith("MEMWORKER_")}
+        | {"MEMWORKER_REDIS_URL": "redis://127.0.0.1:1/0"},
+        check=False,
+    )
+    assert ran.returncode == 0, ran.stderr
+    return set(json.loads(ran.stdout.strip().splitlines()[-1]))
+
+
+def _loaded(modules: set[str], packages: tuple[str, ...]) -> list[str]:
+    return sorted(p for p in packages if any(m == p or m.startswith(p + ".") for m in modules))
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--version"],
+        ["--help"],
+        ["status", "--help"],
+        ["reconcile", "--help"],
+        ["worker", "--help"],
+        ["scan", "--help"],
+        ["dlq", "retry", "--help"],
+    ],
+    ids=" ".join,
+)
+def test_parsing_and_help_import_no_runtime_package(argv: list[str]) -> None:
+    modules = _modules_after(_PROBE, json.dumps(argv))
+
+    assert _loaded(modules, HEAVY) == []
+
+
+def test_a_usage_error_is_reported_without_importing_the_runtime() -> None:
+    modules = _modules_after(_PROBE, json.dumps(["reconcile", "--no-such-option"]))
+
+    assert _loaded(modules, HEAVY) == []
+
+
+def test_importing_the_client_loads_the_hot_path_only() -> None:
+    code = (
+        "import json, sys\nfrom worker import MemoryClient\nprint(json.dumps(sorted(sys.modules)))"
+    )
+    modules = _modules_after(code)
+
+    assert "worker.hotpath.client" in modules
+    assert _loaded(modules, NOT_FOR_THE_HOT_PATH) == []
+
+
+def test_the_newest_migration_read_without_alembic_is_the_one_alembic_finds() -> None:
+    from alembic.script import ScriptDirectory
+
+    from worker.store import migrate
+
+    alembic_head = ScriptDirectory.from_config(migrate.alembic_config()).get_current_head()
+
+    assert migrate.head_revision() == alembic_head
