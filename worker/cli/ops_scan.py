@@ -115,6 +115,7 @@ def _json(found: SourceScan, start: datetime, end: datetime, dry_run: bool) -> d
         "inbox_removed": found.inbox_removed,
         "agent_edits": found.agent_edits,
         "namespaces": _counts(found),
+        "set_aside": [aside.as_dict() for aside in found.set_aside],
     }
 
 
@@ -128,6 +129,8 @@ def _print(found: SourceScan, since: str, target: Namespace | None, dry_run: boo
     )
     for key, count in _counts(found).items():
         console.print(f"  {key}: {verb} {count} candidate(s)")
+    for aside in found.set_aside:
+        console.print(f"  [yellow]set aside[/yellow] {aside.describe()}", highlight=False)
     if dry_run:
         console.print("dry run: nothing was queued and no cursor moved")
     elif found.candidates or found.inbox or found.agent_edits:
