@@ -122,6 +122,15 @@ def configure(conn: Connection, config: str) -> bool:
     return True
 
 
+def one_snapshot(conn: Connection) -> None:
+    """Make the rest of this read transaction see one snapshot. PostgreSQL's default (read
+    committed) gives each statement its own: an id the index returned could belong to an entry
+    a commit retired before the next statement read it. SQLite transactions are snapshots
+    already. Call it first in the transaction."""
+    if conn.dialect.name == "postgresql":
+        conn.exec_driver_sql("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+
+
 def search(conn: Connection, ns_id: int, terms: QueryTerms, limit: int) -> list[tuple[str, float]]:
     """``(entry id, score)`` of the best ``limit`` active entries of ``ns_id`` for ``terms``,
     best first; empty when ``terms`` is."""

@@ -51,6 +51,7 @@ class SearchMethods:
         terms = query_terms(query)
 
         def run(conn: Connection) -> list[Entry]:
+            search_index.one_snapshot(conn)
             ns_id = fence.namespace_id(conn, namespace)
             if ns_id is None or not terms:
                 return []
@@ -95,6 +96,7 @@ class SearchMethods:
         """The vectors from ``model`` of the active entries of ``namespace``."""
 
         def run(conn: Connection) -> NamespaceVectors:
+            search_index.one_snapshot(conn)
             ns_id = fence.namespace_id(conn, namespace)
             if ns_id is None:
                 return NamespaceVectors([], [], 0)
