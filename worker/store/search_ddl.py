@@ -4,15 +4,22 @@ They are not in :data:`worker.store.schema.metadata` (SQLAlchemy cannot describe
 table or a GIN index portably); migration ``0004`` creates them with :func:`create`, and
 schema comparisons leave them out through :func:`is_index_object`.
 
-* **SQLite**: ``search_docs`` maps each indexed (active) entry to the rowid of its row in
-  ``search_fts``, an FTS5 table with three columns: ``ns`` (one token naming the namespace,
-  so a query intersects with it inside the index), ``words`` and ``grams`` (see
-  :mod:`worker.store.search_text`). Tokenizer: porter over unicode61 with diacritics removed
-  and combining marks kept inside tokens (Devanagari and Thai vowel signs are marks).
-* **PostgreSQL**: ``search_docs`` holds each indexed entry's ``tsvector`` (GIN-indexed) and
-  length; ``search_stats`` the number and total length of a namespace's indexed entries (BM25's
-  ``N`` and ``avgdl``, kept by the same transactions); ``search_config`` the one text-search
-  configuration the vectors were built with.
+Both dialects: ``search_docs`` has a row per indexed (active) entry with its length in terms,
+and ``search_stats`` the number and total length of a namespace's indexed entries (BM25's
+``N`` and average length), kept by the same transactions.
+
+* **SQLite**: ``search_docs.id`` is the rowid of the entry's row in ``search_fts``, an FTS5
+  table of two columns, ``words`` and ``grams`` (see :mod:`worker.store.search_text`). Ids are
+  ``namespace id << 32 | sequence``: a namespace is one rowid range, which FTS5 seeks to inside
+  its index (no filter per row), and its newest entries are the top of that range. Tokenizer:
+  porter over unicode61, diacritics removed, combining marks kept inside tokens (Devanagari
+  and Thai vowel signs are marks).
+* **PostgreSQL**: ``search_docs.tsv`` holds the entry's ``tsvector`` (GIN-indexed, without
+  the fast-update pending list: every query would scan that list linearly until a vacuum
+  merges it, tens of milliseconds after a bulk of commits; a commit's few entries are cheap
+  to index directly);
+  ``(namespace_id, id)`` is indexed for a namespace's newest entries; ``search_config`` names
+  the one text-search configuration the vectors were built with.
 """
 
 from __future__ import annotations
@@ -34,14 +41,22 @@ DEFAULT_CONFIG: Final = "english"
 
 FTS_TOKENIZER: Final = "porter unicode61 remove_diacritics 2 categories 'L* N* Co M*'"
 
+_STATS_DDL: Final = f"""CREATE TABLE {STATS} (
+        namespace_id BIGINT PRIMARY KEY REFERENCES namespaces (id) ON DELETE CASCADE,
+        docs BIGINT NOT NULL,
+        total_len BIGINT NOT NULL
+    )"""
+
 _SQLITE: Final = (
     f"""CREATE TABLE {DOCS} (
         id INTEGER PRIMARY KEY,
         namespace_id BIGINT NOT NULL REFERENCES namespaces (id) ON DELETE CASCADE,
         entry_id VARCHAR({MAX_ID_LENGTH}) NOT NULL,
+        doc_len INTEGER NOT NULL,
         CONSTRAINT uq_{DOCS}_namespace_id_entry_id UNIQUE (namespace_id, entry_id)
     )""",
-    f"""CREATE VIRTUAL TABLE {FTS} USING fts5(ns, words, grams, tokenize="{FTS_TOKENIZER}")""",
+    f"""CREATE VIRTUAL TABLE {FTS} USING fts5(words, grams, tokenize="{FTS_TOKENIZER}")""",
+    _STATS_DDL,
 )
 
 _POSTGRES: Final = (
@@ -53,12 +68,9 @@ _POSTGRES: Final = (
         tsv TSVECTOR NOT NULL,
         CONSTRAINT uq_{DOCS}_namespace_id_entry_id UNIQUE (namespace_id, entry_id)
     )""",
-    f"CREATE INDEX ix_{DOCS}_tsv ON {DOCS} USING gin (tsv)",
-    f"""CREATE TABLE {STATS} (
-        namespace_id BIGINT PRIMARY KEY REFERENCES namespaces (id) ON DELETE CASCADE,
-        docs BIGINT NOT NULL,
-        total_len BIGINT NOT NULL
-    )""",
+    f"CREATE INDEX ix_{DOCS}_tsv ON {DOCS} USING gin (tsv) WITH (fastupdate = off)",
+    f"CREATE INDEX ix_{DOCS}_namespace_id_id ON {DOCS} (namespace_id, id)",
+    _STATS_DDL,
     f"CREATE TABLE {CONFIG} (id INTEGER PRIMARY KEY CHECK (id = 1), config TEXT NOT NULL)",
     f"INSERT INTO {CONFIG} (id, config) VALUES (1, '{DEFAULT_CONFIG}')",
 )
@@ -77,7 +89,7 @@ def create(conn: Connection) -> None:
 
 def drop(conn: Connection) -> None:
     """Drop them again (the migration's downgrade)."""
-    names = (CONFIG, STATS, DOCS) if conn.dialect.name == "postgresql" else (FTS, DOCS)
+    names = (CONFIG, STATS, DOCS) if conn.dialect.name == "postgresql" else (FTS, STATS, DOCS)
     for name in names:
         conn.exec_driver_sql(f"DROP TABLE IF EXISTS {name}")
 

@@ -11,19 +11,39 @@ back to ``entries`` (active, same namespace) besides. The backends are
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from types import ModuleType
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from worker.errors import ConfigurationError
-from worker.store import search_postgres, search_sqlite, vectors
+from worker.store import search_postgres, search_rank, search_sqlite, vectors
 from worker.store.schema import entries, namespaces
+from worker.store.search_ddl import DOCS, STATS
 from worker.store.search_text import QueryTerms, index_text
 
 #: Entry ids per ``IN (…)`` list when syncing (below SQLite's bound-parameter limit).
 SYNC_CHUNK = 500
+#: A query term held by at most this many entries of the namespace is *rare*: every entry
+#: holding it is ranked. Bounds a query's work whatever the namespace's size (see
+#: :func:`search`).
+RARE_DOCS = 1000
+#: The newest entries of a namespace that terms held by more than ``RARE_DOCS`` entries rank.
+COMMON_WINDOW = 1000
+#: Candidates (by summed IDF) whose lengths are read for the final BM25 ranking.
+RERANKED = 200
+
+_BUMP_STATS = sa.text(
+    f"""INSERT INTO {STATS} (namespace_id, docs, total_len) VALUES (:ns, :docs, :total)
+        ON CONFLICT (namespace_id) DO UPDATE
+        SET docs = {STATS}.docs + excluded.docs,
+            total_len = {STATS}.total_len + excluded.total_len"""
+)
+_DOC_ROWS = sa.text(f"SELECT id, entry_id, doc_len FROM {DOCS} WHERE id IN :ids").bindparams(
+    sa.bindparam("ids", expanding=True)
+)
+
 #: Entries read per round trip while rebuilding the whole index.
 REBUILD_CHUNK = 2000
 
@@ -40,7 +60,7 @@ def sync_entries(conn: Connection, ns_id: int, entry_ids: Iterable[str]) -> None
     backend = _backend(conn)
     for start in range(0, len(ids), SYNC_CHUNK):
         chunk = ids[start : start + SYNC_CHUNK]
-        backend.delete(conn, ns_id, chunk)
+        removed = backend.delete(conn, ns_id, chunk)
         active = conn.execute(
             sa.select(entries.c.id, entries.c.text).where(
                 entries.c.namespace_id == ns_id,
@@ -48,7 +68,11 @@ def sync_entries(conn: Connection, ns_id: int, entry_ids: Iterable[str]) -> None
                 entries.c.invalid_at.is_(None),
             )
         ).all()
-        backend.insert(conn, ns_id, [(r.id, index_text(r.text)) for r in active])
+        texts = [(r.id, index_text(r.text)) for r in active]
+        backend.insert(conn, ns_id, texts)
+        _bump_stats(
+            conn, ns_id, len(texts) - len(removed), sum(t.length for _, t in texts) - sum(removed)
+        )
         vectors.discard(conn, ns_id, {r.id: r.text for r in active}, chunk)
 
 
@@ -62,7 +86,7 @@ def sync_path(conn: Connection, ns_id: int, path: str) -> None:
 
 def sync_namespace(conn: Connection, ns_id: int) -> None:
     """Index every active entry of a namespace from scratch (an import, a rebuild)."""
-    _backend(conn).drop_namespaces(conn, [ns_id])
+    drop_namespaces(conn, [ns_id])
     ids = conn.execute(
         sa.select(entries.c.id).where(
             entries.c.namespace_id == ns_id, entries.c.invalid_at.is_(None)
@@ -75,6 +99,12 @@ def drop_namespaces(conn: Connection, ns_ids: Sequence[int]) -> None:
     """Take every entry of ``ns_ids`` out of the index (erase, before the entries go)."""
     if ns_ids:
         _backend(conn).drop_namespaces(conn, list(ns_ids))
+        conn.execute(
+            sa.text(f"DELETE FROM {STATS} WHERE namespace_id IN :ids").bindparams(
+                sa.bindparam("ids", expanding=True)
+            ),
+            {"ids": list(ns_ids)},
+        )
 
 
 def rebuild(conn: Connection) -> int:
@@ -82,6 +112,7 @@ def rebuild(conn: Connection) -> int:
     text-search configuration); returns the number of entries indexed."""
     backend = _backend(conn)
     backend.clear(conn)
+    conn.exec_driver_sql(f"DELETE FROM {STATS}")
     indexed = 0
     for ns_id in list(conn.execute(sa.select(namespaces.c.id)).scalars()):
         last = ""
@@ -98,7 +129,9 @@ def rebuild(conn: Connection) -> int:
             ).all()
             if not rows:
                 break
-            backend.insert(conn, ns_id, [(r.id, index_text(r.text)) for r in rows])
+            texts = [(r.id, index_text(r.text)) for r in rows]
+            backend.insert(conn, ns_id, texts)
+            _bump_stats(conn, ns_id, len(texts), sum(t.length for _, t in texts))
             indexed += len(rows)
             last = rows[-1].id
     return indexed
@@ -133,7 +166,65 @@ def one_snapshot(conn: Connection) -> None:
 
 def search(conn: Connection, ns_id: int, terms: QueryTerms, limit: int) -> list[tuple[str, float]]:
     """``(entry id, score)`` of the best ``limit`` active entries of ``ns_id`` for ``terms``,
-    best first; empty when ``terms`` is."""
+    best first (BM25, :mod:`worker.store.search_rank`); empty when ``terms`` is.
+
+    The work is bounded by the constants above, not by the namespace's size. Each term's
+    entries are fetched up to :data:`RARE_DOCS`: a term held by no more is *rare*, and every
+    entry holding it is a candidate. The others are *common* (a speaker's name in all their
+    memories, a word in every other entry): they count for the newest :data:`COMMON_WINDOW`
+    entries, their document frequency estimated from that window. A namespace of up to
+    ``RARE_DOCS`` entries is ranked exactly; a larger one exactly among the entries holding a
+    rare term, with its newest entries as the candidates of common terms.
+    """
     if not terms or limit < 1:
         return []
-    return list(_backend(conn).search(conn, ns_id, terms, limit))
+    docs, total_len = _stats(conn, ns_id)
+    if docs == 0:
+        return []
+    backend = _backend(conn)
+    found = backend.postings(conn, ns_id, terms, RARE_DOCS + 1)
+    postings = {t: ids for t, ids in found.items() if 0 < len(ids) <= RARE_DOCS}
+    df = {t: len(ids) for t, ids in postings.items()}
+    common = _only(terms, lambda t: len(found.get(t, ())) > RARE_DOCS)
+    if common:
+        start = backend.newest_start(conn, ns_id, COMMON_WINDOW)
+        window = min(COMMON_WINDOW, docs)
+        for term, ids in backend.postings(conn, ns_id, common, window, start).items():
+            postings[term] = ids
+            df[term] = max(RARE_DOCS + 1, round(len(ids) * docs / window))
+    first_cut = search_rank.unweighted(postings, df, docs)
+    keep = sorted(first_cut, key=lambda d: (-first_cut[d], -d))[: max(RERANKED, limit)]
+    lengths, entry_ids = _doc_rows(conn, keep)
+    ranked = search_rank.rank(postings, df, lengths, docs=docs, avg_len=total_len / docs)
+    return [(entry_ids[doc], score) for doc, score in ranked[:limit]]
+
+
+def _only(terms: QueryTerms, keep: Callable[[str], bool]) -> QueryTerms:
+    return QueryTerms(
+        tuple(w for w in terms.words if keep(w)), tuple(g for g in terms.grams if keep(g))
+    )
+
+
+def _stats(conn: Connection, ns_id: int) -> tuple[int, int]:
+    """(indexed entries, their total length) of ``ns_id``."""
+    row = conn.execute(
+        sa.text(f"SELECT docs, total_len FROM {STATS} WHERE namespace_id = :ns"), {"ns": ns_id}
+    ).first()
+    return (0, 0) if row is None else (int(row[0]), int(row[1]))
+
+
+def _bump_stats(conn: Connection, ns_id: int, docs: int, total_len: int) -> None:
+    if docs or total_len:
+        conn.execute(_BUMP_STATS, {"ns": ns_id, "docs": docs, "total": total_len})
+
+
+def _doc_rows(conn: Connection, doc_ids: Sequence[int]) -> tuple[dict[int, int], dict[int, str]]:
+    """Length and entry id of each of ``doc_ids``."""
+    lengths: dict[int, int] = {}
+    entry_ids: dict[int, str] = {}
+    for start in range(0, len(doc_ids), SYNC_CHUNK):
+        rows = conn.execute(_DOC_ROWS, {"ids": list(doc_ids[start : start + SYNC_CHUNK])})
+        for doc, entry_id, length in rows:
+            lengths[int(doc)] = int(length)
+            entry_ids[int(doc)] = str(entry_id)
+    return lengths, entry_ids

@@ -1,68 +1,88 @@
-"""The SQLite search index: FTS5 with BM25 ranking (see :mod:`worker.store.search_ddl`).
+"""The SQLite search index: FTS5 postings per namespace (see :mod:`worker.store.search_ddl`).
 
-Every query is built from quoted terms only (``"term"``, a ``"`` inside doubled), so nothing a
-user types is read as FTS5 syntax. It matches ``ns : "n<id>" AND ({words grams} : (t1 OR t2 …))``:
-the namespace token is intersected inside the index, and the ``ns`` column weighs 0 in
-``bm25()`` so it never moves a score. SQLite's ``bm25()`` takes its document frequencies over
-the whole table (all namespaces): the ranking is BM25, the IDF global.
+A namespace is a rowid range of ``search_fts`` (``namespace id << 32`` upward), which FTS5
+seeks to inside its index: other namespaces cost nothing and are never returned. Each term is
+looked up on its own, as one quoted FTS5 string (``"term"``, a ``"`` inside doubled), so
+nothing a user types is read as FTS5 syntax; the ranking is computed by
+:mod:`worker.store.search_rank` (``bm25()`` would read every namespace's postings of a term
+to weigh it).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Final
 
 from sqlalchemy.engine import Connection
 
+from worker.errors import StoreRefused
 from worker.store.search_ddl import DOCS, FTS
 from worker.store.search_text import IndexText, QueryTerms
 
-#: Rows per multi-row DELETE/INSERT statement (below SQLite's bound-parameter limit).
-_CHUNK = 500
+#: Bits of an id that number entries inside their namespace.
+_SEQ_BITS: Final = 32
+#: Rows per multi-row DELETE statement (below SQLite's bound-parameter limit).
+_CHUNK: Final = 500
 
 
-def _ns_token(ns_id: int) -> str:
-    return f"n{ns_id}"
+def _range(ns_id: int) -> tuple[int, int]:
+    """The ids namespace ``ns_id`` owns (both ends included)."""
+    low = ns_id << _SEQ_BITS
+    return low, low + (1 << _SEQ_BITS) - 1
 
 
 def _quote(term: str) -> str:
     return '"' + term.replace('"', '""') + '"'
 
 
-def delete(conn: Connection, ns_id: int, entry_ids: Sequence[str]) -> None:
-    """Take ``entry_ids`` of namespace ``ns_id`` out of the index (absent ones are ignored)."""
+def delete(conn: Connection, ns_id: int, entry_ids: Sequence[str]) -> list[int]:
+    """Take ``entry_ids`` of namespace ``ns_id`` out of the index (absent ones are ignored);
+    the lengths of the entries taken out."""
+    lengths: list[int] = []
     for start in range(0, len(entry_ids), _CHUNK):
         chunk = list(entry_ids[start : start + _CHUNK])
         marks = ",".join("?" * len(chunk))
-        where = f"namespace_id = ? AND entry_id IN ({marks})"
-        conn.exec_driver_sql(
-            f"DELETE FROM {FTS} WHERE rowid IN (SELECT id FROM {DOCS} WHERE {where})",
+        gone = conn.exec_driver_sql(
+            f"DELETE FROM {DOCS} WHERE namespace_id = ? AND entry_id IN ({marks}) "
+            "RETURNING id, doc_len",
             (ns_id, *chunk),
-        )
-        conn.exec_driver_sql(f"DELETE FROM {DOCS} WHERE {where}", (ns_id, *chunk))
+        ).all()
+        if gone:
+            conn.exec_driver_sql(f"DELETE FROM {FTS} WHERE rowid = ?", [(r[0],) for r in gone])
+            lengths.extend(int(r[1]) for r in gone)
+    return lengths
 
 
 def insert(conn: Connection, ns_id: int, rows: Sequence[tuple[str, IndexText]]) -> None:
     """Index ``rows`` (entry id, its index text) of namespace ``ns_id``; none may be indexed."""
-    token = _ns_token(ns_id)
-    for entry_id, text in rows:
-        rowid = conn.exec_driver_sql(
-            f"INSERT INTO {DOCS} (namespace_id, entry_id) VALUES (?, ?) RETURNING id",
-            (ns_id, entry_id),
-        ).scalar_one()
-        conn.exec_driver_sql(
-            f"INSERT INTO {FTS} (rowid, ns, words, grams) VALUES (?, ?, ?, ?)",
-            (rowid, token, text.words, text.grams),
+    if not rows:
+        return
+    low, high = _range(ns_id)
+    top = conn.exec_driver_sql(
+        f"SELECT max(id) FROM {DOCS} WHERE id BETWEEN ? AND ?", (low, high)
+    ).scalar()
+    first = (low if top is None else int(top)) + 1
+    if first + len(rows) > high:
+        raise StoreRefused(
+            f"the search index of namespace row {ns_id} has used its 2^32 ids; rebuild it "
+            "(MemoryStore.rebuild_search)"
         )
+    conn.exec_driver_sql(
+        f"INSERT INTO {DOCS} (id, namespace_id, entry_id, doc_len) VALUES (?, ?, ?, ?)",
+        [(first + i, ns_id, entry_id, text.length) for i, (entry_id, text) in enumerate(rows)],
+    )
+    conn.exec_driver_sql(
+        f"INSERT INTO {FTS} (rowid, words, grams) VALUES (?, ?, ?)",
+        [(first + i, text.words, text.grams) for i, (_, text) in enumerate(rows)],
+    )
 
 
 def drop_namespaces(conn: Connection, ns_ids: Sequence[int]) -> None:
     """Remove every indexed entry of ``ns_ids`` (erase)."""
     for ns_id in ns_ids:
-        conn.exec_driver_sql(
-            f"DELETE FROM {FTS} WHERE rowid IN (SELECT id FROM {DOCS} WHERE namespace_id = ?)",
-            (ns_id,),
-        )
-        conn.exec_driver_sql(f"DELETE FROM {DOCS} WHERE namespace_id = ?", (ns_id,))
+        low, high = _range(ns_id)
+        conn.exec_driver_sql(f"DELETE FROM {FTS} WHERE rowid BETWEEN ? AND ?", (low, high))
+        conn.exec_driver_sql(f"DELETE FROM {DOCS} WHERE id BETWEEN ? AND ?", (low, high))
 
 
 def clear(conn: Connection) -> None:
@@ -71,28 +91,38 @@ def clear(conn: Connection) -> None:
     conn.exec_driver_sql(f"DELETE FROM {DOCS}")
 
 
-def match_expression(ns_id: int, terms: QueryTerms) -> str:
-    """The FTS5 MATCH text for ``terms`` in namespace ``ns_id`` (terms quoted, OR-joined).
+def match_expression(term: str, *, gram: bool) -> str:
+    """The FTS5 MATCH text finding one term in its column.
 
-    >>> match_expression(7, QueryTerms(("tea", 'x"y'), ("北京",)))
-    'ns : "n7" AND (words : ("tea" OR "x""y") OR grams : ("北京"))'
+    >>> match_expression('x"y', gram=False), match_expression("北京", gram=True)
+    ('words : "x""y"', 'grams : "北京"')
     """
-    legs = []
-    if terms.words:
-        legs.append("words : (" + " OR ".join(map(_quote, terms.words)) + ")")
-    if terms.grams:
-        legs.append("grams : (" + " OR ".join(map(_quote, terms.grams)) + ")")
-    return f"ns : {_quote(_ns_token(ns_id))} AND (" + " OR ".join(legs) + ")"
+    return ("grams" if gram else "words") + " : " + _quote(term)
 
 
-def search(conn: Connection, ns_id: int, terms: QueryTerms, limit: int) -> list[tuple[str, float]]:
-    """``(entry id, score)`` of the best ``limit`` indexed entries, best first (higher is
-    better: ``-bm25()``)."""
-    rows = conn.exec_driver_sql(
-        f"""SELECT d.entry_id, bm25({FTS}, 0.0, 1.0, 1.0) AS score
-            FROM {FTS} JOIN {DOCS} d ON d.id = {FTS}.rowid
-            WHERE {FTS} MATCH ? AND d.namespace_id = ?
-            ORDER BY score, d.entry_id LIMIT ?""",
-        (match_expression(ns_id, terms), ns_id, limit),
-    )
-    return [(str(r[0]), -float(r[1])) for r in rows]
+def postings(
+    conn: Connection, ns_id: int, terms: QueryTerms, cap: int, from_doc: int | None = None
+) -> dict[str, list[int]]:
+    """Per term, ids of up to ``cap`` indexed entries of ``ns_id`` holding it (only ids from
+    ``from_doc`` on, when given)."""
+    low, high = _range(ns_id)
+    found: dict[str, list[int]] = {}
+    for term, gram in [*((w, False) for w in terms.words), *((g, True) for g in terms.grams)]:
+        found[term] = [
+            int(r[0])
+            for r in conn.exec_driver_sql(
+                f"SELECT rowid FROM {FTS} WHERE {FTS} MATCH ? AND rowid BETWEEN ? AND ? LIMIT ?",
+                (match_expression(term, gram=gram), max(low, from_doc or low), high, cap),
+            )
+        ]
+    return found
+
+
+def newest_start(conn: Connection, ns_id: int, newest: int) -> int:
+    """The lowest id among the ``newest`` most recently indexed entries of ``ns_id``."""
+    low, high = _range(ns_id)
+    start = conn.exec_driver_sql(
+        f"SELECT id FROM {DOCS} WHERE id BETWEEN ? AND ? ORDER BY id DESC LIMIT 1 OFFSET ?",
+        (low, high, newest - 1),
+    ).scalar()
+    return low if start is None else int(start)
