@@ -14,7 +14,7 @@ import sqlalchemy as sa
 
 from tests.store_support import FACTS, at, commit, entry, plan, unique_ns
 from worker.errors import ConfigurationError
-from worker.store import MemoryStore, search_ddl
+from worker.store import MemoryStore, search_ddl, search_index
 from worker.store.schema import namespaces
 from worker.values import Entry
 
@@ -273,3 +273,48 @@ def test_changing_the_text_search_configuration_rebuilds_the_index(
             store.configure_search("klingon")
     finally:
         store.dispose()
+
+
+def test_a_rare_word_is_found_among_many_entries_sharing_a_common_one(
+    store: MemoryStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(search_index, "RARE_DOCS", 5)
+    monkeypatch.setattr(search_index, "COMMON_WINDOW", 5)
+    ns = unique_ns()
+    target = entry("t1", "Melanie adopted a greyhound")
+    filler = tuple(entry(f"f{i:02d}", f"Melanie went hiking, trip {i}") for i in range(30))
+    commit(store, ns, plan((target, *filler)), expected=0)
+
+    assert _ids(store, ns, "Did Melanie adopt a greyhound?", limit=3)[0] == "t1"
+
+
+def test_a_query_of_common_words_only_ranks_the_newest_entries_holding_them(
+    store: MemoryStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(search_index, "RARE_DOCS", 5)
+    monkeypatch.setattr(search_index, "COMMON_WINDOW", 5)
+    ns = unique_ns()
+    old = tuple(entry(f"a{i:02d}", f"Melanie went hiking, trip {i}") for i in range(20))
+    commit(store, ns, plan(old), expected=0)
+    new = tuple(entry(f"b{i}", f"Melanie went hiking again, trip {i}", now=at(1)) for i in range(3))
+    commit(store, ns, plan(new), expected=1, position="2-0")
+
+    found = _ids(store, ns, "melanie hiking", limit=3)
+
+    assert len(found) == 3
+    assert set(found) <= {"b0", "b1", "b2", "a19", "a18"}  # the five newest
+
+
+def test_the_statistics_count_exactly_the_active_entries(store: MemoryStore) -> None:
+    ns = unique_ns()
+    live = [entry(f"e{i}", f"Fact {i} about birds") for i in range(6)]
+    commit(store, ns, plan(tuple(live)), expected=0)
+    retired = tuple(e.model_copy(update={"invalid_at": at(2)}) for e in live[:2])
+    commit(store, ns, plan((), retired, candidates=("c-r",)), expected=1, position="2-0")
+
+    with store.engine.connect() as conn:
+        ns_id = conn.execute(sa.select(namespaces.c.id).where(namespaces.c.key == ns)).scalar()
+        docs, total = conn.exec_driver_sql(
+            f"SELECT docs, total_len FROM {search_ddl.STATS} WHERE namespace_id = {int(ns_id)}"
+        ).one()
+    assert (docs, total) == (4, 4 * 4)  # "fact", "N", "about", "birds": four terms each
