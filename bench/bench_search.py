@@ -40,6 +40,7 @@ import argparse
 import re
 import sqlite3
 import statistics
+import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
@@ -85,7 +86,7 @@ CHUNK: Final = 5_000
 #: Timed calls per size and backend, and the most seconds they may take (a linear search at
 #: 100k entries takes seconds a call; a median of a few calls still shows it).
 LATENCY_QUERIES: Final = 40
-LATENCY_SECONDS: Final = 20.0
+LATENCY_SECONDS: Final = 8.0
 TARGETS: Final = {"lexical R@10": 0.80, "hybrid R@10": 0.86, "p50 at 10k ms": 10.0}
 _WORD: Final = re.compile(r"\w+")
 
@@ -490,6 +491,14 @@ def baseline_latency(
 
 
 @contextmanager
+def phase(what: str) -> Iterator[None]:
+    """Say on stderr how long ``what`` took (the report itself comes at the end)."""
+    started = time.perf_counter()
+    yield
+    print(f"[search bench] {what}: {time.perf_counter() - started:.1f} s", file=sys.stderr)
+
+
+@contextmanager
 def _database(backend: str) -> Iterator[str]:
     with temp_sqlite() if backend == "sqlite" else temp_postgres() as url:
         yield url
@@ -553,8 +562,10 @@ def measure(
     spec = model_spec.strip() if model is not None and model_spec else None
     client = redis.Redis.from_url(redis_url())
     try:
-        rows, n_entries, n_spaces = locomo_recall(work, qs, model, spec, client)
-        files, found, either = reachable(work, qs, model, spec, client)
+        with phase("LoCoMo recall (replay, embedding, searches)"):
+            rows, n_entries, n_spaces = locomo_recall(work, qs, model, spec, client)
+        with phase("evidence reachable at 2 KB"):
+            files, found, either = reachable(work, qs, model, spec, client)
     finally:
         client.close()
     share = (lambda n: n / len(qs)) if qs else (lambda n: 0.0)
@@ -595,7 +606,7 @@ def latency_lines(
             table[f"shipped lexical, {label}"] = []
             print(f"PostgreSQL skipped: {why}")
             continue
-        with _database(backend) as url:
+        with _database(backend) as url, phase(f"latency on {label}"):
             for kind, ms in store_latency(url, sizes, texts, model, spec).items():
                 table[f"shipped {kind}, {label}"] = ms
     dim = len(model.embed_query("dimension")) if model is not None else 384
@@ -652,6 +663,4 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    import sys
-
     sys.exit(main(sys.argv[1:]))
