@@ -225,3 +225,21 @@ def test_a_working_provider_embeds_the_batch_after_its_commit(
 
     assert outcome is Outcome.COMMITTED
     assert list(_vectors(sqlite_store, ns).values()) == [("hash:v1", 16)]
+
+
+def test_the_same_search_object_sees_new_vectors_and_never_a_retired_entry(
+    store: MemoryStore,
+) -> None:
+    ns = unique_ns()
+    old = entry("e1", "Favourite color is teal", key="colour")
+    commit(store, ns, plan((old,)), expected=0)
+    embedder = _embedder(store, HashingEmbeddings())
+    embedder.embed_namespace(ns)
+    search = SqlMemorySearch(store, embedder)
+    before = _search(search, ns, "colour")
+    retired = old.model_copy(update={"invalid_at": at(2), "superseded_by": "e2"})
+    new = entry("e2", "Favourite color is now amber", key="colour", now=at(2))
+    commit(store, ns, plan((new,), (retired,)), expected=1, position="2-0")
+    embedder.embed_namespace(ns)
+
+    assert (before, _search(search, ns, "colour")) == (["e1"], ["e2"])

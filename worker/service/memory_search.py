@@ -14,6 +14,8 @@ ranking alone.
 from __future__ import annotations
 
 import logging
+import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Final
 
@@ -34,6 +36,9 @@ RRF_K: Final = 60
 CANDIDATES_PER_HIT: Final = 4
 #: At least this many candidates per list, however few hits are asked for.
 MIN_CANDIDATES: Final = 20
+#: Namespaces whose vector matrices one search object keeps (a conversation searches its
+#: user's namespace again and again); 16 x 10k entries x 384 floats is about 250 MB at worst.
+MATRIX_CACHE_SIZE: Final = 16
 
 
 def reciprocal_rank_fusion(rankings: Sequence[Sequence[str]], k: int = RRF_K) -> list[str]:
@@ -62,6 +67,38 @@ def cosine_top(query: np.ndarray, matrix: np.ndarray, limit: int) -> list[int]:
     return [int(i) for i in top[np.argsort(-scores[top], kind="stable")]]
 
 
+class _MatrixCache:
+    """The vectors of recently searched namespaces as matrices, re-read only when the store's
+    fingerprint of them changed (one cheap query instead of every vector per search)."""
+
+    def __init__(self, size: int = MATRIX_CACHE_SIZE) -> None:
+        self.size = size
+        self._lock = threading.Lock()
+        self._items: OrderedDict[tuple[str, str], tuple[object, list[str], np.ndarray]] = (
+            OrderedDict()
+        )
+
+    def get(
+        self, store: MemoryStore, namespace: str, model: str
+    ) -> tuple[list[str], np.ndarray] | None:
+        """(entry ids, matrix) of ``namespace``'s vectors from ``model``; None when none."""
+        key = (namespace, model)
+        mark = store.vectors_fingerprint(namespace, model)
+        with self._lock:
+            hit = self._items.get(key)
+            if hit is not None and hit[0] == mark:
+                self._items.move_to_end(key)
+                return (hit[1], hit[2]) if hit[1] else None
+        stored = store.namespace_vectors(namespace, model)
+        matrix = from_bytes(stored.vectors, stored.dim)
+        with self._lock:
+            self._items[key] = (stored.fingerprint, stored.entry_ids, matrix)
+            self._items.move_to_end(key)
+            while len(self._items) > self.size:
+                self._items.popitem(last=False)
+        return (stored.entry_ids, matrix) if stored.entry_ids else None
+
+
 class SqlMemorySearch:
     """:class:`~worker.integrations.search_tools.MemorySearch` over the SQL memory store,
     hybrid when an :class:`~worker.service.embed.EntryEmbedder` is given."""
@@ -71,6 +108,7 @@ class SqlMemorySearch:
     def __init__(self, store: MemoryStore, embedder: EntryEmbedder | None = None) -> None:
         self.store = store
         self.embedder = embedder
+        self._matrices = _MatrixCache()
 
     def search(self, namespace: str, query: str, *, limit: int) -> Sequence[MemoryHit]:
         return [MemoryHit(e.path, e.text) for e in self.search_entries(namespace, query, limit)]
@@ -94,24 +132,26 @@ class SqlMemorySearch:
 
     def _dense(self, embedder: EntryEmbedder, namespace: str, query: str, pool: int) -> list[str]:
         """Entry ids by cosine similarity to ``query``; empty without vectors or a model."""
-        stored = self.store.namespace_vectors(namespace, embedder.model)
-        if not stored.entry_ids or not query.strip():
+        if not query.strip():
             return []
+        cached = self._matrices.get(self.store, namespace, embedder.model)
+        if cached is None:
+            return []
+        entry_ids, matrix = cached
         try:
             vector = embedder.embed_query(query)
         except MemworkerError as exc:
             log.warning("query embedding failed, searching full text only: %s", exc)
             return []
-        if vector.shape != (stored.dim,):
+        if vector.shape != (matrix.shape[1],):
             log.warning(
                 "embedding model %s returned %s values, stored vectors have %d; full text only",
                 embedder.model,
                 vector.shape,
-                stored.dim,
+                matrix.shape[1],
             )
             return []
-        matrix = from_bytes(stored.vectors, stored.dim)
-        return [stored.entry_ids[i] for i in cosine_top(vector, matrix, pool)]
+        return [entry_ids[i] for i in cosine_top(vector, matrix, pool)]
 
     def read(self, namespace: str, path: str) -> str | None:
         return self.store.current_files(namespace).get(path)

@@ -18,7 +18,7 @@ from worker.models import Namespace
 from worker.store import fence, search_index
 from worker.store import vectors as _vectors
 from worker.store.commit import entry_from_row
-from worker.store.schema import entries
+from worker.store.schema import entries, namespaces
 from worker.store.search_text import query_terms
 from worker.store.vectors import Embedded, PendingText
 from worker.values import Entry
@@ -33,6 +33,8 @@ class NamespaceVectors:
     entry_ids: list[str]
     vectors: list[bytes]
     dim: int
+    #: Changes whenever the namespace's vectors may have (see :meth:`vectors_fingerprint`).
+    fingerprint: tuple[int, int, str | None] = (0, 0, None)
 
 
 class SearchMethods:
@@ -100,7 +102,19 @@ class SearchMethods:
             ns_id = fence.namespace_id(conn, namespace)
             if ns_id is None:
                 return NamespaceVectors([], [], 0)
-            return NamespaceVectors(*_vectors.active_vectors(conn, ns_id, model))
+            mark = _fingerprint(conn, ns_id, model)
+            return NamespaceVectors(*_vectors.active_vectors(conn, ns_id, model), mark)
+
+        return self._read("reading vectors", run)
+
+    def vectors_fingerprint(self, namespace: str, model: str) -> tuple[int, int, str | None]:
+        """A value that changes whenever the vectors :meth:`namespace_vectors` would return
+        may have (the namespace's version, the count and newest time of its vectors): cheap,
+        so a caller can keep the matrix between queries."""
+
+        def run(conn: Connection) -> tuple[int, int, str | None]:
+            ns_id = fence.namespace_id(conn, namespace)
+            return (0, 0, None) if ns_id is None else _fingerprint(conn, ns_id, model)
 
         return self._read("reading vectors", run)
 
@@ -112,6 +126,13 @@ class SearchMethods:
     def rebuild_search(self) -> int:
         """Rebuild the whole search index from the active entries; entries indexed."""
         return self._write("rebuilding the search index", search_index.rebuild)
+
+
+def _fingerprint(conn: Connection, ns_id: int, model: str) -> tuple[int, int, str | None]:
+    version = conn.execute(
+        sa.select(namespaces.c.version).where(namespaces.c.id == ns_id)
+    ).scalar_one()
+    return (int(version), *_vectors.fingerprint(conn, ns_id, model))
 
 
 def _active(conn: Connection, ns_id: int, entry_ids: Sequence[str]) -> list[Entry]:

@@ -144,6 +144,18 @@ def active_vectors(conn: Connection, ns_id: int, model: str) -> tuple[list[str],
     return [r.entry_id for r in rows], [bytes(r.vector) for r in rows], dims.pop() if dims else 0
 
 
+def fingerprint(conn: Connection, ns_id: int, model: str) -> tuple[int, str | None]:
+    """How many vectors from ``model`` ``ns_id`` has and when the newest was stored: with the
+    namespace's version (which every commit moves), this changes whenever its vectors do."""
+    v = entry_vectors
+    count, newest = conn.execute(
+        sa.select(sa.func.count(), sa.func.max(v.c.embedded_at)).where(
+            v.c.namespace_id == ns_id, v.c.model == model
+        )
+    ).one()
+    return int(count), None if newest is None else str(newest)
+
+
 def drop_namespaces(conn: Connection, ns_ids: Sequence[int]) -> int:
     """Delete every vector of ``ns_ids`` (erase); rows deleted."""
     v = entry_vectors
