@@ -59,10 +59,16 @@ def test_the_search_benchmark_runs_on_a_tiny_conversation_and_scores_what_it_sto
     assert "3 answerable questions" in report
     fts = next(line for line in report.splitlines() if line.startswith("FTS5 BM25 porter "))
     assert fts.split()[3:5] == ["100.0%", "100.0%"]  # each question names its observation
-    for row in ("shipped search, lexical", "shipped search, SQLite", "shipped search, PostgreSQL"):
+    for row in (
+        "shipped search, lexical",
+        "shipped lexical, SQLite",
+        "shipped lexical, PostgreSQL",
+    ):
         assert row in report
     assert "evidence reachable at a 2 KB budget" in report
     if model:
+        assert "shipped search, hybrid" in report
+        assert "shipped hybrid, PostgreSQL" in report
         assert "dense brute force" in report
         assert "RRF(FTS5, dense)" in report
         assert "ms per stored candidate" in report
