@@ -28,11 +28,11 @@ SYNC_CHUNK = 500
 #: A query term held by at most this many entries of the namespace is *rare*: every entry
 #: holding it is ranked. Bounds a query's work whatever the namespace's size (see
 #: :func:`search`).
-RARE_DOCS = 1000
+RARE_DOCS = 300
 #: The newest entries of a namespace that terms held by more than ``RARE_DOCS`` entries rank.
-COMMON_WINDOW = 1000
+COMMON_WINDOW = 500
 #: Candidates (by summed IDF) whose lengths are read for the final BM25 ranking.
-RERANKED = 200
+RERANKED = 100
 
 _BUMP_STATS = sa.text(
     f"""INSERT INTO {STATS} (namespace_id, docs, total_len) VALUES (:ns, :docs, :total)
@@ -168,13 +168,15 @@ def search(conn: Connection, ns_id: int, terms: QueryTerms, limit: int) -> list[
     """``(entry id, score)`` of the best ``limit`` active entries of ``ns_id`` for ``terms``,
     best first (BM25, :mod:`worker.store.search_rank`); empty when ``terms`` is.
 
-    The work is bounded by the constants above, not by the namespace's size. Each term's
-    entries are fetched up to :data:`RARE_DOCS`: a term held by no more is *rare*, and every
-    entry holding it is a candidate. The others are *common* (a speaker's name in all their
-    memories, a word in every other entry): they count for the newest :data:`COMMON_WINDOW`
-    entries, their document frequency estimated from that window. A namespace of up to
-    ``RARE_DOCS`` entries is ranked exactly; a larger one exactly among the entries holding a
-    rare term, with its newest entries as the candidates of common terms.
+    The work is bounded by the constants above, not by the namespace's size. The newest
+    :data:`COMMON_WINDOW` entries are read first, each term tested on them: for a namespace
+    that small, that is every entry and the ranking is exact. In a larger one, a term the
+    window suggests is *rare* (held by at most :data:`RARE_DOCS` entries) has its entries
+    fetched, up to that many: if there are no more, all of them are candidates, ranked
+    exactly. The others are *common* (a speaker's name in all their memories, a word in every
+    other entry): they count for the window's entries, their document frequency estimated
+    from it. Exact among the entries holding a rare term, then; the newest entries are the
+    candidates of common terms.
     """
     if not terms or limit < 1:
         return []
@@ -182,16 +184,20 @@ def search(conn: Connection, ns_id: int, terms: QueryTerms, limit: int) -> list[
     if docs == 0:
         return []
     backend = _backend(conn)
-    found = backend.postings(conn, ns_id, terms, RARE_DOCS + 1)
-    postings = {t: ids for t, ids in found.items() if 0 < len(ids) <= RARE_DOCS}
+    window = min(COMMON_WINDOW, docs)
+    postings = backend.window_postings(conn, ns_id, terms, window)
     df = {t: len(ids) for t, ids in postings.items()}
-    common = _only(terms, lambda t: len(found.get(t, ())) > RARE_DOCS)
-    if common:
-        start = backend.newest_start(conn, ns_id, COMMON_WINDOW)
-        window = min(COMMON_WINDOW, docs)
-        for term, ids in backend.postings(conn, ns_id, common, window, start).items():
-            postings[term] = ids
-            df[term] = max(RARE_DOCS + 1, round(len(ids) * docs / window))
+    if docs > window:
+        estimate = {t: len(ids) * docs / window for t, ids in postings.items()}
+        likely_rare = _only(terms, lambda t: estimate.get(t, 0) <= 2 * RARE_DOCS)
+        fetched = backend.postings(conn, ns_id, likely_rare, RARE_DOCS + 1)
+        for term in terms.all:
+            ids = fetched.get(term)
+            if ids is not None and len(ids) <= RARE_DOCS:
+                postings[term], df[term] = ids, len(ids)
+            else:
+                df[term] = max(RARE_DOCS + 1, round(estimate.get(term, 0)))
+    postings = {t: ids for t, ids in postings.items() if ids}
     first_cut = search_rank.unweighted(postings, df, docs)
     keep = sorted(first_cut, key=lambda d: (-first_cut[d], -d))[: max(RERANKED, limit)]
     lengths, entry_ids = _doc_rows(conn, keep)

@@ -34,13 +34,17 @@ _INSERT: Final = sa.text(
 _WORD_QUERY: Final = f"(to_tsquery({_CONFIG}, :q{{i}}) || to_tsquery('simple', :q{{i}}))"
 _GRAM_QUERY: Final = "CAST(:q{i} AS tsquery)"
 _TERM_POSTINGS: Final = (
-    f"(SELECT {{i}} AS term, id FROM {DOCS} WHERE namespace_id = :ns AND id >= :from_doc "
-    "AND tsv @@ {query} LIMIT :cap)"
+    f"(SELECT {{i}} AS term, id FROM {DOCS} WHERE namespace_id = :ns AND tsv @@ {{query}} "
+    "LIMIT :cap)"
 )
-
-_NEWEST: Final = sa.text(
-    f"SELECT id FROM {DOCS} WHERE namespace_id = :ns ORDER BY id DESC LIMIT 1 OFFSET :skip"
+#: The newest entries of a namespace, read once through the ``(namespace_id, id)`` index:
+#: every common term is then tested on these rows only (a GIN lookup of a term held by most
+#: entries would visit all of them).
+_WINDOW: Final = (
+    f"WITH win AS MATERIALIZED (SELECT id, tsv FROM {DOCS} WHERE namespace_id = :ns "
+    "ORDER BY id DESC LIMIT :newest) "
 )
+_TERM_IN_WINDOW: Final = "(SELECT {i} AS term, id FROM win WHERE tsv @@ {query})"
 
 
 def _lexeme(term: str) -> str:
@@ -107,26 +111,41 @@ def set_config(conn: Connection, config: str) -> None:
     conn.execute(sa.text(f"UPDATE {CONFIG} SET config = :c"), {"c": config})
 
 
-def postings(
-    conn: Connection, ns_id: int, terms: QueryTerms, cap: int, from_doc: int | None = None
+def _listed(terms: QueryTerms) -> list[tuple[str, str]]:
+    return [*((w, _WORD_QUERY) for w in terms.words), *((g, _GRAM_QUERY) for g in terms.grams)]
+
+
+def _run(
+    conn: Connection, sql: str, listed: list[tuple[str, str]], params: dict[str, object]
 ) -> dict[str, list[int]]:
-    """Per term, ids of up to ``cap`` indexed entries of ``ns_id`` holding it (only ids from
-    ``from_doc`` on, when given): one statement, a GIN lookup per term."""
-    listed = [*((w, _WORD_QUERY) for w in terms.words), *((g, _GRAM_QUERY) for g in terms.grams)]
+    params = {**params, **{f"q{i}": _lexeme(term) for i, (term, _) in enumerate(listed)}}
+    found: dict[str, list[int]] = {term: [] for term, _ in listed}
+    for i, doc in conn.execute(sa.text(sql), params):
+        found[listed[int(i)][0]].append(int(doc))
+    return found
+
+
+def postings(conn: Connection, ns_id: int, terms: QueryTerms, cap: int) -> dict[str, list[int]]:
+    """Per term, ids of up to ``cap`` indexed entries of ``ns_id`` holding it: one
+    statement, a GIN lookup per term."""
+    listed = _listed(terms)
     if not listed:
         return {}
     parts = [
         _TERM_POSTINGS.format(i=i, query=query.format(i=i)) for i, (_, query) in enumerate(listed)
     ]
-    params: dict[str, object] = {"ns": ns_id, "from_doc": from_doc or 0, "cap": cap}
-    params.update({f"q{i}": _lexeme(term) for i, (term, _) in enumerate(listed)})
-    found: dict[str, list[int]] = {term: [] for term, _ in listed}
-    for i, doc in conn.execute(sa.text(" UNION ALL ".join(parts)), params):
-        found[listed[int(i)][0]].append(int(doc))
-    return found
+    return _run(conn, " UNION ALL ".join(parts), listed, {"ns": ns_id, "cap": cap})
 
 
-def newest_start(conn: Connection, ns_id: int, newest: int) -> int:
-    """The lowest id among the ``newest`` most recently indexed entries of ``ns_id``."""
-    start = conn.execute(_NEWEST, {"ns": ns_id, "skip": newest - 1}).scalar()
-    return 0 if start is None else int(start)
+def window_postings(
+    conn: Connection, ns_id: int, terms: QueryTerms, newest: int
+) -> dict[str, list[int]]:
+    """Per term, the ids among the ``newest`` most recent entries of ``ns_id`` holding it."""
+    listed = _listed(terms)
+    if not listed:
+        return {}
+    parts = [
+        _TERM_IN_WINDOW.format(i=i, query=query.format(i=i)) for i, (_, query) in enumerate(listed)
+    ]
+    sql = _WINDOW + " UNION ALL ".join(parts)
+    return _run(conn, sql, listed, {"ns": ns_id, "newest": newest})

@@ -100,29 +100,33 @@ def match_expression(term: str, *, gram: bool) -> str:
     return ("grams" if gram else "words") + " : " + _quote(term)
 
 
-def postings(
-    conn: Connection, ns_id: int, terms: QueryTerms, cap: int, from_doc: int | None = None
+def _postings(
+    conn: Connection, ns_id: int, terms: QueryTerms, cap: int, low: int
 ) -> dict[str, list[int]]:
-    """Per term, ids of up to ``cap`` indexed entries of ``ns_id`` holding it (only ids from
-    ``from_doc`` on, when given)."""
-    low, high = _range(ns_id)
+    high = _range(ns_id)[1]
     found: dict[str, list[int]] = {}
     for term, gram in [*((w, False) for w in terms.words), *((g, True) for g in terms.grams)]:
-        found[term] = [
-            int(r[0])
-            for r in conn.exec_driver_sql(
-                f"SELECT rowid FROM {FTS} WHERE {FTS} MATCH ? AND rowid BETWEEN ? AND ? LIMIT ?",
-                (match_expression(term, gram=gram), max(low, from_doc or low), high, cap),
-            )
-        ]
+        rows = conn.exec_driver_sql(
+            f"SELECT rowid FROM {FTS} WHERE {FTS} MATCH ? AND rowid BETWEEN ? AND ? LIMIT ?",
+            (match_expression(term, gram=gram), low, high, cap),
+        )
+        found[term] = [int(r[0]) for r in rows]
     return found
 
 
-def newest_start(conn: Connection, ns_id: int, newest: int) -> int:
-    """The lowest id among the ``newest`` most recently indexed entries of ``ns_id``."""
+def postings(conn: Connection, ns_id: int, terms: QueryTerms, cap: int) -> dict[str, list[int]]:
+    """Per term, ids of up to ``cap`` indexed entries of ``ns_id`` holding it."""
+    return _postings(conn, ns_id, terms, cap, _range(ns_id)[0])
+
+
+def window_postings(
+    conn: Connection, ns_id: int, terms: QueryTerms, newest: int
+) -> dict[str, list[int]]:
+    """Per term, the ids among the ``newest`` most recent entries of ``ns_id`` holding it
+    (the top of the namespace's rowid range, which FTS5 seeks to)."""
     low, high = _range(ns_id)
     start = conn.exec_driver_sql(
         f"SELECT id FROM {DOCS} WHERE id BETWEEN ? AND ? ORDER BY id DESC LIMIT 1 OFFSET ?",
         (low, high, newest - 1),
     ).scalar()
-    return low if start is None else int(start)
+    return _postings(conn, ns_id, terms, newest, low if start is None else int(start))
