@@ -14,10 +14,9 @@ from __future__ import annotations
 
 import functools
 import logging
+import threading
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from concurrent.futures import TimeoutError as FutureTimeout
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Final, TypeVar
 
@@ -39,9 +38,6 @@ EMBED_BATCH: Final = 64
 MAX_BATCHES_PER_CALL: Final = 16
 #: Attempts per model call before the batch is left for later.
 ATTEMPTS: Final = 3
-#: Concurrent model calls per process (calls run on these threads so a deadline can abandon a
-#: call that never returns).
-CALL_THREADS: Final = 4
 
 T = TypeVar("T")
 
@@ -69,10 +65,6 @@ class EntryEmbedder:
     clock: Callable[[], datetime] = lambda: datetime.now(UTC)
     #: Seconds between attempts grow from this (tests pass 0).
     retry_wait_seconds: float = 0.5
-    _pool: ThreadPoolExecutor = field(
-        default_factory=lambda: ThreadPoolExecutor(CALL_THREADS, thread_name_prefix="embed"),
-        repr=False,
-    )
 
     def call(self, fn: Callable[[], T], *, attempts: int = ATTEMPTS) -> T:
         """``fn()`` (a model call) under the deadline, tried ``attempts`` times;
@@ -95,14 +87,28 @@ class EntryEmbedder:
         raise AssertionError("unreachable: tenacity either returns or raises")
 
     def _within_deadline(self, fn: Callable[[], T]) -> T:
-        future = self._pool.submit(fn)
-        try:
-            return future.result(timeout=self.timeout_seconds)
-        except FutureTimeout:
-            future.cancel()
+        # A daemon thread per call: a provider that never answers is abandoned at the deadline
+        # and cannot keep the process from exiting (a pool's threads are joined at exit).
+        result: list[T] = []
+        failure: list[BaseException] = []
+        done = threading.Event()
+
+        def call() -> None:
+            try:
+                result.append(fn())
+            except BaseException as exc:
+                failure.append(exc)
+            finally:
+                done.set()
+
+        threading.Thread(target=call, name="embed-call", daemon=True).start()
+        if not done.wait(self.timeout_seconds):
             raise ModelUnavailable(
                 f"embedding model {self.model} did not answer within {self.timeout_seconds:g} s"
-            ) from None
+            )
+        if failure:
+            raise failure[0]
+        return result[0]
 
     def embed_query(self, text: str) -> np.ndarray:
         """The query's vector: one attempt under the deadline (an agent is waiting; search
@@ -145,4 +151,4 @@ class EntryEmbedder:
         return total
 
     def close(self) -> None:
-        self._pool.shutdown(wait=False, cancel_futures=True)
+        """Nothing to release (calls run on daemon threads); kept for the runtime's close."""
