@@ -33,18 +33,21 @@ _INSERT: Final = sa.text(
 #: One term's postings: its stemmed and plain forms (a word) or itself (an n-gram).
 _WORD_QUERY: Final = f"(to_tsquery({_CONFIG}, :q{{i}}) || to_tsquery('simple', :q{{i}}))"
 _GRAM_QUERY: Final = "CAST(:q{i} AS tsquery)"
+#: Each term's tsquery, computed once per statement (inside a filter, ``to_tsquery`` with a
+#: configuration read from a table would be re-parsed for every row).
+_TERMS: Final = "WITH terms AS MATERIALIZED (SELECT * FROM (VALUES {rows}) AS t(i, tq))"
 _TERM_POSTINGS: Final = (
-    f"(SELECT {{i}} AS term, id FROM {DOCS} WHERE namespace_id = :ns AND tsv @@ {{query}} "
-    "LIMIT :cap)"
+    f"(SELECT {{i}} AS term, id FROM {DOCS} WHERE namespace_id = :ns "
+    "AND tsv @@ (SELECT tq FROM terms WHERE i = {i}) LIMIT :cap)"
 )
 #: The newest entries of a namespace, read once through the ``(namespace_id, id)`` index:
 #: every common term is then tested on these rows only (a GIN lookup of a term held by most
 #: entries would visit all of them).
 _WINDOW: Final = (
-    f"WITH win AS MATERIALIZED (SELECT id, tsv FROM {DOCS} WHERE namespace_id = :ns "
+    f", win AS MATERIALIZED (SELECT id, tsv FROM {DOCS} WHERE namespace_id = :ns "
     "ORDER BY id DESC LIMIT :newest) "
+    "SELECT t.i, w.id FROM win w JOIN terms t ON w.tsv @@ t.tq"
 )
-_TERM_IN_WINDOW: Final = "(SELECT {i} AS term, id FROM win WHERE tsv @@ {query})"
 
 
 def _lexeme(term: str) -> str:
@@ -115,6 +118,12 @@ def _listed(terms: QueryTerms) -> list[tuple[str, str]]:
     return [*((w, _WORD_QUERY) for w in terms.words), *((g, _GRAM_QUERY) for g in terms.grams)]
 
 
+def _terms_cte(listed: list[tuple[str, str]]) -> str:
+    return _TERMS.format(
+        rows=", ".join(f"({i}, {query.format(i=i)})" for i, (_, query) in enumerate(listed))
+    )
+
+
 def _run(
     conn: Connection, sql: str, listed: list[tuple[str, str]], params: dict[str, object]
 ) -> dict[str, list[int]]:
@@ -131,10 +140,9 @@ def postings(conn: Connection, ns_id: int, terms: QueryTerms, cap: int) -> dict[
     listed = _listed(terms)
     if not listed:
         return {}
-    parts = [
-        _TERM_POSTINGS.format(i=i, query=query.format(i=i)) for i, (_, query) in enumerate(listed)
-    ]
-    return _run(conn, " UNION ALL ".join(parts), listed, {"ns": ns_id, "cap": cap})
+    parts = [_TERM_POSTINGS.format(i=i) for i in range(len(listed))]
+    sql = _terms_cte(listed) + " " + " UNION ALL ".join(parts)
+    return _run(conn, sql, listed, {"ns": ns_id, "cap": cap})
 
 
 def window_postings(
@@ -144,8 +152,5 @@ def window_postings(
     listed = _listed(terms)
     if not listed:
         return {}
-    parts = [
-        _TERM_IN_WINDOW.format(i=i, query=query.format(i=i)) for i, (_, query) in enumerate(listed)
-    ]
-    sql = _WINDOW + " UNION ALL ".join(parts)
+    sql = _terms_cte(listed) + _WINDOW
     return _run(conn, sql, listed, {"ns": ns_id, "newest": newest})
