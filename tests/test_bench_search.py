@@ -66,6 +66,7 @@ def test_the_search_benchmark_runs_on_a_tiny_conversation_and_scores_what_it_sto
     ):
         assert row in report
     assert "evidence reachable at a 2 KB budget" in report
+    assert "bulk commit through the store, PostgreSQL" in report
     if model:
         assert "shipped search, hybrid" in report
         assert "shipped hybrid, PostgreSQL" in report
