@@ -21,9 +21,12 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Final
 
-#: BM25's term-saturation and length-normalisation constants (the usual defaults).
+#: BM25's term-saturation constant (the usual default).
 K1: Final = 1.2
-B: Final = 0.75
+#: Length normalisation, lighter than the usual 0.75: entries are all about one sentence, so a
+#: longer one is more specific rather than padded (LoCoMo recall@10 79.6% at 0.75, 79.9% at
+#: 0.1-0.3, ``python -m bench search``).
+B: Final = 0.3
 
 
 def idf(df: int, docs: int) -> float:
