@@ -33,9 +33,10 @@ log = logging.getLogger(__name__)
 #: lets the lower ranks of each list still count, so neither ranking dominates.
 RRF_K: Final = 60
 #: Candidates each list contributes to the fusion, as a multiple of the hits asked for.
-CANDIDATES_PER_HIT: Final = 4
-#: At least this many candidates per list, however few hits are asked for.
-MIN_CANDIDATES: Final = 20
+CANDIDATES_PER_HIT: Final = 5
+#: At least this many candidates per list, however few hits are asked for (deep lists let an
+#: entry ranked fairly by both rise above one ranked first by one only).
+MIN_CANDIDATES: Final = 50
 #: Namespaces whose vector matrices one search object keeps (a conversation searches its
 #: user's namespace again and again); 16 x 10k entries x 384 floats is about 250 MB at worst.
 MATRIX_CACHE_SIZE: Final = 16

@@ -188,6 +188,8 @@ entry_vectors = sa.Table(
     sa.ForeignKeyConstraint(
         ["namespace_id", "entry_id"], ["entries.namespace_id", "entries.id"], ondelete="CASCADE"
     ),
+    # A namespace's vectors of one model, counted and dated without reading the vectors.
+    sa.Index(None, "namespace_id", "model", "embedded_at"),
 )
 
 candidate_ledger = sa.Table(

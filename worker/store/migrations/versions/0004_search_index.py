@@ -42,6 +42,11 @@ def upgrade() -> None:
         ),
         sa.PrimaryKeyConstraint("namespace_id", "entry_id", name=op.f("pk_entry_vectors")),
     )
+    op.create_index(
+        op.f("ix_entry_vectors_namespace_id_model_embedded_at"),
+        "entry_vectors",
+        ["namespace_id", "model", "embedded_at"],
+    )
     conn = op.get_bind()
     search_ddl.create(conn)
     search_index.rebuild(conn)
