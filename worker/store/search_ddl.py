@@ -6,7 +6,8 @@ schema comparisons leave them out through :func:`is_index_object`.
 
 Both dialects: ``search_docs`` has a row per indexed (active) entry with its length in terms,
 and ``search_stats`` the number and total length of a namespace's indexed entries (BM25's
-``N`` and average length), kept by the same transactions.
+``N`` and average length), kept by the same transactions, and a counter every change of its
+vectors moves (so a search can keep a namespace's vectors in memory between queries).
 
 * **SQLite**: ``search_docs.id`` is the rowid of the entry's row in ``search_fts``, an FTS5
   table of two columns, ``words`` and ``grams`` (see :mod:`worker.store.search_text`). Ids are
@@ -44,7 +45,8 @@ FTS_TOKENIZER: Final = "porter unicode61 remove_diacritics 2 categories 'L* N* C
 _STATS_DDL: Final = f"""CREATE TABLE {STATS} (
         namespace_id BIGINT PRIMARY KEY REFERENCES namespaces (id) ON DELETE CASCADE,
         docs BIGINT NOT NULL,
-        total_len BIGINT NOT NULL
+        total_len BIGINT NOT NULL,
+        vector_epoch BIGINT NOT NULL DEFAULT 0
     )"""
 
 _SQLITE: Final = (

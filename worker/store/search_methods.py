@@ -34,7 +34,7 @@ class NamespaceVectors:
     vectors: list[bytes]
     dim: int
     #: Changes whenever the namespace's vectors may have (see :meth:`vectors_fingerprint`).
-    fingerprint: tuple[int, int, str | None] = (0, 0, None)
+    fingerprint: tuple[int, int] = (0, 0)
 
 
 class SearchMethods:
@@ -102,19 +102,21 @@ class SearchMethods:
             ns_id = fence.namespace_id(conn, namespace)
             if ns_id is None:
                 return NamespaceVectors([], [], 0)
-            mark = _fingerprint(conn, ns_id, model)
+            mark = _fingerprint(conn, ns_id)
             return NamespaceVectors(*_vectors.active_vectors(conn, ns_id, model), mark)
 
         return self._read("reading vectors", run)
 
-    def vectors_fingerprint(self, namespace: str, model: str) -> tuple[int, int, str | None]:
+    def vectors_fingerprint(self, namespace: str, model: str) -> tuple[int, int]:
         """A value that changes whenever the vectors :meth:`namespace_vectors` would return
-        may have (the namespace's version, the count and newest time of its vectors): cheap,
-        so a caller can keep the matrix between queries."""
+        may have (the namespace's version, which every commit moves, and its vector counter,
+        which every change of its vectors moves): one indexed read, so a caller can keep the
+        matrix between queries."""
+        del model  # one counter for all models: a change of any moves it
 
-        def run(conn: Connection) -> tuple[int, int, str | None]:
+        def run(conn: Connection) -> tuple[int, int]:
             ns_id = fence.namespace_id(conn, namespace)
-            return (0, 0, None) if ns_id is None else _fingerprint(conn, ns_id, model)
+            return (0, 0) if ns_id is None else _fingerprint(conn, ns_id)
 
         return self._read("reading vectors", run)
 
@@ -128,11 +130,11 @@ class SearchMethods:
         return self._write("rebuilding the search index", search_index.rebuild)
 
 
-def _fingerprint(conn: Connection, ns_id: int, model: str) -> tuple[int, int, str | None]:
+def _fingerprint(conn: Connection, ns_id: int) -> tuple[int, int]:
     version = conn.execute(
         sa.select(namespaces.c.version).where(namespaces.c.id == ns_id)
     ).scalar_one()
-    return (int(version), *_vectors.fingerprint(conn, ns_id, model))
+    return int(version), _vectors.epoch(conn, ns_id)
 
 
 def _active(conn: Connection, ns_id: int, entry_ids: Sequence[str]) -> list[Entry]:

@@ -20,6 +20,7 @@ from sqlalchemy.engine import Connection
 
 from worker.store.engine import dialect_insert
 from worker.store.schema import entries, entry_vectors
+from worker.store.search_ddl import STATS
 from worker.store.sqltypes import require_utc
 
 
@@ -105,6 +106,7 @@ def store(
             ),
             rows,
         )
+        _moved(conn, ns_id)
     return len(rows)
 
 
@@ -124,6 +126,7 @@ def discard(conn: Connection, ns_id: int, active: dict[str, str], entry_ids: Seq
     ]
     if stale:
         conn.execute(sa.delete(v).where(v.c.namespace_id == ns_id, v.c.entry_id.in_(stale)))
+        _moved(conn, ns_id)
 
 
 def active_vectors(conn: Connection, ns_id: int, model: str) -> tuple[list[str], list[bytes], int]:
@@ -144,16 +147,20 @@ def active_vectors(conn: Connection, ns_id: int, model: str) -> tuple[list[str],
     return [r.entry_id for r in rows], [bytes(r.vector) for r in rows], dims.pop() if dims else 0
 
 
-def fingerprint(conn: Connection, ns_id: int, model: str) -> tuple[int, str | None]:
-    """How many vectors from ``model`` ``ns_id`` has and when the newest was stored: with the
-    namespace's version (which every commit moves), this changes whenever its vectors do."""
-    v = entry_vectors
-    count, newest = conn.execute(
-        sa.select(sa.func.count(), sa.func.max(v.c.embedded_at)).where(
-            v.c.namespace_id == ns_id, v.c.model == model
-        )
-    ).one()
-    return int(count), None if newest is None else str(newest)
+def epoch(conn: Connection, ns_id: int) -> int:
+    """The namespace's vector counter: every transaction that stores or deletes one of its
+    vectors moves it (see :func:`_moved`)."""
+    value = conn.execute(
+        sa.text(f"SELECT vector_epoch FROM {STATS} WHERE namespace_id = :ns"), {"ns": ns_id}
+    ).scalar()
+    return int(value or 0)
+
+
+def _moved(conn: Connection, ns_id: int) -> None:
+    conn.execute(
+        sa.text(f"UPDATE {STATS} SET vector_epoch = vector_epoch + 1 WHERE namespace_id = :ns"),
+        {"ns": ns_id},
+    )
 
 
 def drop_namespaces(conn: Connection, ns_ids: Sequence[int]) -> int:
