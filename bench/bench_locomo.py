@@ -42,6 +42,8 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -88,6 +90,9 @@ class Session:
 class Question:
     conversation: str
     evidence: tuple[str, ...]
+    text: str = ""
+    #: LoCoMo's category: 1 multi-hop, 2 temporal, 3 open-domain, 4 single-hop, 5 adversarial.
+    category: int = 0
 
 
 @dataclass
@@ -130,7 +135,8 @@ def load(folder: Path) -> Workload:
                     observations.append(Observation(candidate, conv, ids))
             work.sessions.append(Session(at, conv, number, tuple(observations)))
         work.questions += [
-            Question(conv, _dia_ids(q.get("evidence", []))) for q in data.get("qa", [])
+            Question(conv, _dia_ids(q.get("evidence", [])), q["question"], q["category"])
+            for q in data.get("qa", [])
         ]
     work.sessions.sort(key=lambda s: (s.at, s.conversation, s.number))
     return work
@@ -198,23 +204,33 @@ def _retained(runtime: Runtime) -> tuple[set[str], list[int]]:
     return kept, sizes
 
 
-def _pipeline_run(work: Workload, budget: int, client: redis.Redis) -> Outcome:
+@contextmanager
+def replayed(
+    work: Workload, budget: int, client: redis.Redis, **settings: Any
+) -> Iterator[tuple[Runtime, float, Counter[str]]]:
+    """The runtime (SQLite, files sink) after replaying ``work`` at ``budget``, with the seconds
+    the replay took and its outcome counts; everything is removed on exit. ``settings`` adds
+    to the run's :class:`Settings`."""
     prefix = unique_prefix("l")
     with temp_sqlite() as url, tempfile.TemporaryDirectory(prefix="mwbench-files-") as files:
-        settings = Settings(
+        config = Settings(
             redis_url=redis_url(), database_url=url, key_prefix=prefix, data_dir=Path(files),
-            files_dir=Path(files), sinks=["files"], file_budget_bytes=budget,
+            files_dir=Path(files), sinks=["files"], file_budget_bytes=budget, **settings,
         )  # fmt: skip
-        runtime = build_runtime(settings)
+        runtime = build_runtime(config)
         try:
             runtime.store.load_state("user:warmup")  # connection pool, first-use imports
             started = time.perf_counter()
             committed = _replay(runtime, work)
-            seconds = time.perf_counter() - started
-            retained, sizes = _retained(runtime)
+            yield runtime, time.perf_counter() - started, committed
         finally:
             runtime.close()
             delete_prefix(client, prefix)
+
+
+def _pipeline_run(work: Workload, budget: int, client: redis.Redis) -> Outcome:
+    with replayed(work, budget, client) as (runtime, seconds, committed):
+        retained, sizes = _retained(runtime)
     return Outcome(budget, seconds, committed, retained, sizes)
 
 

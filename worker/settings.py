@@ -222,6 +222,28 @@ class Settings(BaseSettings):
         description="Memory paths whose changes wait for operator approval.",
     )
 
+    # --- search ------------------------------------------------------------------------------
+    embeddings: str | None = Field(
+        default=None,
+        description="Embedding model as `provider:model` (e.g. `local:multilingual-e5-small`, "
+        "`openai:text-embedding-3-small`, `ollama:nomic-embed-text`); turns on dense vectors, "
+        "computed by the worker after each commit and fused with full-text search. Unset: "
+        "full-text search only.",
+    )
+    embeddings_timeout_seconds: Annotated[float, Field(gt=0, le=600)] = Field(
+        default=30.0,
+        description="Deadline on one embedding call (a batch of entries, or a query). Past it "
+        "the entries wait for the next attempt and a query falls back to full-text search; "
+        "commits never wait on embeddings.",
+    )
+    text_search_config: str = Field(
+        default="english",
+        pattern=r"^[A-Za-z_][A-Za-z0-9_.]{0,62}$",
+        description="PostgreSQL text-search configuration of the search index (stemming and "
+        "stopwords of one language; `simple` for none). Every entry is also indexed "
+        "language-neutrally, and Chinese, Japanese, Korean and Thai as character n-grams. "
+        "Changing it rebuilds the index when a worker next opens the store. SQLite ignores it.",
+    )
     # --- scheduling, sinks, sources, metrics -------------------------------------------------
     schedules_dir: Path | None = Field(
         default=None,

@@ -14,7 +14,10 @@ from worker.consolidation.base import Consolidator
 from worker.queue.address import resolve_redis_url
 from worker.queue.connect import RedisClient, open_redis
 from worker.queue.redis_queue import RedisQueue
+from worker.runtime.embeddings import build_embeddings
 from worker.service.consolidate import Pipeline
+from worker.service.embed import EntryEmbedder
+from worker.service.memory_search import SqlMemorySearch
 from worker.service.publish import SinkGate
 from worker.service.startup import build_consolidator
 from worker.service.sweep import GaugeSchedule
@@ -65,12 +68,40 @@ class Runtime:
         # is migrated by `memworker db upgrade` (a one-shot job in the compose file), so
         # workers of an older release never race a schema change.
         url = self.settings.effective_database_url
-        return MemoryStore.from_url(
+        store = MemoryStore.from_url(
             url,
             create=url.startswith("sqlite"),
             connect_timeout=self.settings.database_connect_timeout_seconds,
             transaction_timeout=self.settings.database_timeout_seconds,
         )
+        try:
+            # One SELECT when unchanged; a changed configuration rebuilds the index once.
+            store.configure_search(self.settings.text_search_config)
+        except BaseException:
+            store.dispose()
+            raise
+        return store
+
+    @functools.cached_property
+    def embedder(self) -> EntryEmbedder | None:
+        """The configured embedding model's embedder, or None (full-text search only)."""
+        spec = self.settings.embeddings
+        embeddings = build_embeddings(
+            spec, timeout_seconds=self.settings.embeddings_timeout_seconds
+        )
+        if embeddings is None or spec is None:
+            return None
+        return EntryEmbedder(
+            store=self.store,
+            embeddings=embeddings,
+            model=spec.strip(),
+            timeout_seconds=self.settings.embeddings_timeout_seconds,
+        )
+
+    @functools.cached_property
+    def memory_search(self) -> SqlMemorySearch:
+        """Search over the store (hybrid when embeddings are configured)."""
+        return SqlMemorySearch(self.store, self.embedder)
 
     @functools.cached_property
     def consolidator(self) -> Consolidator:
@@ -100,6 +131,7 @@ class Runtime:
             settings=self.settings,
             sinks=tuple(self.sinks),
             after_commit=self._after_commit,
+            embedder=self.embedder,
         )
 
     def _after_commit(self) -> None:
@@ -110,6 +142,9 @@ class Runtime:
     def close(self) -> None:
         if "redis" in self.__dict__:
             self.redis.close()
+        embedder = self.__dict__.get("embedder")
+        if isinstance(embedder, EntryEmbedder):
+            embedder.close()
         if "store" in self.__dict__:
             self.store.dispose()
 

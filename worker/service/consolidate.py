@@ -35,6 +35,7 @@ from worker.errors import LeaseLost, MemworkerError, StaleVersion, Unavailable
 from worker.outcomes import Outcome
 from worker.queue.redis_queue import Claim, RedisQueue
 from worker.service.batch import BatchResult, epoch_changed, epoch_of, merge_entries
+from worker.service.embed import EntryEmbedder
 from worker.service.report import observe_batch, observe_epoch_change, observe_rollback
 from worker.settings import Settings
 from worker.store.memory import MemoryStore, RunRecord
@@ -57,9 +58,11 @@ class Pipeline:
     """The dependencies of a consolidation, passed in explicitly.
 
     ``after_commit`` is called after each commit when sinks are configured, so a deliverer
-    publishes it soon (the Celery app sends the delivery task to its own lane). ``clock`` is a
-    test's injected time; without it every time this writes (run rows, versions, outbox rows
-    that other workers compare) is the database's clock, never this host's.
+    publishes it soon (the Celery app sends the delivery task to its own lane). ``embedder``
+    (embeddings configured) then embeds the namespace's new entries: after the commit and the
+    ack, never inside the transaction, and it never fails the batch. ``clock`` is a test's
+    injected time; without it every time this writes (run rows, versions, outbox rows that
+    other workers compare) is the database's clock, never this host's.
     """
 
     queue: RedisQueue
@@ -69,10 +72,11 @@ class Pipeline:
     sinks: Sequence[str] = ()
     clock: Callable[[], datetime] | None = None
     after_commit: Callable[[], None] = _nothing
+    embedder: EntryEmbedder | None = None
 
     def now(self) -> datetime:
         """The injected clock's time, else the database's (one authority for SQL-side times)."""
-        return self.now() if self.clock is not None else self.store.db_now()
+        return self.clock() if self.clock is not None else self.store.db_now()
 
     def consolidate(self, claim: Claim, *, trigger: Trigger = "queue") -> BatchResult:
         """Consolidate the batch ``claim`` covers; see the module docstring for the guarantees."""
@@ -81,6 +85,8 @@ class Pipeline:
         observe_batch(result, time.perf_counter() - began)
         if result.outcome is Outcome.COMMITTED and self.sinks:
             self.after_commit()
+        if result.outcome is Outcome.COMMITTED and self.embedder is not None:
+            self.embedder.embed_namespace(claim.namespace)
         return result
 
     def _attempt(self, claim: Claim, trigger: Trigger) -> BatchResult:

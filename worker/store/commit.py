@@ -17,7 +17,7 @@ from sqlalchemy.engine import Connection
 
 from worker.errors import InvalidPlan, StaleVersion, StoreRefused
 from worker.models import Namespace
-from worker.store import fence
+from worker.store import fence, search_index
 from worker.store.files import NewVersion, write_versions
 from worker.store.records import CONSOLIDATOR_AUTHOR, CommitResult, RunRecord
 from worker.store.runs import insert_run
@@ -190,6 +190,10 @@ def commit_batch(
         )
     if applied.changed_entries:
         _update_entries(conn, ns_id, namespace, applied.changed_entries, version)
+    # The search index moves with the entries, in this transaction (never a half-commit).
+    search_index.sync_entries(
+        conn, ns_id, [e.id for e in (*applied.new_entries, *applied.changed_entries)]
+    )
     written, outbox_ids = write_versions(
         conn,
         namespace_id=ns_id,

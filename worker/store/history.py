@@ -17,7 +17,7 @@ from sqlalchemy.engine import Connection
 
 from worker.errors import NotFound
 from worker.models import Namespace, Scope, normalise_path
-from worker.store import fence
+from worker.store import fence, search_index
 from worker.store.files import NewVersion, unified_diff, write_versions
 from worker.store.records import CommitResult, FileInfo, FileVersionInfo
 from worker.store.schema import entries, file_versions, memory_files, namespaces
@@ -152,6 +152,7 @@ def rollback_file(
         )
         .values(invalid_at=None, invalid_reason=None, superseded_by=None, invalidated_version=None)
     )
+    search_index.sync_path(conn, ns_id, target.path)
     written, outbox_ids = write_versions(
         conn,
         namespace_id=ns_id,

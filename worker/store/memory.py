@@ -74,6 +74,7 @@ from worker.store.records import (
     SinkLag,
     TickInfo,
 )
+from worker.store.search_methods import SearchMethods
 from worker.store.snapshot import BatchSnapshot
 from worker.values import AppliedPlan, NamespaceState
 
@@ -82,8 +83,9 @@ __all__ = ["BatchSnapshot", "CommitResult", "MemoryStore", "RunRecord"]
 T = TypeVar("T")
 
 
-class MemoryStore:
-    """Namespaces, files and their versions, entries, ledger, runs, schedules, outbox."""
+class MemoryStore(SearchMethods):
+    """Namespaces, files and their versions, entries, ledger, runs, schedules, outbox; search
+    (:class:`~worker.store.search_methods.SearchMethods`)."""
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine

@@ -2,8 +2,9 @@
 
 Every namespace-owned table hangs off ``namespaces.id`` so isolation is one indexed column and
 erasing a user is a handful of ``DELETE … WHERE namespace_id IN (…)``. The migrations
-(``0001_initial``, ``0002_namespace_fences``, ``0003_outbox_claims``) create exactly these
-tables; a test compares.
+(``0001_initial``, ``0002_namespace_fences``, ``0003_outbox_claims``, ``0004_search_index``)
+create exactly these tables; a test compares. The full-text index's dialect-specific tables are
+described in :mod:`worker.store.search_ddl` instead.
 
 >>> sorted(t.name for t in metadata.sorted_tables)[:3]
 ['approvals', 'candidate_ledger', 'entries']
@@ -165,6 +166,30 @@ entries = sa.Table(
     sa.Column("added_version", sa.Integer, nullable=False),
     sa.Column("invalidated_version", sa.Integer, nullable=True),
     sa.Index(None, "namespace_id", "invalid_at"),
+)
+
+#: Name of an embedding model (the ``provider:model`` string it was configured with).
+MODEL_LENGTH: Final = 200
+
+#: Dense vectors of entries (optional embeddings): float32 bytes, computed by the worker after
+#: the commit that wrote the entry, tagged with the model and dimension that made them. A
+#: vector whose model is not the configured one is ignored by search and re-embedded.
+entry_vectors = sa.Table(
+    "entry_vectors",
+    metadata,
+    sa.Column("namespace_id", BigId, primary_key=True),
+    sa.Column("entry_id", sa.String(MAX_ID_LENGTH), primary_key=True),
+    sa.Column("model", sa.String(MODEL_LENGTH), nullable=False),
+    sa.Column("dim", sa.Integer, nullable=False),
+    # A digest of the text embedded: a vector is only stored for text the entry still has.
+    sa.Column("text_digest", sa.String(64), nullable=False),
+    sa.Column("vector", sa.LargeBinary, nullable=False),
+    sa.Column("embedded_at", UTCDateTime, nullable=False),
+    sa.ForeignKeyConstraint(
+        ["namespace_id", "entry_id"], ["entries.namespace_id", "entries.id"], ondelete="CASCADE"
+    ),
+    # A namespace's vectors of one model, counted and dated without reading the vectors.
+    sa.Index(None, "namespace_id", "model", "embedded_at"),
 )
 
 candidate_ledger = sa.Table(

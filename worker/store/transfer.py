@@ -19,7 +19,7 @@ from sqlalchemy.engine import Connection
 from worker.errors import InvalidCandidate, NotFound, StoreRefused
 from worker.models import Namespace, normalise_path
 from worker.namespaces import refuse_reserved
-from worker.store import fence
+from worker.store import fence, search_index
 from worker.store.files import queue_publish
 from worker.store.records import CommitResult, RunRecord
 from worker.store.runs import insert_run
@@ -238,6 +238,7 @@ def import_namespace(
         conn.execute(
             sa.insert(entries), [{"namespace_id": ns_id, **e.model_dump()} for e in doc.entries]
         )
+        search_index.sync_namespace(conn, ns_id)
     if doc.ledger:
         conn.execute(
             sa.insert(candidate_ledger),

@@ -10,6 +10,7 @@ from sqlalchemy.engine import Engine
 
 from worker.errors import StoreRefused
 from worker.store.schema import metadata
+from worker.store.search_ddl import is_index_object
 
 
 def _run() -> None:
@@ -28,6 +29,8 @@ def _run() -> None:
             # SQLite cannot ALTER most things: later migrations rebuild tables in batches.
             render_as_batch=conn.dialect.name == "sqlite",
             compare_type=True,
+            # The search index's tables are dialect DDL, not in ``metadata``.
+            include_name=lambda name, type_, parents: not is_index_object(name, type_, parents),
         )
         with context.begin_transaction():
             context.run_migrations()

@@ -22,8 +22,7 @@ from alembic import op
 TIMESTAMP = sa.DateTime(timezone=True)
 
 revision = "0005"
-# MERGE: down_revision becomes "0004"
-down_revision = "0003"
+down_revision = "0004"
 branch_labels = None
 depends_on = None
 

@@ -1,0 +1,245 @@
+"""Optional embeddings: stored after the commit, searched by cosine and fused with full text,
+erased with their entries, re-made when the model changes; a failing or hanging provider never
+fails a commit and never hides an entry from a search."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+
+import pytest
+import sqlalchemy as sa
+from langchain_core.embeddings import Embeddings
+
+from tests.store_support import at, commit, entry, plan, unique_ns
+from tests.support.hashing_embeddings import (
+    FailingEmbeddings,
+    HangingEmbeddings,
+    HashingEmbeddings,
+)
+from worker.consolidation.rules import RulesConsolidator
+from worker.models import make_candidate
+from worker.outcomes import Outcome
+from worker.queue.redis_queue import RedisQueue
+from worker.service.consolidate import Pipeline
+from worker.service.embed import EntryEmbedder
+from worker.service.memory_search import SqlMemorySearch
+from worker.settings import Settings
+from worker.store import MemoryStore
+from worker.store.schema import entry_vectors, namespaces
+from worker.store.vectors import Embedded
+
+
+@pytest.fixture
+def store(database_url: str) -> Iterator[MemoryStore]:
+    s = MemoryStore.from_url(database_url, create=True)
+    yield s
+    s.dispose()
+
+
+def _embedder(
+    store: MemoryStore, embeddings: Embeddings, model: str = "hash:v1", timeout: float = 5.0
+) -> EntryEmbedder:
+    return EntryEmbedder(
+        store=store,
+        embeddings=embeddings,
+        model=model,
+        timeout_seconds=timeout,
+        clock=lambda: at(30),
+        retry_wait_seconds=0,
+    )
+
+
+def _vectors(store: MemoryStore, ns: str) -> dict[str, tuple[str, int]]:
+    """entry id → (model, dim) of the vectors stored for ``ns``."""
+    with store.engine.connect() as conn:
+        rows = conn.execute(
+            sa.select(entry_vectors.c.entry_id, entry_vectors.c.model, entry_vectors.c.dim)
+            .join(namespaces, namespaces.c.id == entry_vectors.c.namespace_id)
+            .where(namespaces.c.key == ns)
+        )
+        return {r.entry_id: (r.model, r.dim) for r in rows}
+
+
+def _search(search: SqlMemorySearch, ns: str, query: str, limit: int = 5) -> list[str]:
+    return [e.id for e in search.search_entries(ns, query, limit)]
+
+
+def test_embedding_a_namespace_stores_a_vector_per_active_entry_with_model_and_dim(
+    store: MemoryStore,
+) -> None:
+    ns = unique_ns()
+    commit(store, ns, plan((entry("e1", "Owns a bicycle"), entry("e2", "Likes teal"))), expected=0)
+
+    stored = _embedder(store, HashingEmbeddings(dim=64)).embed_namespace(ns)
+
+    assert stored == 2
+    assert _vectors(store, ns) == {"e1": ("hash:v1", 64), "e2": ("hash:v1", 64)}
+
+
+def test_hybrid_search_finds_an_entry_only_its_vector_matches(store: MemoryStore) -> None:
+    ns = unique_ns()
+    commit(
+        store,
+        ns,
+        plan((entry("e1", "Favourite color is teal"), entry("e2", "Owns a bike"))),
+        expected=0,
+    )
+    embedder = _embedder(store, HashingEmbeddings())
+    embedder.embed_namespace(ns)
+
+    assert _search(SqlMemorySearch(store), ns, "colour") == []
+    assert _search(SqlMemorySearch(store, embedder), ns, "colour")[0] == "e1"
+
+
+def test_an_entry_without_a_vector_yet_is_still_found_by_its_words(store: MemoryStore) -> None:
+    ns = unique_ns()
+    commit(store, ns, plan((entry("e1", "Owns a bicycle"),)), expected=0)
+    embedder = _embedder(store, HashingEmbeddings())
+    embedder.embed_namespace(ns)
+    commit(store, ns, plan((entry("e2", "Plays chess on sundays"),)), expected=1, position="2-0")
+
+    assert _search(SqlMemorySearch(store, embedder), ns, "chess")[0] == "e2"
+    assert "e2" not in _vectors(store, ns)
+
+
+def test_a_superseded_entry_loses_its_vector_and_the_search_never_returns_it(
+    store: MemoryStore,
+) -> None:
+    ns = unique_ns()
+    old = entry("e1", "Lives in Paris", key="home")
+    commit(store, ns, plan((old,)), expected=0)
+    embedder = _embedder(store, HashingEmbeddings())
+    embedder.embed_namespace(ns)
+    retired = old.model_copy(update={"invalid_at": at(2), "superseded_by": "e2"})
+    new = entry("e2", "Lives in Berlin", key="home", now=at(2))
+    commit(store, ns, plan((new,), (retired,)), expected=1, position="2-0")
+
+    assert _vectors(store, ns) == {}
+    assert _search(SqlMemorySearch(store, embedder), ns, "Lives in Paris", limit=10) == ["e2"]
+
+
+def test_erasing_a_namespace_erases_its_vectors(store: MemoryStore) -> None:
+    ns, other = unique_ns(), unique_ns()
+    for key in (ns, other):
+        commit(store, key, plan((entry("e1", "Owns a bicycle"),)), expected=0)
+        _embedder(store, HashingEmbeddings()).embed_namespace(key)
+
+    store.erase_namespaces([ns], now=at(5))
+
+    assert (_vectors(store, ns), list(_vectors(store, other))) == ({}, ["e1"])
+
+
+def test_a_model_change_re_embeds_every_entry(store: MemoryStore) -> None:
+    ns = unique_ns()
+    commit(store, ns, plan(tuple(entry(f"e{i}", f"Fact {i}") for i in range(3))), expected=0)
+    _embedder(store, HashingEmbeddings(dim=64), model="hash:v1").embed_namespace(ns)
+    newer = _embedder(store, HashingEmbeddings(dim=32), model="hash:v2")
+
+    pending = store.pending_embeddings(ns, "hash:v2", limit=10)
+    newer.embed_all([ns])
+
+    assert len(pending) == 3
+    assert set(_vectors(store, ns).values()) == {("hash:v2", 32)}
+    assert _search(SqlMemorySearch(store, newer), ns, "Fact 1")[0] == "e1"
+
+
+def test_a_vector_of_text_that_changed_meanwhile_is_not_stored(store: MemoryStore) -> None:
+    ns = unique_ns()
+    old = entry("e1", "Plays the violin")
+    commit(store, ns, plan((old,)), expected=0)
+    (pending,) = store.pending_embeddings(ns, "hash:v1", limit=10)
+    rewritten = old.model_copy(update={"text": "Plays the cello"})
+    commit(store, ns, plan((), (rewritten,), candidates=("c-x",)), expected=1, position="2-0")
+
+    stored = store.store_embeddings(
+        ns, "hash:v1", [Embedded("e1", pending.text, b"\0" * 16, 4)], now=at(3)
+    )
+
+    assert (stored, _vectors(store, ns)) == (0, {})
+
+
+def test_a_failing_query_embedding_falls_back_to_full_text(store: MemoryStore) -> None:
+    ns = unique_ns()
+    commit(store, ns, plan((entry("e1", "Owns a bicycle"),)), expected=0)
+    _embedder(store, HashingEmbeddings()).embed_namespace(ns)
+
+    found = _search(SqlMemorySearch(store, _embedder(store, FailingEmbeddings())), ns, "bicycle")
+
+    assert found == ["e1"]
+
+
+def _consolidate(
+    queue: RedisQueue, store: MemoryStore, settings: Settings, embedder: EntryEmbedder
+) -> tuple[str, Outcome]:
+    user = f"u-{uuid.uuid4().hex[:8]}"
+    queue.enqueue(make_candidate(user_id=user, trace_id="t1", text="prefers green tea"))
+    claim = queue.claim_namespace(f"user:{user}")
+    assert claim is not None
+    pipeline = Pipeline(
+        queue=queue,
+        store=store,
+        consolidator=RulesConsolidator.from_settings(settings),
+        settings=settings,
+        embedder=embedder,
+    )
+    return f"user:{user}", pipeline.consolidate(claim).outcome
+
+
+def test_a_failing_provider_does_not_fail_the_commit(
+    queue: RedisQueue, sqlite_store: MemoryStore, settings: Settings
+) -> None:
+    failing = FailingEmbeddings()
+
+    ns, outcome = _consolidate(queue, sqlite_store, settings, _embedder(sqlite_store, failing))
+
+    assert outcome is Outcome.COMMITTED
+    assert failing.calls == 3  # retried, then left for the next commit
+    assert _vectors(sqlite_store, ns) == {}
+    assert [e.text for e in sqlite_store.search_entries(ns, "tea", limit=5)] == [
+        "prefers green tea"
+    ]
+
+
+def test_a_hanging_provider_does_not_hold_the_commit(
+    queue: RedisQueue, sqlite_store: MemoryStore, settings: Settings
+) -> None:
+    hanging = HangingEmbeddings()
+    try:
+        embedder = _embedder(sqlite_store, hanging, timeout=0.2)
+        ns, outcome = _consolidate(queue, sqlite_store, settings, embedder)
+    finally:
+        hanging.release()
+
+    assert outcome is Outcome.COMMITTED
+    assert _vectors(sqlite_store, ns) == {}
+    assert sqlite_store.pending_embeddings(ns, "hash:v1", limit=5)[0].text == "prefers green tea"
+
+
+def test_a_working_provider_embeds_the_batch_after_its_commit(
+    queue: RedisQueue, sqlite_store: MemoryStore, settings: Settings
+) -> None:
+    ns, outcome = _consolidate(
+        queue, sqlite_store, settings, _embedder(sqlite_store, HashingEmbeddings(dim=16))
+    )
+
+    assert outcome is Outcome.COMMITTED
+    assert list(_vectors(sqlite_store, ns).values()) == [("hash:v1", 16)]
+
+
+def test_the_same_search_object_sees_new_vectors_and_never_a_retired_entry(
+    store: MemoryStore,
+) -> None:
+    ns = unique_ns()
+    old = entry("e1", "Favourite color is teal", key="colour")
+    commit(store, ns, plan((old,)), expected=0)
+    embedder = _embedder(store, HashingEmbeddings())
+    embedder.embed_namespace(ns)
+    search = SqlMemorySearch(store, embedder)
+    before = _search(search, ns, "colour")
+    retired = old.model_copy(update={"invalid_at": at(2), "superseded_by": "e2"})
+    new = entry("e2", "Favourite color is now amber", key="colour", now=at(2))
+    commit(store, ns, plan((new,), (retired,)), expected=1, position="2-0")
+    embedder.embed_namespace(ns)
+
+    assert (before, _search(search, ns, "colour")) == (["e1"], ["e2"])

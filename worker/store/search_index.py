@@ -1,0 +1,236 @@
+"""The full-text index of active entries, kept by the same transactions that write entries.
+
+Every write of ``entries`` (a commit, a rollback, an import, an erase) calls one of the
+functions here inside its own transaction, so the index can never show a half-commit, a
+superseded entry or an erased one: it holds exactly the active entries, and a search joins
+back to ``entries`` (active, same namespace) besides. The backends are
+:mod:`~worker.store.search_sqlite` (FTS5, ``bm25()``) and :mod:`~worker.store.search_postgres`
+(``tsvector`` + GIN, BM25 from per-namespace statistics); the text both index is
+:mod:`~worker.store.search_text`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from types import ModuleType
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from worker.errors import ConfigurationError
+from worker.store import search_postgres, search_rank, search_sqlite, vectors
+from worker.store.schema import entries, namespaces
+from worker.store.search_ddl import DOCS, STATS
+from worker.store.search_text import QueryTerms, index_text
+
+#: Entry ids per ``IN (…)`` list when syncing (below SQLite's bound-parameter limit).
+SYNC_CHUNK = 500
+#: A query term held by at most this many entries of the namespace is *rare*: every entry
+#: holding it is ranked. Bounds a query's work whatever the namespace's size (see
+#: :func:`search`).
+RARE_DOCS = 300
+#: The newest entries of a namespace that terms held by more than ``RARE_DOCS`` entries rank.
+COMMON_WINDOW = 500
+#: Candidates (by summed IDF) whose lengths are read for the final BM25 ranking.
+RERANKED = 100
+
+_BUMP_STATS = sa.text(
+    f"""INSERT INTO {STATS} (namespace_id, docs, total_len) VALUES (:ns, :docs, :total)
+        ON CONFLICT (namespace_id) DO UPDATE
+        SET docs = {STATS}.docs + excluded.docs,
+            total_len = {STATS}.total_len + excluded.total_len"""
+)
+_DOC_ROWS = sa.text(f"SELECT id, entry_id, doc_len FROM {DOCS} WHERE id IN :ids").bindparams(
+    sa.bindparam("ids", expanding=True)
+)
+
+#: Entries read per round trip while rebuilding the whole index.
+REBUILD_CHUNK = 2000
+
+
+def _backend(conn: Connection) -> ModuleType:
+    return search_postgres if conn.dialect.name == "postgresql" else search_sqlite
+
+
+def sync_entries(conn: Connection, ns_id: int, entry_ids: Iterable[str]) -> None:
+    """Make the index agree with ``entries`` for ``entry_ids`` of namespace ``ns_id``: each is
+    indexed (with its current text) if active, and not indexed otherwise; a vector of an entry
+    retired or rewritten goes too."""
+    ids = list(dict.fromkeys(entry_ids))
+    backend = _backend(conn)
+    for start in range(0, len(ids), SYNC_CHUNK):
+        chunk = ids[start : start + SYNC_CHUNK]
+        removed = backend.delete(conn, ns_id, chunk)
+        active = conn.execute(
+            sa.select(entries.c.id, entries.c.text).where(
+                entries.c.namespace_id == ns_id,
+                entries.c.id.in_(chunk),
+                entries.c.invalid_at.is_(None),
+            )
+        ).all()
+        texts = [(r.id, index_text(r.text)) for r in active]
+        backend.insert(conn, ns_id, texts)
+        _bump_stats(
+            conn, ns_id, len(texts) - len(removed), sum(t.length for _, t in texts) - sum(removed)
+        )
+        vectors.discard(conn, ns_id, {r.id: r.text for r in active}, chunk)
+
+
+def sync_path(conn: Connection, ns_id: int, path: str) -> None:
+    """:func:`sync_entries` for every entry of one file (a rollback flips many at once)."""
+    ids = conn.execute(
+        sa.select(entries.c.id).where(entries.c.namespace_id == ns_id, entries.c.path == path)
+    ).scalars()
+    sync_entries(conn, ns_id, list(ids))
+
+
+def sync_namespace(conn: Connection, ns_id: int) -> None:
+    """Index every active entry of a namespace from scratch (an import, a rebuild)."""
+    drop_namespaces(conn, [ns_id])
+    ids = conn.execute(
+        sa.select(entries.c.id).where(
+            entries.c.namespace_id == ns_id, entries.c.invalid_at.is_(None)
+        )
+    ).scalars()
+    sync_entries(conn, ns_id, list(ids))
+
+
+def drop_namespaces(conn: Connection, ns_ids: Sequence[int]) -> None:
+    """Take every entry of ``ns_ids`` out of the index (erase, before the entries go)."""
+    if ns_ids:
+        _backend(conn).drop_namespaces(conn, list(ns_ids))
+        conn.execute(
+            sa.text(f"DELETE FROM {STATS} WHERE namespace_id IN :ids").bindparams(
+                sa.bindparam("ids", expanding=True)
+            ),
+            {"ids": list(ns_ids)},
+        )
+
+
+def rebuild(conn: Connection) -> int:
+    """Rebuild the whole index from the active entries (the migration's backfill, a change of
+    text-search configuration); returns the number of entries indexed."""
+    backend = _backend(conn)
+    backend.clear(conn)
+    conn.exec_driver_sql(f"DELETE FROM {STATS}")
+    indexed = 0
+    for ns_id in list(conn.execute(sa.select(namespaces.c.id)).scalars()):
+        last = ""
+        while True:
+            rows = conn.execute(
+                sa.select(entries.c.id, entries.c.text)
+                .where(
+                    entries.c.namespace_id == ns_id,
+                    entries.c.invalid_at.is_(None),
+                    entries.c.id > last,
+                )
+                .order_by(entries.c.id)
+                .limit(REBUILD_CHUNK)
+            ).all()
+            if not rows:
+                break
+            texts = [(r.id, index_text(r.text)) for r in rows]
+            backend.insert(conn, ns_id, texts)
+            _bump_stats(conn, ns_id, len(texts), sum(t.length for _, t in texts))
+            indexed += len(rows)
+            last = rows[-1].id
+    return indexed
+
+
+def configure(conn: Connection, config: str) -> bool:
+    """Build the PostgreSQL index with text-search configuration ``config`` (rebuilding it when
+    it was built with another); True when it rebuilt. SQLite has one tokenizer: a no-op."""
+    if conn.dialect.name != "postgresql" or search_postgres.configured(conn) == config:
+        return False
+    try:
+        with conn.begin_nested():
+            search_postgres.set_config(conn, config)
+    except sa.exc.DBAPIError:
+        raise ConfigurationError(
+            f"text-search configuration {config!r} does not exist in this PostgreSQL "
+            "database; use one `SELECT cfgname FROM pg_ts_config` lists (e.g. 'english', "
+            "'simple')"
+        ) from None
+    rebuild(conn)
+    return True
+
+
+def one_snapshot(conn: Connection) -> None:
+    """Make the rest of this read transaction see one snapshot. PostgreSQL's default (read
+    committed) gives each statement its own: an id the index returned could belong to an entry
+    a commit retired before the next statement read it. SQLite transactions are snapshots
+    already. Call it first in the transaction."""
+    if conn.dialect.name == "postgresql":
+        conn.exec_driver_sql("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+
+
+def search(conn: Connection, ns_id: int, terms: QueryTerms, limit: int) -> list[tuple[str, float]]:
+    """``(entry id, score)`` of the best ``limit`` active entries of ``ns_id`` for ``terms``,
+    best first (BM25, :mod:`worker.store.search_rank`); empty when ``terms`` is.
+
+    The work is bounded by the constants above, not by the namespace's size. The newest
+    :data:`COMMON_WINDOW` entries are read first, each term tested on them: for a namespace
+    that small, that is every entry and the ranking is exact. In a larger one, a term the
+    window suggests is *rare* (held by at most :data:`RARE_DOCS` entries) has its entries
+    fetched, up to that many: if there are no more, all of them are candidates, ranked
+    exactly. The others are *common* (a speaker's name in all their memories, a word in every
+    other entry): they count for the window's entries, their document frequency estimated
+    from it. Exact among the entries holding a rare term, then; the newest entries are the
+    candidates of common terms.
+    """
+    if not terms or limit < 1:
+        return []
+    docs, total_len = _stats(conn, ns_id)
+    if docs == 0:
+        return []
+    backend = _backend(conn)
+    window = min(COMMON_WINDOW, docs)
+    postings = backend.window_postings(conn, ns_id, terms, window)
+    df = {t: len(ids) for t, ids in postings.items()}
+    if docs > window:
+        estimate = {t: len(ids) * docs / window for t, ids in postings.items()}
+        likely_rare = _only(terms, lambda t: estimate.get(t, 0) <= 2 * RARE_DOCS)
+        fetched = backend.postings(conn, ns_id, likely_rare, RARE_DOCS + 1)
+        for term in terms.all:
+            ids = fetched.get(term)
+            if ids is not None and len(ids) <= RARE_DOCS:
+                postings[term], df[term] = ids, len(ids)
+            else:
+                df[term] = max(RARE_DOCS + 1, round(estimate.get(term, 0)))
+    postings = {t: ids for t, ids in postings.items() if ids}
+    first_cut = search_rank.unweighted(postings, df, docs)
+    keep = sorted(first_cut, key=lambda d: (-first_cut[d], -d))[: max(RERANKED, limit)]
+    lengths, entry_ids = _doc_rows(conn, keep)
+    ranked = search_rank.rank(postings, df, lengths, docs=docs, avg_len=total_len / docs)
+    return [(entry_ids[doc], score) for doc, score in ranked[:limit]]
+
+
+def _only(terms: QueryTerms, keep: Callable[[str], bool]) -> QueryTerms:
+    return QueryTerms(
+        tuple(w for w in terms.words if keep(w)), tuple(g for g in terms.grams if keep(g))
+    )
+
+
+def _stats(conn: Connection, ns_id: int) -> tuple[int, int]:
+    """(indexed entries, their total length) of ``ns_id``."""
+    row = conn.execute(
+        sa.text(f"SELECT docs, total_len FROM {STATS} WHERE namespace_id = :ns"), {"ns": ns_id}
+    ).first()
+    return (0, 0) if row is None else (int(row[0]), int(row[1]))
+
+
+def _bump_stats(conn: Connection, ns_id: int, docs: int, total_len: int) -> None:
+    if docs or total_len:
+        conn.execute(_BUMP_STATS, {"ns": ns_id, "docs": docs, "total": total_len})
+
+
+def _doc_rows(conn: Connection, doc_ids: Sequence[int]) -> tuple[dict[int, int], dict[int, str]]:
+    """Length and entry id of each of ``doc_ids``."""
+    lengths: dict[int, int] = {}
+    entry_ids: dict[int, str] = {}
+    for start in range(0, len(doc_ids), SYNC_CHUNK):
+        rows = conn.execute(_DOC_ROWS, {"ids": list(doc_ids[start : start + SYNC_CHUNK])})
+        for doc, entry_id, length in rows:
+            lengths[int(doc)] = int(length)
+            entry_ids[int(doc)] = str(entry_id)
+    return lengths, entry_ids

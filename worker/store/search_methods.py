@@ -1,0 +1,152 @@
+"""The memory store's search methods: full-text search, vectors, the index's configuration.
+
+A mixin of :class:`~worker.store.memory.MemoryStore` (kept apart so the facade stays one
+screen per concern); each method is one transaction of the store.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TypeVar
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from worker.models import Namespace
+from worker.store import fence, search_index
+from worker.store import vectors as _vectors
+from worker.store.commit import entry_from_row
+from worker.store.schema import entries, namespaces
+from worker.store.search_text import query_terms
+from worker.store.vectors import Embedded, PendingText
+from worker.values import Entry
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class NamespaceVectors:
+    """The vectors of a namespace's active entries from one model (rows of ``vectors``)."""
+
+    entry_ids: list[str]
+    vectors: list[bytes]
+    dim: int
+    #: Changes whenever the namespace's vectors may have (see :meth:`vectors_fingerprint`).
+    fingerprint: tuple[int, int] = (0, 0)
+
+
+class SearchMethods:
+    """Search over the store (mixed into :class:`~worker.store.memory.MemoryStore`)."""
+
+    def _read(self, what: str, fn: Callable[[Connection], T]) -> T:
+        raise NotImplementedError
+
+    def _write(self, what: str, fn: Callable[[Connection], T]) -> T:
+        raise NotImplementedError
+
+    def search_entries(self, namespace: str, query: str, *, limit: int) -> list[Entry]:
+        """The best ``limit`` active entries of ``namespace`` for ``query`` (full-text, BM25),
+        best first. Any text is a valid query: it is cut into terms, never read as syntax."""
+        Namespace.parse(namespace)
+        terms = query_terms(query)
+
+        def run(conn: Connection) -> list[Entry]:
+            search_index.one_snapshot(conn)
+            ns_id = fence.namespace_id(conn, namespace)
+            if ns_id is None or not terms:
+                return []
+            ranked = [i for i, _ in search_index.search(conn, ns_id, terms, limit)]
+            return _active(conn, ns_id, ranked)
+
+        return self._read("searching " + namespace, run)
+
+    def entries_by_id(self, namespace: str, entry_ids: Sequence[str]) -> list[Entry]:
+        """The active entries of ``namespace`` among ``entry_ids``, in the order given."""
+        ids = list(entry_ids)
+
+        def run(conn: Connection) -> list[Entry]:
+            ns_id = fence.namespace_id(conn, namespace)
+            return [] if ns_id is None else _active(conn, ns_id, ids)
+
+        return self._read("reading entries", run)
+
+    def pending_embeddings(self, namespace: str, model: str, *, limit: int) -> list[PendingText]:
+        """Active entries of ``namespace`` with no vector from ``model`` yet."""
+
+        def run(conn: Connection) -> list[PendingText]:
+            ns_id = fence.namespace_id(conn, namespace)
+            return [] if ns_id is None else _vectors.pending(conn, ns_id, model, limit)
+
+        return self._read("finding entries to embed", run)
+
+    def store_embeddings(
+        self, namespace: str, model: str, items: Sequence[Embedded], *, now: datetime
+    ) -> int:
+        """Store vectors of entries still active with the text embedded; how many were."""
+
+        def run(conn: Connection) -> int:
+            ns_id = fence.namespace_id(conn, namespace)
+            if ns_id is None or not items:
+                return 0
+            return _vectors.store(conn, ns_id, model, items, now=now)
+
+        return self._write("storing vectors", run)
+
+    def namespace_vectors(self, namespace: str, model: str) -> NamespaceVectors:
+        """The vectors from ``model`` of the active entries of ``namespace``."""
+
+        def run(conn: Connection) -> NamespaceVectors:
+            search_index.one_snapshot(conn)
+            ns_id = fence.namespace_id(conn, namespace)
+            if ns_id is None:
+                return NamespaceVectors([], [], 0)
+            mark = _fingerprint(conn, ns_id)
+            return NamespaceVectors(*_vectors.active_vectors(conn, ns_id, model), mark)
+
+        return self._read("reading vectors", run)
+
+    def vectors_fingerprint(self, namespace: str, model: str) -> tuple[int, int]:
+        """A value that changes whenever the vectors :meth:`namespace_vectors` would return
+        may have (the namespace's version, which every commit moves, and its vector counter,
+        which every change of its vectors moves): one indexed read, so a caller can keep the
+        matrix between queries."""
+        del model  # one counter for all models: a change of any moves it
+
+        def run(conn: Connection) -> tuple[int, int]:
+            ns_id = fence.namespace_id(conn, namespace)
+            return (0, 0) if ns_id is None else _fingerprint(conn, ns_id)
+
+        return self._read("reading vectors", run)
+
+    def configure_search(self, config: str) -> bool:
+        """Use PostgreSQL text-search configuration ``config``, rebuilding the index if it was
+        built with another (True then); SQLite: nothing to do."""
+        return self._write("configuring search", lambda c: search_index.configure(c, config))
+
+    def rebuild_search(self) -> int:
+        """Rebuild the whole search index from the active entries; entries indexed."""
+        return self._write("rebuilding the search index", search_index.rebuild)
+
+
+def _fingerprint(conn: Connection, ns_id: int) -> tuple[int, int]:
+    version = conn.execute(
+        sa.select(namespaces.c.version).where(namespaces.c.id == ns_id)
+    ).scalar_one()
+    return int(version), _vectors.epoch(conn, ns_id)
+
+
+def _active(conn: Connection, ns_id: int, entry_ids: Sequence[str]) -> list[Entry]:
+    """The active entries of ``ns_id`` among ``entry_ids``, in that order (the index only
+    holds active entries; reading them back through ``entries`` checks it again)."""
+    if not entry_ids:
+        return []
+    rows = conn.execute(
+        sa.select(entries).where(entries.c.namespace_id == ns_id, entries.c.id.in_(list(entry_ids)))
+    )
+    # Activity is checked here, not in SQL: with ``invalid_at IS NULL`` in the WHERE clause,
+    # SQLite's planner walks the (namespace, invalid_at) index, every active entry, instead
+    # of looking the few ids up by primary key.
+    found = {r.id: entry_from_row(r) for r in rows if r.invalid_at is None}
+    return [found[i] for i in entry_ids if i in found]
