@@ -22,7 +22,7 @@ without writing (the service layer absorbs the edit; see ``worker.service.agent_
 read and the write are two calls (the store has no conditional put), so an agent write landing
 between them in the same few milliseconds is the one edit this check cannot see.
 
->>> from worker.models import Namespace
+>>> from worker.models import Namespace, Scope
 >>> store_namespace(Namespace.for_user("ann.lee@example.com"))
 ('_default', 'ann~lee@example~com', 'memories')
 >>> store_namespace(Namespace.for_org("acme"))
@@ -55,7 +55,7 @@ from worker.integrations.store_layout import (
     fill,
     sanitise_label,
 )
-from worker.models import Namespace
+from worker.models import Namespace, Scope
 from worker.settings import Settings
 from worker.sinks.base import PublishedFile
 
@@ -85,6 +85,8 @@ MARKER_KEY: Final = "memworker"
 #: Seconds before a store call is abandoned (the outbox retries); the SDK's own default read
 #: timeout is minutes, far too long to hold a delivery worker.
 DEFAULT_TIMEOUT_SECONDS: Final = 10.0
+#: Items read per page when an erase lists a namespace's inbox.
+INBOX_PAGE_SIZE: Final = 100
 
 _DEFAULT_LAYOUT: Final = StoreLayout()
 
@@ -281,6 +283,38 @@ class LangGraphStoreSink:
     def has_item(self, store_namespace: Sequence[str], key: str) -> bool:
         """Whether an item is stored at this raw namespace and key."""
         return self.raw_item(store_namespace, key) is not None
+
+    def erase_agent_writes(self, namespaces: Sequence[str]) -> int:
+        """Delete every inbox item agents wrote for the user namespaces among ``namespaces``
+        (the other scopes have no inbox); returns how many went."""
+        removed = 0
+        for key in namespaces:
+            if Namespace.parse(key).scope is not Scope.USER:
+                continue
+            store_ns = self.namespace_for(key)
+            removed += sum(self.remove_item(store_ns, item) for item in self._inbox_keys(store_ns))
+        return removed
+
+    def _inbox_keys(self, store_ns: tuple[str, ...]) -> list[str]:
+        """Keys of the inbox items directly in ``store_ns`` (not in deeper namespaces)."""
+        prefix, keys, offset = self.layout.inbox_prefix, [], 0
+        while True:
+            try:
+                page = self.client.store.search_items(
+                    list(store_ns), limit=INBOX_PAGE_SIZE, offset=offset
+                )
+            except (LangGraphError, httpx.HTTPError, OSError) as exc:
+                raise SinkError(_describe("list", prefix, exc)) from exc
+            items = page.get("items", []) if isinstance(page, Mapping) else []
+            keys += [
+                str(item.get("key", ""))
+                for item in items
+                if tuple(item.get("namespace") or ()) == store_ns
+                and str(item.get("key", "")).startswith(prefix)
+            ]
+            if len(items) < INBOX_PAGE_SIZE:
+                return keys
+            offset += INBOX_PAGE_SIZE
 
     def erase(self, namespace: str, paths: Sequence[str]) -> None:
         """Delete these paths' items, whoever wrote them last (an erase is final)."""

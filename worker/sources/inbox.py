@@ -203,9 +203,3 @@ def _inbox_items(
             return
         offset += page_size
 
-
-def inbox_item_keys(
-    client: Any, store_ns: tuple[str, ...], prefix: str, page_size: int = PAGE_SIZE
-) -> list[str]:
-    """Keys of every inbox item in ``store_ns`` (an erase removes them all)."""
-    return [key for key, _content in _inbox_items(client, store_ns, prefix, page_size)]
