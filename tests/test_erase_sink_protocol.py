@@ -79,7 +79,7 @@ def test_a_third_sink_that_cannot_clear_agent_writes_stops_the_erase_before_sql(
     sink = NotesSink(sqlite_store, down=True)
     key = _known(sqlite_store, sink)
 
-    with pytest.raises(SinkError, match="nothing was erased from SQL.*notes sink"):
+    with pytest.raises(SinkError, match=r"nothing was erased from SQL.*notes sink"):
         erase(queue, sqlite_store, {sink.name: sink}, [key])
 
     assert [f.path for f in sqlite_store.list_files(key)] == [FACTS]
