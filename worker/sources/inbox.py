@@ -202,4 +202,3 @@ def _inbox_items(
         if len(items) < page_size:
             return
         offset += page_size
-
