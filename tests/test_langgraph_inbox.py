@@ -15,12 +15,12 @@ from tests.langgraph_app.graphs import HELPER_ASSISTANT
 from tests.langgraph_fixtures import langgraph_client, langgraph_url
 from tests.support.memory_queue import queue_settings
 from worker.consolidation.rules import RulesConsolidator
-from worker.integrations.store_layout import StoreLayout
 from worker.queue.redis_queue import RedisQueue
 from worker.service.consolidate import Pipeline
 from worker.service.scan import SourceScan, scan_sources
 from worker.settings import Settings
 from worker.store.memory import MemoryStore
+from worker.store_layout import StoreLayout
 
 __all__ = ["langgraph_client", "langgraph_url"]
 

@@ -39,9 +39,9 @@ def migrate_orgs(
     as_json: JsonOpt = False,
 ) -> None:
     """Move org memory from the one namespace all orgs shared to one namespace per org."""
-    from worker.integrations.store_layout import LEGACY_TEMPLATE
     from worker.service.store_migration import migrate_org_items
     from worker.sinks.langgraph_store import LangGraphStoreSink
+    from worker.store_layout import LEGACY_TEMPLATE
 
     if old_template is None:
         old_template = json.dumps(list(LEGACY_TEMPLATE))

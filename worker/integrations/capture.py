@@ -34,6 +34,7 @@ from langchain_core.tools import BaseTool, StructuredTool
 from langgraph.runtime import Runtime
 
 from worker.errors import IdentityMismatch
+from worker.exchanges import DEFAULT_MAX_TEXT_BYTES, split_exchanges
 from worker.integrations.enqueuer import (
     AsyncEnqueuer,
     EnqueueArgs,
@@ -42,7 +43,6 @@ from worker.integrations.enqueuer import (
     report_refused,
     submit,
 )
-from worker.integrations.exchanges import DEFAULT_MAX_TEXT_BYTES, split_exchanges
 from worker.integrations.run_context import (
     USER_KEY,
     current_config,

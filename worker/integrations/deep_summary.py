@@ -34,8 +34,8 @@ from deepagents.middleware.summarization import (
 from langchain.agents.middleware import ModelRequest, ModelResponse
 from langchain.agents.middleware.types import ExtendedModelResponse
 
+from worker.exchanges import DEFAULT_MAX_TEXT_BYTES
 from worker.integrations.enqueuer import AsyncEnqueuer, EnqueueArgs, Enqueuer, asubmit, submit
-from worker.integrations.exchanges import DEFAULT_MAX_TEXT_BYTES
 from worker.integrations.summary_flush import (
     CheckedSummaries,
     SummaryFailed,

@@ -43,6 +43,7 @@ from langgraph.runtime import Runtime
 from prometheus_client import Counter
 
 from worker.errors import IdentityMismatch
+from worker.exchanges import DEFAULT_MAX_TEXT_BYTES, message_id, split_exchanges
 from worker.integrations.enqueuer import (
     AsyncEnqueuer,
     EnqueueArgs,
@@ -51,7 +52,6 @@ from worker.integrations.enqueuer import (
     report_refused,
     submit,
 )
-from worker.integrations.exchanges import DEFAULT_MAX_TEXT_BYTES, message_id, split_exchanges
 from worker.integrations.run_context import current_config, read_run_ids
 from worker.metrics import REGISTRY
 

@@ -48,10 +48,10 @@ from worker.errors import (
 from worker.models import Candidate, Namespace, Scope, make_candidate
 from worker.queue.redis_queue import RedisQueue
 from worker.sinks.base import CompareAndSetSink, PublishedFile, Sink
-from worker.sinks.langgraph_store import content_sha256
 from worker.store import cursors as _cursors
 from worker.store.engine import read_transaction
 from worker.store.memory import MemoryStore
+from worker.store_layout import content_sha256
 
 log = logging.getLogger(__name__)
 

@@ -87,3 +87,25 @@ class TidiesAfterErase(Protocol):
     def tidy_after_erase(self, files: Mapping[str, Sequence[str]]) -> None:
         """Remove what is left of these namespaces' erased ``files`` (namespace -> paths)."""
         ...
+
+
+@runtime_checkable
+class ReadsBack(Sink, Protocol):
+    """A sink whose items can be read back and removed by their raw address in the target
+    (the LangGraph store sink; a layout migration moves items through it)."""
+
+    def namespace_for(self, namespace: str) -> tuple[str, ...]:
+        """The target's namespace of a memory namespace's files."""
+        ...
+
+    def key_for(self, namespace: str, path: str) -> str:
+        """The target's key of one memory path."""
+        ...
+
+    def has_item(self, store_namespace: Sequence[str], key: str) -> bool:
+        """Whether an item is stored at this raw namespace and key."""
+        ...
+
+    def remove_item(self, store_namespace: Sequence[str], key: str) -> bool:
+        """Delete one item by its raw namespace and key; False when it was not there."""
+        ...
