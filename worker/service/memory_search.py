@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from worker.consolidation.text import contains_normalised_phrase, normalise, tokens
-from worker.integrations.search_tools import MemoryHit
 from worker.store.memory import MemoryStore
+from worker.values import MemoryHit
 
 
 class SqlMemorySearch:
