@@ -46,7 +46,6 @@ from worker.errors import IdentityMismatch
 from worker.exchanges import DEFAULT_MAX_TEXT_BYTES, message_id, split_exchanges
 from worker.integrations.enqueuer import (
     AsyncEnqueuer,
-    EnqueueArgs,
     Enqueuer,
     asubmit,
     report_refused,
@@ -54,6 +53,7 @@ from worker.integrations.enqueuer import (
 )
 from worker.integrations.run_context import current_config, read_run_ids
 from worker.metrics import REGISTRY
+from worker.models import EnqueueFields
 
 logger = logging.getLogger(__name__)
 
@@ -213,7 +213,7 @@ class MemorySummaryFlush(CheckedSummaries, SummarizationMiddleware[Any, Any]):
         before: Sequence[AnyMessage],
         update: dict[str, Any] | None,
         runtime: Runtime[Any],
-    ) -> list[EnqueueArgs]:
+    ) -> list[EnqueueFields]:
         """One ``turn`` per exchange among the messages the update compacts away."""
         if not update:
             return []
@@ -235,7 +235,7 @@ def flush_args(
     assistant_id: str | None,
     max_text_bytes: int,
     integration: str = FLUSH_INTEGRATION,
-) -> list[EnqueueArgs]:
+) -> list[EnqueueFields]:
     """One ``turn`` per exchange among compacted messages, keyed as the capture keys them
     (none, counted under ``integration``, when the run names another user than the
     authenticated one)."""
@@ -249,7 +249,7 @@ def flush_args(
     except IdentityMismatch as exc:  # another user's memory: refused, counted, run goes on
         report_refused(integration, exc)
         return []
-    out: list[EnqueueArgs] = []
+    out: list[EnqueueFields] = []
     for exchange in exchanges:
         key = (
             exchange.idempotency_key(ids.thread_id)
@@ -257,7 +257,7 @@ def flush_args(
             else f"message:{exchange.anchor_id}"
         )
         out.append(
-            EnqueueArgs(
+            EnqueueFields(
                 user_id=ids.user_id,
                 trace_id=ids.trace_id,
                 text=exchange.render(max_text_bytes),
