@@ -33,8 +33,9 @@ from langchain.tools import ToolRuntime
 from langchain_core.tools import BaseTool, StructuredTool
 from langgraph.runtime import Runtime
 
+from worker.constants import MAX_TEXT_BYTES
 from worker.errors import IdentityMismatch
-from worker.exchanges import DEFAULT_MAX_TEXT_BYTES, split_exchanges
+from worker.exchanges import split_exchanges
 from worker.integrations.enqueuer import (
     AsyncEnqueuer,
     Enqueuer,
@@ -83,7 +84,7 @@ class MemoryCaptureMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         *,
         user_key: str = DEFAULT_USER_KEY,
         assistant_id: str | None = None,
-        max_text_bytes: int = DEFAULT_MAX_TEXT_BYTES,
+        max_text_bytes: int = MAX_TEXT_BYTES,
     ) -> None:
         super().__init__()
         self.enqueuer = enqueuer

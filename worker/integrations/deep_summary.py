@@ -34,7 +34,7 @@ from deepagents.middleware.summarization import (
 from langchain.agents.middleware import ModelRequest, ModelResponse
 from langchain.agents.middleware.types import ExtendedModelResponse
 
-from worker.exchanges import DEFAULT_MAX_TEXT_BYTES
+from worker.constants import MAX_TEXT_BYTES
 from worker.integrations.enqueuer import AsyncEnqueuer, Enqueuer, asubmit, submit
 from worker.integrations.summary_flush import (
     CheckedSummaries,
@@ -68,7 +68,7 @@ class DeepAgentSummaryFlush(CheckedSummaries, SummarizationMiddleware):
         enqueuer: Enqueuer | AsyncEnqueuer,
         user_key: str = "user_id",
         assistant_id: str | None = None,
-        max_text_bytes: int = DEFAULT_MAX_TEXT_BYTES,
+        max_text_bytes: int = MAX_TEXT_BYTES,
         **summarization: Any,
     ) -> None:
         super().__init__(model, backend=backend, **summarization)

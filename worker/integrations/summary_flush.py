@@ -42,8 +42,9 @@ from langgraph.errors import GraphBubbleUp
 from langgraph.runtime import Runtime
 from prometheus_client import Counter
 
+from worker.constants import MAX_TEXT_BYTES
 from worker.errors import IdentityMismatch
-from worker.exchanges import DEFAULT_MAX_TEXT_BYTES, message_id, split_exchanges
+from worker.exchanges import is_summary, message_id, split_exchanges
 from worker.integrations.enqueuer import (
     AsyncEnqueuer,
     Enqueuer,
@@ -148,7 +149,7 @@ class MemorySummaryFlush(CheckedSummaries, SummarizationMiddleware[Any, Any]):
         enqueuer: Enqueuer | AsyncEnqueuer,
         user_key: str = "user_id",
         assistant_id: str | None = None,
-        max_text_bytes: int = DEFAULT_MAX_TEXT_BYTES,
+        max_text_bytes: int = MAX_TEXT_BYTES,
         **summarization: Any,
     ) -> None:
         super().__init__(model, **summarization)
@@ -269,11 +270,6 @@ def flush_args(
             )
         )
     return out
-
-
-def is_summary(message: BaseMessage) -> bool:
-    """Whether ``message`` is the summary an earlier compaction wrote."""
-    return message.additional_kwargs.get("lc_source") == "summarization"
 
 
 def compacted_messages(

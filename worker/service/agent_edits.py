@@ -38,6 +38,7 @@ from typing import Any, Final, Literal
 import sqlalchemy as sa
 
 from worker.consolidation.render import is_pointer_line
+from worker.constants import MAX_TEXT_BYTES
 from worker.errors import (
     ExternalEdit,
     InvalidCandidate,
@@ -138,7 +139,7 @@ def edit_candidates(
     after: str,
     *,
     now: datetime,
-    max_text_bytes: int = 8192,
+    max_text_bytes: int = MAX_TEXT_BYTES,
 ) -> list[Candidate]:
     """``fact`` candidates for the lines ``after`` adds, ``forget`` ones for those it removes."""
     ns = Namespace.parse(namespace)

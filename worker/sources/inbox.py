@@ -31,6 +31,7 @@ from typing import Any, Final, Protocol
 import httpx
 from langgraph_sdk.errors import LangGraphError, NotFoundError
 
+from worker.constants import MAX_TEXT_BYTES
 from worker.errors import InvalidCandidate, SinkError
 from worker.models import Candidate, Namespace, make_candidate, validate_id
 from worker.store_layout import StoreLayout, content_sha256, item_content
@@ -151,7 +152,7 @@ def collect_inbox(
     merged: Callable[[str, Sequence[str]], bool],
     now: datetime,
     trace_id: str,
-    max_text_bytes: int = 8192,
+    max_text_bytes: int = MAX_TEXT_BYTES,
     page_size: int = PAGE_SIZE,
 ) -> InboxScan:
     """Scan every user namespace's inbox (see the module docstring)."""

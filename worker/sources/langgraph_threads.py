@@ -36,8 +36,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
+from worker.constants import MAX_TEXT_BYTES
 from worker.errors import InvalidCandidate
-from worker.exchanges import DEFAULT_MAX_TEXT_BYTES, split_exchanges
+from worker.exchanges import split_exchanges
 from worker.models import Candidate, make_candidate, validate_id
 
 logger = logging.getLogger(__name__)
@@ -157,7 +158,7 @@ def collect_threads(
     page_size: int = DEFAULT_PAGE_SIZE,
     now: datetime | None = None,
     trace_id: str | None = None,
-    max_text_bytes: int = DEFAULT_MAX_TEXT_BYTES,
+    max_text_bytes: int = MAX_TEXT_BYTES,
     assistant_key: str | None = None,
 ) -> ThreadScan:
     """Find the threads updated in ``(window_start, window_end]`` and their new exchanges.
