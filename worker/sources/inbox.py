@@ -5,9 +5,9 @@ The inbox is the append-log pattern: an agent writes a small file per thread or 
 and memworker dedupes and merges it into the stable files, then removes it. The helper's
 permissions let agents write there freely.
 
-:func:`collect_inbox` pages through the user namespaces of the store (``list_namespaces``) and
-each one's items (``search_items``), and returns three things for the caller to act on in
-order (at-least-once, never lost):
+:meth:`LangGraphInbox.collect` pages through the user namespaces of the store
+(``list_namespaces``) and each one's items (``search_items``), and returns three things for
+the caller to act on in order (at-least-once, never lost):
 
 1. ``candidates``: one ``fact`` per line of each new or changed inbox item (bullets and
    headings stripped), source ``inbox``, its thread as provenance, ids deterministic in
@@ -31,7 +31,6 @@ from typing import Any, Final, Protocol
 import httpx
 from langgraph_sdk.errors import LangGraphError, NotFoundError
 
-from worker.constants import MAX_TEXT_BYTES
 from worker.errors import InvalidCandidate, SinkError
 from worker.models import Candidate, Namespace, make_candidate, validate_id
 from worker.store_layout import StoreLayout, content_sha256, item_content
@@ -85,15 +84,40 @@ class LangGraphInbox:
         now: datetime,
         trace_id: str,
     ) -> InboxScan:
-        return collect_inbox(
-            self.client,
-            self.layout,
-            cursors=cursors,
-            merged=merged,
-            now=now,
-            trace_id=trace_id,
-            max_text_bytes=self.max_text_bytes,
-        )
+        """Scan every user namespace's inbox (see the module docstring)."""
+        scan = InboxScan()
+        prefix = self.layout.inbox_prefix
+        for store_ns in _namespaces(self.client, PAGE_SIZE):
+            namespace = self.layout.parse_user(store_ns)
+            if namespace is None:
+                continue
+            scan.namespaces_seen += 1
+            raw = cursors.get_cursor(CURSOR_SOURCE, namespace.key)
+            consumed: dict[str, dict[str, Any]] = json.loads(raw) if raw else {}
+            updates = dict(consumed)
+            for key, content in _inbox_items(self.client, store_ns, prefix, PAGE_SIZE):
+                sha = content_sha256(content)
+                seen = consumed.get(key)
+                if seen is not None and seen.get("sha256") == sha:
+                    if merged(namespace.key, seen.get("ids") or []):
+                        scan.removable.append((store_ns, key, sha))
+                        updates.pop(key, None)
+                    continue
+                found = _candidates(
+                    namespace,
+                    key,
+                    relative=key[len(prefix) :],
+                    content=content,
+                    sha=sha,
+                    now=now,
+                    trace_id=trace_id,
+                    max_text_bytes=self.max_text_bytes,
+                )
+                scan.candidates.extend(found)
+                updates[key] = {"sha256": sha, "ids": [c.id for c in found]}
+            if updates != consumed:
+                scan.cursor_updates[namespace.key] = updates
+        return scan
 
     def owner_of(self, store_namespace: Sequence[str]) -> str | None:
         owner = self.layout.parse_user(tuple(store_namespace))
@@ -142,53 +166,6 @@ def inbox_lines(content: str) -> list[str]:
         if line and line not in out:
             out.append(line)
     return out
-
-
-def collect_inbox(
-    client: Any,
-    layout: StoreLayout,
-    *,
-    cursors: CursorStore,
-    merged: Callable[[str, Sequence[str]], bool],
-    now: datetime,
-    trace_id: str,
-    max_text_bytes: int = MAX_TEXT_BYTES,
-    page_size: int = PAGE_SIZE,
-) -> InboxScan:
-    """Scan every user namespace's inbox (see the module docstring)."""
-    scan = InboxScan()
-    prefix = layout.inbox_prefix
-    for store_ns in _namespaces(client, page_size):
-        namespace = layout.parse_user(store_ns)
-        if namespace is None:
-            continue
-        scan.namespaces_seen += 1
-        raw = cursors.get_cursor(CURSOR_SOURCE, namespace.key)
-        consumed: dict[str, dict[str, Any]] = json.loads(raw) if raw else {}
-        updates = dict(consumed)
-        for key, content in _inbox_items(client, store_ns, prefix, page_size):
-            sha = content_sha256(content)
-            seen = consumed.get(key)
-            if seen is not None and seen.get("sha256") == sha:
-                if merged(namespace.key, seen.get("ids") or []):
-                    scan.removable.append((store_ns, key, sha))
-                    updates.pop(key, None)
-                continue
-            found = _candidates(
-                namespace,
-                key,
-                relative=key[len(prefix) :],
-                content=content,
-                sha=sha,
-                now=now,
-                trace_id=trace_id,
-                max_text_bytes=max_text_bytes,
-            )
-            scan.candidates.extend(found)
-            updates[key] = {"sha256": sha, "ids": [c.id for c in found]}
-        if updates != consumed:
-            scan.cursor_updates[namespace.key] = updates
-    return scan
 
 
 def _candidates(
