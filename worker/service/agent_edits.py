@@ -30,7 +30,7 @@ import hashlib
 import html
 import json
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Final, Literal
@@ -348,8 +348,3 @@ def _open_records(store: MemoryStore) -> list[EditRecord]:
         if len(page) < SETTLE_PAGE:
             return found
         after = page[-1][0]
-
-
-def open_edits(store: MemoryStore) -> Sequence[EditRecord]:
-    """The recorded edits not merged yet (for status reports and tests)."""
-    return _open_records(store)
