@@ -35,8 +35,6 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Final, Literal
 
-import sqlalchemy as sa
-
 from worker.consolidation.render import is_pointer_line
 from worker.constants import MAX_TEXT_BYTES
 from worker.errors import (
@@ -44,13 +42,10 @@ from worker.errors import (
     InvalidCandidate,
     MemworkerError,
     NotFound,
-    StoreUnavailable,
 )
 from worker.models import Candidate, Namespace, Scope, make_candidate
 from worker.queue.redis_queue import RedisQueue
 from worker.sinks.base import CompareAndSetSink, PublishedFile, Sink
-from worker.store import cursors as _cursors
-from worker.store.engine import read_transaction
 from worker.store.memory import MemoryStore
 from worker.store_layout import content_sha256
 
@@ -336,11 +331,7 @@ def _open_records(store: MemoryStore) -> list[EditRecord]:
     found: list[EditRecord] = []
     after = ""
     while True:
-        try:
-            with read_transaction(store.engine) as conn:
-                page = _cursors.list_cursors(conn, CURSOR_SOURCE, limit=SETTLE_PAGE, after=after)
-        except sa.exc.SQLAlchemyError as exc:
-            raise StoreUnavailable(f"listing agent edits failed: {exc}") from exc
+        page = store.list_cursors(CURSOR_SOURCE, limit=SETTLE_PAGE, after=after)
         for _key, value in page:
             record = EditRecord(**json.loads(value))
             if record.state in ("pending", "enqueued"):
