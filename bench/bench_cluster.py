@@ -28,7 +28,7 @@ from typing import Final
 from bench._support import timed
 from tests.support.redis_cluster import free_cluster_ports, redis_cluster
 from worker import MemoryClient
-from worker.hotpath import EnqueueItem
+from worker.models import EnqueueFields
 from worker.queue.connect import open_redis
 from worker.queue.redis_queue import RedisQueue
 from worker.runtime.embedded_redis import find_redis_server
@@ -81,7 +81,7 @@ class Contender:
         self.one: list[float] = []
         self.many: list[float] = []
         self.sweep: list[float] = []
-        self.batch: list[EnqueueItem] = [
+        self.batch: list[EnqueueFields] = [
             {"user_id": f"u{i % USERS}", "trace_id": f"t{i}", "text": TEXT} for i in range(BATCH)
         ]
 

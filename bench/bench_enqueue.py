@@ -22,8 +22,7 @@ import redis
 
 from bench._support import timed
 from worker import MemoryClient
-from worker.hotpath import EnqueueItem
-from worker.models import make_candidate
+from worker.models import EnqueueFields, make_candidate
 
 #: Operations per round and rounds per contender: ~3 s in total on loopback.
 OPS = 2000
@@ -70,7 +69,7 @@ def run() -> list[str]:
     def apply_async(i: int) -> None:
         noop.apply_async(args=(payload,))
 
-    batch: list[EnqueueItem] = [
+    batch: list[EnqueueFields] = [
         {"user_id": f"u{i % USERS}", "trace_id": f"t{i}", "text": TEXT} for i in range(BATCH)
     ]
 

@@ -30,7 +30,7 @@ from worker.scheduling.beat import (
 )
 from worker.scheduling.heartbeat import HEARTBEAT_INTERVAL_SECONDS, heartbeat_age
 from worker.scheduling.schedules import ScheduleSpec
-from worker.tasks.names import SCHEDULED_RUN_TASK
+from worker.task_names import SCHEDULED_RUN_TASK
 
 #: Bound on waiting for the published message; it is there at once, this only ends a hang.
 RECEIVE_TIMEOUT_SECONDS = 5.0

@@ -16,9 +16,9 @@ from tests.support.waiting import wait_for
 from worker.hotpath.client import MemoryClient
 from worker.runtime.container import build_runtime
 from worker.settings import Settings
+from worker.task_names import SWEEP_LANE, SWEEP_TASK, queue_name
 from worker.tasks.app import create_app
 from worker.tasks.lanes import LANES
-from worker.tasks.names import SWEEP_LANE, SWEEP_TASK, queue_name
 
 RABBITMQCTL_TIMEOUT = 30
 

@@ -14,9 +14,9 @@ from celery.contrib.testing.worker import start_worker
 from worker.hotpath.client import MemoryClient
 from worker.runtime.container import Runtime, build_runtime
 from worker.settings import Settings
+from worker.task_names import SCHEDULED_RUN_TASK, SWEEP_LANE, SWEEP_TASK, queue_name
 from worker.tasks.app import create_app
 from worker.tasks.lanes import LANES
-from worker.tasks.names import SCHEDULED_RUN_TASK, SWEEP_LANE, SWEEP_TASK, queue_name
 
 #: Each test runs on a single Redis and on a Redis Cluster.
 pytestmark = pytest.mark.cluster

@@ -53,7 +53,7 @@ def test_a_reconcile_whose_delivery_failed_exits_1(ops: Ops, tmp_path: Path) -> 
     ran = ops("reconcile", "--user", ops.user, **_broken_files_sink(tmp_path))
 
     assert ran.code == 1
-    assert f"user:{ops.user}: committed version 1" in " ".join(ran.out.split())
+    assert f"user:{ops.user}: committed namespace revision 1" in " ".join(ran.out.split())
     assert "delivery(ies) failed" in ran.err
 
 

@@ -153,7 +153,7 @@ def test_reconcile_since_takes_the_longest_allowed_duration(ops: Ops) -> None:
     ran = ops("reconcile", "--user", ops.user, "--since", "520w")
 
     assert ran.code == 0
-    assert f"user:{ops.user}: committed version 1" in " ".join(ran.out.split())
+    assert f"user:{ops.user}: committed namespace revision 1" in " ".join(ran.out.split())
 
 
 def test_reconcile_since_says_when_no_source_is_configured_and_still_drains(ops: Ops) -> None:

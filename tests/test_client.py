@@ -14,7 +14,7 @@ import redis
 from tests.support.memory_queue import deploy_policy
 from tests.support.private_redis import private_redis
 from worker import BacklogFull, ConfigurationError, InvalidCandidate, MemoryClient, QueueUnavailable
-from worker.hotpath import EnqueueItem
+from worker.models import EnqueueFields
 from worker.queue.redis_queue import RedisQueue
 from worker.settings import Settings
 
@@ -254,7 +254,7 @@ def test_enqueue_many_refuses_an_item_that_is_not_a_dict(client: MemoryClient) -
 def test_enqueue_many_names_the_index_of_its_one_bad_item_and_sends_nothing(
     client: MemoryClient, queue: RedisQueue
 ) -> None:
-    items: list[EnqueueItem] = [
+    items: list[EnqueueFields] = [
         {"user_id": "u1", "trace_id": "t1", "text": "I prefer tea"},
         {"user_id": "u1", "trace_id": "t2", "text": "I prefer jazz"},
         {"user_id": "u1", "trace_id": "t3", "text": "   "},

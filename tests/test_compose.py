@@ -31,9 +31,9 @@ from celery.contrib.testing.worker import start_worker
 
 from worker.runtime.container import build_runtime
 from worker.settings import Settings
+from worker.task_names import SWEEP_LANE, queue_name
 from worker.tasks.app import create_app
 from worker.tasks.lanes import LANES, celery_argv
-from worker.tasks.names import SWEEP_LANE, queue_name
 
 ROOT: Final = Path(__file__).resolve().parent.parent
 COMPOSE: Final = yaml.safe_load((ROOT / "docker-compose.yml").read_text(encoding="utf-8"))

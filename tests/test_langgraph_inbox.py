@@ -15,12 +15,13 @@ from tests.langgraph_app.graphs import HELPER_ASSISTANT
 from tests.langgraph_fixtures import langgraph_client, langgraph_url
 from tests.support.memory_queue import queue_settings
 from worker.consolidation.rules import RulesConsolidator
-from worker.integrations.store_layout import StoreLayout
 from worker.queue.redis_queue import RedisQueue
+from worker.runtime.parts import scan_parts
 from worker.service.consolidate import Pipeline
 from worker.service.scan import SourceScan, scan_sources
 from worker.settings import Settings
 from worker.store.memory import MemoryStore
+from worker.store_layout import StoreLayout
 
 __all__ = ["langgraph_client", "langgraph_url"]
 
@@ -51,10 +52,11 @@ def _agent_writes(client: SyncLangGraphClient, user: str, path: str, content: st
 
 def _scan(queue: RedisQueue, store: MemoryStore, cfg: Settings, trace: str) -> SourceScan:
     now = datetime.now(UTC)
-    return scan_sources(
-        queue, store, cfg, start=now - timedelta(hours=1), end=now + timedelta(minutes=1),
-        trace_id=trace, now=now,
-    )  # fmt: skip
+    with scan_parts(cfg) as parts:
+        return scan_sources(
+            queue, store, parts, start=now - timedelta(hours=1), end=now + timedelta(minutes=1),
+            trace_id=trace, now=now,
+        )  # fmt: skip
 
 
 def _merge(queue: RedisQueue, store: MemoryStore, cfg: Settings, namespace: str) -> None:

@@ -9,7 +9,7 @@ from langgraph_sdk.client import SyncLangGraphClient
 
 from tests.langgraph_fixtures import langgraph_client, langgraph_url
 from tests.test_cli_support import Ops, ops
-from worker.integrations.store_layout import StoreLayout
+from worker.store_layout import StoreLayout
 
 __all__ = ["langgraph_client", "langgraph_url", "ops"]
 

@@ -15,13 +15,14 @@ import pytest
 from langgraph_sdk.client import SyncLangGraphClient
 
 from tests.langgraph_fixtures import langgraph_client, langgraph_url
-from worker.integrations.store_layout import StoreLayout
 from worker.models import Namespace, make_candidate
 from worker.queue.redis_queue import RedisQueue
+from worker.runtime.parts import scan_parts
 from worker.service.scan import MAX_INBOX_ITEM_LINES, SourceScan, scan_sources
 from worker.settings import Settings
 from worker.sources.inbox import CURSOR_SOURCE
 from worker.store.memory import MemoryStore
+from worker.store_layout import StoreLayout
 
 __all__ = ["langgraph_client", "langgraph_url"]
 
@@ -46,10 +47,11 @@ def _inbox_item(client: SyncLangGraphClient, cfg: Settings, user: str, name: str
 
 def _scan(queue: RedisQueue, store: MemoryStore, cfg: Settings) -> SourceScan:
     now = datetime.now(UTC)
-    return scan_sources(
-        queue, store, cfg, start=now - timedelta(hours=1), end=now + timedelta(minutes=1),
-        trace_id="scan", now=now,
-    )  # fmt: skip
+    with scan_parts(cfg) as parts:
+        return scan_sources(
+            queue, store, parts, start=now - timedelta(hours=1), end=now + timedelta(minutes=1),
+            trace_id="scan", now=now,
+        )  # fmt: skip
 
 
 def _of(scan: SourceScan, users: list[str]) -> list[tuple[str, str | None]]:

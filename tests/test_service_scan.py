@@ -11,6 +11,7 @@ from langgraph_sdk.client import SyncLangGraphClient
 from tests.langgraph_fixtures import converse, langgraph_client, langgraph_url
 from worker.models import make_candidate
 from worker.queue.redis_queue import RedisQueue
+from worker.runtime.parts import scan_parts
 from worker.service.scan import SourceScan, scan_sources
 from worker.settings import Settings
 from worker.sources.langgraph_threads import ThreadScan
@@ -42,9 +43,10 @@ def test_a_scan_filtered_to_some_namespaces_moves_only_their_threads_cursors() -
 def test_a_scan_with_no_source_configured_enqueues_nothing(
     queue: RedisQueue, store: MemoryStore, settings: Settings
 ) -> None:
-    scan = scan_sources(
-        queue, store, settings, start=T0 - timedelta(hours=6), end=T0, trace_id="t", now=T0
-    )
+    with scan_parts(settings) as parts:
+        scan = scan_sources(
+            queue, store, parts, start=T0 - timedelta(hours=6), end=T0, trace_id="t", now=T0
+        )
 
     assert (scan.configured, scan.threads, scan.candidates) == (False, 0, ())
     assert list(queue.namespaces()) == []
@@ -68,10 +70,11 @@ def test_a_thread_a_scan_filtered_out_is_found_by_the_next_scan_that_wants_it(
 
     def scan(trace_id: str, *users: str) -> SourceScan:
         wanted = {f"user:{u}" for u in users}
-        return scan_sources(
-            queue, store, cfg, start=start, end=end, trace_id=trace_id, now=now,
-            keep=wanted.__contains__,
-        )  # fmt: skip
+        with scan_parts(cfg) as parts:
+            return scan_sources(
+                queue, store, parts, start=start, end=end, trace_id=trace_id, now=now,
+                keep=wanted.__contains__,
+            )  # fmt: skip
 
     first = scan("t1", alice)
     second = scan("t2", alice, bob)

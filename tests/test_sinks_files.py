@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 
 from worker.errors import ConfigurationError, SinkError
+from worker.runtime.parts import load_sinks
 from worker.settings import Settings
 from worker.sinks.base import PublishedFile
 from worker.sinks.files import FilesSink
 from worker.sinks.langgraph_store import LangGraphStoreSink
-from worker.sinks.loading import load_sinks
 
 T = datetime(2025, 1, 1, tzinfo=UTC)
 

@@ -25,6 +25,11 @@ INBOX_ROUTE: Final = MEMORY_ROUTE + "inbox/"
 #: so every entry refuses the same paths (:func:`worker.namespaces.reserved_prefix`).
 RESERVED_PREFIXES: Final = (INBOX_ROUTE,)
 
+#: Largest candidate text in UTF-8 bytes unless the deployment sets ``MEMWORKER_MAX_TEXT_BYTES``
+#: (the one default every entry point, source and consolidator falls back on): a conversation
+#: exchange of a few paragraphs fits; one candidate cannot fill a prompt or a stream entry.
+MAX_TEXT_BYTES: Final = 8192
+
 #: Longest normalised memory path; long enough for nested topics, short enough for an index.
 MAX_PATH_LENGTH: Final = 200
 

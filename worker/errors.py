@@ -21,6 +21,13 @@ True
 
 from __future__ import annotations
 
+from typing import Final
+
+#: Longest error text kept with a failure (a run, an outbox row, a sink's health, the queue's
+#: failure record, a tick): enough for a chained message; sink and provider exceptions can
+#: embed whole responses, which would bloat every row and log line they are copied to.
+MAX_ERROR_CHARS: Final = 2000
+
 
 class MemworkerError(Exception):
     """Root of every error memworker raises on purpose."""
@@ -185,3 +192,14 @@ class InvalidModelPlan(InvalidPlan):
         self.llm_calls = llm_calls
         self.prompt_tokens = prompt_tokens
         self.completion_tokens = completion_tokens
+
+
+def describe_error(exc: BaseException, *, limit: int = MAX_ERROR_CHARS) -> str:
+    """An exception as text, at most ``limit`` characters: our errors by their message (written
+    for the reader), any other with its type first.
+
+    >>> describe_error(KeyError("k")), describe_error(SinkError("files sink: disk full"))
+    ("KeyError: 'k'", 'files sink: disk full')
+    """
+    kind = "" if isinstance(exc, MemworkerError) else f"{type(exc).__name__}: "
+    return f"{kind}{exc}"[:limit]

@@ -36,6 +36,7 @@ from typing_extensions import Unpack
 from worker.constants import (
     CANDIDATE_ID_NAMESPACE,
     MAX_ID_LENGTH,
+    MAX_TEXT_BYTES,
 )
 from worker.errors import InvalidCandidate
 from worker.fields import (
@@ -228,7 +229,7 @@ def candidate_id_for(namespace: Namespace, idempotency_key: str | None) -> str:
 
 def make_candidate(
     *,
-    max_text_bytes: int = 8192,
+    max_text_bytes: int = MAX_TEXT_BYTES,
     allow_org: bool = False,
     org_id: str | None = None,
     now: datetime | None = None,
@@ -268,7 +269,7 @@ class EnqueueValues(NamedTuple):
 def validate_enqueue(
     fields: EnqueueFields,
     *,
-    max_text_bytes: int = 8192,
+    max_text_bytes: int = MAX_TEXT_BYTES,
     allow_org: bool = False,
     org_id: str | None = None,
 ) -> EnqueueValues:
@@ -322,7 +323,7 @@ def validate_enqueue(
 def build_candidate(
     fields: EnqueueFields,
     *,
-    max_text_bytes: int = 8192,
+    max_text_bytes: int = MAX_TEXT_BYTES,
     allow_org: bool = False,
     org_id: str | None = None,
     now: datetime | None = None,

@@ -16,6 +16,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from worker.constants import MAX_TEXT_BYTES
 from worker.errors import ConfigurationError
 
 #: Where ``memworker run`` keeps its embedded Redis socket, SQLite file and files sink by default.
@@ -109,7 +110,7 @@ class Settings(BaseSettings):
         "rules (written into Redis at start).",
     )
     max_text_bytes: Annotated[int, Field(ge=16, le=1_048_576)] = Field(
-        default=8192,
+        default=MAX_TEXT_BYTES,
         description="Largest candidate text in UTF-8 bytes.",
     )
     socket_timeout_seconds: Annotated[float, Field(gt=0, le=30)] = Field(

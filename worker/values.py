@@ -102,3 +102,12 @@ class AppliedPlan:
     ledger: tuple[LedgerRow, ...]  #: one row per candidate of the batch
     approvals: tuple[PendingApproval, ...] = ()
     counts: dict[str, int] = field(default_factory=dict)  #: added/superseded/duplicates/…
+
+
+@dataclass(frozen=True)
+class MemoryHit:
+    """One committed entry that matched a search (the search tools' and the SQL search's shared
+    result)."""
+
+    path: str
+    text: str

@@ -85,20 +85,22 @@ def scan_now(
 ) -> SourceScan:
     """The sources over ``(start, end]``, for ``target`` only when given (``reconcile
     --since`` scans through here too); without ``enqueue`` nothing is written."""
+    from worker.runtime.parts import scan_parts
     from worker.service.scan import scan_sources
 
-    return scan_sources(
-        runtime.queue,
-        runtime.store,
-        runtime.settings,
-        start=start,
-        end=end,
-        trace_id=f"{trace}-{end:%Y%m%dT%H%M%S}",
-        now=end,
-        keep=lambda key: target is None or key == target.key,
-        assistant_id=target.assistant_id if target is not None else None,
-        enqueue=enqueue,
-    )
+    with scan_parts(runtime.settings) as parts:
+        return scan_sources(
+            runtime.queue,
+            runtime.store,
+            parts,
+            start=start,
+            end=end,
+            trace_id=f"{trace}-{end:%Y%m%dT%H%M%S}",
+            now=end,
+            keep=lambda key: target is None or key == target.key,
+            assistant_id=target.assistant_id if target is not None else None,
+            enqueue=enqueue,
+        )
 
 
 def _counts(found: SourceScan) -> dict[str, int]:

@@ -39,9 +39,9 @@ def migrate_orgs(
     as_json: JsonOpt = False,
 ) -> None:
     """Move org memory from the one namespace all orgs shared to one namespace per org."""
-    from worker.integrations.store_layout import LEGACY_TEMPLATE
     from worker.service.store_migration import migrate_org_items
-    from worker.sinks.langgraph_store import LangGraphStoreSink
+    from worker.sinks.base import ReadsBack
+    from worker.store_layout import LEGACY_TEMPLATE
 
     if old_template is None:
         old_template = json.dumps(list(LEGACY_TEMPLATE))
@@ -56,11 +56,10 @@ def migrate_orgs(
             raise ConfigurationError(
                 "the langgraph sink is not configured (MEMWORKER_SINKS); nothing to migrate"
             )
-        sink = LangGraphStoreSink.from_settings(runtime.settings)
-        try:
-            moves = migrate_org_items(runtime.store, sink, old_template=template, dry_run=dry_run)
-        finally:
-            sink.close()
+        sink = runtime.sinks["langgraph"]
+        if not isinstance(sink, ReadsBack):
+            raise ConfigurationError("the langgraph sink cannot read its items back; not migrated")
+        moves = migrate_org_items(runtime.store, sink, old_template=template, dry_run=dry_run)
     if as_json:
         print_json(
             [

@@ -57,7 +57,7 @@ from worker.consolidation.semantic import (
 )
 from worker.consolidation.text import Normalised
 from worker.consolidation.types import Add, Confirm, Invalidate, Operation, Plan, Reject, Supersede
-from worker.constants import FACTS_PATH, PREFERENCES_PATH
+from worker.constants import FACTS_PATH, MAX_TEXT_BYTES, PREFERENCES_PATH
 from worker.models import Candidate, Kind
 from worker.settings import Settings
 from worker.values import NamespaceState
@@ -69,7 +69,6 @@ MIN_FORGET_CHARS: Final = 4
 
 #: Defaults when built without settings; the same values as the Settings defaults.
 DEFAULT_MAX_REMOVALS: Final = 20
-DEFAULT_MAX_TEXT_BYTES: Final = 8192
 
 #: Lexically nearest entries a candidate is compared with for a paraphrase: a restatement
 #: shares its content terms, so it ranks at the top; a few more cover ties.
@@ -126,7 +125,7 @@ class RulesConsolidator:
         self,
         *,
         max_removals: int = DEFAULT_MAX_REMOVALS,
-        max_text_bytes: int = DEFAULT_MAX_TEXT_BYTES,
+        max_text_bytes: int = MAX_TEXT_BYTES,
         similarity: Similarity | None = None,
         similarity_threshold: float = DEFAULT_SIMILARITY_THRESHOLD,
     ) -> None:

@@ -11,15 +11,14 @@ from typing import TYPE_CHECKING, Any, Final
 
 if TYPE_CHECKING:
     from worker.hotpath.async_client import AsyncMemoryClient
-    from worker.hotpath.client import EnqueueItem, MemoryClient
+    from worker.hotpath.client import MemoryClient
     from worker.models import EnqueueFields
 
-__all__ = ["AsyncMemoryClient", "EnqueueFields", "EnqueueItem", "MemoryClient"]
+__all__ = ["AsyncMemoryClient", "EnqueueFields", "MemoryClient"]
 
 #: Where each public name lives.
 _LAZY: Final = {
     "AsyncMemoryClient": "worker.hotpath.async_client",
-    "EnqueueItem": "worker.hotpath.client",
     "MemoryClient": "worker.hotpath.client",
     "EnqueueFields": "worker.models",
 }

@@ -48,10 +48,6 @@ from worker.settings import Settings
 _ENQUEUE = SCRIPTS["enqueue"]
 
 
-#: One item of ``enqueue_many``: the keyword arguments of one ``enqueue``, as a dict.
-EnqueueItem = EnqueueFields
-
-
 class _ExplicitSettings(Settings):
     """Settings from constructor arguments only: a library constructor reads no environment."""
 
@@ -99,11 +95,6 @@ def _problem(error: Any, *, from_env: bool) -> str:
         return message
     where = f" (argument or MEMWORKER_{field.upper()})" if from_env else ""
     return f"{field}: {message}{where}"
-
-
-def settings_for_url(url: str, **overrides: Any) -> Settings:
-    """:func:`client_settings` for a given URL: the environment is not read."""
-    return client_settings(url, **overrides)
 
 
 class MemoryClient:

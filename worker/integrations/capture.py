@@ -33,16 +33,16 @@ from langchain.tools import ToolRuntime
 from langchain_core.tools import BaseTool, StructuredTool
 from langgraph.runtime import Runtime
 
+from worker.constants import MAX_TEXT_BYTES
 from worker.errors import IdentityMismatch
+from worker.exchanges import split_exchanges
 from worker.integrations.enqueuer import (
     AsyncEnqueuer,
-    EnqueueArgs,
     Enqueuer,
     asubmit,
     report_refused,
     submit,
 )
-from worker.integrations.exchanges import DEFAULT_MAX_TEXT_BYTES, split_exchanges
 from worker.integrations.run_context import (
     USER_KEY,
     current_config,
@@ -50,6 +50,7 @@ from worker.integrations.run_context import (
     read_trace_ids,
     resolve_identity,
 )
+from worker.models import EnqueueFields
 
 #: Label of this integration in logs and in the capture-error counter.
 CAPTURE_INTEGRATION = "capture_middleware"
@@ -83,7 +84,7 @@ class MemoryCaptureMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         *,
         user_key: str = DEFAULT_USER_KEY,
         assistant_id: str | None = None,
-        max_text_bytes: int = DEFAULT_MAX_TEXT_BYTES,
+        max_text_bytes: int = MAX_TEXT_BYTES,
     ) -> None:
         super().__init__()
         self.enqueuer = enqueuer
@@ -105,7 +106,7 @@ class MemoryCaptureMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             await asubmit(self.enqueuer, CAPTURE_INTEGRATION, **args)
         return None
 
-    def _candidate(self, state: Mapping[str, Any], runtime: Runtime[Any]) -> EnqueueArgs | None:
+    def _candidate(self, state: Mapping[str, Any], runtime: Runtime[Any]) -> EnqueueFields | None:
         """The enqueue arguments for this run's last exchange, or ``None`` if there is none."""
         exchanges = split_exchanges(state.get("messages") or [])
         if not exchanges or not exchanges[-1].complete:
@@ -117,7 +118,7 @@ class MemoryCaptureMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         except IdentityMismatch as exc:  # another user's memory: refused, counted, reply goes on
             report_refused(CAPTURE_INTEGRATION, exc)
             return None
-        return EnqueueArgs(
+        return EnqueueFields(
             user_id=ids.user_id,
             trace_id=ids.trace_id,
             text=last.render(self.max_text_bytes),
@@ -177,10 +178,10 @@ def _tool_args(
     text: str,
     kind: str,
     **extra: str | None,
-) -> EnqueueArgs:
+) -> EnqueueFields:
     """A tool call's candidate: ids from the run, never from the model's arguments."""
     thread_id, trace_id = read_trace_ids(runtime, runtime.config)
-    return EnqueueArgs(
+    return EnqueueFields(
         user_id=user_id,
         trace_id=trace_id,
         text=text,
@@ -216,7 +217,7 @@ def make_memory_tools(
 
     def args_for(
         runtime: ToolRuntime[Any, Any], text: str, kind: str, **extra: str | None
-    ) -> EnqueueArgs | None:
+    ) -> EnqueueFields | None:
         try:
             user = tool_user(runtime, user_id_from)
         except IdentityMismatch as exc:  # another user's memory: refused and counted
@@ -224,12 +225,12 @@ def make_memory_tools(
             return None
         return _tool_args(runtime, user, assistant_id, text, kind, **extra)
 
-    def save(args: EnqueueArgs | None, ok: str) -> str:
+    def save(args: EnqueueFields | None, ok: str) -> str:
         if args is None:
             return REFUSED_REPLY
         return _reply(submit(enqueuer, TOOLS_INTEGRATION, **args), ok)
 
-    async def asave(args: EnqueueArgs | None, ok: str) -> str:
+    async def asave(args: EnqueueFields | None, ok: str) -> str:
         if args is None:
             return REFUSED_REPLY
         return _reply(await asubmit(enqueuer, TOOLS_INTEGRATION, **args), ok)

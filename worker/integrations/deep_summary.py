@@ -34,8 +34,8 @@ from deepagents.middleware.summarization import (
 from langchain.agents.middleware import ModelRequest, ModelResponse
 from langchain.agents.middleware.types import ExtendedModelResponse
 
-from worker.integrations.enqueuer import AsyncEnqueuer, EnqueueArgs, Enqueuer, asubmit, submit
-from worker.integrations.exchanges import DEFAULT_MAX_TEXT_BYTES
+from worker.constants import MAX_TEXT_BYTES
+from worker.integrations.enqueuer import AsyncEnqueuer, Enqueuer, asubmit, submit
 from worker.integrations.summary_flush import (
     CheckedSummaries,
     SummaryFailed,
@@ -43,6 +43,7 @@ from worker.integrations.summary_flush import (
     summary_failed,
     tag_summary_calls,
 )
+from worker.models import EnqueueFields
 
 #: Label of this integration in logs and counters.
 DEEP_FLUSH_INTEGRATION = "deep_summary_flush"
@@ -67,7 +68,7 @@ class DeepAgentSummaryFlush(CheckedSummaries, SummarizationMiddleware):
         enqueuer: Enqueuer | AsyncEnqueuer,
         user_key: str = "user_id",
         assistant_id: str | None = None,
-        max_text_bytes: int = DEFAULT_MAX_TEXT_BYTES,
+        max_text_bytes: int = MAX_TEXT_BYTES,
         **summarization: Any,
     ) -> None:
         super().__init__(model, backend=backend, **summarization)
@@ -106,7 +107,7 @@ class DeepAgentSummaryFlush(CheckedSummaries, SummarizationMiddleware):
             await asubmit(self.enqueuer, DEEP_FLUSH_INTEGRATION, **args)
         return response
 
-    def _compacted(self, request: ModelRequest, response: Any) -> list[EnqueueArgs]:
+    def _compacted(self, request: ModelRequest, response: Any) -> list[EnqueueFields]:
         """The candidates of the messages a new summarisation event compacted away."""
         if not isinstance(response, ExtendedModelResponse) or response.command is None:
             return []

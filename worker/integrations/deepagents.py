@@ -10,7 +10,7 @@
     agent = create_deep_agent(model=model, **memory.agent_kwargs())
     agent.invoke({"messages": [...]}, context={"user_id": "u1", "org_id": "acme"})
 
-What it sets up, from the same :class:`~worker.integrations.store_layout.StoreLayout` the store
+What it sets up, from the same :class:`~worker.store_layout.StoreLayout` the store
 sink writes with (so reader and writer cannot disagree):
 
 - **routes** of a ``CompositeBackend``: the user's memory at ``/memories/``, the assistant's
@@ -41,8 +41,8 @@ from deepagents.backends import CompositeBackend, StateBackend, StoreBackend
 
 from worker.errors import ConfigurationError
 from worker.integrations.run_context import RunIdentity, current_config, resolve_identity
-from worker.integrations.store_layout import StoreLayout
 from worker.models import Namespace, Scope
+from worker.store_layout import StoreLayout
 
 NamespaceFactory = Callable[[Any], tuple[str, ...]]
 

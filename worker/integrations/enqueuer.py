@@ -44,10 +44,6 @@ CAPTURE_ERRORS = Counter(
 )
 
 
-#: The keyword arguments of ``enqueue`` as the integrations build them (one dict per capture).
-EnqueueArgs = EnqueueFields
-
-
 @runtime_checkable
 class Enqueuer(Protocol):
     """The hot-path client's synchronous ``enqueue``; returns the candidate id."""
@@ -68,7 +64,7 @@ def is_async(enqueuer: Enqueuer | AsyncEnqueuer) -> bool:
 
 
 def submit(
-    enqueuer: Enqueuer | AsyncEnqueuer, integration: str, **args: Unpack[EnqueueArgs]
+    enqueuer: Enqueuer | AsyncEnqueuer, integration: str, **args: Unpack[EnqueueFields]
 ) -> str | None:
     """Enqueue from synchronous code; the candidate id, or ``None`` after logging and counting.
 
@@ -86,7 +82,7 @@ def submit(
 
 
 async def asubmit(
-    enqueuer: Enqueuer | AsyncEnqueuer, integration: str, **args: Unpack[EnqueueArgs]
+    enqueuer: Enqueuer | AsyncEnqueuer, integration: str, **args: Unpack[EnqueueFields]
 ) -> str | None:
     """Enqueue from async code; a synchronous enqueuer runs in a worker thread so the event
     loop is never blocked on a Redis round trip."""
@@ -113,7 +109,7 @@ def report_refused(integration: str, exc: Exception) -> None:
     )
 
 
-def _report(integration: str, error: str, args: EnqueueArgs) -> None:
+def _report(integration: str, error: str, args: EnqueueFields) -> None:
     CAPTURE_ERRORS.labels(integration=integration, error=error).inc()
     # Ids only: candidate text is user content and may hold anything.
     logger.warning(

@@ -21,7 +21,6 @@ worker.errors.ConfigurationError: search_memory needs a memory search backend...
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any, Final, Protocol, runtime_checkable
 
 from langchain.tools import ToolRuntime
@@ -31,6 +30,7 @@ from worker.errors import ConfigurationError, IdentityMismatch, InvalidCandidate
 from worker.integrations.capture import TOOLS_INTEGRATION, UserIdFrom, tool_user
 from worker.integrations.enqueuer import report_refused
 from worker.models import Namespace, normalise_path
+from worker.values import MemoryHit
 
 #: Hits one search returns by default: enough to answer, short enough for a tool result.
 DEFAULT_LIMIT: Final = 5
@@ -43,14 +43,6 @@ READ_DESCRIPTION: Final = (
     "Read one of the user's memory files in full. `path`: e.g. 'preferences' or "
     "'/memories/preferences.md'."
 )
-
-
-@dataclass(frozen=True)
-class MemoryHit:
-    """One committed entry that matched a search."""
-
-    path: str
-    text: str
 
 
 @runtime_checkable

@@ -42,18 +42,19 @@ from langgraph.errors import GraphBubbleUp
 from langgraph.runtime import Runtime
 from prometheus_client import Counter
 
+from worker.constants import MAX_TEXT_BYTES
 from worker.errors import IdentityMismatch
+from worker.exchanges import is_summary, message_id, split_exchanges
 from worker.integrations.enqueuer import (
     AsyncEnqueuer,
-    EnqueueArgs,
     Enqueuer,
     asubmit,
     report_refused,
     submit,
 )
-from worker.integrations.exchanges import DEFAULT_MAX_TEXT_BYTES, message_id, split_exchanges
 from worker.integrations.run_context import current_config, read_run_ids
 from worker.metrics import REGISTRY
+from worker.models import EnqueueFields
 
 logger = logging.getLogger(__name__)
 
@@ -148,7 +149,7 @@ class MemorySummaryFlush(CheckedSummaries, SummarizationMiddleware[Any, Any]):
         enqueuer: Enqueuer | AsyncEnqueuer,
         user_key: str = "user_id",
         assistant_id: str | None = None,
-        max_text_bytes: int = DEFAULT_MAX_TEXT_BYTES,
+        max_text_bytes: int = MAX_TEXT_BYTES,
         **summarization: Any,
     ) -> None:
         super().__init__(model, **summarization)
@@ -213,7 +214,7 @@ class MemorySummaryFlush(CheckedSummaries, SummarizationMiddleware[Any, Any]):
         before: Sequence[AnyMessage],
         update: dict[str, Any] | None,
         runtime: Runtime[Any],
-    ) -> list[EnqueueArgs]:
+    ) -> list[EnqueueFields]:
         """One ``turn`` per exchange among the messages the update compacts away."""
         if not update:
             return []
@@ -235,7 +236,7 @@ def flush_args(
     assistant_id: str | None,
     max_text_bytes: int,
     integration: str = FLUSH_INTEGRATION,
-) -> list[EnqueueArgs]:
+) -> list[EnqueueFields]:
     """One ``turn`` per exchange among compacted messages, keyed as the capture keys them
     (none, counted under ``integration``, when the run names another user than the
     authenticated one)."""
@@ -249,7 +250,7 @@ def flush_args(
     except IdentityMismatch as exc:  # another user's memory: refused, counted, run goes on
         report_refused(integration, exc)
         return []
-    out: list[EnqueueArgs] = []
+    out: list[EnqueueFields] = []
     for exchange in exchanges:
         key = (
             exchange.idempotency_key(ids.thread_id)
@@ -257,7 +258,7 @@ def flush_args(
             else f"message:{exchange.anchor_id}"
         )
         out.append(
-            EnqueueArgs(
+            EnqueueFields(
                 user_id=ids.user_id,
                 trace_id=ids.trace_id,
                 text=exchange.render(max_text_bytes),
@@ -269,11 +270,6 @@ def flush_args(
             )
         )
     return out
-
-
-def is_summary(message: BaseMessage) -> bool:
-    """Whether ``message`` is the summary an earlier compaction wrote."""
-    return message.additional_kwargs.get("lc_source") == "summarization"
 
 
 def compacted_messages(

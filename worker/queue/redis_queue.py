@@ -41,7 +41,7 @@ from typing import Any, Final, Literal
 import redis
 from redis.cluster import RedisCluster
 
-from worker.errors import BusyNamespace, InvalidCandidate, NotFound
+from worker.errors import MAX_ERROR_CHARS, BusyNamespace, InvalidCandidate, NotFound
 from worker.metrics import count_enqueued
 from worker.models import Candidate
 from worker.queue import deployment, views
@@ -63,10 +63,6 @@ from worker.settings import Settings
 #: Longest delay between retries of a failing batch, whatever the attempt count: an hour keeps
 #: a flapping dependency from pushing a user's memories back by days.
 MAX_RETRY_DELAY_SECONDS: Final = 3600.0
-
-#: Longest ``last_error`` kept: enough for an exception message, while a whole traceback
-#: repeated on every failure would bloat the namespace's meta hash.
-MAX_ERROR_CHARS: Final = 2000
 
 #: Page size for SCAN and for pipelined reads over many namespaces.
 SCAN_COUNT: Final = 1000

@@ -15,6 +15,7 @@ from worker.queue.address import resolve_redis_url
 from worker.queue.connect import RedisClient, open_redis
 from worker.queue.redis_queue import RedisQueue
 from worker.runtime.embeddings import build_embeddings
+from worker.runtime.parts import load_sinks
 from worker.service.consolidate import Pipeline
 from worker.service.embed import EntryEmbedder
 from worker.service.memory_search import SqlMemorySearch
@@ -23,7 +24,6 @@ from worker.service.startup import build_consolidator
 from worker.service.sweep import GaugeSchedule
 from worker.settings import Settings
 from worker.sinks.base import Sink
-from worker.sinks.loading import load_sinks
 from worker.store.memory import MemoryStore
 
 #: Worker-side Redis timeout: longer than the hot path's, since a sweep may wait on a busy

@@ -16,6 +16,7 @@ from datetime import datetime
 
 from worker.errors import ScheduleError
 from worker.runtime.container import Runtime
+from worker.runtime.parts import scan_parts
 from worker.scheduling.cron import Window
 from worker.scheduling.runner import ActionReport, TickOutcome, run_scheduled_tick
 from worker.scheduling.schedules import ScheduleSpec, bundled_schedules_dir, load_schedules
@@ -64,16 +65,17 @@ def action_for(
 
 
 def _scan(runtime: Runtime, spec: ScheduleSpec, window: Window, now: datetime) -> ActionReport:
-    scan = scan_sources(
-        runtime.queue,
-        runtime.store,
-        runtime.settings,
-        start=window.start,
-        end=window.end,
-        trace_id=f"schedule-{spec.name}",
-        now=now,
-        keep=lambda namespace: spec.scope is None or namespace.startswith(f"{spec.scope}:"),
-    )
+    with scan_parts(runtime.settings) as parts:
+        scan = scan_sources(
+            runtime.queue,
+            runtime.store,
+            parts,
+            start=window.start,
+            end=window.end,
+            trace_id=f"schedule-{spec.name}",
+            now=now,
+            keep=lambda namespace: spec.scope is None or namespace.startswith(f"{spec.scope}:"),
+        )
     if not scan.configured:
         log.info(
             "schedule %s: no source configured (MEMWORKER_LANGGRAPH_URL); nothing to scan",

@@ -39,7 +39,7 @@ from worker.queue.beat_lock import BeatLock
 from worker.scheduling.cron import next_ticks, previous_tick, validate_cron, zone
 from worker.scheduling.heartbeat import HEARTBEAT_INTERVAL_SECONDS, write_heartbeat
 from worker.scheduling.schedules import ScheduleSpec
-from worker.tasks.names import SCHEDULED_RUN_TASK
+from worker.task_names import SCHEDULED_RUN_TASK
 
 logger = logging.getLogger(__name__)
 

@@ -28,15 +28,11 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Final, Literal, Protocol
+from typing import Literal, Protocol
 
-from worker.errors import ScheduleError
+from worker.errors import ScheduleError, describe_error
 from worker.scheduling.cron import Window, lookback_window
 from worker.scheduling.schedules import ScheduleSpec
-
-#: Longest error text stored on a failed tick: enough for the exception type and message,
-#: short enough that a huge message (a dumped payload) cannot bloat the run table.
-MAX_ERROR_CHARS: Final = 1000
 
 #: How a tick ended without raising.
 #: ``ran``: the action covered the window; ``duplicate``: this tick is already running or done
@@ -139,7 +135,7 @@ def run_scheduled_tick(
             tick,
             ok=False,
             window=window.as_tuple() if window is not None else None,
-            error=f"{type(exc).__name__}: {exc}"[:MAX_ERROR_CHARS],
+            error=describe_error(exc),
             now=finished_at(),
         )
         raise

@@ -30,28 +30,24 @@ import hashlib
 import html
 import json
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Final, Literal
 
-import sqlalchemy as sa
-
 from worker.consolidation.render import is_pointer_line
+from worker.constants import MAX_TEXT_BYTES
 from worker.errors import (
     ExternalEdit,
     InvalidCandidate,
     MemworkerError,
     NotFound,
-    StoreUnavailable,
 )
 from worker.models import Candidate, Namespace, Scope, make_candidate
 from worker.queue.redis_queue import RedisQueue
 from worker.sinks.base import CompareAndSetSink, PublishedFile, Sink
-from worker.sinks.langgraph_store import content_sha256
-from worker.store import cursors as _cursors
-from worker.store.engine import read_transaction
 from worker.store.memory import MemoryStore
+from worker.store_layout import content_sha256
 
 log = logging.getLogger(__name__)
 
@@ -138,7 +134,7 @@ def edit_candidates(
     after: str,
     *,
     now: datetime,
-    max_text_bytes: int = 8192,
+    max_text_bytes: int = MAX_TEXT_BYTES,
 ) -> list[Candidate]:
     """``fact`` candidates for the lines ``after`` adds, ``forget`` ones for those it removes."""
     ns = Namespace.parse(namespace)
@@ -335,11 +331,7 @@ def _open_records(store: MemoryStore) -> list[EditRecord]:
     found: list[EditRecord] = []
     after = ""
     while True:
-        try:
-            with read_transaction(store.engine) as conn:
-                page = _cursors.list_cursors(conn, CURSOR_SOURCE, limit=SETTLE_PAGE, after=after)
-        except sa.exc.SQLAlchemyError as exc:
-            raise StoreUnavailable(f"listing agent edits failed: {exc}") from exc
+        page = store.list_cursors(CURSOR_SOURCE, limit=SETTLE_PAGE, after=after)
         for _key, value in page:
             record = EditRecord(**json.loads(value))
             if record.state in ("pending", "enqueued"):
@@ -347,8 +339,3 @@ def _open_records(store: MemoryStore) -> list[EditRecord]:
         if len(page) < SETTLE_PAGE:
             return found
         after = page[-1][0]
-
-
-def open_edits(store: MemoryStore) -> Sequence[EditRecord]:
-    """The recorded edits not merged yet (for status reports and tests)."""
-    return _open_records(store)

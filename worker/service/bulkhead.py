@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Final, TypeVar
 
-from worker.errors import MemworkerError
+from worker.errors import describe_error
 
 log = logging.getLogger(__name__)
 
@@ -49,12 +49,6 @@ class SetAside:
 
     def as_dict(self) -> dict[str, str | None]:
         return {"namespace": self.namespace, "item": self.item, "reason": self.reason}
-
-
-def describe_error(exc: BaseException) -> str:
-    """An exception as a reason: our errors by their message, others with their type."""
-    kind = "" if isinstance(exc, MemworkerError) else f"{type(exc).__name__}: "
-    return f"{kind}{exc}"[:MAX_REASON_CHARS]
 
 
 @dataclass

@@ -28,10 +28,7 @@ from worker.errors import BusyNamespace, MemworkerError, SinkError
 from worker.models import Namespace, Scope
 from worker.queue.redis_queue import RedisQueue
 from worker.service.publish import DeliveryReport, publish_now
-from worker.sinks.base import Sink
-from worker.sinks.files import FilesSink
-from worker.sinks.langgraph_store import LangGraphStoreSink
-from worker.sources.inbox import inbox_item_keys
+from worker.sinks.base import ErasesAgentWrites, Sink, TidiesAfterErase
 from worker.store.memory import MemoryStore
 
 
@@ -95,36 +92,29 @@ def erase(
     files = {k: [f.path for f in store.list_files(k)] for k in done}
     if not done:
         return Erased(files, queued, busy, {}, DeliveryReport(0, 0))
-    # The agents' inbox items hold the user's words too, and the inbox cursors go with the SQL
-    # erase: removed first, so a store that fails here leaves the user known and `forget`
+    # What agents wrote (inbox items) holds the user's words too, and the inbox cursors go with
+    # the SQL erase: removed first, so a sink that fails here leaves the user known and `forget`
     # can simply run again (nothing is erased from SQL yet, and nothing is re-read later).
-    _erase_inboxes(sinks, done)
+    _erase_agent_writes(sinks, done)
     report = store.erase_namespaces(done, now=now, sinks=tuple(sinks))
     delivery = publish_now(store, sinks, now=now, namespaces=done)
-    _prune_empty_dirs(sinks, files)
+    _tidy_after_erase(sinks, files)
     rows = {table: n for table, n in sorted(report.deleted.items()) if n}
     return Erased(files, queued, busy, rows, delivery)
 
 
-def _erase_inboxes(sinks: Mapping[str, Sink], keys: list[str]) -> int:
-    """Delete every inbox item the agents wrote for the user namespaces ``keys``."""
-    removed = 0
+def _erase_agent_writes(sinks: Mapping[str, Sink], keys: list[str]) -> None:
+    """Delete what agents wrote for ``keys`` in every sink that holds such writes."""
     for sink in sinks.values():
-        if not isinstance(sink, LangGraphStoreSink):
+        if not isinstance(sink, ErasesAgentWrites):
             continue
-        for key in keys:
-            if Namespace.parse(key).scope is not Scope.USER:
-                continue
-            store_ns = sink.namespace_for(key)
-            try:
-                items = inbox_item_keys(sink.client, store_ns, sink.layout.inbox_prefix)
-            except Exception as exc:  # the SDK's errors, httpx, a refused connection
-                raise SinkError(
-                    f"the LangGraph store did not list {key}'s inbox ({exc}); nothing was "
-                    "erased from SQL. Run `memworker forget` again once the store answers"
-                ) from exc
-            removed += sum(sink.remove_item(store_ns, item) for item in items)
-    return removed
+        try:
+            sink.erase_agent_writes(keys)
+        except SinkError as exc:
+            raise SinkError(
+                f"{exc}; nothing was erased from SQL. Run `memworker forget` again once the "
+                f"{sink.name} sink answers"
+            ) from exc
 
 
 def _all_of_user(queue: RedisQueue, store: MemoryStore, user: str) -> list[str]:
@@ -137,21 +127,7 @@ def _all_of_user(queue: RedisQueue, store: MemoryStore, user: str) -> list[str]:
     return sorted(found)
 
 
-def _prune_empty_dirs(sinks: Mapping[str, Sink], files: dict[str, list[str]]) -> None:
-    """Remove the folders a files sink kept for the erased files, when they are now empty.
-
-    Folder names carry the user id, so an empty folder is still a trace of the user.
-    """
+def _tidy_after_erase(sinks: Mapping[str, Sink], files: dict[str, list[str]]) -> None:
     for sink in sinks.values():
-        if not isinstance(sink, FilesSink):
-            continue
-        root = sink.root.resolve()
-        for key, paths in files.items():
-            for path in paths:
-                folder = sink.path_for(key, path).resolve().parent
-                while folder != root and root in folder.parents:
-                    with contextlib.suppress(OSError):  # not empty, or already gone
-                        folder.rmdir()
-                    if folder.exists():
-                        break
-                    folder = folder.parent
+        if isinstance(sink, TidiesAfterErase):
+            sink.tidy_after_erase(files)

@@ -22,10 +22,9 @@ from typing import Final
 import numpy as np
 
 from worker.errors import MemworkerError
-from worker.integrations.search_tools import MemoryHit
 from worker.service.embed import EntryEmbedder, from_bytes
 from worker.store.memory import MemoryStore
-from worker.values import Entry
+from worker.values import Entry, MemoryHit
 
 log = logging.getLogger(__name__)
 

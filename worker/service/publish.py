@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Final
 
-from worker.errors import ExternalEdit, MemworkerError, NotFound
+from worker.errors import ExternalEdit, MemworkerError, NotFound, describe_error
 from worker.metrics import SINK_DELIVERIES
 from worker.service.agent_edits import absorb_external_edit
 from worker.service.bulkhead import SetAside
@@ -345,7 +345,7 @@ def _send(store: MemoryStore, sink: Sink, item: OutboxItem) -> str | None:
                 if error is not None:
                     return error
     except Exception as exc:  # a timeout included: the write may still land (see below)
-        return _describe(exc)
+        return describe_error(exc)
     return None
 
 
@@ -370,7 +370,7 @@ def _recheck_erase(
         if store.erase_generation(item.namespace) == item.generation:
             return error
     except MemworkerError as exc:  # the store is down: the row's retry checks again
-        return error or _describe(exc)
+        return error or describe_error(exc)
     log.warning(
         "%s%s was erased while %s delivered it; taking the copy back",
         item.namespace,
@@ -382,11 +382,6 @@ def _recheck_erase(
     try:
         sink.erase(item.namespace, [item.path])
     except Exception as exc:  # the outbox row queued below deletes it on a later pass
-        taken = _describe(exc)
+        taken = describe_error(exc)
     store.take_back(sink=name, namespace=item.namespace, path=item.path, now=now)
     return error or taken
-
-
-def _describe(exc: BaseException) -> str:
-    kind = "" if isinstance(exc, MemworkerError) else f"{type(exc).__name__}: "
-    return f"{kind}{exc}"[:2000]

@@ -21,21 +21,17 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Final
+from typing import Any, Final
 
-from worker.integrations.store_layout import StoreLayout
 from worker.models import Candidate
 from worker.queue.redis_queue import RedisQueue
 from worker.service.agent_edits import settle_agent_edits
 from worker.service.bulkhead import Bulkhead, SetAside
-from worker.settings import Settings
-from worker.sinks.langgraph_store import LangGraphStoreSink, item_content
-from worker.sources.inbox import CURSOR_SOURCE as INBOX_SOURCE
-from worker.sources.inbox import collect_inbox, item_hash
-from worker.sources.langgraph_threads import collect_threads
+from worker.sinks.base import Sink
+from worker.sources.base import InboxSource, ThreadSource
 from worker.store.memory import MemoryStore
 
 log = logging.getLogger(__name__)
@@ -47,6 +43,18 @@ MAX_INBOX_ITEM_LINES: Final = 1000
 
 def _everything(_namespace: str) -> bool:
     return True
+
+
+@dataclass(frozen=True)
+class ScanParts:
+    """The parts a scan reads, built by the runtime from settings (see
+    :func:`worker.runtime.parts.scan_parts`); without ``threads`` no source is configured."""
+
+    threads: ThreadSource | None = None
+    #: What agents append to their inbox, when a store carries one.
+    inbox: InboxSource | None = None
+    #: The compare-and-set sink whose absorbed agent edits the scan settles.
+    edits: Sink | None = None
 
 
 @dataclass(frozen=True)
@@ -68,7 +76,7 @@ class SourceScan:
 def scan_sources(
     queue: RedisQueue,
     store: MemoryStore,
-    settings: Settings,
+    parts: ScanParts,
     *,
     start: datetime,
     end: datetime,
@@ -84,21 +92,10 @@ def scan_sources(
     With ``enqueue`` the candidates are queued, their namespaces marked due now, and the
     cursors advanced; without it (a dry run) nothing is written anywhere.
     """
-    if not settings.langgraph_url:
+    if parts.threads is None:
         return SourceScan(configured=False)
-    from langgraph_sdk import get_sync_client
-
-    client = get_sync_client(url=settings.langgraph_url, api_key=settings.langgraph_api_key)
-    found = collect_threads(
-        client,
-        start,
-        end,
-        cursors=store,
-        assistant_id=assistant_id,
-        assistant_key=settings.thread_assistant_key,
-        trace_id=trace_id,
-        max_text_bytes=settings.max_text_bytes,
-        now=now,
+    found = parts.threads.collect(
+        start, end, cursors=store, assistant_id=assistant_id, trace_id=trace_id, now=now
     ).only(keep)
     by_namespace: dict[str, list[Candidate]] = {}
     for candidate in found.candidates:
@@ -110,24 +107,19 @@ def scan_sources(
         found.only(lambda namespace: namespace not in bulkhead.namespaces()).advance(store, now=now)
         mark_due_each(queue, enqueued, bulkhead)
     inbox = removed = edits = 0
-    if "langgraph" in settings.sinks:
-        sink = LangGraphStoreSink.from_settings(settings)
-        try:
-            inbox, removed = scan_inbox(
-                queue,
-                store,
-                sink,
-                settings,
-                now=now,
-                trace_id=trace_id,
-                keep=keep,
-                enqueue=enqueue,
-                bulkhead=bulkhead,
-            )
-            if enqueue:
-                edits = settle_agent_edits(queue, store, sink, now=now, keep=keep).enqueued
-        finally:
-            sink.close()
+    if parts.inbox is not None:
+        inbox, removed = scan_inbox(
+            queue,
+            store,
+            parts.inbox,
+            now=now,
+            trace_id=trace_id,
+            keep=keep,
+            enqueue=enqueue,
+            bulkhead=bulkhead,
+        )
+    if enqueue and parts.edits is not None:
+        edits = settle_agent_edits(queue, store, parts.edits, now=now, keep=keep).enqueued
     return SourceScan(
         True,
         len(found.threads_seen),
@@ -160,8 +152,7 @@ def mark_due_each(queue: RedisQueue, namespaces: Sequence[str], bulkhead: Bulkhe
 def scan_inbox(
     queue: RedisQueue,
     store: MemoryStore,
-    sink: LangGraphStoreSink,
-    settings: Settings,
+    source: InboxSource,
     *,
     now: datetime,
     trace_id: str,
@@ -178,15 +169,7 @@ def scan_inbox(
     def merged(namespace: str, ids: Sequence[str]) -> bool:
         return not ids or store.already_recorded(namespace, ids) >= set(ids)
 
-    found = collect_inbox(
-        sink.client,
-        StoreLayout.from_settings(settings),
-        cursors=store,
-        merged=merged,
-        now=now,
-        trace_id=trace_id,
-        max_text_bytes=settings.max_text_bytes,
-    )
+    found = source.collect(cursors=store, merged=merged, now=now, trace_id=trace_id)
     oversized = _oversized_items(found.cursor_updates, bulkhead)
     candidates = [c for c in found.candidates if keep(c.namespace) and c.id not in oversized]
     if not enqueue:
@@ -203,37 +186,30 @@ def scan_inbox(
             bulkhead.run(
                 namespace,
                 lambda n=namespace, k=kept: store.set_cursor(  # type: ignore[misc]
-                    INBOX_SOURCE, n, json.dumps(k), namespace=n, now=now
+                    source.cursor_source, n, json.dumps(k), namespace=n, now=now
                 ),
             )
     mark_due_each(queue, enqueued, bulkhead)
     removed = 0
-    layout = StoreLayout.from_settings(settings)
     for store_ns, key, sha in found.removable:
-        owner = layout.parse_user(store_ns)
-        if owner is None or not keep(owner.key):
-            continue
-        value = sink.raw_item(store_ns, key)
-        if (
-            value is not None
-            and item_hash(item_content(value)) == sha
-            and sink.remove_item(store_ns, key)
-        ):
-            removed += 1  # merged, and still exactly what was merged: the agent added nothing
+        owner = source.owner_of(store_ns)
+        # Merged, and still exactly what was merged: the agent added nothing.
+        if owner is not None and keep(owner) and source.remove_if_unchanged(store_ns, key, sha):
+            removed += 1
     if removed:
         log.info("inbox: removed %d merged item(s)", removed)
     return len(candidates), removed
 
 
 def _oversized_items(
-    cursor_updates: dict[str, dict[str, dict[str, object]]], bulkhead: Bulkhead
+    cursor_updates: Mapping[str, dict[str, dict[str, Any]]], bulkhead: Bulkhead
 ) -> set[str]:
     """Candidate ids of the inbox items with more than :data:`MAX_INBOX_ITEM_LINES` lines,
     each item set aside with its reason."""
     oversized: set[str] = set()
     for namespace, consumed in cursor_updates.items():
         for key, record in consumed.items():
-            ids = [str(i) for i in record.get("ids", ()) or ()]  # type: ignore[attr-defined]
+            ids = [str(i) for i in record.get("ids", ()) or ()]
             if len(ids) > MAX_INBOX_ITEM_LINES:
                 bulkhead.skip(
                     namespace,

@@ -16,11 +16,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from worker.errors import ExternalEdit
-from worker.integrations.store_layout import LEGACY_TEMPLATE, fill
 from worker.models import Namespace
-from worker.sinks.base import PublishedFile
-from worker.sinks.langgraph_store import LangGraphStoreSink, store_key
+from worker.sinks.base import PublishedFile, ReadsBack
 from worker.store.memory import MemoryStore
+from worker.store_layout import LEGACY_TEMPLATE, fill, store_key
 
 
 @dataclass(frozen=True)
@@ -41,7 +40,7 @@ class Move:
 
 def migrate_org_items(
     store: MemoryStore,
-    sink: LangGraphStoreSink,
+    sink: ReadsBack,
     *,
     old_template: Sequence[str] = LEGACY_TEMPLATE,
     old_route: str = "/memories/",

@@ -13,7 +13,7 @@ False
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol, runtime_checkable
@@ -64,4 +64,48 @@ class CompareAndSetSink(Sink, Protocol):
     def overwrite(self, item: PublishedFile, *, expected_sha256: str) -> None:
         """Publish ``item`` over content whose SHA-256 is ``expected_sha256``; ``ExternalEdit``
         when the target holds anything else (it changed again)."""
+        ...
+
+
+@runtime_checkable
+class ErasesAgentWrites(Protocol):
+    """A sink that also holds what agents wrote for a namespace beyond its published files
+    (the LangGraph store's inbox items). An erase calls it *before* SQL forgets the namespaces,
+    so a sink that fails leaves the user known and the erase can simply run again."""
+
+    def erase_agent_writes(self, namespaces: Sequence[str]) -> int:
+        """Delete what agents wrote for these namespaces; returns how many items went.
+        ``SinkError`` when the sink cannot list or delete them."""
+        ...
+
+
+@runtime_checkable
+class TidiesAfterErase(Protocol):
+    """A sink that keeps traces of an erased namespace besides its files (the files sink's
+    folders, whose names carry the user id). An erase calls it once the files are removed."""
+
+    def tidy_after_erase(self, files: Mapping[str, Sequence[str]]) -> None:
+        """Remove what is left of these namespaces' erased ``files`` (namespace -> paths)."""
+        ...
+
+
+@runtime_checkable
+class ReadsBack(Sink, Protocol):
+    """A sink whose items can be read back and removed by their raw address in the target
+    (the LangGraph store sink; a layout migration moves items through it)."""
+
+    def namespace_for(self, namespace: str) -> tuple[str, ...]:
+        """The target's namespace of a memory namespace's files."""
+        ...
+
+    def key_for(self, namespace: str, path: str) -> str:
+        """The target's key of one memory path."""
+        ...
+
+    def has_item(self, store_namespace: Sequence[str], key: str) -> bool:
+        """Whether an item is stored at this raw namespace and key."""
+        ...
+
+    def remove_item(self, store_namespace: Sequence[str], key: str) -> bool:
+        """Delete one item by its raw namespace and key; False when it was not there."""
         ...

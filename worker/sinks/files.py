@@ -29,7 +29,7 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path, PurePosixPath
 
 from worker.errors import InvalidCandidate, SinkError
@@ -84,6 +84,22 @@ class FilesSink:
         targets = [self.path_for(namespace, p) for p in paths]  # validate all before deleting any
         for target in targets:
             self._remove(target)
+
+    def tidy_after_erase(self, files: Mapping[str, Sequence[str]]) -> None:
+        """Remove the folders kept for the erased files, when they are now empty.
+
+        Folder names carry the user id, so an empty folder is still a trace of the user.
+        """
+        root = self.root.resolve()
+        for key, paths in files.items():
+            for path in paths:
+                folder = self.path_for(key, path).resolve().parent
+                while folder != root and root in folder.parents:
+                    with contextlib.suppress(OSError):  # not empty, or already gone
+                        folder.rmdir()
+                    if folder.exists():
+                        break
+                    folder = folder.parent
 
     @staticmethod
     def _remove(target: Path) -> None:

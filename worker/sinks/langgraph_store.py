@@ -1,7 +1,7 @@
 """Publish memory files to a LangGraph server's store, in the form deep agents read.
 
 Each version becomes one store item, placed by the :class:`StoreLayout`
-(:mod:`worker.integrations.store_layout`: one namespace template and route per scope, validated
+(:mod:`worker.store_layout`: one namespace template and route per scope, validated
 so that no two memory namespaces can share a tuple):
 
 - **namespace**: by default ``(assistant_id, user_id, "memories")`` for user memory,
@@ -22,7 +22,7 @@ without writing (the service layer absorbs the edit; see ``worker.service.agent_
 read and the write are two calls (the store has no conditional put), so an agent write landing
 between them in the same few milliseconds is the one edit this check cannot see.
 
->>> from worker.models import Namespace
+>>> from worker.models import Namespace, Scope
 >>> store_namespace(Namespace.for_user("ann.lee@example.com"))
 ('_default', 'ann~lee@example~com', 'memories')
 >>> store_namespace(Namespace.for_org("acme"))
@@ -33,7 +33,6 @@ between them in the same few milliseconds is the one edit this check cannot see.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Final
@@ -42,9 +41,11 @@ import httpx
 from langgraph_sdk.client import SyncLangGraphClient
 from langgraph_sdk.errors import LangGraphError, NotFoundError
 
-from worker.constants import MEMORY_ROUTE
 from worker.errors import ConfigurationError, ExternalEdit, InvalidCandidate, SinkError
-from worker.integrations.store_layout import (
+from worker.models import Namespace, Scope
+from worker.settings import Settings
+from worker.sinks.base import PublishedFile
+from worker.store_layout import (
     DEFAULT_USER_TEMPLATE,
     DOT_REPLACEMENT,
     NO_ASSISTANT_LABEL,
@@ -52,12 +53,12 @@ from worker.integrations.store_layout import (
     ORG_ASSISTANT_LABEL,
     SHARED_USER_LABEL,
     StoreLayout,
+    content_sha256,
     fill,
+    item_content,
     sanitise_label,
+    store_key,
 )
-from worker.models import Namespace
-from worker.settings import Settings
-from worker.sinks.base import PublishedFile
 
 __all__ = [
     "DEFAULT_NAMESPACE_TEMPLATE",
@@ -71,6 +72,7 @@ __all__ = [
     "StoreLayout",
     "content_sha256",
     "file_data",
+    "item_content",
     "sanitise_label",
     "store_key",
     "store_namespace",
@@ -85,6 +87,8 @@ MARKER_KEY: Final = "memworker"
 #: Seconds before a store call is abandoned (the outbox retries); the SDK's own default read
 #: timeout is minutes, far too long to hold a delivery worker.
 DEFAULT_TIMEOUT_SECONDS: Final = 10.0
+#: Items read per page when an erase lists a namespace's inbox.
+INBOX_PAGE_SIZE: Final = 100
 
 _DEFAULT_LAYOUT: Final = StoreLayout()
 
@@ -101,18 +105,6 @@ def store_namespace(
     return fill(template, ns)
 
 
-def store_key(path: str, route: str = MEMORY_ROUTE) -> str:
-    """The item key of a memory path: the path relative to ``route``, with a leading slash."""
-    if not path.startswith(route) or len(path) == len(route):
-        raise SinkError(f"langgraph sink: path {path!r} is not a file under {route}")
-    return "/" + path[len(route) :]
-
-
-def content_sha256(content: str) -> str:
-    """The hash the marker records: SHA-256 of the UTF-8 content, hex."""
-    return hashlib.sha256(content.encode("utf-8", errors="surrogatepass")).hexdigest()
-
-
 def file_data(item: PublishedFile) -> dict[str, Any]:
     """The deepagents ``FileData`` value of a published version, with memworker's marker."""
     return {
@@ -122,14 +114,6 @@ def file_data(item: PublishedFile) -> dict[str, Any]:
         "modified_at": _iso(item.modified_at),
         MARKER_KEY: {"version": item.version, "sha256": content_sha256(item.content)},
     }
-
-
-def item_content(value: Mapping[str, Any]) -> str:
-    """The text of a stored ``FileData`` (a legacy list of lines is joined, as deepagents does)."""
-    raw = value.get("content")
-    if isinstance(raw, list):
-        return "\n".join(str(line) for line in raw)
-    return raw if isinstance(raw, str) else ""
 
 
 def published_version(value: Mapping[str, Any]) -> int | None:
@@ -281,6 +265,38 @@ class LangGraphStoreSink:
     def has_item(self, store_namespace: Sequence[str], key: str) -> bool:
         """Whether an item is stored at this raw namespace and key."""
         return self.raw_item(store_namespace, key) is not None
+
+    def erase_agent_writes(self, namespaces: Sequence[str]) -> int:
+        """Delete every inbox item agents wrote for the user namespaces among ``namespaces``
+        (the other scopes have no inbox); returns how many went."""
+        removed = 0
+        for key in namespaces:
+            if Namespace.parse(key).scope is not Scope.USER:
+                continue
+            store_ns = self.namespace_for(key)
+            removed += sum(self.remove_item(store_ns, item) for item in self._inbox_keys(store_ns))
+        return removed
+
+    def _inbox_keys(self, store_ns: tuple[str, ...]) -> list[str]:
+        """Keys of the inbox items directly in ``store_ns`` (not in deeper namespaces)."""
+        prefix, keys, offset = self.layout.inbox_prefix, [], 0
+        while True:
+            try:
+                page = self.client.store.search_items(
+                    list(store_ns), limit=INBOX_PAGE_SIZE, offset=offset
+                )
+            except (LangGraphError, httpx.HTTPError, OSError) as exc:
+                raise SinkError(_describe("list", prefix, exc)) from exc
+            items = page.get("items", []) if isinstance(page, Mapping) else []
+            keys += [
+                str(item.get("key", ""))
+                for item in items
+                if tuple(item.get("namespace") or ()) == store_ns
+                and str(item.get("key", "")).startswith(prefix)
+            ]
+            if len(items) < INBOX_PAGE_SIZE:
+                return keys
+            offset += INBOX_PAGE_SIZE
 
     def erase(self, namespace: str, paths: Sequence[str]) -> None:
         """Delete these paths' items, whoever wrote them last (an erase is final)."""

@@ -5,9 +5,9 @@ The inbox is the append-log pattern: an agent writes a small file per thread or 
 and memworker dedupes and merges it into the stable files, then removes it. The helper's
 permissions let agents write there freely.
 
-:func:`collect_inbox` pages through the user namespaces of the store (``list_namespaces``) and
-each one's items (``search_items``), and returns three things for the caller to act on in
-order (at-least-once, never lost):
+:meth:`LangGraphInbox.collect` pages through the user namespaces of the store
+(``list_namespaces``) and each one's items (``search_items``), and returns three things for
+the caller to act on in order (at-least-once, never lost):
 
 1. ``candidates``: one ``fact`` per line of each new or changed inbox item (bullets and
    headings stripped), source ``inbox``, its thread as provenance, ids deterministic in
@@ -20,7 +20,6 @@ order (at-least-once, never lost):
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import re
@@ -29,9 +28,12 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Final, Protocol
 
-from worker.errors import InvalidCandidate
-from worker.integrations.store_layout import StoreLayout
+import httpx
+from langgraph_sdk.errors import LangGraphError, NotFoundError
+
+from worker.errors import InvalidCandidate, SinkError
 from worker.models import Candidate, Namespace, make_candidate, validate_id
+from worker.store_layout import StoreLayout, content_sha256, item_content
 
 logger = logging.getLogger(__name__)
 
@@ -58,8 +60,84 @@ class InboxScan:
     namespaces_seen: int = 0
 
 
-def item_hash(content: str) -> str:
-    return hashlib.sha256(content.encode("utf-8", errors="surrogatepass")).hexdigest()
+class LangGraphInbox:
+    """The LangGraph store's inbox route as a :class:`~worker.sources.base.InboxSource`.
+
+    Args:
+        client: a langgraph-sdk ``SyncLangGraphClient`` (the store sink's, with its deadline).
+        layout: the store layout the sink publishes under (it names the inbox route).
+        max_text_bytes: the longest candidate text (the deployment's limit).
+    """
+
+    cursor_source = CURSOR_SOURCE
+
+    def __init__(self, client: Any, layout: StoreLayout, *, max_text_bytes: int) -> None:
+        self.client = client
+        self.layout = layout
+        self.max_text_bytes = max_text_bytes
+
+    def collect(
+        self,
+        *,
+        cursors: CursorStore,
+        merged: Callable[[str, Sequence[str]], bool],
+        now: datetime,
+        trace_id: str,
+    ) -> InboxScan:
+        """Scan every user namespace's inbox (see the module docstring)."""
+        scan = InboxScan()
+        prefix = self.layout.inbox_prefix
+        for store_ns in _namespaces(self.client, PAGE_SIZE):
+            namespace = self.layout.parse_user(store_ns)
+            if namespace is None:
+                continue
+            scan.namespaces_seen += 1
+            raw = cursors.get_cursor(CURSOR_SOURCE, namespace.key)
+            consumed: dict[str, dict[str, Any]] = json.loads(raw) if raw else {}
+            updates = dict(consumed)
+            for key, content in _inbox_items(self.client, store_ns, prefix, PAGE_SIZE):
+                sha = content_sha256(content)
+                seen = consumed.get(key)
+                if seen is not None and seen.get("sha256") == sha:
+                    if merged(namespace.key, seen.get("ids") or []):
+                        scan.removable.append((store_ns, key, sha))
+                        updates.pop(key, None)
+                    continue
+                found = _candidates(
+                    namespace,
+                    key,
+                    relative=key[len(prefix) :],
+                    content=content,
+                    sha=sha,
+                    now=now,
+                    trace_id=trace_id,
+                    max_text_bytes=self.max_text_bytes,
+                )
+                scan.candidates.extend(found)
+                updates[key] = {"sha256": sha, "ids": [c.id for c in found]}
+            if updates != consumed:
+                scan.cursor_updates[namespace.key] = updates
+        return scan
+
+    def owner_of(self, store_namespace: Sequence[str]) -> str | None:
+        owner = self.layout.parse_user(tuple(store_namespace))
+        return owner.key if owner is not None else None
+
+    def remove_if_unchanged(self, store_namespace: Sequence[str], key: str, sha256: str) -> bool:
+        store_ns = tuple(store_namespace)
+        try:
+            found = self.client.store.get_item(store_ns, key=key)
+            value = found.get("value") if isinstance(found, Mapping) else None
+            if not isinstance(value, Mapping) or content_sha256(item_content(value)) != sha256:
+                return False  # changed since its merge: the agent added to it
+            self.client.store.delete_item(store_ns, key=key)
+        except NotFoundError:
+            return False
+        except (LangGraphError, httpx.HTTPError, OSError) as exc:
+            status = getattr(getattr(exc, "response", None), "status_code", None)
+            detail = f"HTTP {status}" if isinstance(status, int) else type(exc).__name__
+            raise SinkError(f"inbox: removing {key} failed ({detail}); kept for now") from exc
+        return True
 
 
 def thread_of(relative: str) -> str | None:
@@ -88,53 +166,6 @@ def inbox_lines(content: str) -> list[str]:
         if line and line not in out:
             out.append(line)
     return out
-
-
-def collect_inbox(
-    client: Any,
-    layout: StoreLayout,
-    *,
-    cursors: CursorStore,
-    merged: Callable[[str, Sequence[str]], bool],
-    now: datetime,
-    trace_id: str,
-    max_text_bytes: int = 8192,
-    page_size: int = PAGE_SIZE,
-) -> InboxScan:
-    """Scan every user namespace's inbox (see the module docstring)."""
-    scan = InboxScan()
-    prefix = layout.inbox_prefix
-    for store_ns in _namespaces(client, page_size):
-        namespace = layout.parse_user(store_ns)
-        if namespace is None:
-            continue
-        scan.namespaces_seen += 1
-        raw = cursors.get_cursor(CURSOR_SOURCE, namespace.key)
-        consumed: dict[str, dict[str, Any]] = json.loads(raw) if raw else {}
-        updates = dict(consumed)
-        for key, content in _inbox_items(client, store_ns, prefix, page_size):
-            sha = item_hash(content)
-            seen = consumed.get(key)
-            if seen is not None and seen.get("sha256") == sha:
-                if merged(namespace.key, seen.get("ids") or []):
-                    scan.removable.append((store_ns, key, sha))
-                    updates.pop(key, None)
-                continue
-            found = _candidates(
-                namespace,
-                key,
-                relative=key[len(prefix) :],
-                content=content,
-                sha=sha,
-                now=now,
-                trace_id=trace_id,
-                max_text_bytes=max_text_bytes,
-            )
-            scan.candidates.extend(found)
-            updates[key] = {"sha256": sha, "ids": [c.id for c in found]}
-        if updates != consumed:
-            scan.cursor_updates[namespace.key] = updates
-    return scan
 
 
 def _candidates(
@@ -196,16 +227,8 @@ def _inbox_items(
                 continue
             value = item.get("value")
             raw = value.get("content") if isinstance(value, Mapping) else None
-            content = "\n".join(map(str, raw)) if isinstance(raw, list) else raw
-            if isinstance(content, str):
-                yield key, content
+            if isinstance(raw, str | list):
+                yield key, item_content(value)
         if len(items) < page_size:
             return
         offset += page_size
-
-
-def inbox_item_keys(
-    client: Any, store_ns: tuple[str, ...], prefix: str, page_size: int = PAGE_SIZE
-) -> list[str]:
-    """Keys of every inbox item in ``store_ns`` (an erase removes them all)."""
-    return [key for key, _content in _inbox_items(client, store_ns, prefix, page_size)]

@@ -4,7 +4,7 @@ The SDK's ``threads.search`` has no ``updated_after`` filter, so :func:`collect_
 by ``updated_at`` descending and pages until it passes the window start. It keeps threads
 updated in ``(window_start, window_end]`` (and matching the metadata filter), reads each
 thread's ``values["messages"]``, cuts them into exchanges (user input + final assistant reply,
-tool traffic ignored; see :mod:`worker.integrations.exchanges`) and makes one ``turn``
+tool traffic ignored; see :mod:`worker.exchanges`) and makes one ``turn``
 candidate per complete exchange after the thread's cursor.
 
 Ids are deterministic: idempotency key ``thread:<thread_id>:<message id>`` (the final reply's
@@ -36,8 +36,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
+from worker.constants import MAX_TEXT_BYTES
 from worker.errors import InvalidCandidate
-from worker.integrations.exchanges import DEFAULT_MAX_TEXT_BYTES, split_exchanges
+from worker.exchanges import split_exchanges
 from worker.models import Candidate, make_candidate, validate_id
 
 logger = logging.getLogger(__name__)
@@ -83,6 +84,43 @@ class ThreadScan:
             cursors.set_cursor(CURSOR_SOURCE, thread_id, message_id, now=moment)
 
 
+class LangGraphThreads:
+    """A LangGraph server's threads as a :class:`~worker.sources.base.ThreadSource`.
+
+    Args:
+        client: a langgraph-sdk ``SyncLangGraphClient``.
+        assistant_key: see :func:`collect_threads`.
+        max_text_bytes: the longest candidate text (the deployment's limit).
+    """
+
+    def __init__(self, client: Any, *, assistant_key: str | None, max_text_bytes: int) -> None:
+        self.client = client
+        self.assistant_key = assistant_key
+        self.max_text_bytes = max_text_bytes
+
+    def collect(
+        self,
+        start: datetime,
+        end: datetime,
+        *,
+        cursors: CursorStore,
+        assistant_id: str | None,
+        trace_id: str,
+        now: datetime,
+    ) -> ThreadScan:
+        return collect_threads(
+            self.client,
+            start,
+            end,
+            cursors=cursors,
+            assistant_id=assistant_id,
+            assistant_key=self.assistant_key,
+            trace_id=trace_id,
+            max_text_bytes=self.max_text_bytes,
+            now=now,
+        )
+
+
 def scan_threads(
     client: Any,
     window_start: datetime,
@@ -120,7 +158,7 @@ def collect_threads(
     page_size: int = DEFAULT_PAGE_SIZE,
     now: datetime | None = None,
     trace_id: str | None = None,
-    max_text_bytes: int = DEFAULT_MAX_TEXT_BYTES,
+    max_text_bytes: int = MAX_TEXT_BYTES,
     assistant_key: str | None = None,
 ) -> ThreadScan:
     """Find the threads updated in ``(window_start, window_end]`` and their new exchanges.

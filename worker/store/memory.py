@@ -428,6 +428,13 @@ class MemoryStore(SearchMethods):
             lambda c: _cursors.set_cursor(c, source, key, value, namespace=namespace, now=now),
         )
 
+    def list_cursors(self, source: str, *, limit: int, after: str = "") -> list[tuple[str, str]]:
+        """A page of ``source``'s (key, value) cursors with keys after ``after``, key order."""
+        return self._read(
+            f"listing {source} cursors",
+            lambda c: _cursors.list_cursors(c, source, limit=limit, after=after),
+        )
+
     # --- approvals -------------------------------------------------------------------------
     def pending_approvals(
         self, *, namespace: str | None = None, limit: int = 100

@@ -31,14 +31,12 @@ from typing import Any, Final
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from worker.errors import NotFound
+from worker.errors import MAX_ERROR_CHARS, NotFound
 from worker.store import fence
 from worker.store.clock import resolve
 from worker.store.records import OutboxItem, SinkLag
 from worker.store.schema import file_versions, memory_files, outbox
 
-#: Longest stored delivery error; sink exceptions can embed whole responses.
-MAX_ERROR_CHARS: Final = 2000
 #: How long after a sink call failed (or its deliverer's claim ran out) its write may still
 #: land: a server that finishes a request its client gave up on does so within its own request
 #: timeout, well under this.

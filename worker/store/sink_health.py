@@ -20,6 +20,7 @@ from typing import Final
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from worker.errors import MAX_ERROR_CHARS
 from worker.store import fence
 from worker.store.clock import resolve
 from worker.store.engine import dialect_insert
@@ -33,8 +34,6 @@ BREAKER_THRESHOLD: Final = 3
 BREAKER_FIRST_OPEN_SECONDS: Final = 15.0
 #: Longest the breaker stays open, so a sink back from an outage is found within it.
 BREAKER_MAX_OPEN_SECONDS: Final = 300.0
-#: Longest stored error text.
-MAX_ERROR_CHARS: Final = 2000
 
 
 def open_for(consecutive_failures: int) -> timedelta:

@@ -20,8 +20,7 @@ from worker.scheduling.beat import HEARTBEAT_CONF_KEY, beat_schedule_for
 from worker.scheduling.heartbeat import HEARTBEAT_FILENAME
 from worker.scheduling.schedules import bundled_schedules_dir, load_schedules
 from worker.settings import Settings
-from worker.tasks import tasks
-from worker.tasks.names import (
+from worker.task_names import (
     CONSOLIDATE_LANE,
     CONSOLIDATE_TASK,
     DELIVER_LANE,
@@ -31,6 +30,7 @@ from worker.tasks.names import (
     SWEEP_TASK,
     queue_name,
 )
+from worker.tasks import tasks
 
 #: How often beat asks the outbox for undelivered versions (new commits also trigger delivery
 #: right away; this catches retries after a sink outage).

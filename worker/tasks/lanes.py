@@ -18,13 +18,13 @@ from dataclasses import dataclass
 from typing import Final
 
 from worker.errors import InvalidOption
-from worker.tasks.names import CONSOLIDATE_LANE, DELIVER_LANE, SWEEP_LANE, queue_name
+from worker.task_names import CONSOLIDATE_LANE, DELIVER_LANE, SWEEP_LANE, queue_name
 
 
 @dataclass(frozen=True)
 class Lane:
     """One lane: its name, how many tasks it runs at once by default, and what it is for.
-    Its Celery queue is :func:`~worker.tasks.names.queue_name` of the deployment's prefix."""
+    Its Celery queue is :func:`~worker.task_names.queue_name` of the deployment's prefix."""
 
     name: str
     default_concurrency: int

@@ -17,7 +17,7 @@ from worker.scheduling.actions import run_schedule_tick
 from worker.scheduling.beat import parse_tick
 from worker.service.publish import deliver_due
 from worker.service.sweep import sweep as sweep_due_namespaces
-from worker.tasks.names import (
+from worker.task_names import (
     CONSOLIDATE_LANE,
     CONSOLIDATE_TASK,
     DELIVER_LANE,

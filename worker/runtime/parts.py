@@ -1,4 +1,9 @@
-"""Build the configured sinks from settings: ``files``, ``langgraph``, or a dotted path.
+"""Build the concrete sinks and sources from settings (the service sees only their protocols).
+
+:func:`load_sinks` builds the configured sinks: ``files``, ``langgraph``, or a dotted path. A
+built-in sink is its own module plus one line in :func:`_build`; it takes part in publish and
+erase through the protocols of :mod:`worker.sinks.base`. :func:`scan_parts` builds what the
+source scan reads (:class:`~worker.service.scan.ScanParts`).
 
 A dotted path ``package.module:Name`` names a class with a ``from_settings(settings)``
 classmethod, or any callable taking the :class:`~worker.settings.Settings`; either must return
@@ -11,15 +16,19 @@ a :class:`~worker.sinks.base.Sink`.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from worker.errors import ConfigurationError
+from worker.service.scan import ScanParts
 from worker.settings import Settings
 from worker.sinks.base import Sink
 from worker.sinks.files import FilesSink
 from worker.sinks.langgraph_store import LangGraphStoreSink
+from worker.sources.inbox import LangGraphInbox
+from worker.sources.langgraph_threads import LangGraphThreads
 
 
 def load_sinks(settings: Settings) -> list[Sink]:
@@ -71,3 +80,30 @@ def _import(entry: str) -> Callable[[Settings], object]:
     if not callable(factory):
         raise ConfigurationError(f"sink {entry!r}: {module_name} has no callable {attr!r}")
     return factory  # type: ignore[no-any-return]
+
+
+@contextlib.contextmanager
+def scan_parts(settings: Settings) -> Iterator[ScanParts]:
+    """The sources the scan reads, closed afterwards: a LangGraph server's threads when
+    ``settings.langgraph_url`` is set, and with the ``langgraph`` sink its store's inbox and
+    the agent edits it absorbed."""
+    if not settings.langgraph_url:
+        yield ScanParts()
+        return
+    from langgraph_sdk import get_sync_client
+
+    client = get_sync_client(url=settings.langgraph_url, api_key=settings.langgraph_api_key)
+    threads = LangGraphThreads(
+        client,
+        assistant_key=settings.thread_assistant_key,
+        max_text_bytes=settings.max_text_bytes,
+    )
+    if "langgraph" not in settings.sinks:
+        yield ScanParts(threads)
+        return
+    sink = LangGraphStoreSink.from_settings(settings)
+    try:
+        inbox = LangGraphInbox(sink.client, sink.layout, max_text_bytes=settings.max_text_bytes)
+        yield ScanParts(threads, inbox, sink)
+    finally:
+        sink.close()

@@ -37,13 +37,12 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage
 
+from worker.constants import MAX_TEXT_BYTES
+
 #: The marker ``SummarizationMiddleware`` puts on the summary it inserts; that message is the
 #: model's own digest, not something the user said.
 SUMMARY_MARKER = "summarization"
 
-#: Largest rendered exchange in UTF-8 bytes, matching the default candidate text limit, so a
-#: long exchange is shortened here (each side keeps its beginning) instead of being refused.
-DEFAULT_MAX_TEXT_BYTES = 8192
 
 _ROLE_ALIASES = {"user": "human", "assistant": "ai", "developer": "system"}
 _ELLIPSIS = "…"
@@ -80,7 +79,7 @@ class Exchange:
         anchor = self.anchor_id
         return f"thread:{thread_id}:{anchor}" if anchor else None
 
-    def render(self, max_bytes: int = DEFAULT_MAX_TEXT_BYTES) -> str:
+    def render(self, max_bytes: int = MAX_TEXT_BYTES) -> str:
         """``user: …`` and ``assistant: …`` lines, shortened to fit ``max_bytes``."""
         parts = [
             (label, text)

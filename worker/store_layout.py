@@ -39,14 +39,15 @@ worker.errors.ConfigurationError: ... user:u1:bot-a and user:u1:bot-b would shar
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import combinations
-from typing import Final
+from typing import Any, Final
 
 from worker.constants import INBOX_ROUTE, MEMORY_ROUTE
-from worker.errors import ConfigurationError, InvalidCandidate
+from worker.errors import ConfigurationError, InvalidCandidate, SinkError
 from worker.models import Namespace, Scope
 from worker.settings import Settings
 
@@ -392,3 +393,24 @@ def _ends_meet(one: str, other: str, *, at_start: bool) -> bool:
         return False
     extra = long_[: len(long_) - len(short)]
     return bool(_ID_CHARS.fullmatch(extra))
+
+
+def content_sha256(content: str) -> str:
+    """The hash of a stored file's content (the sink's marker, the inbox's cursors, the agent
+    edits): SHA-256 of the UTF-8 content, hex."""
+    return hashlib.sha256(content.encode("utf-8", errors="surrogatepass")).hexdigest()
+
+
+def item_content(value: Mapping[str, Any]) -> str:
+    """The text of a stored ``FileData`` (a legacy list of lines is joined, as deepagents does)."""
+    raw = value.get("content")
+    if isinstance(raw, list):
+        return "\n".join(str(line) for line in raw)
+    return raw if isinstance(raw, str) else ""
+
+
+def store_key(path: str, route: str = MEMORY_ROUTE) -> str:
+    """The item key of a memory path: the path relative to ``route``, with a leading slash."""
+    if not path.startswith(route) or len(path) == len(route):
+        raise SinkError(f"langgraph sink: path {path!r} is not a file under {route}")
+    return "/" + path[len(route) :]
