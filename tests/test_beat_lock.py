@@ -186,6 +186,8 @@ def test_a_beat_without_redis_says_redis_is_unreachable_once_not_that_a_beat_hol
         "MEMWORKER_REDIS_URL": "redis://127.0.0.1:1/0",
         "MEMWORKER_DATA_DIR": str(tmp_path),
         "MEMWORKER_BEAT_LOCK_SECONDS": "3",
+        # The log is read after a SIGKILL: nothing may wait in a buffer.
+        "PYTHONUNBUFFERED": "1",
     }
     log = tmp_path / "beat.log"
     with log.open("wb") as out:
