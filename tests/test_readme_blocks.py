@@ -243,3 +243,9 @@ def test_env_block_is_valid_settings_and_builds_its_model(
     if settings.model is not None:
         pytest.importorskip(PROVIDER_PACKAGES[settings.model.partition(":")[0]])
         assert isinstance(chat_model(settings), BaseChatModel)
+    if settings.embeddings:
+        from langchain_core.embeddings import Embeddings
+
+        from worker.runtime.embeddings import build_embeddings
+
+        assert isinstance(build_embeddings(settings.embeddings), Embeddings)
