@@ -72,7 +72,7 @@ class Pipeline:
 
     def now(self) -> datetime:
         """The injected clock's time, else the database's (one authority for SQL-side times)."""
-        return self.now() if self.clock is not None else self.store.db_now()
+        return self.clock() if self.clock is not None else self.store.db_now()
 
     def consolidate(self, claim: Claim, *, trigger: Trigger = "queue") -> BatchResult:
         """Consolidate the batch ``claim`` covers; see the module docstring for the guarantees."""
@@ -127,7 +127,9 @@ class Pipeline:
             self.settings,
             namespace,
             entries,
-            now=self.now(),
+            # The batch's start time serves the merge too: one clock read fewer per batch
+            # (each is a round trip), and nothing compares the two.
+            now=started,
             epoch=claim.epoch,
         )
         if epoch_changed(merged.applied_position, claim.epoch):
@@ -139,14 +141,15 @@ class Pipeline:
             return merged.result
         if lease_lost.is_set():
             raise LeaseLost(f"lease on {namespace} was lost during the merge; not committing")
+        finished = self.now()  # the run's end and the commit's time: one read for both
         commit = self.store.commit_batch(
             namespace=namespace,
             expected_version=merged.version,
             applied_position=claim.position,
             applied=merged.applied,
-            run=self._run(claim, trigger, started, merged.result),
+            run=self._run(claim, trigger, started, finished, merged.result),
             sinks=self.sinks,
-            now=self.now(),
+            now=finished,
         )
         if not self.queue.ack(claim):
             # Committed, but the lease moved on: harmless. The next claimer finds every
@@ -155,7 +158,12 @@ class Pipeline:
         return replace(merged.result, version=commit.version)
 
     def _run(
-        self, claim: Claim, trigger: Trigger, started: datetime, result: BatchResult
+        self,
+        claim: Claim,
+        trigger: Trigger,
+        started: datetime,
+        finished: datetime,
+        result: BatchResult,
     ) -> RunRecord:
         outcome = result.outcome.run_outcome
         assert outcome is not None, f"{result.outcome} writes no run row"
@@ -163,7 +171,7 @@ class Pipeline:
             trigger=trigger,
             namespace=claim.namespace,
             started_at=started,
-            finished_at=self.now(),
+            finished_at=finished,
             outcome=outcome,
             error=result.error,
             candidates=result.candidates,
@@ -196,7 +204,7 @@ class Pipeline:
         if not record or started is None:
             return BatchResult(claim.namespace, outcome, error=error)
         try:
-            self.store.record_run(self._run(claim, trigger, started, failed))
+            self.store.record_run(self._run(claim, trigger, started, self.now(), failed))
         except MemworkerError as exc:  # the failure itself is already counted in Redis
             log.warning("could not record the failed run of %s: %s", claim.namespace, exc)
         except Exception:
