@@ -185,9 +185,8 @@ def commit_batch(
         namespace=namespace,
     )
     if applied.new_entries:
-        insert_rows(
-            conn, entries, [_entry_row(ns_id, e, added_version=version) for e in applied.new_entries]
-        )
+        rows = [_entry_row(ns_id, e, added_version=version) for e in applied.new_entries]
+        insert_rows(conn, entries, rows)
     if applied.changed_entries:
         _update_entries(conn, ns_id, namespace, applied.changed_entries, version)
     written, outbox_ids = write_versions(
