@@ -9,13 +9,16 @@ delivers, so claims are what keeps deliveries from doubling. Timed from a shared
 (process start-up and imports excluded) until the queue is empty and the outbox delivered.
 
 Reported per N: candidates/s, its ratio to 1 worker in the same run (goals: never below 1×;
-≥ 1.5× at 2 workers on two cores), and deliveries per committed version (goal: 1.0): the
-outbox rows' recorded attempts over the file versions committed.
+≥ 1.5× at 2 workers on two cores), CPU per candidate (the worker processes' user + system time
+from the start signal to their end, over the candidates: the figure that shows contention when
+the cores, shared with PostgreSQL and Redis, cap the throughput), and deliveries per committed
+version (goal: 1.0): the outbox rows' recorded attempts over the file versions committed.
 """
 
 from __future__ import annotations
 
 import multiprocessing as mp
+import os
 import shutil
 import tempfile
 import time
@@ -58,19 +61,21 @@ def run() -> list[str]:
     lines = []
     rates: dict[int, float] = {}
     for n in WORKERS:
-        rate, per_version = _measure(n)
+        rate, per_version, cpu = _measure(n)
         rates[n] = rate
         ratio = rate / rates[1]
         goal = 1.5 if n == 2 else 1.0
         lines.append(
             f"{n} worker(s): {rate:7.0f} candidates/s  {ratio:4.2f}x of 1 worker "
             f"(goal >= {goal}x: {verdict(ratio >= goal or n == 1)})  "
+            f"CPU {1e6 * cpu / (USERS * PER_USER):,.0f} us per candidate  "
             f"deliveries per version {per_version:.2f} (goal 1.00: {verdict(per_version == 1.0)})"
         )
     return lines
 
 
-def _measure(workers: int) -> tuple[float, float]:
+def _measure(workers: int) -> tuple[float, float, float]:
+    """Candidates/s, deliveries per version, and the workers' CPU seconds (user + system)."""
     prefix = unique_prefix("w")
     data_dir = Path(tempfile.mkdtemp(prefix="mwbench-"))
     with temp_postgres() as db:
@@ -89,14 +94,17 @@ def _measure(workers: int) -> tuple[float, float]:
             ctx = mp.get_context("spawn")
             go = ctx.Event()
             ready = ctx.Barrier(workers + 1)
+            spent = ctx.Queue()
             procs = [
-                ctx.Process(target=_worker, args=(settings, ready, go)) for _ in range(workers)
+                ctx.Process(target=_worker, args=(settings, ready, go, spent))
+                for _ in range(workers)
             ]
             for p in procs:
                 p.start()
             ready.wait(timeout=120)
             started = time.perf_counter()
             go.set()
+            cpu = sum(spent.get(timeout=RUN_BOUND_SECONDS) for _ in procs)
             for p in procs:
                 p.join(RUN_BOUND_SECONDS)
             elapsed = time.perf_counter() - started
@@ -107,7 +115,7 @@ def _measure(workers: int) -> tuple[float, float]:
             delete_prefix(client, prefix)
             client.close()
             shutil.rmtree(data_dir, ignore_errors=True)
-    return USERS * PER_USER / elapsed, per_version
+    return USERS * PER_USER / elapsed, per_version, cpu
 
 
 def _enqueue(queue: RedisQueue, tag: str) -> None:
@@ -122,13 +130,14 @@ def _enqueue(queue: RedisQueue, tag: str) -> None:
         )
 
 
-def _worker(settings: Settings, ready: object, go: object) -> None:
+def _worker(settings: Settings, ready: object, go: object, spent: object) -> None:
     """One worker host: claim a few, merge them, deliver; until nothing is left."""
     runtime = build_runtime(settings)
     queue, pipeline, store = runtime.queue, runtime.pipeline, runtime.store
     future = queue.server_ms() / 1000 + 3600  # everything is due (the queue's test hook)
     ready.wait()  # type: ignore[attr-defined]
     go.wait()  # type: ignore[attr-defined]
+    began = os.times()
     idle = 0
     while idle < 3:
         claims = queue.claim_due(now=future, limit=CLAIMS_PER_SWEEP)
@@ -136,6 +145,8 @@ def _worker(settings: Settings, ready: object, go: object) -> None:
             pipeline.consolidate(claim)
         report = deliver_due(store, runtime.sinks, now=datetime.now(UTC), gate=runtime.sink_gate)
         idle = 0 if claims or report.delivered else idle + 1
+    ended = os.times()
+    spent.put(ended.user - began.user + ended.system - began.system)  # type: ignore[attr-defined]
     runtime.close()
 
 

@@ -38,7 +38,7 @@ import math
 import re
 from collections import Counter
 from collections.abc import Iterator
-from functools import cache
+from functools import cache, lru_cache
 from typing import Any, Final
 
 import regex
@@ -242,6 +242,12 @@ def _check(raw: str, depth: int) -> str | None:
     return None
 
 
+#: Verdicts kept: the merge checks each candidate's text, then the plan validation checks the
+#: same text again; a verdict depends on the text alone, so the second check is a lookup.
+_VERDICTS_KEPT: Final = 1024
+
+
+@lru_cache(maxsize=_VERDICTS_KEPT)
 def violation(text: str) -> str | None:
     """The reason of the first guard ``text`` trips, or None when it may be stored."""
     return _check(text, 0)

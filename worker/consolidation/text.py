@@ -125,6 +125,9 @@ def skeleton(text: str) -> str:
 
 #: Texts whose normal forms are kept: the guards and dedupe look at the same candidate.
 _CACHED: Final = 1024
+#: Texts whose :class:`Normalised` forms are kept: a few namespaces' entries (a chat namespace
+#: holds hundreds), so consecutive batches of the same namespaces find them derived.
+_KEPT_FORMS: Final = 8192
 
 
 @lru_cache(maxsize=_CACHED)
@@ -247,11 +250,19 @@ class Normalised:
 
     @classmethod
     def of(cls, raw: str) -> Normalised:
-        """Derive the normal form and features of ``raw``."""
-        norm = normalise(raw)
-        words = norm.split()
-        grams = Counter(pairwise(words)) if _HAS_WORD_FREE.search(norm) else None
-        return cls(norm, _numbers(norm), _polarity(words), _entities(raw), grams)
+        """The normal form and features of ``raw``, derived once per text and kept."""
+        return _normalised(raw)
+
+
+@lru_cache(maxsize=_KEPT_FORMS)
+def _normalised(raw: str) -> Normalised:
+    """:meth:`Normalised.of`, cached: a namespace's entries are re-read with every batch, so
+    their forms are derived on the first batch only. Callers never mutate the result (frozen;
+    ``grams`` is only read)."""
+    norm = normalise(raw)
+    words = norm.split()
+    grams = Counter(pairwise(words)) if _HAS_WORD_FREE.search(norm) else None
+    return Normalised(norm, _numbers(norm), _polarity(words), _entities(raw), grams)
 
 
 def _same_entities(a: Normalised, b: Normalised) -> bool:

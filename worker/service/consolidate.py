@@ -133,7 +133,9 @@ class Pipeline:
             self.settings,
             namespace,
             entries,
-            now=self.now(),
+            # The batch's start time serves the merge too: one clock read fewer per batch
+            # (each is a round trip), and nothing compares the two.
+            now=started,
             epoch=claim.epoch,
         )
         if epoch_changed(merged.applied_position, claim.epoch):
@@ -145,14 +147,15 @@ class Pipeline:
             return merged.result
         if lease_lost.is_set():
             raise LeaseLost(f"lease on {namespace} was lost during the merge; not committing")
+        finished = self.now()  # the run's end and the commit's time: one read for both
         commit = self.store.commit_batch(
             namespace=namespace,
             expected_version=merged.version,
             applied_position=claim.position,
             applied=merged.applied,
-            run=self._run(claim, trigger, started, merged.result),
+            run=self._run(claim, trigger, started, finished, merged.result),
             sinks=self.sinks,
-            now=self.now(),
+            now=finished,
         )
         if not self.queue.ack(claim):
             # Committed, but the lease moved on: harmless. The next claimer finds every
@@ -161,7 +164,12 @@ class Pipeline:
         return replace(merged.result, version=commit.version)
 
     def _run(
-        self, claim: Claim, trigger: Trigger, started: datetime, result: BatchResult
+        self,
+        claim: Claim,
+        trigger: Trigger,
+        started: datetime,
+        finished: datetime,
+        result: BatchResult,
     ) -> RunRecord:
         outcome = result.outcome.run_outcome
         assert outcome is not None, f"{result.outcome} writes no run row"
@@ -169,7 +177,7 @@ class Pipeline:
             trigger=trigger,
             namespace=claim.namespace,
             started_at=started,
-            finished_at=self.now(),
+            finished_at=finished,
             outcome=outcome,
             error=result.error,
             candidates=result.candidates,
@@ -202,7 +210,7 @@ class Pipeline:
         if not record or started is None:
             return BatchResult(claim.namespace, outcome, error=error)
         try:
-            self.store.record_run(self._run(claim, trigger, started, failed))
+            self.store.record_run(self._run(claim, trigger, started, self.now(), failed))
         except MemworkerError as exc:  # the failure itself is already counted in Redis
             log.warning("could not record the failed run of %s: %s", claim.namespace, exc)
         except Exception:

@@ -18,6 +18,7 @@ from sqlalchemy.engine import Connection
 from worker.errors import InvalidPlan, StaleVersion, StoreRefused
 from worker.models import Namespace
 from worker.store import fence, search_index
+from worker.store.bulk import insert_rows
 from worker.store.files import NewVersion, write_versions
 from worker.store.records import CONSOLIDATOR_AUTHOR, CommitResult, RunRecord
 from worker.store.runs import insert_run
@@ -184,10 +185,8 @@ def commit_batch(
         namespace=namespace,
     )
     if applied.new_entries:
-        conn.execute(
-            sa.insert(entries),
-            [_entry_row(ns_id, e, added_version=version) for e in applied.new_entries],
-        )
+        rows = [_entry_row(ns_id, e, added_version=version) for e in applied.new_entries]
+        insert_rows(conn, entries, rows)
     if applied.changed_entries:
         _update_entries(conn, ns_id, namespace, applied.changed_entries, version)
     # The search index moves with the entries, in this transaction (never a half-commit).
@@ -338,7 +337,7 @@ def _insert_ledger(
     if len({r.candidate_id for r in applied.ledger}) != len(rows):
         raise InvalidPlan(["the ledger names a candidate twice; every candidate gets one row"])
     try:
-        conn.execute(sa.insert(candidate_ledger), rows)
+        insert_rows(conn, candidate_ledger, rows)
     except sa.exc.IntegrityError:
         raise StaleVersion(
             f"candidates of this batch are already in the ledger of {namespace}: a redelivered "
