@@ -62,6 +62,21 @@ class SearchMethods:
 
         return self._read("searching " + namespace, run)
 
+    def search_entry_ids(self, namespace: str, query: str, *, limit: int) -> list[str]:
+        """The ids of :meth:`search_entries`' entries, best first, without reading the entries
+        (a hybrid search reads only the few it returns, through :meth:`entries_by_id`, which
+        checks again that each is active)."""
+        Namespace.parse(namespace)
+        terms = query_terms(query)
+
+        def run(conn: Connection) -> list[str]:
+            ns_id = fence.namespace_id(conn, namespace)
+            if ns_id is None or not terms:
+                return []
+            return [i for i, _ in search_index.search(conn, ns_id, terms, limit)]
+
+        return self._read("searching " + namespace, run)
+
     def entries_by_id(self, namespace: str, entry_ids: Sequence[str]) -> list[Entry]:
         """The active entries of ``namespace`` among ``entry_ids``, in the order given."""
         ids = list(entry_ids)
