@@ -13,10 +13,10 @@ query, so it is neither lost nor favoured. A namespace without vectors, or a mod
 or hangs, gives the full-text ranking alone.
 
 Why not reciprocal-rank fusion: RRF discards the cosine's magnitude, so a dense first place
-that is barely ahead of the tenth counts as much as a clear one; keeping the score and adding
-a rank-shaped bonus for shared words measured better on LoCoMo (recall@10 86.2% against
-83.9% for RRF with k = 60 over 40-deep lists, ``python -m bench search``) and is flat over a wide range of the weight (recall@10 within a point for 0.03-0.3), so the
-choice is not a fine tuning.
+that is barely ahead of the tenth counts as much as a clear one. Keeping the score and adding a
+rank-shaped bonus for shared words measured better on LoCoMo (recall@10 86.2% against 83.9%
+for RRF with k = 60 over 40-deep lists, ``python -m bench search``) and is flat over a wide
+range of the weight (recall@10 within a point for 0.03-0.3), so it is not a fine tuning.
 """
 
 from __future__ import annotations
