@@ -13,14 +13,16 @@ Searches, in the same run over the same entries:
 
 * the shipped search, :class:`worker.service.memory_search.SqlMemorySearch`, through its public
   ``search(namespace, query, limit=)`` (lexical; hybrid where the shipped search takes
-  embeddings), timed per call;
+  embeddings: cosine plus a full-text rank bonus), timed per call;
 * baselines computed here: a plain SQLite FTS5 BM25 table (``porter unicode61``, one table per
   namespace, the question's words quoted and OR-joined), a brute-force cosine over the model's
   vectors (numpy), and their reciprocal-rank fusion (k = 60 over each list's top 50).
 
 Each text is embedded once and kept in memory for the run; the dense and fused rows time the
 ranking only, and the embedding cost is printed on its own line (per stored candidate and per
-query, one engine thread).
+query, one engine thread). Recall@10 is also printed for the questions of the first half of
+the conversations (where the shipped search's constants were chosen) and of the second half
+(held out).
 
 Evidence reachable at a 2 KB budget: the same replay with ``file_budget_bytes=2048``; a
 question is reachable when an evidence observation is in its owner's memory files or in the
@@ -45,7 +47,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
@@ -107,6 +109,7 @@ class Probe:
     text: str
     category: int
     evidence: frozenset[str]
+    conversation: str = ""
 
 
 Corpus = dict[str, list[Stored]]
@@ -146,7 +149,8 @@ def probes(work: bench_locomo.Workload) -> list[Probe]:
         if not found:
             continue
         owner = Counter(ns for ns, _ in found).most_common(1)[0][0]
-        out.append(Probe(owner, q.text, q.category, frozenset(c for _, c in found)))
+        evidence = frozenset(c for _, c in found)
+        out.append(Probe(owner, q.text, q.category, evidence, q.conversation))
     return out
 
 
@@ -234,6 +238,8 @@ class Recall:
     hits: Counter[tuple[int, int]]  # (category, k) -> hits
     total: Counter[int]
     ms: float
+    #: Per probe, in order: whether it was a hit at 10 (for the held-out split).
+    hit10: list[bool] = field(default_factory=list)
 
     def share(self, k: int, category: int | None = None) -> float:
         cats = list(self.total) if category is None else [category]
@@ -246,6 +252,7 @@ def recall(name: str, corpus: Corpus, qs: Sequence[Probe], rank: Ranker) -> Reca
     hits: Counter[tuple[int, int]] = Counter()
     total: Counter[int] = Counter()
     seconds: list[float] = []
+    hit10: list[bool] = []
     for p in qs:
         started = time.perf_counter()
         ranking = rank(p)
@@ -253,7 +260,9 @@ def recall(name: str, corpus: Corpus, qs: Sequence[Probe], rank: Ranker) -> Reca
         total[p.category] += 1
         for k in KS:
             hits[(p.category, k)] += _hit(corpus, p, ranking, k)
-    return Recall(name, hits, total, 1000 * statistics.median(seconds) if seconds else 0.0)
+        hit10.append(_hit(corpus, p, ranking, 10))
+    ms = 1000 * statistics.median(seconds) if seconds else 0.0
+    return Recall(name, hits, total, ms, hit10)
 
 
 class CachedEmbeddings(Embeddings):
@@ -541,6 +550,25 @@ def _recall_lines(rows: list[Recall]) -> list[str]:
     return lines
 
 
+def _split_lines(rows: list[Recall], qs: Sequence[Probe]) -> list[str]:
+    """R@10 of each row over the questions of the first half of the conversations (where the
+    shipped constants were chosen) and of the second half (held out)."""
+    convs = sorted({p.conversation for p in qs})
+    first = set(convs[: len(convs) // 2])
+    if not first or len(convs) < 2:
+        return []
+    head = f"conversations {len(first)} + {len(convs) - len(first)}"
+    lines = [f"R@10 by half ({head}): {'tuned on':>10}{'held out':>10}"]
+    for r in rows:
+        parts = [
+            [h for h, p in zip(r.hit10, qs, strict=True) if (p.conversation in first) == side]
+            for side in (True, False)
+        ]
+        cells = "".join(f"{_pct(sum(h) / len(h)) if h else 'n/a':>10}" for h in parts)
+        lines.append(f"  {r.name:<40}{cells}")
+    return lines
+
+
 def _targets(rows: list[Recall]) -> list[str]:
     out = []
     for label in ("lexical", "hybrid"):
@@ -588,6 +616,7 @@ def measure(
         "namespace, a hit when an evidence observation is in the top k; "
         + (f"embeddings {spec}" if spec else "no embeddings"),
         *_recall_lines(rows),
+        *_split_lines(rows, qs),
         *_targets(rows),
     ]
     if model is not None:

@@ -31,7 +31,9 @@ SYNC_CHUNK = 500
 RARE_DOCS = 300
 #: The newest entries of a namespace that terms held by more than ``RARE_DOCS`` entries rank.
 COMMON_WINDOW = 500
-#: Candidates (by summed IDF) whose lengths are read for the final BM25 ranking.
+#: Candidates (by summed IDF) whose lengths are read for the final BM25 ranking, in a
+#: namespace larger than the window (a smaller one ranks all of its at most
+#: ``COMMON_WINDOW`` candidates, so its ranking is exact as :func:`search` says).
 RERANKED = 100
 
 _BUMP_STATS = sa.text(
@@ -199,7 +201,9 @@ def search(conn: Connection, ns_id: int, terms: QueryTerms, limit: int) -> list[
                 df[term] = max(RARE_DOCS + 1, round(estimate.get(term, 0)))
     postings = {t: ids for t, ids in postings.items() if ids}
     first_cut = search_rank.unweighted(postings, df, docs)
-    keep = sorted(first_cut, key=lambda d: (-first_cut[d], -d))[: max(RERANKED, limit)]
+    keep = sorted(first_cut, key=lambda d: (-first_cut[d], -d))
+    if docs > window:  # within the window every candidate is ranked: the ranking is exact
+        keep = keep[: max(RERANKED, limit)]
     lengths, entry_ids = _doc_rows(conn, keep)
     ranked = search_rank.rank(postings, df, lengths, docs=docs, avg_len=total_len / docs)
     return [(entry_ids[doc], score) for doc, score in ranked[:limit]]

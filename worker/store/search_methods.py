@@ -62,6 +62,26 @@ class SearchMethods:
 
         return self._read("searching " + namespace, run)
 
+    def search_entry_ids(
+        self, namespace: str, query: str, *, limit: int
+    ) -> tuple[tuple[int, int], list[str]]:
+        """:meth:`vectors_fingerprint` and the ids of :meth:`search_entries`' entries, best
+        first, read in one snapshot without reading the entries: a hybrid search reads only
+        the few it returns, through :meth:`entries_by_id`, which checks again that each is
+        active."""
+        Namespace.parse(namespace)
+        terms = query_terms(query)
+
+        def run(conn: Connection) -> tuple[tuple[int, int], list[str]]:
+            search_index.one_snapshot(conn)
+            ns_id = fence.namespace_id(conn, namespace)
+            if ns_id is None:
+                return (0, 0), []
+            found = search_index.search(conn, ns_id, terms, limit) if terms else []
+            return _fingerprint(conn, ns_id), [i for i, _ in found]
+
+        return self._read("searching " + namespace, run)
+
     def entries_by_id(self, namespace: str, entry_ids: Sequence[str]) -> list[Entry]:
         """The active entries of ``namespace`` among ``entry_ids``, in the order given."""
         ids = list(entry_ids)
