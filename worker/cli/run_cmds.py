@@ -127,6 +127,7 @@ def beat(loglevel: LoglevelOpt = "INFO", supervised: SupervisedOpt = False) -> N
     """Run the scheduler. Run one or more: only the one holding the beat lock in Redis
     schedules; the others stand by and take over when it stops."""
     from worker.queue.beat_lock import BeatLock
+    from worker.runtime.lifetime import supervisor_pid
     from worker.runtime.summary import quiet_celery
     from worker.scheduling.beat import BEAT_LOCK_CONF_KEY, BEAT_REDIS_WATCHED_CONF_KEY
     from worker.settings import load_settings
@@ -143,7 +144,8 @@ def beat(loglevel: LoglevelOpt = "INFO", supervised: SupervisedOpt = False) -> N
         app.conf[BEAT_LOCK_CONF_KEY] = BeatLock(
             runtime.redis, settings.key_prefix, ttl_seconds=settings.beat_lock_seconds
         )
-        app.conf[BEAT_REDIS_WATCHED_CONF_KEY] = supervised  # the supervisor names outages
+        # A supervisor that watches Redis names its outages; a beat nobody watches says them.
+        app.conf[BEAT_REDIS_WATCHED_CONF_KEY] = supervised and supervisor_pid() is not None
         app.start(
             [
                 "--quiet",  # no banner: the summary of `run` / the log line below say it

@@ -68,6 +68,10 @@ def watch_parent(
     return thread
 
 
+#: The supervisor this process is a direct child of (see :func:`watch_supervisor_from_env`).
+_supervisor: list[int] = []
+
+
 def watch_supervisor_from_env() -> threading.Thread | None:
     """:func:`watch_parent` of the supervisor named in :data:`SUPERVISOR_PID_ENV`, when this
     process is its direct child; the variable is removed so no grandchild watches a pid that
@@ -75,7 +79,18 @@ def watch_supervisor_from_env() -> threading.Thread | None:
     named = os.environ.pop(SUPERVISOR_PID_ENV, "")
     if not named.isdigit() or int(named) != os.getppid():
         return None
+    _supervisor[:] = [int(named)]
     return watch_parent(int(named))
+
+
+def supervisor_pid() -> int | None:
+    """The pid of the supervisor watching this process, or None when none is (a process
+    started by hand, even with ``--supervised``).
+
+    >>> supervisor_pid() is None
+    True
+    """
+    return _supervisor[0] if _supervisor else None
 
 
 def _end_orphan(grace_seconds: float, poll_seconds: float) -> None:
