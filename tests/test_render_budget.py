@@ -124,3 +124,17 @@ def test_import_refuses_a_file_that_hides_entries_without_saying_so() -> None:
     content = render_file(FACTS, entries, budget=512)
     silent = "\n".join(line for line in content.splitlines() if not is_pointer_line(line))
     assert as_shown(FACTS, silent.rstrip("\n") + "\n", entries) != silent.rstrip("\n") + "\n"
+
+
+def test_a_file_leaving_out_one_of_two_entries_of_the_same_text_is_recognised() -> None:
+    """The shown bullets match the active entries in order: a multiset match picked the first
+    "0" and put it before the long entry, so a valid file was refused (found by hypothesis)."""
+    texts = ["0", "00000000", "0"]
+    entries = [
+        Entry(id=f"e{i}", path=FACTS, text=body, valid_from=T0, created_at=T0 + timedelta(i),
+              last_confirmed_at=T0 + timedelta(i), confirmations=1)
+        for i, body in enumerate(texts)
+    ]  # fmt: skip
+    content = "# Facts\n\n- 00000000\n- 0\n\n" + pointer_line(1) + "\n"
+
+    assert as_shown(FACTS, content, entries) == content

@@ -46,7 +46,6 @@ from __future__ import annotations
 
 import html
 import re
-from collections import Counter
 from collections.abc import Iterable
 from datetime import datetime
 from typing import Final
@@ -178,14 +177,17 @@ def as_shown(path: str, content: str, entries: Iterable[Entry]) -> str:
     <BLANKLINE>
     _1 more memory not shown here; search_memory finds it._
     """
-    bullets = Counter(line for line in content.splitlines() if line.startswith("- "))
+    # A rendering lists its entries in entry order, so the bullets are a subsequence of the
+    # active entries' lines: match them in order (entries may share a line, so a multiset
+    # match could pick another entry of the same text and reorder the file).
+    bullets = iter(line for line in content.splitlines() if line.startswith("- "))
+    wanted = next(bullets, None)
     shown: list[Entry] = []
     active = sorted((e for e in entries if e.active and e.path == path), key=entry_order)
     for entry in active:
-        line = f"- {entry_line(entry.text)}"
-        if bullets[line] > 0:
-            bullets[line] -= 1
+        if wanted is not None and f"- {entry_line(entry.text)}" == wanted:
             shown.append(entry)
+            wanted = next(bullets, None)
     return _lines(path, shown, len(active) - len(shown))
 
 
