@@ -107,18 +107,35 @@ def redis_client(redis_url: str, key_prefix: str) -> Iterator[RedisClient]:
     client.close()
 
 
-@pytest.fixture(scope="session")
-def pg_database_url() -> Iterator[str]:
-    """A fresh PostgreSQL database for this test session, dropped at the end."""
+@contextlib.contextmanager
+def _fresh_pg_database() -> Iterator[str]:
+    """A new, empty PostgreSQL database on the test server, dropped afterwards."""
     name = "mwtest_" + uuid.uuid4().hex[:12]
     admin = sa.create_engine(PG_SERVER_URL, isolation_level="AUTOCOMMIT")
     with admin.connect() as conn:
         conn.exec_driver_sql(f'CREATE DATABASE "{name}"')
     url = sa.engine.make_url(PG_SERVER_URL).set(database=name).render_as_string(hide_password=False)
-    yield url
-    with admin.connect() as conn:
-        conn.exec_driver_sql(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-    admin.dispose()
+    try:
+        yield url
+    finally:
+        with admin.connect() as conn:
+            conn.exec_driver_sql(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        admin.dispose()
+
+
+@pytest.fixture(scope="session")
+def pg_database_url() -> Iterator[str]:
+    """A fresh PostgreSQL database for this test session, dropped at the end."""
+    with _fresh_pg_database() as url:
+        yield url
+
+
+@pytest.fixture
+def empty_pg_database_url() -> Iterator[str]:
+    """A PostgreSQL database of this test alone, empty when it starts (no other test has
+    migrated it), dropped at the end."""
+    with _fresh_pg_database() as url:
+        yield url
 
 
 @pytest.fixture

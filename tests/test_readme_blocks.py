@@ -197,13 +197,13 @@ def test_the_deep_agent_blocks_start_the_example_the_example_test_serves() -> No
 
 @pytest.mark.postgres
 def test_the_postgresql_step_runs_as_printed_on_a_fresh_database(
-    server: RunningServer, pg_database_url: str
+    server: RunningServer, empty_pg_database_url: str
 ) -> None:
     (block,) = blocks_run_as(How.POSTGRES)
     assert README_DATABASE_URL in block.text
     pointed = Block(
         block.lang,
-        block.text.replace(README_DATABASE_URL, pg_database_url),
+        block.text.replace(README_DATABASE_URL, empty_pg_database_url),
         block.section,
         block.line,
         block.source,
