@@ -180,7 +180,7 @@ def absorb_external_edit(
     sha = content_sha256(edit.content)
     record = load_record(store, item.namespace, item.path)
     if record is None or record.sha256 != sha:
-        record = _record(store, item, edit, sha, moment)
+        record = new_record(store, item, edit, now=moment)
         save_record(store, record, now=moment)
         log.info(
             "agent edit of %s%s absorbed: %d candidate(s), state %s",
@@ -196,9 +196,11 @@ def absorb_external_edit(
     return _publish_over(store, sink, item, record, moment)
 
 
-def _record(
-    store: MemoryStore, item: PublishedFile, edit: ExternalEdit, sha: str, now: datetime
+def new_record(
+    store: MemoryStore, item: PublishedFile, edit: ExternalEdit, *, now: datetime
 ) -> EditRecord:
+    """The record of ``edit`` found over ``item``: its candidates, or why it has none."""
+    sha = content_sha256(edit.content)
     base_version, before = _base(store, item, edit)
     stamp = now.isoformat()
     if Namespace.parse(item.namespace).scope is Scope.ORG:
@@ -296,7 +298,7 @@ def settle_agent_edits(
     for record in _open_records(store):
         if keep is not None and not keep(record.namespace):
             continue
-        if record.state == "pending":
+        if record.state == "pending" and not _merged(store, record):
             batch = record.batch()
             queue.enqueue_many(batch)  # deterministic ids: a repeat after a crash merges once
             queue.mark_due(record.namespace)
