@@ -197,11 +197,18 @@ def absorb_external_edit(
 
 
 def new_record(
-    store: MemoryStore, item: PublishedFile, edit: ExternalEdit, *, now: datetime
+    store: MemoryStore,
+    item: PublishedFile,
+    edit: ExternalEdit,
+    *,
+    now: datetime,
+    item_was_published: bool = False,
 ) -> EditRecord:
-    """The record of ``edit`` found over ``item``: its candidates, or why it has none."""
+    """The record of ``edit`` found over ``item``: its candidates, or why it has none.
+    ``item_was_published``: ``item`` is a version the agent may have edited (the check at
+    consolidation reads over the current version), not only the one being delivered."""
     sha = content_sha256(edit.content)
-    base_version, before = _base(store, item, edit)
+    base_version, before = _base(store, item, edit, upto=item.version + item_was_published)
     stamp = now.isoformat()
     if Namespace.parse(item.namespace).scope is Scope.ORG:
         # Org memory is written by operators only: keep the edit as a record, restore theirs.
@@ -220,14 +227,14 @@ def new_record(
     )
 
 
-def _base(store: MemoryStore, item: PublishedFile, edit: ExternalEdit) -> tuple[int | None, str]:
+def _base(
+    store: MemoryStore, item: PublishedFile, edit: ExternalEdit, *, upto: int
+) -> tuple[int | None, str]:
     """The version the agent edited, and its content: the one the marker names, else — the
-    agent's write dropped the marker — the committed version before ``item`` closest to the
+    agent's write dropped the marker — the committed version before ``upto`` closest to the
     edit (fewest lines apart; the newest on a tie), since deliveries may have skipped some."""
     try:
-        history = [
-            v for v in store.file_history(item.namespace, item.path) if v.version < item.version
-        ]
+        history = [v for v in store.file_history(item.namespace, item.path) if v.version < upto]
     except NotFound:
         return None, ""
     if edit.published_version is not None:

@@ -111,7 +111,7 @@ class EditCheck:
     def _record(
         self, store: MemoryStore, item: PublishedFile, edit: ExternalEdit, *, now: datetime
     ) -> EditRecord:
-        record = new_record(store, item, edit, now=now)
+        record = new_record(store, item, edit, now=now, item_was_published=True)
         save_record(store, record, now=now)
         log.info(
             "agent edit of %s%s absorbed at consolidation: %d candidate(s), state %s",
