@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Final
 
-from worker.errors import ExternalEdit, MemworkerError, NotFound
+from worker.errors import ExternalEdit, MemworkerError
 from worker.models import Candidate
 from worker.service.agent_edits import (
     EditRecord,
@@ -73,25 +73,20 @@ class EditCheck:
         return found
 
     def _published(self, store: MemoryStore, namespace: str) -> list[PublishedFile]:
-        """The namespace's current files, as the versions a delivery would publish."""
-        files = []
-        for info in store.list_files(namespace):
-            try:
-                history = store.file_history(namespace, info.path)
-            except NotFound:  # deleted meanwhile
-                continue
-            first, last = history[0], history[-1]
-            files.append(
-                PublishedFile(
-                    namespace,
-                    info.path,
-                    last.content,
-                    last.version,
-                    first.created_at,
-                    last.created_at,
-                )
+        """The namespace's current files, as the versions a delivery publishes (two reads)."""
+        contents = store.current_files(namespace)
+        return [
+            PublishedFile(
+                namespace,
+                info.path,
+                contents[info.path],
+                info.current_version,
+                info.created_at,
+                info.modified_at,
             )
-        return files
+            for info in store.list_files(namespace)
+            if info.path in contents
+        ]
 
     def _read(self, item: PublishedFile, until: float) -> tuple[bool, ExternalEdit | None]:
         """(whether to read on, the edit the sink holds over ``item``); past the deadline or
