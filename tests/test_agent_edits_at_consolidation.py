@@ -14,6 +14,7 @@ from langgraph_sdk.client import SyncLangGraphClient
 
 from tests.langgraph_fixtures import langgraph_client, langgraph_url
 from tests.test_cli_support import Ops, make_ops
+from worker.consolidation.render import is_pointer_line, pointer_line
 from worker.runtime.container import build_runtime
 from worker.sinks.langgraph_store import item_content, store_namespace
 
@@ -26,6 +27,11 @@ EDIT = "allergic to peanuts"
 
 
 @pytest.fixture
+def extra_env() -> dict[str, str]:
+    return {}
+
+
+@pytest.fixture
 def ops(
     sqlite_url: str,
     redis_url: str,
@@ -33,8 +39,10 @@ def ops(
     tmp_path: Path,
     redis_client: redis.Redis,
     langgraph_url: str,
+    extra_env: dict[str, str],
 ) -> Iterator[Ops]:
-    """The CLI publishing to the LangGraph store, with agents' direct edits read back."""
+    """The CLI publishing to the LangGraph store, with agents' direct edits read back (and the
+    settings a test adds by parametrizing ``extra_env``)."""
     for deployment in make_ops(
         database_url=sqlite_url,
         redis_url=redis_url,
@@ -44,6 +52,7 @@ def ops(
         MEMWORKER_SINKS='["langgraph"]',
         MEMWORKER_DIRECT_EDITS="true",
         MEMWORKER_SINK_TIMEOUT_SECONDS="1",
+        **extra_env,
     ):
         deployment.env["MEMWORKER_LANGGRAPH_URL"] = langgraph_url
         deployment.settings = deployment.settings.model_copy(
@@ -157,3 +166,28 @@ def test_a_store_that_does_not_answer_fails_no_reconcile_and_the_edit_comes_next
     (done,) = back.json()["namespaces"]
     assert (back.code, done["outcome"]) == (0, "committed")
     assert EDIT in ops("show", "--user", ops.user).out
+
+
+@pytest.mark.parametrize("extra_env", [{"MEMWORKER_FILE_BUDGET_BYTES": "256"}])
+def test_the_pointer_line_of_an_over_budget_file_is_never_absorbed(
+    ops: Ops, langgraph_client: SyncLangGraphClient
+) -> None:
+    namespace = f"user:{ops.user}"
+    for n in range(20):
+        ops.enqueue(f"I prefer seat number {n}", topic="preferences")
+    assert ops("reconcile", "--user", ops.user).code == 0
+    published = ops.store.current_files(namespace)[PREFS]
+    (pointer,) = [line for line in published.splitlines() if is_pointer_line(line)]
+    _agent_edits(
+        ops, langgraph_client, published.replace(pointer, pointer_line(99)) + f"- {EDIT}\n"
+    )
+
+    ran = ops("reconcile", "--user", ops.user, "--json")
+
+    (done,) = ran.json()["namespaces"]
+    assert (done["outcome"], done["candidates"]) == ("committed", 1)
+    current = ops.store.current_files(namespace)[PREFS]
+    assert pointer_line(99) not in current
+    assert [line for line in current.splitlines() if "more memories not shown" in line] == [
+        line for line in current.splitlines() if is_pointer_line(line)
+    ]
