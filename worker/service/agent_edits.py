@@ -14,8 +14,9 @@ not publish there, it raises :class:`~worker.errors.ExternalEdit` and writes not
 3. the delivery is then done without writing: the agent's content stays in the store until the
    candidates are merged. The next consolidation of the namespace merges them when the edit
    check is on (:mod:`.edit_check`, which also finds edits no delivery met yet);
-   :func:`settle_agent_edits` (run by the source scan) enqueues recorded edits; and once the ledger holds their candidates the next delivery — or the settle step,
-   when the merge changed nothing — publishes over exactly the absorbed content (its hash is
+   :func:`settle_agent_edits` (run by the source scan) enqueues recorded edits; and once the
+   ledger holds their candidates the next delivery — or the settle step, when the merge
+   changed nothing — publishes over exactly the absorbed content (its hash is
    the only thing ``overwrite`` accepts);
 4. an edit with nothing to merge (no line added or removed, or a line set memworker already
    published) is published over at once; an edit of **org** memory, which only operators
