@@ -284,6 +284,13 @@ class Settings(BaseSettings):
         'make store keys (default `/memories/`): `{"org": "/memories/policies/"}` keys '
         "`/memories/policies/compliance.md` as `/compliance.md`.",
     )
+    direct_edits: bool = Field(
+        default=False,
+        description="Agents edit the memory files memworker publishes to the LangGraph store "
+        "(the deepagents helper's `direct_edits=True`): each consolidation of a namespace first "
+        "reads its published files back (one read each, 2 s in all) and merges what agents "
+        "changed. Off: an edit is absorbed when the next delivery or source scan meets it.",
+    )
     thread_assistant_key: str | None = Field(
         default=None,
         description="Thread-metadata key naming the assistant of a scanned thread (e.g. "

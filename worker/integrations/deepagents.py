@@ -69,7 +69,8 @@ class MemworkerMemory:
             mounted; the agent mount needs an ``assistant_id``).
         memory_files: agent paths loaded into the system prompt (``memory=``).
         direct_edits: let the agent edit the files memworker publishes (absorbed as candidates
-            before the next publish) instead of refusing those writes.
+            before the next publish; with ``MEMWORKER_DIRECT_EDITS`` set for memworker, merged
+            at the namespace's next consolidation) instead of refusing those writes.
         approve: agent path patterns whose writes wait for human approval.
     """
 

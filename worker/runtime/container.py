@@ -17,13 +17,14 @@ from worker.queue.redis_queue import RedisQueue
 from worker.runtime.embeddings import build_embeddings
 from worker.runtime.parts import load_sinks
 from worker.service.consolidate import Pipeline
+from worker.service.edit_check import EditCheck
 from worker.service.embed import EntryEmbedder
 from worker.service.memory_search import SqlMemorySearch
 from worker.service.publish import SinkGate
 from worker.service.startup import build_consolidator
 from worker.service.sweep import GaugeSchedule
 from worker.settings import Settings
-from worker.sinks.base import Sink
+from worker.sinks.base import ReadsEdits, Sink
 from worker.store.memory import MemoryStore
 
 #: Worker-side Redis timeout: longer than the hot path's, since a sweep may wait on a busy
@@ -132,7 +133,15 @@ class Runtime:
             sinks=tuple(self.sinks),
             after_commit=self._after_commit,
             embedder=self.embedder,
+            edits=self._edit_check(),
         )
+
+    def _edit_check(self) -> EditCheck | None:
+        """The check of agents' direct edits: with ``direct_edits`` and a sink that reads them."""
+        if not self.settings.direct_edits:
+            return None
+        readers = [s for s in self.sinks.values() if isinstance(s, ReadsEdits)]
+        return EditCheck(readers[0]) if readers else None
 
     def _after_commit(self) -> None:
         # Looked up at call time, so setting request_delivery after the pipeline was built works.

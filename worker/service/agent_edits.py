@@ -12,9 +12,11 @@ not publish there, it raises :class:`~worker.errors.ExternalEdit` and writes not
    tied to the namespace so an erase finds it) *before* anything else, so nothing the agent
    wrote can disappear without a trace;
 3. the delivery is then done without writing: the agent's content stays in the store until the
-   candidates are merged. :func:`settle_agent_edits` (run by the source scan) enqueues recorded
-   edits, and once the ledger holds their candidates the next delivery — or the settle step,
-   when the merge changed nothing — publishes over exactly the absorbed content (its hash is
+   candidates are merged. The next consolidation of the namespace merges them when the edit
+   check is on (:mod:`.edit_check`, which also finds edits no delivery met yet);
+   :func:`settle_agent_edits` (run by the source scan) enqueues recorded edits; and once the
+   ledger holds their candidates the next delivery — or the settle step, when the merge
+   changed nothing — publishes over exactly the absorbed content (its hash is
    the only thing ``overwrite`` accepts);
 4. an edit with nothing to merge (no line added or removed, or a line set memworker already
    published) is published over at once; an edit of **org** memory, which only operators
@@ -180,7 +182,7 @@ def absorb_external_edit(
     sha = content_sha256(edit.content)
     record = load_record(store, item.namespace, item.path)
     if record is None or record.sha256 != sha:
-        record = _record(store, item, edit, sha, moment)
+        record = new_record(store, item, edit, now=moment)
         save_record(store, record, now=moment)
         log.info(
             "agent edit of %s%s absorbed: %d candidate(s), state %s",
@@ -196,10 +198,19 @@ def absorb_external_edit(
     return _publish_over(store, sink, item, record, moment)
 
 
-def _record(
-    store: MemoryStore, item: PublishedFile, edit: ExternalEdit, sha: str, now: datetime
+def new_record(
+    store: MemoryStore,
+    item: PublishedFile,
+    edit: ExternalEdit,
+    *,
+    now: datetime,
+    item_was_published: bool = False,
 ) -> EditRecord:
-    base_version, before = _base(store, item, edit)
+    """The record of ``edit`` found over ``item``: its candidates, or why it has none.
+    ``item_was_published``: ``item`` is a version the agent may have edited (the check at
+    consolidation reads over the current version), not only the one being delivered."""
+    sha = content_sha256(edit.content)
+    base_version, before = _base(store, item, edit, upto=item.version + item_was_published)
     stamp = now.isoformat()
     if Namespace.parse(item.namespace).scope is Scope.ORG:
         # Org memory is written by operators only: keep the edit as a record, restore theirs.
@@ -218,14 +229,14 @@ def _record(
     )
 
 
-def _base(store: MemoryStore, item: PublishedFile, edit: ExternalEdit) -> tuple[int | None, str]:
+def _base(
+    store: MemoryStore, item: PublishedFile, edit: ExternalEdit, *, upto: int
+) -> tuple[int | None, str]:
     """The version the agent edited, and its content: the one the marker names, else — the
-    agent's write dropped the marker — the committed version before ``item`` closest to the
+    agent's write dropped the marker — the committed version before ``upto`` closest to the
     edit (fewest lines apart; the newest on a tie), since deliveries may have skipped some."""
     try:
-        history = [
-            v for v in store.file_history(item.namespace, item.path) if v.version < item.version
-        ]
+        history = [v for v in store.file_history(item.namespace, item.path) if v.version < upto]
     except NotFound:
         return None, ""
     if edit.published_version is not None:
@@ -296,7 +307,7 @@ def settle_agent_edits(
     for record in _open_records(store):
         if keep is not None and not keep(record.namespace):
             continue
-        if record.state == "pending":
+        if record.state == "pending" and not _merged(store, record):
             batch = record.batch()
             queue.enqueue_many(batch)  # deterministic ids: a repeat after a crash merges once
             queue.mark_due(record.namespace)

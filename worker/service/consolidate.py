@@ -32,9 +32,17 @@ from typing import Literal
 
 from worker.consolidation.base import Consolidator
 from worker.errors import LeaseLost, MemworkerError, StaleVersion, Unavailable
+from worker.models import Candidate
 from worker.outcomes import Outcome
 from worker.queue.redis_queue import Claim, RedisQueue
-from worker.service.batch import BatchResult, epoch_changed, epoch_of, merge_entries
+from worker.service.batch import (
+    AFTER_EVERYTHING,
+    BatchResult,
+    epoch_changed,
+    epoch_of,
+    merge_entries,
+)
+from worker.service.edit_check import EditCheck
 from worker.service.embed import EntryEmbedder
 from worker.service.report import observe_batch, observe_epoch_change, observe_rollback
 from worker.settings import Settings
@@ -60,7 +68,9 @@ class Pipeline:
     ``after_commit`` is called after each commit when sinks are configured, so a deliverer
     publishes it soon (the Celery app sends the delivery task to its own lane). ``embedder``
     (embeddings configured) then embeds the namespace's new entries: after the commit and the
-    ack, never inside the transaction, and it never fails the batch. ``clock`` is a test's
+    ack, never inside the transaction, and it never fails the batch. ``edits`` (a sink that
+    reads agents' direct edits back, ``MEMWORKER_DIRECT_EDITS``) adds the candidates of the
+    namespace's unmerged agent edits to each batch (:mod:`.edit_check`). ``clock`` is a test's
     injected time; without it every time this writes (run rows, versions, outbox rows that
     other workers compare) is the database's clock, never this host's.
     """
@@ -73,10 +83,18 @@ class Pipeline:
     clock: Callable[[], datetime] | None = None
     after_commit: Callable[[], None] = _nothing
     embedder: EntryEmbedder | None = None
+    edits: EditCheck | None = None
 
     def now(self) -> datetime:
         """The injected clock's time, else the database's (one authority for SQL-side times)."""
         return self.clock() if self.clock is not None else self.store.db_now()
+
+    def agent_edits(self, namespace: str) -> list[Candidate]:
+        """The candidates of ``namespace``'s agent edits not yet merged (none without
+        ``edits``); reads the store within the check's deadline, never raises for it."""
+        if self.edits is None:
+            return []
+        return self.edits.collect(self.store, namespace, now=self.now())
 
     def consolidate(self, claim: Claim, *, trigger: Trigger = "queue") -> BatchResult:
         """Consolidate the batch ``claim`` covers; see the module docstring for the guarantees."""
@@ -127,6 +145,9 @@ class Pipeline:
     ) -> BatchResult:
         namespace = claim.namespace
         entries = self.queue.read_batch(claim)
+        # Not in the log: the edit record in SQL holds them until the ledger does, and the
+        # ledger skips them once merged, so a failed batch loses nothing and a repeat adds none.
+        entries += [(AFTER_EVERYTHING, c) for c in self.agent_edits(namespace)]
         merged = merge_entries(
             self.store,
             self.consolidator,

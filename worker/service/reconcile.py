@@ -71,6 +71,12 @@ def reconcile_namespace(
             return Reconciled(namespace, Outcome.NOTHING_PENDING, result)
         return Reconciled(namespace, result.outcome, result)
     claim = queue.claim_namespace(namespace)
+    if claim is None and pipeline.edits is not None:
+        # Nothing queued, but an agent may have edited a file: its edit makes the batch.
+        edits = pipeline.agent_edits(namespace)
+        if edits:
+            queue.enqueue_many(edits)
+            claim = queue.claim_namespace(namespace)
     if claim is None:
         # A worker may have claimed it since we looked: say so rather than "nothing pending".
         if queue.namespace_state(namespace).leased:

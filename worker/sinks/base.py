@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol, runtime_checkable
 
+from worker.errors import ExternalEdit
+
 
 @dataclass(frozen=True)
 class PublishedFile:
@@ -108,4 +110,17 @@ class ReadsBack(Sink, Protocol):
 
     def remove_item(self, store_namespace: Sequence[str], key: str) -> bool:
         """Delete one item by its raw namespace and key; False when it was not there."""
+        ...
+
+
+@runtime_checkable
+class ReadsEdits(Protocol):
+    """A compare-and-set sink that can tell, by reading one published file back, whether an
+    agent changed it since memworker published it (the LangGraph store sink). A consolidation
+    of the namespace asks it first, so an agent's edit is merged without waiting for a scan."""
+
+    def external_edit(self, item: PublishedFile, *, timeout: float) -> ExternalEdit | None:
+        """What the target holds at ``item``'s path when it is not memworker's content (an
+        :class:`~worker.errors.ExternalEdit`, not raised), else ``None``; one read, abandoned
+        after ``timeout`` seconds with ``SinkError``."""
         ...

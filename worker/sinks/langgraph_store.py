@@ -87,6 +87,8 @@ MARKER_KEY: Final = "memworker"
 #: Seconds before a store call is abandoned (the outbox retries); the SDK's own default read
 #: timeout is minutes, far too long to hold a delivery worker.
 DEFAULT_TIMEOUT_SECONDS: Final = 10.0
+#: The store's answer for an item it does not hold.
+NOT_FOUND: Final = 404
 #: Items read per page when an erase lists a namespace's inbox.
 INBOX_PAGE_SIZE: Final = 100
 
@@ -206,6 +208,23 @@ class LangGraphStoreSink:
         """The stored value of ``path``, or ``None`` when there is none."""
         return self._current(namespace, path)
 
+    def external_edit(self, item: PublishedFile, *, timeout: float) -> ExternalEdit | None:
+        """What an agent wrote over ``item``'s path, or ``None`` when the store holds
+        memworker's content or nothing; one read, cut off after ``timeout`` seconds (a
+        per-request limit on the SDK's own connection pool, which has no such argument)."""
+        store_ns, key = self.namespace_for(item.namespace), self.key_for(item.namespace, item.path)
+        params = {"key": key, "namespace": ".".join(store_ns)}
+        try:
+            response = self.client.http.client.get("/store/items", params=params, timeout=timeout)
+            if response.status_code == NOT_FOUND:
+                return None
+            response.raise_for_status()
+            found = response.json()
+        except (httpx.HTTPError, OSError, ValueError) as exc:
+            raise SinkError(_describe("get", item.path, exc)) from exc
+        value = found.get("value") if isinstance(found, Mapping) else None
+        return _edit_of(item, value if isinstance(value, Mapping) else None)
+
     def _current(self, namespace: str, path: str) -> Mapping[str, Any] | None:
         store_ns, key = self.namespace_for(namespace), self.key_for(namespace, path)
         try:
@@ -224,16 +243,9 @@ class LangGraphStoreSink:
         *,
         expected_sha256: str | None,
     ) -> None:
-        if current is not None:
-            content = item_content(current)
-            version = published_version(current)
-            ours = version is not None or content == item.content
-            if not ours and content_sha256(content) != expected_sha256:
-                marker = current.get(MARKER_KEY)
-                last = marker.get("version") if isinstance(marker, Mapping) else None
-                raise ExternalEdit(
-                    item.namespace, item.path, content, last if isinstance(last, int) else None
-                )
+        edit = _edit_of(item, current)
+        if edit is not None and content_sha256(edit.content) != expected_sha256:
+            raise edit
         store_ns, key = self.namespace_for(item.namespace), self.key_for(item.namespace, item.path)
         try:
             self.client.store.put_item(store_ns, key=key, value=file_data(item))
@@ -309,6 +321,19 @@ class LangGraphStoreSink:
                 continue  # already gone: erase is idempotent
             except (LangGraphError, httpx.HTTPError, OSError) as exc:
                 raise SinkError(_describe("delete", path, exc)) from exc
+
+
+def _edit_of(item: PublishedFile, current: Mapping[str, Any] | None) -> ExternalEdit | None:
+    """The external edit ``current`` is over ``item``: content that is neither the version its
+    marker names nor ``item``'s own; ``None`` when absent or memworker's."""
+    if current is None:
+        return None
+    content = item_content(current)
+    if published_version(current) is not None or content == item.content:
+        return None
+    marker = current.get(MARKER_KEY)
+    last = marker.get("version") if isinstance(marker, Mapping) else None
+    return ExternalEdit(item.namespace, item.path, content, last if isinstance(last, int) else None)
 
 
 def _client(url: str, api_key: str | None, timeout: float) -> SyncLangGraphClient:
