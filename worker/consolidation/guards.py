@@ -9,10 +9,12 @@ rule as the plain one. It checks, in order:
 
 1. the rule table (:mod:`~worker.consolidation.guard_rules`), one row per rule with its reason,
    scanned once per class and form (one alternation each; rows are tried only where it hits);
-2. bare national identity numbers whose check digits pass (:mod:`~.national_ids`);
+2. bare national identity numbers whose check digits pass (:mod:`~.national_ids`), on shapes
+   that hold a digit (every candidate does);
 3. the maintained ``detect-secrets`` plugins listed there;
 4. long random-looking tokens (Shannon entropy over a tuned threshold: :func:`high_entropy`);
-5. base64-wrapped text, decoded and checked again (a base64 ``user:password`` is a password).
+5. base64-wrapped text, decoded and checked again (a base64 ``user:password`` is a password);
+   4 and 5 only on shapes with a 12-character run of the token alphabet (both need one).
 
 It names the first reason *without quoting the matched text* (secrets never reach logs or
 ledger reasons).
