@@ -9,10 +9,12 @@ rule as the plain one. It checks, in order:
 
 1. the rule table (:mod:`~worker.consolidation.guard_rules`), one row per rule with its reason,
    scanned once per class and form (one alternation each; rows are tried only where it hits);
-2. bare national identity numbers whose check digits pass (:mod:`~.national_ids`);
+2. bare national identity numbers whose check digits pass (:mod:`~.national_ids`), on shapes
+   that hold a digit (every candidate does);
 3. the maintained ``detect-secrets`` plugins listed there;
 4. long random-looking tokens (Shannon entropy over a tuned threshold: :func:`high_entropy`);
-5. base64-wrapped text, decoded and checked again (a base64 ``user:password`` is a password).
+5. base64-wrapped text, decoded and checked again (a base64 ``user:password`` is a password);
+   4 and 5 only on shapes with a 12-character run of the token alphabet (both need one).
 
 It names the first reason *without quoting the matched text* (secrets never reach logs or
 ledger reasons).
@@ -76,6 +78,11 @@ _TOKEN: Final = regex.compile(r"(?<![A-Za-z0-9+/=_\-])[A-Za-z0-9+/=_\-]{20,}")
 #: A base64 run long enough to hide a credential (``dXNlcjpodW50ZXIy`` = ``user:hunter2``).
 _BASE64: Final = regex.compile(r"(?<![A-Za-z0-9+/=_\-])[A-Za-z0-9+/_\-]{12,}={0,2}")
 _DIGIT_RUNS: Final = regex.compile(r"[0-9]+")
+#: Every national id candidate holds digits (``\d``, as its pattern reads them).
+_ANY_DIGIT: Final = regex.compile(r"\d")
+#: The shortest run both :data:`_TOKEN` (20+) and :data:`_BASE64` (12+ of a subset of the same
+#: alphabet) need: a shape without one has no token to weigh and no base64 to decode.
+_RUN_OF_TOKEN: Final = re.compile(r"[A-Za-z0-9+/=_\-]{12}")
 _HIGH_ENTROPY_REASON: Final = "credential: a long random-looking secret"
 _BASE64_REASON: Final = "credential: a base64-encoded credential"
 #: Decoding depth for base64 inside base64.
@@ -226,16 +233,17 @@ def _check(raw: str, depth: int) -> str | None:
     if reason is not None:
         return reason
     for shape in forms["shape"]:
-        if national_id(shape) is not None:
+        if _ANY_DIGIT.search(shape) and national_id(shape) is not None:
             return NATIONAL_ID_REASON
     for shape in forms["shape"]:
         hit = _may_hold_key(shape) and _any_plugin().search(shape)
         for plugin, reason in _plugins() if hit else ():
             if any(pattern.search(shape) for pattern in plugin.denylist):
                 return reason
-        if any(high_entropy(t) for t in _TOKEN.findall(shape)):
+        tokens = _TOKEN.findall(shape) if _RUN_OF_TOKEN.search(shape) else ()
+        if any(high_entropy(t) for t in tokens):
             return _HIGH_ENTROPY_REASON
-    if depth < _MAX_DEPTH:
+    if depth < _MAX_DEPTH and _RUN_OF_TOKEN.search(forms["shape"][0]):
         for hidden in _decoded(forms["shape"][0]):
             if _check(hidden, depth + 1) is not None:
                 return _BASE64_REASON

@@ -19,6 +19,7 @@ from worker.errors import InvalidPlan, StaleVersion, StoreRefused
 from worker.models import Namespace
 from worker.store import fence, search_index
 from worker.store.bulk import insert_rows
+from worker.store.clock import resolve
 from worker.store.files import NewVersion, write_versions
 from worker.store.records import CONSOLIDATOR_AUTHOR, CommitResult, RunRecord
 from worker.store.runs import insert_run
@@ -30,7 +31,6 @@ from worker.store.schema import (
     memory_files,
     namespaces,
 )
-from worker.store.sqltypes import require_utc
 from worker.values import AppliedPlan, Entry, NamespaceState, PendingApproval
 
 #: Ids per ``IN (…)`` list: far below SQLite's 32766 bound-parameter limit, and large enough
@@ -164,10 +164,14 @@ def commit_batch(
     applied: AppliedPlan,
     run: RunRecord,
     sinks: Sequence[str],
-    now: datetime,
+    now: datetime | None,
 ) -> CommitResult:
-    """Write one consolidated batch; the caller owns the transaction (and its rollback)."""
-    now = require_utc(now, "now")
+    """Write one consolidated batch; the caller owns the transaction (and its rollback).
+
+    ``now=None`` reads the database's clock in this transaction (no round trip of its own);
+    the run's ``finished_at``, when unset, is that time too.
+    """
+    now = resolve(conn, now)
     if run.namespace not in (None, namespace):
         raise StoreRefused(f"the run is for {run.namespace}, but the commit is for {namespace}")
     sinks = list(dict.fromkeys(sinks))

@@ -16,6 +16,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from worker.errors import InvalidPlan
+from worker.store.engine import dialect_insert
 from worker.store.schema import file_versions, memory_files, outbox
 
 
@@ -112,47 +113,34 @@ def _advance_files(
 ) -> dict[str, tuple[int, int]]:
     """Create the files that do not exist yet and bump the others' current version; returns
     ``{path: (file id, the version being written)}``."""
-    existing = {
-        row.path: (int(row.id), int(row.current_version))
-        for row in conn.execute(
-            sa.select(memory_files.c.id, memory_files.c.path, memory_files.c.current_version).where(
-                memory_files.c.namespace_id == namespace_id, memory_files.c.path.in_(paths)
-            )
-        )
+    # One upsert: a new path is inserted at version 1, an existing one moves up by one. The
+    # namespace's fence row lock (taken before any file is written) serialises the writers of
+    # a namespace, so no other transaction creates or bumps these paths meanwhile.
+    stmt = dialect_insert(conn, memory_files).values(
+        [
+            {
+                "namespace_id": namespace_id,
+                "path": p,
+                "current_version": 1,
+                "operator_owned": bool(operator_owned),
+                "created_at": now,
+                "modified_at": now,
+            }
+            for p in paths
+        ]
+    )
+    bump: dict[str, object] = {
+        "current_version": memory_files.c.current_version + 1,
+        "modified_at": now,
     }
-    created = [p for p in paths if p not in existing]
-    if created:
-        rows = conn.execute(
-            sa.insert(memory_files).returning(
-                memory_files.c.id, memory_files.c.path, sort_by_parameter_order=True
-            ),
-            [
-                {
-                    "namespace_id": namespace_id,
-                    "path": p,
-                    "current_version": 1,
-                    "operator_owned": bool(operator_owned),
-                    "created_at": now,
-                    "modified_at": now,
-                }
-                for p in created
-            ],
-        )
-        for row in rows:
-            existing[row.path] = (int(row.id), 0)
-    updated = [p for p in paths if p not in created]
-    if updated:
-        values: dict[str, object] = {
-            "current_version": sa.bindparam("b_version"),
-            "modified_at": now,
-        }
-        if operator_owned is not None:
-            values["operator_owned"] = operator_owned
-        conn.execute(
-            sa.update(memory_files).where(memory_files.c.id == sa.bindparam("b_id")).values(values),
-            [{"b_id": existing[p][0], "b_version": existing[p][1] + 1} for p in updated],
-        )
-    return {p: (file_id, version + 1) for p, (file_id, version) in existing.items()}
+    if operator_owned is not None:
+        bump["operator_owned"] = operator_owned
+    rows = conn.execute(
+        stmt.on_conflict_do_update(
+            index_elements=[memory_files.c.namespace_id, memory_files.c.path], set_=bump
+        ).returning(memory_files.c.id, memory_files.c.path, memory_files.c.current_version)
+    )
+    return {row.path: (int(row.id), int(row.current_version)) for row in rows}
 
 
 def queue_publish(

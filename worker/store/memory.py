@@ -189,9 +189,11 @@ class MemoryStore(SearchMethods):
         applied: AppliedPlan,
         run: RunRecord,
         sinks: Sequence[str],
-        now: datetime,
+        now: datetime | None,
     ) -> CommitResult:
         """Commit one consolidated batch in one transaction, fenced by ``expected_version``.
+
+        ``now=None``: the commit's time is the database's clock, read in the commit itself.
 
         Raises :class:`StaleVersion` (and writes nothing) when the namespace moved on since
         ``expected_version`` was read, or when the batch's candidates are already in the
