@@ -170,6 +170,17 @@ def test_rare_words_outrank_words_every_entry_shares(store: MemoryStore) -> None
     assert _ids(store, ns, "What did Melanie paint?", limit=3)[0] == "t1"
 
 
+def test_an_entry_holding_a_query_word_twice_outranks_one_holding_it_once(
+    store: MemoryStore,
+) -> None:
+    ns = unique_ns()
+    twice = entry("e1", "Bakes raspberry tarts with fresh raspberries")
+    once = entry("e2", "Bakes lemon tarts with fresh raspberries")  # newer: first on a tie
+    commit(store, ns, plan((twice, once)), expected=0)
+
+    assert _ids(store, ns, "raspberries") == ["e1", "e2"]
+
+
 def test_a_query_of_stopwords_only_still_searches_them(store: MemoryStore) -> None:
     ns = unique_ns()
     commit(store, ns, plan((entry("e1", "Who is there"), entry("e2", "Lives alone"))), expected=0)

@@ -83,3 +83,49 @@ def test_downgrading_0004_drops_the_index(empty_url: str) -> None:  # noqa: F811
         assert not tables & (search_ddl.TABLES | {"entry_vectors"})
     finally:
         engine.dispose()
+
+
+def test_upgrading_a_0005_index_fills_the_repeated_terms_of_its_entries(
+    empty_url: str,  # noqa: F811
+) -> None:
+    ns = unique_ns()
+    twice, once = (
+        "Bakes raspberry tarts with fresh raspberries",
+        "Bakes lemon tarts with fresh raspberries",
+    )
+    engine = create_store_engine(empty_url)
+    try:
+        migrate.upgrade(engine, "0003")
+        with engine.begin() as conn:
+            _old_namespace(conn, ns, {twice: True, once: True})
+        migrate.upgrade(engine, "0005")
+        with engine.begin() as conn:
+            search_ddl.drop_repeats(conn)  # the index as a release before 0006 left it
+
+        migrate.upgrade(engine)
+        store = MemoryStore(engine)
+
+        assert [e.text for e in store.search_entries(ns, "raspberries", limit=5)] == [twice, once]
+        with engine.connect() as conn:
+            held = conn.exec_driver_sql(f"SELECT repeats FROM {search_ddl.DOCS}").scalars()
+            assert sorted(held) == ["", "raspberry:2"]
+    finally:
+        engine.dispose()
+
+
+def test_downgrading_0006_drops_the_repeated_terms_and_keeps_the_index(
+    empty_url: str,  # noqa: F811
+) -> None:
+    engine = create_store_engine(empty_url)
+    try:
+        migrate.upgrade(engine)
+        from alembic import command
+
+        command.downgrade(migrate.alembic_config(engine), "0005")
+        with engine.connect() as conn:
+            columns = {c["name"] for c in sa.inspect(conn).get_columns(search_ddl.DOCS)}
+        assert migrate.current_revision(engine) == "0005"
+        assert search_ddl.REPEATS not in columns
+        assert "doc_len" in columns
+    finally:
+        engine.dispose()

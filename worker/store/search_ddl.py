@@ -4,10 +4,12 @@ They are not in :data:`worker.store.schema.metadata` (SQLAlchemy cannot describe
 table or a GIN index portably); migration ``0004`` creates them with :func:`create`, and
 schema comparisons leave them out through :func:`is_index_object`.
 
-Both dialects: ``search_docs`` has a row per indexed (active) entry with its length in terms,
-and ``search_stats`` the number and total length of a namespace's indexed entries (BM25's
-``N`` and average length), kept by the same transactions, and a counter every change of its
-vectors moves (so a search can keep a namespace's vectors in memory between queries).
+Both dialects: ``search_docs`` has a row per indexed (active) entry with its length in terms
+and the terms it holds more than once (``repeats``, added by migration ``0006``: BM25's term
+frequency, read with the length), and ``search_stats`` the number and total length of a
+namespace's indexed entries (BM25's ``N`` and average length), kept by the same
+transactions, and a counter every change of its vectors moves (so a search can keep a
+namespace's vectors in memory between queries).
 
 * **SQLite**: ``search_docs.id`` is the rowid of the entry's row in ``search_fts``, an FTS5
   table of two columns, ``words`` and ``grams`` (see :mod:`worker.store.search_text`). Ids are
@@ -27,6 +29,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
+import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from worker.constants import MAX_ID_LENGTH
@@ -35,6 +38,8 @@ DOCS: Final = "search_docs"
 FTS: Final = "search_fts"
 STATS: Final = "search_stats"
 CONFIG: Final = "search_config"
+#: The column of ``search_docs`` holding an entry's repeated terms.
+REPEATS: Final = "repeats"
 
 #: The configuration a new PostgreSQL index is built with (``MEMWORKER_TEXT_SEARCH_CONFIG``
 #: changes it through :func:`worker.store.search_index.configure`).
@@ -55,6 +60,7 @@ _SQLITE: Final = (
         namespace_id BIGINT NOT NULL REFERENCES namespaces (id) ON DELETE CASCADE,
         entry_id VARCHAR({MAX_ID_LENGTH}) NOT NULL,
         doc_len INTEGER NOT NULL,
+        repeats TEXT NOT NULL DEFAULT '',
         CONSTRAINT uq_{DOCS}_namespace_id_entry_id UNIQUE (namespace_id, entry_id)
     )""",
     f"""CREATE VIRTUAL TABLE {FTS} USING fts5(words, grams, tokenize="{FTS_TOKENIZER}")""",
@@ -67,6 +73,7 @@ _POSTGRES: Final = (
         namespace_id BIGINT NOT NULL REFERENCES namespaces (id) ON DELETE CASCADE,
         entry_id VARCHAR({MAX_ID_LENGTH}) NOT NULL,
         doc_len INTEGER NOT NULL,
+        repeats TEXT NOT NULL DEFAULT '',
         tsv TSVECTOR NOT NULL,
         CONSTRAINT uq_{DOCS}_namespace_id_entry_id UNIQUE (namespace_id, entry_id)
     )""",
@@ -87,6 +94,21 @@ def create(conn: Connection) -> None:
     """Create the index tables of ``conn``'s dialect (empty; see ``search_index.rebuild``)."""
     for ddl in _POSTGRES if conn.dialect.name == "postgresql" else _SQLITE:
         conn.exec_driver_sql(ddl)
+
+
+def add_repeats(conn: Connection) -> bool:
+    """Add ``search_docs.repeats`` to an index created before it existed (migration
+    ``0006``; an index :func:`create` made has it already); True when it was added."""
+    columns = {c["name"] for c in sa.inspect(conn).get_columns(DOCS)}
+    if REPEATS in columns:
+        return False
+    conn.exec_driver_sql(f"ALTER TABLE {DOCS} ADD COLUMN {REPEATS} TEXT NOT NULL DEFAULT ''")
+    return True
+
+
+def drop_repeats(conn: Connection) -> None:
+    """Drop ``search_docs.repeats`` again (migration ``0006``'s downgrade)."""
+    conn.exec_driver_sql(f"ALTER TABLE {DOCS} DROP COLUMN {REPEATS}")
 
 
 def drop(conn: Connection) -> None:

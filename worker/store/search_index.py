@@ -21,7 +21,7 @@ from worker.errors import ConfigurationError
 from worker.store import search_postgres, search_rank, search_sqlite, vectors
 from worker.store.schema import entries, namespaces
 from worker.store.search_ddl import DOCS, STATS
-from worker.store.search_text import QueryTerms, index_text
+from worker.store.search_text import QueryTerms, index_text, repeats_of, term_key
 
 #: Entry ids per ``IN (…)`` list when syncing (below SQLite's bound-parameter limit).
 SYNC_CHUNK = 500
@@ -42,9 +42,9 @@ _BUMP_STATS = sa.text(
         SET docs = {STATS}.docs + excluded.docs,
             total_len = {STATS}.total_len + excluded.total_len"""
 )
-_DOC_ROWS = sa.text(f"SELECT id, entry_id, doc_len FROM {DOCS} WHERE id IN :ids").bindparams(
-    sa.bindparam("ids", expanding=True)
-)
+_DOC_ROWS = sa.text(
+    f"SELECT id, entry_id, doc_len, repeats FROM {DOCS} WHERE id IN :ids"
+).bindparams(sa.bindparam("ids", expanding=True))
 
 #: Entries read per round trip while rebuilding the whole index.
 REBUILD_CHUNK = 2000
@@ -139,6 +139,29 @@ def rebuild(conn: Connection) -> int:
     return indexed
 
 
+def backfill_repeats(conn: Connection) -> int:
+    """Write ``repeats`` of every indexed entry from its text (migration ``0006``, for an
+    index filled before the column existed); returns the number of entries written."""
+    written, last = 0, 0
+    while True:
+        rows = conn.execute(
+            sa.text(
+                f"SELECT d.id, e.text FROM {DOCS} d JOIN entries e "
+                "ON e.namespace_id = d.namespace_id AND e.id = d.entry_id "
+                "WHERE d.id > :last ORDER BY d.id LIMIT :n"
+            ),
+            {"last": last, "n": REBUILD_CHUNK},
+        ).all()
+        if not rows:
+            return written
+        conn.execute(
+            sa.text(f"UPDATE {DOCS} SET repeats = :repeats WHERE id = :id"),
+            [{"id": int(r[0]), "repeats": index_text(r[1]).repeats} for r in rows],
+        )
+        written += len(rows)
+        last = int(rows[-1][0])
+
+
 def configure(conn: Connection, config: str) -> bool:
     """Build the PostgreSQL index with text-search configuration ``config`` (rebuilding it when
     it was built with another); True when it rebuilt. SQLite has one tokenizer: a no-op."""
@@ -204,8 +227,10 @@ def search(conn: Connection, ns_id: int, terms: QueryTerms, limit: int) -> list[
     keep = sorted(first_cut, key=lambda d: (-first_cut[d], -d))
     if docs > window:  # within the window every candidate is ranked: the ranking is exact
         keep = keep[: max(RERANKED, limit)]
-    lengths, entry_ids = _doc_rows(conn, keep)
-    ranked = search_rank.rank(postings, df, lengths, docs=docs, avg_len=total_len / docs)
+    lengths, entry_ids, repeats = _doc_rows(conn, keep, terms)
+    ranked = search_rank.rank(
+        postings, df, lengths, docs=docs, avg_len=total_len / docs, repeats=repeats
+    )
     return [(entry_ids[doc], score) for doc, score in ranked[:limit]]
 
 
@@ -228,13 +253,21 @@ def _bump_stats(conn: Connection, ns_id: int, docs: int, total_len: int) -> None
         conn.execute(_BUMP_STATS, {"ns": ns_id, "docs": docs, "total": total_len})
 
 
-def _doc_rows(conn: Connection, doc_ids: Sequence[int]) -> tuple[dict[int, int], dict[int, str]]:
-    """Length and entry id of each of ``doc_ids``."""
+def _doc_rows(
+    conn: Connection, doc_ids: Sequence[int], terms: QueryTerms
+) -> tuple[dict[int, int], dict[int, str], dict[int, dict[str, int]]]:
+    """Length and entry id of each of ``doc_ids``, and the count of each of ``terms`` those
+    holding it more than once hold (by query term)."""
     lengths: dict[int, int] = {}
     entry_ids: dict[int, str] = {}
+    repeats: dict[int, dict[str, int]] = {}
+    keys = [(t, term_key(t)) for t in terms.words] + [(g, g) for g in terms.grams]
     for start in range(0, len(doc_ids), SYNC_CHUNK):
         rows = conn.execute(_DOC_ROWS, {"ids": list(doc_ids[start : start + SYNC_CHUNK])})
-        for doc, entry_id, length in rows:
+        for doc, entry_id, length, held in rows:
             lengths[int(doc)] = int(length)
             entry_ids[int(doc)] = str(entry_id)
-    return lengths, entry_ids
+            if held:
+                counts = repeats_of(held)
+                repeats[int(doc)] = {t: counts[k] for t, k in keys if k in counts}
+    return lengths, entry_ids, repeats

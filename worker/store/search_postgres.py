@@ -23,8 +23,8 @@ from worker.store.search_text import IndexText, QueryTerms
 _CONFIG: Final = f"CAST((SELECT config FROM {CONFIG}) AS regconfig)"
 
 _INSERT: Final = sa.text(
-    f"""INSERT INTO {DOCS} (namespace_id, entry_id, doc_len, tsv)
-        VALUES (:ns, :entry_id, :doc_len,
+    f"""INSERT INTO {DOCS} (namespace_id, entry_id, doc_len, repeats, tsv)
+        VALUES (:ns, :entry_id, :doc_len, :repeats,
                 setweight(to_tsvector({_CONFIG}, :words), 'A')
                 || setweight(to_tsvector('simple', :words), 'B')
                 || array_to_tsvector(CAST(:grams AS text[])))"""
@@ -83,6 +83,7 @@ def insert(conn: Connection, ns_id: int, rows: Sequence[tuple[str, IndexText]]) 
             "ns": ns_id,
             "entry_id": entry_id,
             "doc_len": text.length,
+            "repeats": text.repeats,
             "words": text.words,
             "grams": list(dict.fromkeys(text.grams.split())),
         }

@@ -2,17 +2,26 @@
 
 For each candidate entry, the sum over the query terms it holds of
 
-    idf(t) · (k1 + 1) / (1 + k1 · (1 − b + b · len / avglen))
+    idf(t) · tf · (k1 + 1) / (tf + k1 · (1 − b + b · len / avglen))
     idf(t) = ln(1 + (N − df + ½) / (df + ½))
 
-that is BM25 with a term frequency of one (a memory entry is about one sentence; a term rarely
-repeats), ``N`` and ``avglen`` those of the namespace (per-namespace IDF: another user's words
+that is BM25, ``tf`` the times the entry holds the term (the index keeps the counts above
+one), ``N`` and ``avglen`` those of the namespace (per-namespace IDF: another user's words
 never weigh on this user's ranking).
+
+The term frequency counts even in entries of one sentence: an entry that names the subject of
+a query twice ("dairy-free chocolate cake with raspberries ..., chocolate, and raspberries")
+is about it, where one that mentions it in passing is not. Ranking every entry as if each term
+occurred once lost 6 of 1,311 LoCoMo questions at recall@10 (2 of 631 on the first five
+conversations, 4 of 680 on the other five; ``python -m bench search``).
 
 >>> ranked = rank({"tea": [1, 2], "oslo": [2]}, {"tea": 2, "oslo": 1}, {1: 3, 2: 3},
 ...               docs=10, avg_len=3.0)
 >>> [(doc, round(score, 2)) for doc, score in ranked]
 [(2, 3.47), (1, 1.48)]
+>>> [doc for doc, _ in rank({"tea": [1, 2]}, {"tea": 2}, {1: 3, 2: 3}, docs=10, avg_len=3.0,
+...                         repeats={1: {"tea": 2}})]
+[1, 2]
 """
 
 from __future__ import annotations
@@ -37,7 +46,8 @@ def idf(df: int, docs: int) -> float:
 def unweighted(
     postings: Mapping[str, Sequence[int]], df: Mapping[str, int], docs: int
 ) -> dict[int, float]:
-    """Each candidate's summed IDF, before length normalisation (a cheap first cut)."""
+    """Each candidate's summed IDF, before term frequencies and length normalisation (a cheap
+    first cut: it needs no row of the candidates)."""
     scores: dict[int, float] = {}
     for term, ids in postings.items():
         weight = idf(df[term], docs)
@@ -53,12 +63,19 @@ def rank(
     *,
     docs: int,
     avg_len: float,
+    repeats: Mapping[int, Mapping[str, int]] | None = None,
 ) -> list[tuple[int, float]]:
-    """``(doc, BM25 score)`` of the docs in ``lengths``, best first (ties: newest first)."""
-    raw = unweighted({t: [d for d in ids if d in lengths] for t, ids in postings.items()}, df, docs)
+    """``(doc, BM25 score)`` of the docs in ``lengths``, best first (ties: newest first).
+    ``repeats[doc][term]`` is the term frequency of a term ``doc`` holds more than once (one
+    otherwise)."""
+    counts = repeats or {}
     avg = max(avg_len, 1.0)
-    scored = [
-        (doc, score * (K1 + 1) / (1 + K1 * (1 - B + B * lengths[doc] / avg)))
-        for doc, score in raw.items()
-    ]
-    return sorted(scored, key=lambda pair: (-pair[1], -pair[0]))
+    scores: dict[int, float] = {}
+    for term, ids in postings.items():
+        weight = idf(df[term], docs)
+        for doc in ids:
+            if doc in lengths:
+                tf = counts.get(doc, {}).get(term, 1)
+                norm = K1 * (1 - B + B * lengths[doc] / avg)
+                scores[doc] = scores.get(doc, 0.0) + weight * tf * (K1 + 1) / (tf + norm)
+    return sorted(scores.items(), key=lambda pair: (-pair[1], -pair[0]))

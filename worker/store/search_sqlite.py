@@ -68,8 +68,11 @@ def insert(conn: Connection, ns_id: int, rows: Sequence[tuple[str, IndexText]]) 
             "(MemoryStore.rebuild_search)"
         )
     conn.exec_driver_sql(
-        f"INSERT INTO {DOCS} (id, namespace_id, entry_id, doc_len) VALUES (?, ?, ?, ?)",
-        [(first + i, ns_id, entry_id, text.length) for i, (entry_id, text) in enumerate(rows)],
+        f"INSERT INTO {DOCS} (id, namespace_id, entry_id, doc_len, repeats) VALUES (?, ?, ?, ?, ?)",
+        [
+            (first + i, ns_id, entry_id, text.length, text.repeats)
+            for i, (entry_id, text) in enumerate(rows)
+        ],
     )
     conn.exec_driver_sql(
         f"INSERT INTO {FTS} (rowid, words, grams) VALUES (?, ?, ?)",

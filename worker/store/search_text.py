@@ -11,6 +11,9 @@ Greek and Cyrillic diacritics removed ("café" finds "cafe"), then cut into
   Thai letter says nothing); a query looks for the bigrams of its runs (the character itself
   for a one-character run), so the 2-character query "北京" finds "我住在北京".
 
+An entry also records the terms it holds more than once, with their counts (BM25's term
+frequency; see :func:`term_key` for what counts as the same term).
+
 A query's words lose English stopwords ("what did she say about tea" looks for "say" and
 "tea"), unless nothing would be left. Terms are plain strings: the backends quote them, so no
 query text is ever read as search syntax.
@@ -19,6 +22,8 @@ query text is ever read as search syntax.
 'i moved to cafe zurich'
 >>> index_text("我住在北京").grams
 '我 住 在 北 京 我住 住在 在北 北京'
+>>> index_text("Chocolate cake with raspberries and a raspberry glaze").repeats
+'raspberry:2'
 >>> query_terms('What did "Ann" say about *tea*?')
 QueryTerms(words=('ann', 'say', 'tea'), grams=())
 >>> query_terms("北京"), query_terms("the")
@@ -28,6 +33,7 @@ QueryTerms(words=('ann', 'say', 'tea'), grams=())
 from __future__ import annotations
 
 import unicodedata
+from collections import Counter
 from dataclasses import dataclass
 from typing import Final
 
@@ -66,12 +72,14 @@ STOPWORDS: Final = frozenset(_STOPWORD_TEXT.split())
 
 @dataclass(frozen=True)
 class IndexText:
-    """What the index holds for one entry: space-separated words and grams, and its length
-    in terms (BM25's document length)."""
+    """What the index holds for one entry: space-separated words and grams, its length in
+    terms (BM25's document length), and ``key:count`` of each term it holds more than once
+    (space-separated; see :func:`repeats_of`)."""
 
     words: str
     grams: str
     length: int
+    repeats: str = ""
 
 
 @dataclass(frozen=True)
@@ -109,6 +117,50 @@ def _bigrams(run: str) -> list[str]:
     return [run[i : i + 2] for i in range(len(run) - 1)]
 
 
+def term_key(term: str) -> str:
+    """The key under which an entry counts its repeats of ``term``: the word with an English
+    plural ending folded (Harman's S-stemmer: "-ies" to "-y", "-es" to "-e", "-s" dropped,
+    but not "-aies", "-eies", "-aes", "-ees", "-oes", "-us", "-ss"), so "raspberry" and
+    "raspberries" are one term; an n-gram is its own key.
+
+    The counts are kept in the index (both databases) and read by the ranking, not by the
+    databases' own stemmers (Porter for FTS5, the configured one for PostgreSQL), so both
+    rank alike; plurals are the inflection that repeats most within one sentence. A word the
+    database's stemmer matches but this key does not ("run" and "running") counts once: the
+    term frequency can only be underestimated, never invented.
+
+    >>> [term_key(w) for w in ("berries", "horses", "cats", "bus", "glass", "北京")]
+    ['berry', 'horse', 'cat', 'bus', 'glass', '北京']
+    """
+    if len(term) > 3 and term.endswith("ies") and not term.endswith(("aies", "eies")):
+        return term[:-3] + "y"
+    if len(term) > 3 and term.endswith("es") and not term.endswith(("aes", "ees", "oes")):
+        return term[:-1]
+    if len(term) > 2 and term.endswith("s") and not term.endswith(("us", "ss")):
+        return term[:-1]
+    return term
+
+
+def _repeats(words: list[str], grams: list[str]) -> str:
+    counts = Counter(term_key(w) for w in words)
+    counts.update(grams)
+    return " ".join(f"{key}:{n}" for key, n in counts.items() if n > 1)
+
+
+def repeats_of(column: str) -> dict[str, int]:
+    """The counts :class:`IndexText` ``.repeats`` holds, by :func:`term_key` (keys are words
+    or n-grams: they hold neither spaces nor colons).
+
+    >>> repeats_of("raspberry:2 北京:3"), repeats_of("")
+    ({'raspberry': 2, '北京': 3}, {})
+    """
+    found: dict[str, int] = {}
+    for item in column.split():
+        key, _, count = item.rpartition(":")
+        found[key] = int(count)
+    return found
+
+
 def index_text(text: str) -> IndexText:
     """What the index stores for an entry whose text is ``text``."""
     words, runs = _split(text)
@@ -117,7 +169,9 @@ def index_text(text: str) -> IndexText:
         if not _BIGRAM_ONLY.match(run) or len(run) == 1:
             grams.extend(run)
         grams.extend(_bigrams(run))
-    return IndexText(" ".join(words), " ".join(grams), len(words) + len(grams))
+    return IndexText(
+        " ".join(words), " ".join(grams), len(words) + len(grams), _repeats(words, grams)
+    )
 
 
 def query_terms(query: str) -> QueryTerms:
