@@ -192,7 +192,11 @@ def _rule_reason(forms: dict[Form, tuple[str, ...]]) -> str | None:
     Only the rows the pre-screen leaves are searched: a row whose every match starts with a
     literal the text does not hold cannot match it (:mod:`~.guard_screen`).
     """
-    digits = max(count_digits(text) for texts in forms.values() for text in texts)
+    shapes = forms["shape"]
+    # On ASCII, case folding keeps every digit and the normal form only drops characters, so
+    # the shapes hold the most digits of any form.
+    every = shapes if all(s.isascii() for s in shapes) else [t for ts in forms.values() for t in ts]
+    digits = max(count_digits(text) for text in every)
     for index in _screen().rows(forms, digits):
         rule = ALL_RULES[index]
         if any(rule.pattern.search(text) for text in forms[rule.form]):

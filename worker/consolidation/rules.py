@@ -97,12 +97,13 @@ class _Live:
     terms: frozenset[str] | None = field(default=None, repr=False)
 
 
-#: Index of live entries by the features a fuzzy match needs equal: numbers, negation, length.
-_FuzzyKey = tuple[tuple[str, ...], bool, int]
+#: Index of live entries by the features a fuzzy match needs equal (numbers, negation), then by
+#: the length of their normal form.
+_FuzzyKey = tuple[tuple[str, ...], bool]
 
 
-def _fuzzy_key(norm: Normalised, length: int | None = None) -> _FuzzyKey:
-    return (norm.numbers, norm.negated, len(norm.text) if length is None else length)
+def _fuzzy_key(norm: Normalised) -> _FuzzyKey:
+    return (norm.numbers, norm.negated)
 
 
 def _lengths(norm: Normalised) -> range:
@@ -165,7 +166,7 @@ class _Merge:
         #: found by one lookup instead of a scan.
         self.by_text: dict[str, list[_Live]] = {}
         #: Entries that could be fuzzy duplicates of a text with the same key's features.
-        self.by_features: dict[_FuzzyKey, list[_Live]] = {}
+        self.by_features: dict[_FuzzyKey, dict[int, list[_Live]]] = {}
         #: Content-term set → the live entries with it: where a paraphrase is found exactly.
         self.by_terms: dict[frozenset[str], list[_Live]] = {}
         #: BM25 over the live entries, built on first use (only a ``similarity`` needs it).
@@ -184,7 +185,8 @@ class _Merge:
         entry.frame = frame_of(entry.text)
         self.live[entry.id] = entry
         self.by_text.setdefault(entry.norm.text, []).append(entry)
-        self.by_features.setdefault(_fuzzy_key(entry.norm), []).append(entry)
+        alike = self.by_features.setdefault(_fuzzy_key(entry.norm), {})
+        alike.setdefault(len(entry.norm.text), []).append(entry)
         entry.terms = paraphrase_key(entry.text)
         if entry.terms is not None:
             self.by_terms.setdefault(entry.terms, []).append(entry)
@@ -211,11 +213,13 @@ class _Merge:
         same.remove(entry)
         if not same:
             del self.by_text[entry.norm.text]
-        features = _fuzzy_key(entry.norm)
+        features, length = _fuzzy_key(entry.norm), len(entry.norm.text)
         alike = self.by_features[features]
-        alike.remove(entry)
-        if not alike:
-            del self.by_features[features]
+        alike[length].remove(entry)
+        if not alike[length]:
+            del alike[length]
+            if not alike:
+                del self.by_features[features]
 
     def run(self, batch: Sequence[Candidate]) -> Plan:
         seen: set[str] = set()
@@ -400,8 +404,17 @@ class _Merge:
                 return entry
         same = text.NearDuplicateOf(wanted)
         first: _Live | None = None
-        for length in _lengths(wanted):  # only entries that can pass the cheap checks
-            for entry in self.by_features.get(_fuzzy_key(wanted, length), ()):
+        lengths = _lengths(wanted)
+        alike = self.by_features.get(_fuzzy_key(wanted), {}) if lengths else {}
+        # Only entries that can pass the cheap checks: whichever of the two is shorter, the
+        # lengths held or the lengths allowed, is walked (the order of lengths does not matter:
+        # the first in ``live`` order is kept).
+        if len(alike) <= len(lengths):
+            groups = [entries for length, entries in alike.items() if length in lengths]
+        else:
+            groups = [alike[length] for length in lengths if length in alike]
+        for entries in groups:
+            for entry in entries:
                 if first is not None and entry.seq > first.seq:
                     break  # each list is in ``live`` order: the rest come later still
                 # Under one key, only an exact match confirms: a near-duplicate that differs
