@@ -77,7 +77,7 @@ PARAPHRASE_NEIGHBOURS: Final = 8
 DEFAULT_SIMILARITY_THRESHOLD: Final = 0.92
 
 
-@dataclass(eq=False)  # identity: ``by_text`` lists remove the very entry dropped
+@dataclass(eq=False, slots=True)  # identity: ``by_text`` lists remove the very entry dropped
 class _Live:
     """An entry active at this point of the plan (existing or created earlier in it)."""
 

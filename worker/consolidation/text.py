@@ -216,7 +216,9 @@ def _polarity(words: list[str]) -> bool:
 def _numbers(norm: str, words: list[str]) -> tuple[str, ...]:
     """Digit runs, number words, CJK numerals (none in ASCII) of ``norm`` (split: ``words``)."""
     found = _DIGITS.findall(norm)
-    named = [w for w in words if w in _NUMBER_WORDS_NF]
+    named = (
+        [] if _NUMBER_WORDS_NF.isdisjoint(words) else [w for w in words if w in _NUMBER_WORDS_NF]
+    )
     if norm.isascii():
         return (*found, *named)
     return (*found, *named, *(c for c in norm if c in CJK_NUMERALS))
@@ -273,10 +275,16 @@ class Normalised:
     text: str
     numbers: tuple[str, ...]
     negated: bool
-    #: Named entities (cased scripts); None when the text is all capitals, so not comparable.
-    entities: frozenset[str] | None
+    #: The text as given (its named entities are read from it when a comparison needs them).
+    raw: str
     #: Token bigrams, for texts holding word-free scripts (None otherwise).
     grams: Counter[tuple[str, str]] | None
+
+    @property
+    def entities(self) -> frozenset[str] | None:
+        """Named entities (cased scripts); None when the text is all capitals, so not
+        comparable. Derived on use: only a pair that passes every cheaper check needs them."""
+        return _entities(self.raw)
 
     @classmethod
     def of(cls, raw: str) -> Normalised:
@@ -293,9 +301,9 @@ def _normalised(raw: str) -> Normalised:
     words = norm.split()
     if norm.isascii():  # no word-free script, no negation marker outside the word list
         negated = not _NEGATIONS_NF.isdisjoint(words)
-        return Normalised(norm, _numbers(norm, words), negated, _entities(raw), None)
+        return Normalised(norm, _numbers(norm, words), negated, raw, None)
     grams = Counter(pairwise(words)) if _HAS_WORD_FREE.search(norm) else None
-    return Normalised(norm, _numbers(norm, words), _polarity(words), _entities(raw), grams)
+    return Normalised(norm, _numbers(norm, words), _polarity(words), raw, grams)
 
 
 def _same_entities(a: Normalised, b: Normalised) -> bool:
