@@ -103,3 +103,8 @@ def test_digits_are_counted_as_the_rows_read_them() -> None:
     arabic_indic = "\u0661\u0662\u0663"
     assert count_digits(arabic_indic + "12") == len(regex.findall(r"\d", arabic_indic + "12"))
     assert count_digits("a1b22") == 3
+
+
+def test_syntax_the_standard_parser_reads_otherwise_has_no_screen() -> None:
+    assert needed_literals(r"[[:alpha:]]+ab") is None  # a POSIX class to regex
+    assert needed_literals(r"\p{Lu}ab") is None

@@ -24,6 +24,7 @@ same flags as its rows, so they match wherever the rows' letters do.
 from __future__ import annotations
 
 import re
+import warnings
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from re import _constants as sre  # type: ignore[attr-defined]
@@ -161,6 +162,18 @@ def _score(found: frozenset[_Partial]) -> int:
     return min((len(text) for text, _, _ in found), default=0)
 
 
+def _parsed(pattern: str) -> Any:
+    """``pattern`` parsed by the standard library, or None where it may read it otherwise than
+    ``regex`` does: syntax it refuses, or warns of (a ``[[:alpha:]]`` class is a POSIX class to
+    ``regex``, a nested set to it)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        try:
+            return sre_parse.parse(pattern)
+        except (re.error, OverflowError, RecursionError, Warning):
+            return None
+
+
 def needed_literals(pattern: str, *, fold: bool = False) -> frozenset[str] | None:
     """Strings one of which every match of ``pattern`` contains (None: no such set is known);
     ``fold``: the pattern is case-insensitive (the strings are then in lower case).
@@ -172,9 +185,8 @@ def needed_literals(pattern: str, *, fold: bool = False) -> frozenset[str] | Non
     >>> needed_literals(r"\\w+") is None
     True
     """
-    try:
-        parsed = sre_parse.parse(pattern)
-    except (re.error, OverflowError, RecursionError):
+    parsed = _parsed(pattern)
+    if parsed is None:
         return None
     found = {text for text, _, _ in _sequence(parsed.data, fold, whole=True)}
     return None if not found or "" in found else frozenset(found)
@@ -212,10 +224,8 @@ def min_digits(pattern: str) -> int:
     >>> min_digits(r"(?:\\d[ -]?){12,18}\\d"), min_digits(r"pin (?:is )?\\d{4}|code")
     (13, 0)
     """
-    try:
-        return _digits_of(sre_parse.parse(pattern).data)
-    except (re.error, OverflowError, RecursionError):
-        return 0
+    parsed = _parsed(pattern)
+    return 0 if parsed is None else _digits_of(parsed.data)
 
 
 def count_digits(text: str) -> int:
@@ -308,6 +318,11 @@ class Screen:
         return sorted(row for row in found if self.digits[row] <= digits)
 
 
+#: Flags under which a pattern reads otherwise than the standard parser reads it: verbose
+#: layout, full case folding (``ss`` matches ``ß``), version 1 sets. Such a row is unscreened.
+_UNREAD_FLAGS: Final = regex.VERBOSE | regex.FULLCASE | regex.V1
+
+
 def build_screen(rows: Sequence[tuple[str, regex.Pattern[str]]]) -> Screen:
     """A screen for ``rows`` ((form, compiled pattern) each, indexed by position). A form's
     rows must share their flags (the search of its literals uses them)."""
@@ -317,13 +332,19 @@ def build_screen(rows: Sequence[tuple[str, regex.Pattern[str]]]) -> Screen:
     for index, (form, pattern) in enumerate(rows):
         if flags.setdefault(form, pattern.flags) != pattern.flags:
             raise ValueError(f"the rows of form {form!r} have different flags; give each form one")
-        found = needed_literals(pattern.pattern, fold=bool(pattern.flags & regex.IGNORECASE))
+        found = (
+            None
+            if pattern.flags & _UNREAD_FLAGS
+            else needed_literals(pattern.pattern, fold=bool(pattern.flags & regex.IGNORECASE))
+        )
         if found is None or (min_digits(pattern.pattern) and any(map(_weak, found))):
             unscreened.add(index)
             continue
         for literal in found:
             literals.setdefault(form, {}).setdefault(literal, set()).add(index)
-    digits = tuple(min_digits(pattern.pattern) for _, pattern in rows)
+    digits = tuple(
+        0 if pattern.flags & _UNREAD_FLAGS else min_digits(pattern.pattern) for _, pattern in rows
+    )
     forms = {form: _form(mine, flags[form]) for form, mine in literals.items()}
     return Screen(frozenset(unscreened), forms, digits)
 
@@ -342,4 +363,6 @@ def _form(literals: dict[str, set[int]], flags: int) -> _Form:
 
 def _prefixed(literal: str, literals: dict[str, set[int]]) -> Iterator[set[int]]:
     """The rows of ``literal`` and of every literal it starts with (found where it is)."""
-    return (rows for other, rows in literals.items() if literal.startswith(other))
+    return (
+        literals[literal[:end]] for end in range(1, len(literal) + 1) if literal[:end] in literals
+    )
