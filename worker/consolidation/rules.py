@@ -180,20 +180,22 @@ class _Merge:
 
     def _add_live(self, entry: _Live) -> None:
         # New entries go last in both maps, so every ``by_text`` list stays in ``live`` order.
+        # (Run for every entry of a namespace on each merge: locals, not repeated lookups.)
         self.added += 1
         entry.seq = self.added
-        entry.frame = frame_of(entry.text)
+        norm, raw = entry.norm, entry.text
+        frame = entry.frame = frame_of(raw)
         self.live[entry.id] = entry
-        self.by_text.setdefault(entry.norm.text, []).append(entry)
-        alike = self.by_features.setdefault(_fuzzy_key(entry.norm), {})
-        alike.setdefault(len(entry.norm.text), []).append(entry)
-        entry.terms = paraphrase_key(entry.text)
-        if entry.terms is not None:
-            self.by_terms.setdefault(entry.terms, []).append(entry)
+        self.by_text.setdefault(norm.text, []).append(entry)
+        alike = self.by_features.setdefault(_fuzzy_key(norm), {})
+        alike.setdefault(len(norm.text), []).append(entry)
+        terms = entry.terms = paraphrase_key(raw)
+        if terms is not None:
+            self.by_terms.setdefault(terms, []).append(entry)
         if self._index is not None:
-            self._index.add(entry.id, entry.text)
-        if entry.frame is not None:
-            self.by_slot.setdefault(entry.frame.slot(), []).append(entry)
+            self._index.add(entry.id, raw)
+        if frame is not None:
+            self.by_slot.setdefault(frame.slot(), []).append(entry)
 
     def _drop_live(self, entry: _Live) -> None:
         del self.live[entry.id]

@@ -38,10 +38,9 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections import Counter
-from dataclasses import dataclass
 from functools import cache, lru_cache
 from itertools import pairwise
-from typing import Final
+from typing import Final, NamedTuple
 
 import regex
 from rapidfuzz.distance import Indel, Levenshtein
@@ -268,9 +267,12 @@ def _ascii_entities(text: str) -> frozenset[str] | None:
     )
 
 
-@dataclass(frozen=True, slots=True)
-class Normalised:
-    """A text's normal form and the features the duplicate rule compares, computed once."""
+class Normalised(NamedTuple):
+    """A text's normal form and the features the duplicate rule compares, computed once.
+
+    A named tuple: immutable like a frozen dataclass, and built at a fraction of the cost (a
+    namespace's entries are all derived on a cold merge).
+    """
 
     text: str
     numbers: tuple[str, ...]
