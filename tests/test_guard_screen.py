@@ -13,7 +13,7 @@ import regex
 
 from tests.support.guard_corpus import NEGATIVES, POSITIVES, variants, wrapped
 from tests.support.guard_meaning_corpus import HOSTILE, LEGITIMATE
-from worker.consolidation import guards
+from worker.consolidation import guard_screen, guards
 from worker.consolidation.guard_rules import ALL_RULES
 from worker.consolidation.guard_screen import (
     count_digits,
@@ -108,3 +108,14 @@ def test_digits_are_counted_as_the_rows_read_them() -> None:
 def test_syntax_the_standard_parser_reads_otherwise_has_no_screen() -> None:
     assert needed_literals(r"[[:alpha:]]+ab") is None  # a POSIX class to regex
     assert needed_literals(r"\p{Lu}ab") is None
+
+
+def test_the_case_twins_are_every_non_ascii_character_regex_folds_to_ascii() -> None:
+    letter = regex.compile(r"[a-z0-9]", regex.IGNORECASE | regex.V0)
+    found = {
+        chr(code): chr(code).translate(guard_screen._CASE_TWINS)
+        for code in range(0x80, 0x110000)
+        if not 0xD800 <= code < 0xE000 and letter.fullmatch(chr(code))
+    }
+    assert set(found) == guard_screen._TWINS
+    assert all(regex.fullmatch(ascii_, twin, regex.IGNORECASE) for twin, ascii_ in found.items())

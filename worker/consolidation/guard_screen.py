@@ -17,8 +17,10 @@ The literals are read with the standard library's regular-expression parser (a r
 parse is always searched). A literal ends at anything that is not one: a class of more than
 :data:`MAX_CLASS` characters, ``.``, a category, a backreference, a repeat after its first
 pass; it is cut at :data:`MAX_LITERAL` characters. Zero-width items (``\\b``, look-arounds)
-are stepped over. A case-insensitive form's literals are searched for with ``regex`` and the
-same flags as its rows, so they match wherever the rows' letters do.
+are stepped over. A case-insensitive form's ASCII literals are held in lower case and looked
+for in the text lower-cased (with the three non-ASCII letters ``regex`` equates with ASCII ones
+mapped to them); its other literals are searched for with ``regex`` and the rows' own flags,
+and only in a text that is not ASCII.
 """
 
 from __future__ import annotations

@@ -189,8 +189,8 @@ def _decoded(shape: str) -> Iterator[str]:
 def _rule_reason(forms: dict[Form, tuple[str, ...]]) -> str | None:
     """The reason of the first rule (in table order) any form of the text matches.
 
-    Only the rows the pre-screen leaves are searched: a row whose every match starts with a
-    literal the text does not hold cannot match it (:mod:`~.guard_screen`).
+    Only the rows the pre-screen leaves are searched: a row whose every match holds a literal
+    the text lacks, or more digits than it has, cannot match it (:mod:`~.guard_screen`).
     """
     shapes = forms["shape"]
     # On ASCII, case folding keeps every digit and the normal form only drops characters, so
