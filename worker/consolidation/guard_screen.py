@@ -29,6 +29,7 @@ import re
 import warnings
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from re import _constants as sre  # type: ignore[attr-defined]
 from re import _parser as sre_parse  # type: ignore[attr-defined]
 from typing import Any, Final
@@ -164,6 +165,7 @@ def _score(found: frozenset[_Partial]) -> int:
     return min((len(text) for text, _, _ in found), default=0)
 
 
+@lru_cache(maxsize=256)  # a screen reads each row's pattern for literals and for digits
 def _parsed(pattern: str) -> Any:
     """``pattern`` parsed by the standard library, or None where it may read it otherwise than
     ``regex`` does: syntax it refuses, or warns of (a ``[[:alpha:]]`` class is a POSIX class to
