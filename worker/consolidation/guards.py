@@ -162,6 +162,10 @@ def _any_plugin() -> re.Pattern[str]:
 
 def _forms(raw: str) -> dict[Form, tuple[str, ...]]:
     """Each form of ``raw`` the rules run on, plain and with look-alikes folded everywhere."""
+    if raw.isascii():  # its own canonical form and skeleton; case folding is lower-casing
+        norm = normalise(raw)
+        return {"shape": (raw,), "folded": (raw.lower(),), "normal": (norm,),
+                "compact": (norm.replace(" ", ""),)}  # fmt: skip
     shape = canonical(raw)
     shapes = tuple(dict.fromkeys((shape, skeleton(shape))))
     normals = tuple(dict.fromkeys(normalise(s) for s in shapes))
@@ -212,15 +216,17 @@ def _check(raw: str, depth: int) -> str | None:
     for shape in forms["shape"]:
         if national_id(shape) is not None:
             return NATIONAL_ID_REASON
+    runs: list[bool] = []  # per shape: a run of the token alphabet (the last two checks' gate)
     for shape in forms["shape"]:
         hit = _may_hold_key(shape) and _any_plugin().search(shape)
         for plugin, reason in _plugins() if hit else ():
             if any(pattern.search(shape) for pattern in plugin.denylist):
                 return reason
-        tokens = _TOKEN.findall(shape) if _RUN_OF_TOKEN.search(shape) else ()
-        if any(high_entropy(t) for t in tokens):
+        run = _RUN_OF_TOKEN.search(shape) is not None
+        runs.append(run)
+        if run and any(high_entropy(t) for t in _TOKEN.findall(shape)):
             return _HIGH_ENTROPY_REASON
-    if depth < _MAX_DEPTH and _RUN_OF_TOKEN.search(forms["shape"][0]):
+    if depth < _MAX_DEPTH and runs[0]:
         for hidden in _decoded(forms["shape"][0]):
             if _check(hidden, depth + 1) is not None:
                 return _BASE64_REASON
