@@ -8,9 +8,10 @@ so a fullwidth, zero-width-padded or Cyrillic-spelled variant of a guarded phras
 rule as the plain one. It checks, in order:
 
 1. the rule table (:mod:`~worker.consolidation.guard_rules`), one row per rule with its reason,
-   scanned once per class and form (one alternation each; rows are tried only where it hits);
+   in table order; only the rows a one-search-per-form pre-screen leaves are searched (the
+   literals and digits every match of a row holds, :mod:`~.guard_screen`);
 2. bare national identity numbers whose check digits pass (:mod:`~.national_ids`), on shapes
-   that hold a digit (every candidate does);
+   that hold as many digits as a candidate does;
 3. the maintained ``detect-secrets`` plugins listed there;
 4. long random-looking tokens (Shannon entropy over a tuned threshold: :func:`high_entropy`);
 5. base64-wrapped text, decoded and checked again (a base64 ``user:password`` is a password);
@@ -54,6 +55,7 @@ from worker.consolidation.guard_rules import (
     Form,
     Rule,
 )
+from worker.consolidation.guard_screen import Screen, build_screen, count_digits
 from worker.consolidation.national_ids import REASON as NATIONAL_ID_REASON
 from worker.consolidation.national_ids import national_id
 from worker.consolidation.text import canonical, normalise, skeleton
@@ -78,8 +80,6 @@ _TOKEN: Final = regex.compile(r"(?<![A-Za-z0-9+/=_\-])[A-Za-z0-9+/=_\-]{20,}")
 #: A base64 run long enough to hide a credential (``dXNlcjpodW50ZXIy`` = ``user:hunter2``).
 _BASE64: Final = regex.compile(r"(?<![A-Za-z0-9+/=_\-])[A-Za-z0-9+/_\-]{12,}={0,2}")
 _DIGIT_RUNS: Final = regex.compile(r"[0-9]+")
-#: Every national id candidate holds digits (``\d``, as its pattern reads them).
-_ANY_DIGIT: Final = regex.compile(r"\d")
 #: The shortest run both :data:`_TOKEN` (20+) and :data:`_BASE64` (12+ of a subset of the same
 #: alphabet) need: a shape without one has no token to weigh and no base64 to decode.
 _RUN_OF_TOKEN: Final = re.compile(r"[A-Za-z0-9+/=_\-]{12}")
@@ -126,36 +126,10 @@ def _plugins() -> tuple[tuple[Any, str], ...]:
     return tuple(loaded)
 
 
-#: Forms whose rows are first tried as one alternation per class.
-_PRECHECKED: Final[tuple[Form, ...]] = ("normal", "compact")
-#: The rule classes, in the order their reasons win.
-_CLASSES: Final = (CREDENTIAL_RULES, GRANT_RULES, INJECTION_RULES)
-
-
 @cache
-def _any_rule() -> tuple[tuple[tuple[Form, regex.Pattern[str] | None, tuple[Rule, ...]], ...], ...]:
-    """Per class, per form: one alternation of the class's rules on that form, and the rules.
-
-    Each text is scanned once per class and form; only where the alternation matches are the
-    class's rules of that form tried one by one, for the first one's reason. The ``shape`` and
-    ``folded`` rows (literal key prefixes, character classes) are faster one by one than as
-    one alternation (measured: ``python -m bench guards``), so their group is ``None``.
-    """
-    classes = []
-    for rules in _CLASSES:
-        groups = []
-        for form in dict.fromkeys(r.form for r in rules):
-            mine = tuple(r for r in rules if r.form == form)
-            combined = (
-                regex.compile(
-                    "|".join(f"(?:{r.pattern.pattern})" for r in mine), mine[0].pattern.flags
-                )
-                if form in _PRECHECKED
-                else None
-            )
-            groups.append((form, combined, mine))
-        classes.append(tuple(groups))
-    return tuple(classes)
+def _screen() -> Screen:
+    """The pre-screen of every rule row (:mod:`~.guard_screen`), in table order."""
+    return build_screen([(r.form, r.pattern) for r in ALL_RULES])
 
 
 #: Characters that end a word in prose; a token left with only letters cannot be a key.
@@ -188,6 +162,10 @@ def _any_plugin() -> re.Pattern[str]:
 
 def _forms(raw: str) -> dict[Form, tuple[str, ...]]:
     """Each form of ``raw`` the rules run on, plain and with look-alikes folded everywhere."""
+    if raw.isascii():  # its own canonical form and skeleton; case folding is lower-casing
+        norm = normalise(raw)
+        return {"shape": (raw,), "folded": (raw.lower(),), "normal": (norm,),
+                "compact": (norm.replace(" ", ""),)}  # fmt: skip
     shape = canonical(raw)
     shapes = tuple(dict.fromkeys((shape, skeleton(shape))))
     normals = tuple(dict.fromkeys(normalise(s) for s in shapes))
@@ -213,17 +191,20 @@ def _decoded(shape: str) -> Iterator[str]:
 
 
 def _rule_reason(forms: dict[Form, tuple[str, ...]]) -> str | None:
-    """The reason of the first rule (class by class, in table order) any form matches."""
-    for groups in _any_rule():
-        found = [
-            rule
-            for form, combined, mine in groups
-            if combined is None or any(combined.search(text) for text in forms[form])
-            for rule in mine
-            if any(rule.pattern.search(text) for text in forms[form])
-        ]
-        if found:
-            return min(found, key=ALL_RULES.index).reason
+    """The reason of the first rule (in table order) any form of the text matches.
+
+    Only the rows the pre-screen leaves are searched: a row whose every match holds a literal
+    the text lacks, or more digits than it has, cannot match it (:mod:`~.guard_screen`).
+    """
+    shapes = forms["shape"]
+    # On ASCII, case folding keeps every digit and the normal form only drops characters, so
+    # the shapes hold the most digits of any form.
+    every = shapes if all(s.isascii() for s in shapes) else [t for ts in forms.values() for t in ts]
+    digits = max(count_digits(text) for text in every)
+    for index in _screen().rows(forms, digits):
+        rule = ALL_RULES[index]
+        if any(rule.pattern.search(text) for text in forms[rule.form]):
+            return rule.reason
     return None
 
 
@@ -233,17 +214,19 @@ def _check(raw: str, depth: int) -> str | None:
     if reason is not None:
         return reason
     for shape in forms["shape"]:
-        if _ANY_DIGIT.search(shape) and national_id(shape) is not None:
+        if national_id(shape) is not None:
             return NATIONAL_ID_REASON
+    runs: list[bool] = []  # per shape: a run of the token alphabet (the last two checks' gate)
     for shape in forms["shape"]:
         hit = _may_hold_key(shape) and _any_plugin().search(shape)
         for plugin, reason in _plugins() if hit else ():
             if any(pattern.search(shape) for pattern in plugin.denylist):
                 return reason
-        tokens = _TOKEN.findall(shape) if _RUN_OF_TOKEN.search(shape) else ()
-        if any(high_entropy(t) for t in tokens):
+        run = _RUN_OF_TOKEN.search(shape) is not None
+        runs.append(run)
+        if run and any(high_entropy(t) for t in _TOKEN.findall(shape)):
             return _HIGH_ENTROPY_REASON
-    if depth < _MAX_DEPTH and _RUN_OF_TOKEN.search(forms["shape"][0]):
+    if depth < _MAX_DEPTH and runs[0]:
         for hidden in _decoded(forms["shape"][0]):
             if _check(hidden, depth + 1) is not None:
                 return _BASE64_REASON

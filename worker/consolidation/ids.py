@@ -16,6 +16,7 @@ True
 
 from __future__ import annotations
 
+import hashlib
 import uuid
 from collections import Counter
 from collections.abc import Sequence
@@ -37,8 +38,23 @@ class EntryIds:
     def next(self, first_candidate_id: str) -> str:
         n = self._seen[first_candidate_id]
         self._seen[first_candidate_id] += 1
-        name = f"{self._namespace}\x00{first_candidate_id}\x00{n}"
-        return uuid.uuid5(ENTRY_ID_NAMESPACE, name).hex
+        return uuid5_hex(f"{self._namespace}\x00{first_candidate_id}\x00{n}")
+
+
+_NAMESPACE_BYTES: Final = ENTRY_ID_NAMESPACE.bytes
+
+
+def uuid5_hex(name: str) -> str:
+    """``uuid.uuid5(ENTRY_ID_NAMESPACE, name).hex``, from the digest's bytes (no UUID object).
+
+    >>> name = "user:u1/c1/0"
+    >>> uuid5_hex(name) == uuid.uuid5(ENTRY_ID_NAMESPACE, name).hex
+    True
+    """
+    digest = bytearray(hashlib.sha1(_NAMESPACE_BYTES + name.encode("utf-8")).digest()[:16])
+    digest[6] = (digest[6] & 0x0F) | 0x50  # version 5
+    digest[8] = (digest[8] & 0x3F) | 0x80  # RFC 4122 variant
+    return digest.hex()
 
 
 def created_ids(namespace: str, ops: Sequence[Operation]) -> list[str | None]:

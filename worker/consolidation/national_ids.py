@@ -32,6 +32,8 @@ from typing import Final
 
 import regex
 
+from worker.consolidation.guard_screen import count_digits, min_digits
+
 #: The reason every kind gives (the kind itself is not named: it would hint at the digits).
 REASON: Final = "credential: a national id number"
 
@@ -45,6 +47,10 @@ _CANDIDATES: Final = regex.compile(
     r"|(?P<dni>[XYZxyz]?\d{7,8}[ \-]?[A-Za-z])"
     r")(?![\w\-]|\.\d)"
 )
+
+#: The fewest digits any candidate run holds (read off the pattern): a text with fewer has no
+#: run to check, so it is passed over without a search.
+MIN_DIGITS: Final = min_digits(_CANDIDATES.pattern)
 
 _DNI_LETTERS: Final = "TRWAGMYFPDXBNJZSQVHLCKE"
 _CN_WEIGHTS: Final = (7, 9, 10, 5, 8, 4, 2, 1, 6, 3, 7, 9, 10, 5, 8, 4, 2)
@@ -139,6 +145,8 @@ _CHECKS: Final[dict[str, Callable[[str], bool]]] = {
 
 def national_id(shape: str) -> str | None:
     """:data:`REASON` when ``shape`` (canonical text) holds a national id whose check passes."""
+    if count_digits(shape) < MIN_DIGITS:
+        return None
     for match in _CANDIDATES.finditer(shape, overlapped=True):
         kind = match.lastgroup
         if kind is not None and _CHECKS[kind](match.group(kind)):

@@ -77,7 +77,7 @@ PARAPHRASE_NEIGHBOURS: Final = 8
 DEFAULT_SIMILARITY_THRESHOLD: Final = 0.92
 
 
-@dataclass(eq=False)  # identity: ``by_text`` lists remove the very entry dropped
+@dataclass(eq=False, slots=True)  # identity: ``by_text`` lists remove the very entry dropped
 class _Live:
     """An entry active at this point of the plan (existing or created earlier in it)."""
 
@@ -97,12 +97,13 @@ class _Live:
     terms: frozenset[str] | None = field(default=None, repr=False)
 
 
-#: Index of live entries by the features a fuzzy match needs equal: numbers, negation, length.
-_FuzzyKey = tuple[tuple[str, ...], bool, int]
+#: Index of live entries by the features a fuzzy match needs equal (numbers, negation), then by
+#: the length of their normal form.
+_FuzzyKey = tuple[tuple[str, ...], bool]
 
 
-def _fuzzy_key(norm: Normalised, length: int | None = None) -> _FuzzyKey:
-    return (norm.numbers, norm.negated, len(norm.text) if length is None else length)
+def _fuzzy_key(norm: Normalised) -> _FuzzyKey:
+    return (norm.numbers, norm.negated)
 
 
 def _lengths(norm: Normalised) -> range:
@@ -165,7 +166,7 @@ class _Merge:
         #: found by one lookup instead of a scan.
         self.by_text: dict[str, list[_Live]] = {}
         #: Entries that could be fuzzy duplicates of a text with the same key's features.
-        self.by_features: dict[_FuzzyKey, list[_Live]] = {}
+        self.by_features: dict[_FuzzyKey, dict[int, list[_Live]]] = {}
         #: Content-term set → the live entries with it: where a paraphrase is found exactly.
         self.by_terms: dict[frozenset[str], list[_Live]] = {}
         #: BM25 over the live entries, built on first use (only a ``similarity`` needs it).
@@ -179,19 +180,22 @@ class _Merge:
 
     def _add_live(self, entry: _Live) -> None:
         # New entries go last in both maps, so every ``by_text`` list stays in ``live`` order.
+        # (Run for every entry of a namespace on each merge: locals, not repeated lookups.)
         self.added += 1
         entry.seq = self.added
-        entry.frame = frame_of(entry.text)
+        norm, raw = entry.norm, entry.text
+        frame = entry.frame = frame_of(raw)
         self.live[entry.id] = entry
-        self.by_text.setdefault(entry.norm.text, []).append(entry)
-        self.by_features.setdefault(_fuzzy_key(entry.norm), []).append(entry)
-        entry.terms = paraphrase_key(entry.text)
-        if entry.terms is not None:
-            self.by_terms.setdefault(entry.terms, []).append(entry)
+        self.by_text.setdefault(norm.text, []).append(entry)
+        alike = self.by_features.setdefault(_fuzzy_key(norm), {})
+        alike.setdefault(len(norm.text), []).append(entry)
+        terms = entry.terms = paraphrase_key(raw)
+        if terms is not None:
+            self.by_terms.setdefault(terms, []).append(entry)
         if self._index is not None:
-            self._index.add(entry.id, entry.text)
-        if entry.frame is not None:
-            self.by_slot.setdefault(entry.frame.slot(), []).append(entry)
+            self._index.add(entry.id, raw)
+        if frame is not None:
+            self.by_slot.setdefault(frame.slot(), []).append(entry)
 
     def _drop_live(self, entry: _Live) -> None:
         del self.live[entry.id]
@@ -211,11 +215,13 @@ class _Merge:
         same.remove(entry)
         if not same:
             del self.by_text[entry.norm.text]
-        features = _fuzzy_key(entry.norm)
+        features, length = _fuzzy_key(entry.norm), len(entry.norm.text)
         alike = self.by_features[features]
-        alike.remove(entry)
-        if not alike:
-            del self.by_features[features]
+        alike[length].remove(entry)
+        if not alike[length]:
+            del alike[length]
+            if not alike:
+                del self.by_features[features]
 
     def run(self, batch: Sequence[Candidate]) -> Plan:
         seen: set[str] = set()
@@ -400,8 +406,17 @@ class _Merge:
                 return entry
         same = text.NearDuplicateOf(wanted)
         first: _Live | None = None
-        for length in _lengths(wanted):  # only entries that can pass the cheap checks
-            for entry in self.by_features.get(_fuzzy_key(wanted, length), ()):
+        lengths = _lengths(wanted)
+        alike = self.by_features.get(_fuzzy_key(wanted), {}) if lengths else {}
+        # Only entries that can pass the cheap checks: whichever of the two is shorter, the
+        # lengths held or the lengths allowed, is walked (the order of lengths does not matter:
+        # the first in ``live`` order is kept).
+        if len(alike) <= len(lengths):
+            groups = [entries for length, entries in alike.items() if length in lengths]
+        else:
+            groups = [alike[length] for length in lengths if length in alike]
+        for entries in groups:
+            for entry in entries:
                 if first is not None and entry.seq > first.seq:
                     break  # each list is in ``live`` order: the rest come later still
                 # Under one key, only an exact match confirms: a near-duplicate that differs
