@@ -65,6 +65,7 @@ from worker.values import AppliedPlan, NamespaceState
 
 __all__ = ["BatchSnapshot", "CommitResult", "MemoryStore", "RunRecord"]
 
+
 class MemoryStore(DeliveryMethods, ProgressMethods, ApprovalMethods, SearchMethods):
     """Namespaces, files and their versions, entries, ledger, runs, erase and transfer; with
     the repositories of deliveries (:class:`~worker.store.delivery_methods.DeliveryMethods`),
