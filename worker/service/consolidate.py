@@ -32,7 +32,7 @@ from typing import Literal
 
 from worker.consolidation.base import Consolidator
 from worker.consolidation.engine import merge_new
-from worker.errors import LeaseLost, MemworkerError, StaleVersion, Unavailable
+from worker.errors import LeaseLost, MemworkerError, StaleVersion, Unavailable, describe_error
 from worker.models import Candidate
 from worker.outcomes import Outcome
 from worker.queue.redis_queue import Claim, RedisQueue
@@ -124,12 +124,12 @@ class Pipeline:
             )
         except Unavailable as exc:
             # Not the batch's fault: retry until the dependency is back, never dead-letter.
-            error = _describe(exc)
+            error = describe_error(exc)
             log.warning("consolidation of %s waits for a dependency: %s", namespace, error)
             self.queue.outage(claim, error)
             return self._failed(claim, trigger, started, Outcome.FAILED, error)
         except Exception as exc:
-            error = _describe(exc)
+            error = describe_error(exc)
             log.warning("consolidation of %s failed: %s", namespace, error)
             verdict = self.queue.fail(claim, error)
             outcome = Outcome.DEAD if verdict == "dead" else Outcome.FAILED
@@ -246,11 +246,6 @@ def _observe_positions(
         observe_epoch_change(claim.namespace, epoch_of(applied_position), claim.epoch)
     elif rolled_back := reissued(entries, recorded, applied_position, claim.epoch):
         observe_rollback(claim.namespace, rolled_back, applied_position)
-
-
-def _describe(exc: BaseException) -> str:
-    kind = "" if isinstance(exc, MemworkerError) else f"{type(exc).__name__}: "
-    return f"{kind}{exc}"[:2000]
 
 
 @contextmanager
