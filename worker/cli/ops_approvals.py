@@ -23,7 +23,7 @@ from worker.cli.ops_support import (
     describe_delivery,
     operator_name,
     operator_session,
-    publish,
+    record_delivery,
 )
 
 if TYPE_CHECKING:
@@ -80,15 +80,15 @@ def approve(approval_id: IdArg, by: ByOpt = None, as_json: JsonOpt = False) -> N
     from worker.service.approve import approve as approve_change
 
     with operator_session() as runtime:
-        info, result = approve_change(
+        done = approve_change(
             runtime.store,
             runtime.settings,
+            runtime.sinks,
             approval_id,
             by=by or operator_name(),
-            sinks=tuple(runtime.sinks),
-            now=runtime.store.db_now(),
         )
-        delivery = publish(runtime, [info.namespace])
+        info, result = done.info, done.result
+        delivery = record_delivery(done.delivery)
         if as_json:
             print_json(
                 {
@@ -107,10 +107,10 @@ def approve(approval_id: IdArg, by: ByOpt = None, as_json: JsonOpt = False) -> N
 
 def reject(approval_id: IdArg, by: ByOpt = None, as_json: JsonOpt = False) -> None:
     """Drop a waiting operation; nothing is written to the file."""
+    from worker.service.approve import reject as reject_change
+
     with operator_session() as runtime:
-        info = runtime.store.reject_approval(
-            approval_id, by=by or operator_name(), now=runtime.store.db_now()
-        )
+        info = reject_change(runtime.store, approval_id, by=by or operator_name())
         if as_json:
             print_json({**_json(info), "status": "rejected"})
             return

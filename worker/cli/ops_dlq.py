@@ -14,7 +14,7 @@ import typer
 
 from worker.cli.common import print_json
 from worker.cli.ops_support import JsonOpt, YesOpt, confirm, console, operator_session
-from worker.errors import InvalidOption, NotFound
+from worker.errors import InvalidOption
 
 NamespaceArg = Annotated[str, typer.Argument(metavar="NS", help="A namespace, e.g. user:u1.")]
 
@@ -74,7 +74,7 @@ def retry(
 ) -> None:
     """Bring a dead-lettered namespace (or --all) back with a fresh attempt count; due now."""
     from worker.models import Namespace
-    from worker.service.dead_letters import retry_dead_letters
+    from worker.service.dead_letters import retry_dead_letter, retry_dead_letters
 
     with operator_session() as runtime:
         if (namespace is None) == (not every):
@@ -88,12 +88,7 @@ def retry(
             return
         assert namespace is not None
         key = Namespace.parse(namespace).key
-        if not runtime.queue.retry_dead(key):
-            raise NotFound(
-                f"{key} is not dead-lettered, so there is nothing to retry; "
-                "`memworker dlq list` shows the dead letters"
-            )
-        pending = runtime.queue.namespace_state(key).pending
+        pending = retry_dead_letter(runtime.queue, key)
         console.print(
             f"{key}: back in the queue with {pending} pending candidate(s), due now "
             f"(or merge it at once: `memworker reconcile --namespace {key}`)"
@@ -103,15 +98,13 @@ def retry(
 def drop(namespace: NamespaceArg, yes: YesOpt = False) -> None:
     """Delete a dead-lettered namespace's pending candidates for good."""
     from worker.models import Namespace
+    from worker.service.dead_letters import drop_dead_letter
 
     with operator_session() as runtime:
         key = Namespace.parse(namespace).key
-        state = runtime.queue.namespace_state(key)
-        if not state.dead:
-            raise NotFound(
-                f"{key} is not dead-lettered, so nothing was dropped; only dead letters can be "
-                "dropped (`memworker dlq list` shows them)"
-            )
-        confirm(f"Delete the {state.pending} pending candidate(s) of {key} for good?", yes)
-        dropped = runtime.queue.drop_dead(key)
+
+        def ask(pending: int) -> None:
+            confirm(f"Delete the {pending} pending candidate(s) of {key} for good?", yes)
+
+        dropped = drop_dead_letter(runtime.queue, key, confirm=ask)
         console.print(f"{key}: dropped {dropped} candidate(s)")

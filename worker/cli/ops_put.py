@@ -20,7 +20,7 @@ from worker.cli.ops_support import (
     describe_delivery,
     operator_name,
     operator_session,
-    publish,
+    record_delivery,
 )
 from worker.errors import InvalidCandidate, InvalidOption
 
@@ -46,6 +46,7 @@ def put(
     """Write an operator-owned memory file for an org or an assistant, then publish it."""
     from worker.models import Namespace, normalise_path
     from worker.namespaces import refuse_reserved
+    from worker.service.put import put_file
 
     with operator_session() as runtime:
         if (org is None) == (assistant is None):
@@ -58,27 +59,28 @@ def put(
             raise InvalidOption(str(exc)) from None
         content = _read(file, limit=runtime.settings.file_budget_bytes)
         who = f"operator:{author}" if author and not author.startswith("operator:") else author
-        result = runtime.store.put_file(
+        done = put_file(
+            runtime.store,
+            runtime.sinks,
             namespace=ns.key,
             path=wanted,
             content=content,
             author=who or operator_name(),
-            sinks=tuple(runtime.sinks),
-            now=runtime.store.db_now(),
         )
-        delivery = publish(runtime, [ns.key])
-        ((_, version),) = result.files
+        delivery = record_delivery(done.delivery)
         if as_json:
             print_json(
                 {
                     "namespace": ns.key,
                     "path": wanted,
-                    "version": version,
+                    "version": done.version,
                     "published": delivery.delivered,
                 }
             )
             return
-        console.print(f"{ns.key} {wanted}: version {version} written (read-only for the workers)")
+        console.print(
+            f"{ns.key} {wanted}: version {done.version} written (read-only for the workers)"
+        )
         console.print(describe_delivery(delivery, runtime))
 
 

@@ -30,8 +30,7 @@ from worker.cli.ops_support import (
     now_utc,
     operator_session,
     parse_duration,
-    publish,
-    require_known,
+    record_delivery,
 )
 from worker.errors import InvalidOption
 
@@ -103,8 +102,7 @@ def reconcile(
     as_json: JsonOpt = False,
 ) -> None:
     """Consolidate what is pending now (safe while workers run), show diffs, publish."""
-    from worker.outcomes import Outcome
-    from worker.service.reconcile import reconcile_each
+    from worker.service.reconcile import reconcile_targets
 
     with operator_session() as runtime:
         # Open the store first, so a bad database URL is refused (exit 2) even when the queue
@@ -120,27 +118,17 @@ def reconcile(
         scan = _rescan(runtime, target, lookback, dry_run) if lookback is not None else None
         if scan is not None and not as_json:
             _print_scan(scan, lookback)
-        if target is None:
-            keys = sorted(set(runtime.queue.namespaces()) | set(scan.by_namespace if scan else ()))
-        else:
-            if not (scan and scan.by_namespace.get(target.key)):
-                require_known(runtime, target)
-            keys = [target.key]
-        with _progress(len(keys), show=target is None and not as_json) as advance:
-            done = reconcile_each(
-                runtime.pipeline,
-                keys,
-                dry_run=dry_run,
-                extra=lambda key: scan.by_namespace.get(key, []) if scan and dry_run else [],
-                now=now_utc(),
-                progress=advance,
-            )
-        delivery = None
-        if any(r.outcome is Outcome.COMMITTED for r in done):
-            delivery = publish(
-                runtime, [r.namespace for r in done if r.outcome is Outcome.COMMITTED]
-            )
-        versions = {r.namespace: _file_versions(runtime, r) for r in done}
+        run = reconcile_targets(
+            runtime.pipeline,
+            runtime.sinks,
+            target,
+            scan=scan,
+            dry_run=dry_run,
+            now=now_utc(),
+            progress=lambda total: _progress(total, show=target is None and not as_json),
+        )
+        done, versions = run.done, run.versions
+        delivery = record_delivery(run.delivery) if run.delivery is not None else None
         if as_json:
             print_json(_report_json(done, versions, scan, dry_run, delivery))
         else:
@@ -160,22 +148,6 @@ def check_model(runtime: Runtime) -> None:
 
     runtime.consolidator  # noqa: B018 - building it is the check
     probe_model_server(runtime.settings)
-
-
-def _file_versions(runtime: Runtime, r: Reconciled) -> dict[str, int]:
-    """Each changed file's own version in the namespace revision this run committed (none for
-    a dry run): what ``memworker history`` lists for that file."""
-    from worker.outcomes import Outcome
-
-    res = r.result
-    if r.outcome is not Outcome.COMMITTED or res is None or res.version is None:
-        return {}
-    versions = {}
-    for change in res.files:
-        for v in runtime.store.file_history(r.namespace, change.path):
-            if v.namespace_version == res.version:
-                versions[change.path] = v.version
-    return versions
 
 
 def _report_json(

@@ -23,7 +23,7 @@ import typer
 from worker.cli.common import open_runtime
 from worker.cli.console import make_console
 from worker.cli.errors import EXIT_DECLINED, EXIT_FAILURE, cli_errors, stderr
-from worker.errors import InvalidOption, NotFound, QueueUnavailable
+from worker.errors import InvalidOption, QueueUnavailable
 
 if TYPE_CHECKING:
     from worker.models import Namespace
@@ -200,11 +200,6 @@ def confirm(question: str, yes: bool) -> None:
 
 def require_known(runtime: Runtime, ns: Namespace) -> None:
     """:class:`NotFound` unless the store has memory for ``ns`` or the queue knows it."""
-    if ns.key in runtime.store.namespaces(scope=ns.scope.value, user_id=ns.user_id):
-        return
-    if runtime.queue.namespace_state(ns.key).known:
-        return
-    raise NotFound(
-        f"{ns.key} is unknown: it has no memory and nothing queued; check the id "
-        "(`memworker status` shows the queue)"
-    )
+    from worker.service.reconcile import require_known as known_or_refused
+
+    known_or_refused(runtime.store, runtime.queue, ns)

@@ -129,7 +129,11 @@ def beat(loglevel: LoglevelOpt = "INFO", supervised: SupervisedOpt = False) -> N
     from worker.queue.beat_lock import BeatLock
     from worker.runtime.lifetime import supervisor_pid
     from worker.runtime.summary import quiet_celery
-    from worker.scheduling.beat import BEAT_LOCK_CONF_KEY, BEAT_REDIS_WATCHED_CONF_KEY
+    from worker.scheduling.beat import (
+        BEAT_LOCK_CONF_KEY,
+        BEAT_REDIS_WATCHED_CONF_KEY,
+        configure_beat,
+    )
     from worker.settings import load_settings
     from worker.tasks.app import create_app
 
@@ -140,6 +144,7 @@ def beat(loglevel: LoglevelOpt = "INFO", supervised: SupervisedOpt = False) -> N
             _prepare(settings)
         quiet_celery(loglevel)
         app = create_app(settings)
+        configure_beat(app, settings)
         runtime = app.memworker_runtime
         app.conf[BEAT_LOCK_CONF_KEY] = BeatLock(
             runtime.redis, settings.key_prefix, ttl_seconds=settings.beat_lock_seconds
@@ -166,6 +171,7 @@ def _run_lane(
     from worker.metrics import start_metrics_server
     from worker.runtime.outage_log import install_outage_filter
     from worker.runtime.summary import quiet_celery
+    from worker.scheduling.beat import configure_beat
     from worker.tasks.app import create_app
     from worker.tasks.lanes import LANES, celery_argv
 
@@ -175,6 +181,7 @@ def _run_lane(
         _print_summary(settings, lanes, f"Redis at {_redis_of(settings)}", pool=pool)
     quiet_celery(loglevel)
     app = create_app(settings)
+    configure_beat(app, settings)  # as beat sees it: a lane refuses a broken schedule too
     if settings.metrics_port and not supervised:
         start_metrics_server(settings.metrics_port)
     lane = LANES[lane_name]

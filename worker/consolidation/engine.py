@@ -17,7 +17,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence, Set
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
 
@@ -44,6 +45,44 @@ class Limits(Protocol):
     def sensitive_paths(self) -> Collection[str]: ...
     @property
     def inbox_route(self) -> str: ...
+
+
+@dataclass(frozen=True)
+class Merge:
+    """One batch merged: the ``batch`` the ledger did not hold yet (each id once), how many of
+    the given candidates were ``skipped``, the plan and what applying it writes (both None when
+    nothing was new)."""
+
+    batch: Sequence[Candidate]
+    skipped: int
+    plan: Plan | None = None
+    applied: AppliedPlan | None = None
+
+
+def merge_new(
+    consolidator: Consolidator,
+    state: NamespaceState,
+    candidates: Sequence[Candidate],
+    *,
+    recorded: Set[str],
+    current_files: Mapping[str, str],
+    now: datetime,
+    settings: Limits,
+) -> Merge:
+    """Merge the ``candidates`` that the ledger (``recorded``) does not hold into ``state``.
+
+    **The ledger is the proof.** A candidate is skipped only because the unique ledger holds
+    it, so a batch committed whose ack was lost merges nothing twice; a retried capture
+    enqueued twice merges once.
+    """
+    batch = _unique([c for c in candidates if c.id not in recorded])
+    skipped = len(candidates) - len(batch)
+    if not batch:
+        return Merge(batch, skipped)
+    plan, applied = consolidate_batch(
+        consolidator, state, batch, now=now, settings=settings, current_files=current_files
+    )
+    return Merge(batch, skipped, plan, applied)
 
 
 def consolidate_batch(
@@ -101,3 +140,14 @@ def _reserved_rejects(batch: Sequence[Candidate], reserved: Collection[str]) -> 
         for c in batch
         if c.path is not None and (prefix := reserved_prefix(c.path, reserved)) is not None
     ]
+
+
+def _unique(batch: Sequence[Candidate]) -> list[Candidate]:
+    """First occurrence of each candidate id."""
+    seen: set[str] = set()
+    out = []
+    for candidate in batch:
+        if candidate.id not in seen:
+            seen.add(candidate.id)
+            out.append(candidate)
+    return out

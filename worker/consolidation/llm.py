@@ -27,7 +27,9 @@ its own timeout. Provider errors, missed deadlines and refusals other than the r
 fault raise :class:`~worker.errors.ModelUnavailable` (a
 :class:`~worker.errors.ConsolidatorError` and an :class:`~worker.errors.Unavailable`): the
 infrastructure failed, not the batch. A request refused as such (HTTP 400, 413, 422, after the
-fallback) raises a plain :class:`~worker.errors.ConsolidatorError`: it would fail again.
+fallback) raises a plain :class:`~worker.errors.ConsolidatorError`: it would fail again
+(:mod:`~worker.consolidation.provider_errors` tells them apart). Each chunk's plan is validated
+against the state the previous chunks produced, and applied only when another chunk follows.
 
 **Bulkheads.** One candidate never fails the others: a candidate whose prompt alone is over
 ``token_budget`` (a 1 MB conversation turn) is set aside with a ``Reject`` naming the reason
@@ -39,7 +41,6 @@ way. The other candidates of the batch are merged.
 from __future__ import annotations
 
 import contextvars
-import json
 import logging
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -47,18 +48,28 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from datetime import datetime
 from typing import Any, ClassVar, Final, Literal, get_args
 
-from langchain_core.exceptions import OutputParserException
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.messages.utils import count_tokens_approximately
-from pydantic import BaseModel, Field, ValidationError
 
 from worker.consolidation import focus, guards
+from worker.consolidation.answer import (
+    ConsolidationPlan,
+    PlanOp,  # noqa: F401 - part of the answer's schema, named here with it
+    schema_hint,
+    translate,
+)
 from worker.consolidation.apply import advance, apply_plan
 from worker.consolidation.prompt import ShortIds, build_messages, candidate_line
-from worker.consolidation.types import Add, Confirm, Invalidate, Operation, Plan, Reject, Supersede
+from worker.consolidation.provider_errors import (
+    RequestRefused,
+    answer_problem,
+    deadline_missed,
+    method_rejected,
+    provider_failure,
+)
+from worker.consolidation.types import Invalidate, Operation, Plan, Reject, Supersede
 from worker.consolidation.validate import validate_plan
-from worker.constants import FACTS_PATH
 from worker.errors import ConfigurationError, ConsolidatorError, InvalidModelPlan, ModelUnavailable
 from worker.models import Candidate, Kind
 from worker.settings import Settings
@@ -75,16 +86,6 @@ METHODS: Final[tuple[Method, ...]] = get_args(Method)
 #: (llama.cpp answers json_schema with HTTP 500, forced tool calls work there).
 _JSON_SCHEMA_FIRST: Final = frozenset({"openai", "ollama"})
 
-#: HTTP statuses with which a server refuses the *form* of a request (the method) rather than
-#: being unreachable; llama.cpp's server answers an unsupported response_format with 500.
-_REJECTION_STATUSES: Final = frozenset({400, 404, 405, 415, 422, 500, 501})
-
-#: HTTP statuses that refuse *this request* (malformed, too large, unprocessable): sending it
-#: again fails the same way, so it is the batch that failed (counted toward dead-lettering),
-#: not the provider that is unavailable. Other statuses (5xx, 401/403, 408, 429) are outages
-#: or configuration the operator fixes without touching the batch.
-_REQUEST_REFUSED: Final = frozenset({400, 413, 422})
-
 #: Default deadline of a consolidator built directly (settings carry the configured one).
 DEFAULT_TIMEOUT_SECONDS: Final = 120.0
 
@@ -97,82 +98,6 @@ ATTEMPTS: Final = 2
 
 #: Entries of a chunk's interim state are never evicted (eviction is the final apply's job).
 _NO_BUDGET: Final = 1 << 62
-
-
-class PlanOp(BaseModel):
-    """One operation of the plan, over the short ids shown in the prompt."""
-
-    op: Literal["add", "confirm", "supersede", "invalidate", "reject"]
-    candidates: list[str] = Field(
-        default_factory=list, description="Candidate ids (C1, C2, …) this operation accounts for"
-    )
-    entry: str | None = Field(
-        default=None, description="Existing entry id (E1, …) for confirm/supersede/invalidate"
-    )
-    text: str | None = Field(default=None, description="Entry text for add/supersede")
-    path: str | None = Field(default=None, description="File path for add (optional for supersede)")
-    key: str | None = Field(default=None, description="Optional slot key, e.g. preference.language")
-    reason: str | None = Field(default=None, description="Why, for supersede/invalidate/reject")
-
-
-class ConsolidationPlan(BaseModel):
-    """The operations that merge the candidates into the memories; every candidate is used."""
-
-    ops: list[PlanOp]
-
-
-def translate(answer: ConsolidationPlan, ids: ShortIds) -> tuple[list[Operation], list[str]]:
-    """The answer over real ids, and the problems (unknown short ids, missing fields).
-
-    >>> ids = ShortIds(entries={"E1": "e-real"}, candidates={"C1": "c-real"})
-    >>> ops, problems = translate(ConsolidationPlan(ops=[PlanOp(op="confirm", candidates=["C1"],
-    ...     entry="E1")]), ids)
-    >>> (ops[0].entry_id, ops[0].candidate_ids, problems)
-    ('e-real', ['c-real'], [])
-    >>> translate(ConsolidationPlan(ops=[PlanOp(op="reject", candidates=["C9"])]), ids)[1]
-    ['operation 1 (reject): unknown candidate id C9; use only the C ids shown']
-    """
-    ops: list[Operation] = []
-    problems: list[str] = []
-    for index, raw in enumerate(answer.ops, 1):
-        label = f"operation {index} ({raw.op})"
-        cids = []
-        for short in raw.candidates:
-            if short in ids.candidates:
-                cids.append(ids.candidates[short])
-            else:
-                problems.append(f"{label}: unknown candidate id {short}; use only the C ids shown")
-        entry_id: str | None = None
-        if raw.op in ("confirm", "supersede", "invalidate"):
-            entry_id = ids.entries.get(raw.entry or "")
-            if entry_id is None:
-                problems.append(f"{label}: unknown entry id {raw.entry}; use only the E ids shown")
-                continue
-        if raw.op in ("add", "supersede") and not (raw.text or "").strip():
-            problems.append(f"{label}: text is missing")
-            continue
-        text = (raw.text or "").strip()
-        if raw.op == "add":
-            ops.append(Add(candidate_ids=cids, path=raw.path or FACTS_PATH, text=text, key=raw.key))
-        elif raw.op == "confirm":
-            assert entry_id is not None
-            ops.append(Confirm(candidate_ids=cids, entry_id=entry_id))
-        elif raw.op == "supersede":
-            assert entry_id is not None
-            ops.append(
-                Supersede(
-                    candidate_ids=cids, entry_id=entry_id, text=text, key=raw.key,
-                    path=raw.path, reason=raw.reason or "superseded",
-                )
-            )  # fmt: skip
-        elif raw.op == "invalidate":
-            assert entry_id is not None
-            reason = raw.reason or "invalidated by the consolidation agent"
-            ops.append(Invalidate(candidate_ids=cids, entry_id=entry_id, reason=reason))
-        else:
-            reason = raw.reason or "rejected by the consolidation agent"
-            ops.append(Reject(candidate_ids=cids, reason=reason))
-    return ops, problems
 
 
 def structured_methods(
@@ -196,67 +121,6 @@ def structured_methods(
     if provider in _JSON_SCHEMA_FIRST and not (provider == "openai" and base_url):
         return ("json_schema", "function_calling")
     return ("function_calling", "json_schema")
-
-
-def method_rejected(exc: BaseException) -> bool:
-    """Whether ``exc`` says the server (or model class) refused the structured-output method.
-
-    An HTTP error answer counts (``status_code`` on the exception or its ``response``, as the
-    OpenAI, Anthropic and httpx errors carry it); timeouts and connection errors do not.
-
-    >>> class Rejected(Exception):
-    ...     status_code = 500
-    >>> method_rejected(Rejected("json_schema is not supported")), method_rejected(TimeoutError())
-    (True, False)
-    """
-    if isinstance(exc, NotImplementedError):
-        return True
-    return http_status(exc) in _REJECTION_STATUSES
-
-
-def http_status(exc: BaseException) -> int | None:
-    """The HTTP status an SDK error carries (on itself or its ``response``), or None."""
-    status = getattr(exc, "status_code", None)
-    if status is None:
-        status = getattr(getattr(exc, "response", None), "status_code", None)
-    return status if isinstance(status, int) else None
-
-
-def answer_problem(exc: BaseException) -> str | None:
-    """The problem to show the model when the *answer* made the call raise, else None.
-
-    Some providers raise instead of returning an unparsable answer: OpenAI's client when the
-    answer hit the length limit or the content filter (``LengthFinishReasonError``,
-    ``ContentFilterFinishReasonError``), LangChain's parsers on malformed output. That is the
-    model's answer failing the schema (repaired once, then an invalid plan), not the model
-    being unavailable.
-
-    >>> class LengthFinishReasonError(Exception): ...
-    >>> answer_problem(LengthFinishReasonError("limit"))[:38]
-    'the answer was cut off at its length l'
-    >>> answer_problem(ConnectionError("refused")) is None
-    True
-    """
-    name = type(exc).__name__
-    if name == "LengthFinishReasonError":
-        return (
-            "the answer was cut off at its length limit before the plan was complete; answer "
-            "with one short ConsolidationPlan: one operation per candidate, short texts"
-        )
-    if name == "ContentFilterFinishReasonError":
-        return "the answer was stopped by the content filter; answer with one ConsolidationPlan"
-    if isinstance(exc, OutputParserException | ValidationError | json.JSONDecodeError):
-        return (
-            f"the answer did not match the ConsolidationPlan schema: {str(exc)[:300]}; answer "
-            "with one ConsolidationPlan holding all operations"
-        )
-    return None
-
-
-def schema_hint() -> str:
-    """The answer format for ``json_mode``, where the server checks only that it is JSON."""
-    schema = json.dumps(ConsolidationPlan.model_json_schema(), separators=(",", ":"))
-    return "Answer with one JSON object, nothing else, that matches this JSON schema:\n" + schema
 
 
 class LLMConsolidator:
@@ -350,7 +214,7 @@ class LLMConsolidator:
         rest = [c for c in unique if c.id not in rejected]
         while rest:
             chunk, rest = run.take(rest)
-            run.merge_isolated(chunk)
+            run.merge_isolated(chunk, last=not rest)
         run.set_aside_refused()
         return Plan(
             ops=run.ops,
@@ -358,11 +222,6 @@ class LLMConsolidator:
             prompt_tokens=run.prompt_tokens,
             completion_tokens=run.completion_tokens,
         )
-
-
-class _Refused(ConsolidatorError):
-    """The provider refused the request as such (HTTP 400, 413, 422): sending the same
-    candidates again would be refused again."""
 
 
 class _Run:
@@ -377,17 +236,27 @@ class _Run:
         self.removals = 0
         self.calls = self.prompt_tokens = self.completion_tokens = 0
         #: Candidates the provider refused even alone, and whether it took any chunk at all.
-        self.refused: list[tuple[Candidate, _Refused]] = []
+        self.refused: list[tuple[Candidate, RequestRefused]] = []
         self.accepted_any = False
+
+    def _hint(self) -> str | None:
+        return schema_hint() if self.owner.method == "json_mode" else None
 
     def _messages(
         self, chunk: Sequence[Candidate], problems: Sequence[str] = ()
     ) -> tuple[list[BaseMessage], ShortIds]:
-        hint = schema_hint() if self.owner.method == "json_mode" else None
         return build_messages(
-            self.state, chunk, problems=problems, answer_format=hint,
+            self.state, chunk, problems=problems, answer_format=self._hint(),
             entries=focus.touched_entries(self.state, chunk),
         )  # fmt: skip
+
+    def _fixed_tokens(self, shown_for: Sequence[Candidate]) -> int:
+        """Tokens of the prompt without candidates, showing the entries ``shown_for`` touch."""
+        fixed, _ = build_messages(
+            self.state, [], answer_format=self._hint(),
+            entries=focus.touched_entries(self.state, shown_for),
+        )  # fmt: skip
+        return count_tokens_approximately(fixed)
 
     def take(self, pending: list[Candidate]) -> tuple[list[Candidate], list[Candidate]]:
         """The longest prefix of ``pending`` whose prompt fits the budget (at least one).
@@ -396,11 +265,7 @@ class _Run:
         is shown at most as many (:mod:`~worker.consolidation.focus` caps them by the number of
         candidates), close enough for a budget that is an approximation anyway.
         """
-        hint = schema_hint() if self.owner.method == "json_mode" else None
-        fixed, _ = build_messages(
-            self.state, [], answer_format=hint, entries=focus.touched_entries(self.state, pending)
-        )
-        used = count_tokens_approximately(fixed)
+        used = self._fixed_tokens(pending)
         for n, cand in enumerate(pending):
             used += count_tokens_approximately([candidate_line(f"C{n + 1}", cand)])
             if used > self.owner.token_budget and n > 0:
@@ -409,11 +274,7 @@ class _Run:
 
     def oversized(self, cand: Candidate) -> str | None:
         """Why ``cand`` cannot be sent at all: its prompt alone is over the token budget."""
-        hint = schema_hint() if self.owner.method == "json_mode" else None
-        fixed, _ = build_messages(
-            self.state, [], answer_format=hint, entries=focus.touched_entries(self.state, [cand])
-        )
-        used = count_tokens_approximately(fixed)
+        used = self._fixed_tokens([cand])
         used += count_tokens_approximately([candidate_line("C1", cand)])
         if used <= self.owner.token_budget:
             return None
@@ -423,16 +284,16 @@ class _Run:
             "provider would refuse the whole batch"
         )
 
-    def merge_isolated(self, chunk: list[Candidate]) -> None:
+    def merge_isolated(self, chunk: list[Candidate], *, last: bool) -> None:
         """:meth:`merge_chunk`, halving a chunk the provider refuses until the candidate it
         will not take is alone, which is then set aside (see the module docstring)."""
         try:
-            self.merge_chunk(chunk)
-        except _Refused as exc:
+            self.merge_chunk(chunk, last=last)
+        except RequestRefused as exc:
             if len(chunk) > 1:
                 half = len(chunk) // 2
-                self.merge_isolated(chunk[:half])
-                self.merge_isolated(chunk[half:])
+                self.merge_isolated(chunk[:half], last=False)
+                self.merge_isolated(chunk[half:], last=last)
                 return
             self.refused.append((chunk[0], exc))
 
@@ -447,7 +308,10 @@ class _Run:
         for cand, exc in self.refused:
             self.ops.append(Reject(candidate_ids=[cand.id], reason=f"set aside: {str(exc)[:300]}"))
 
-    def merge_chunk(self, chunk: list[Candidate]) -> None:
+    def merge_chunk(self, chunk: list[Candidate], *, last: bool = False) -> None:
+        """Ask for the chunk's plan (repaired once) and validate it against the interim state.
+        The ``last`` chunk's plan is not applied here: only a later chunk reads the interim
+        state, and the whole plan is applied once, by the engine."""
         problems: list[str] = []
         for _attempt in range(ATTEMPTS):
             ops, problems = self._ask(chunk, problems)
@@ -459,7 +323,7 @@ class _Run:
                     max_text_bytes=self.owner.max_text_bytes,
                 )  # fmt: skip
             if not problems:
-                self._accept(chunk, plan)
+                self._accept(chunk, plan, advance_state=not last)
                 self.accepted_any = True
                 return
         raise InvalidModelPlan(
@@ -467,12 +331,14 @@ class _Run:
             completion_tokens=self.completion_tokens,
         )  # fmt: skip
 
-    def _accept(self, chunk: list[Candidate], plan: Plan) -> None:
+    def _accept(self, chunk: list[Candidate], plan: Plan, *, advance_state: bool) -> None:
         self.ops += plan.ops
         self.removals += sum(
             isinstance(op, Supersede | Invalidate) and op.entry_id in self.original
             for op in plan.ops
         )
+        if not advance_state:
+            return
         applied = apply_plan(
             self.state, chunk, plan, now=self.now, current_files={},
             file_budget_bytes=_NO_BUDGET, sensitive_paths=(),
@@ -497,18 +363,8 @@ class _Run:
                     return [], [problem]
                 if method_rejected(exc) and self.owner.fall_back(exc):
                     continue
-                if http_status(exc) in _REQUEST_REFUSED:
-                    raise _Refused(
-                        f"the model provider refused the request for {self.state.namespace} "
-                        f"(structured-output method {self.owner.method}): "
-                        f"{type(exc).__name__}: {str(exc)[:500]}; the same request would be "
-                        "refused again, so this counts as a failed attempt"
-                    ) from exc
-                raise ModelUnavailable(
-                    f"the consolidation model failed for {self.state.namespace} "
-                    f"(structured-output method {self.owner.method}): "
-                    f"{type(exc).__name__}: {str(exc)[:500]}; the batch stays pending and is "
-                    "retried"
+                raise provider_failure(
+                    exc, namespace=self.state.namespace, method=self.owner.method
                 ) from exc
         raw = result.get("raw") if isinstance(result, dict) else None
         self._count(messages, raw)
@@ -543,11 +399,7 @@ class _Run:
         except FutureTimeout:
             if future.done():  # the call itself raised a TimeoutError: the caller wraps it
                 raise
-            raise ModelUnavailable(
-                f"the consolidation model did not answer for {self.state.namespace} within "
-                f"{self.owner.timeout_seconds:g} s (MEMWORKER_MODEL_TIMEOUT_SECONDS); the batch "
-                "stays pending and is retried"
-            ) from None
+            raise deadline_missed(self.state.namespace, self.owner.timeout_seconds) from None
         finally:
             pool.shutdown(wait=False, cancel_futures=True)
 

@@ -34,12 +34,31 @@ from celery import Celery
 from celery.beat import ScheduleEntry, Scheduler
 from celery.schedules import BaseSchedule, schedstate
 
-from worker.errors import MemworkerError, ScheduleError
+from worker.errors import MemworkerError
 from worker.queue.beat_lock import BeatLock
-from worker.scheduling.cron import next_ticks, previous_tick, validate_cron, zone
-from worker.scheduling.heartbeat import HEARTBEAT_INTERVAL_SECONDS, write_heartbeat
-from worker.scheduling.schedules import ScheduleSpec
-from worker.task_names import SCHEDULED_RUN_TASK
+from worker.scheduling.cron import (
+    format_tick,
+    next_ticks,
+    parse_tick,  # noqa: F401 - the wire form's reader, beside its writer
+    previous_tick,
+    validate_cron,
+    zone,
+)
+from worker.scheduling.heartbeat import (
+    HEARTBEAT_FILENAME,
+    HEARTBEAT_INTERVAL_SECONDS,
+    write_heartbeat,
+)
+from worker.scheduling.schedules import ScheduleSpec, bundled_schedules_dir, load_schedules
+from worker.settings import Settings
+from worker.task_names import (
+    DELIVER_LANE,
+    DELIVER_TASK,
+    SCHEDULED_RUN_TASK,
+    SWEEP_LANE,
+    SWEEP_TASK,
+    queue_name,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -54,32 +73,40 @@ BEAT_LOCK_CONF_KEY: Final = "memworker_beat_lock"
 #: run``), so the beat does not repeat them.
 BEAT_REDIS_WATCHED_CONF_KEY: Final = "memworker_beat_redis_watched"
 
-
-def format_tick(tick: datetime) -> str:
-    """The wire form of a tick: ISO-8601 in UTC.
-
-    >>> from datetime import datetime, UTC
-    >>> format_tick(datetime(2024, 1, 1, 6, tzinfo=UTC))
-    '2024-01-01T06:00:00+00:00'
-    """
-    if tick.tzinfo is None or tick.utcoffset() is None:
-        raise ScheduleError(f"tick {tick.isoformat()} is naive; ticks are UTC instants")
-    return tick.astimezone(UTC).isoformat()
+#: How often beat asks the outbox for undelivered versions (new commits also trigger delivery
+#: right away; this catches retries after a sink outage).
+OUTBOX_INTERVAL_SECONDS: Final = 10.0
 
 
-def parse_tick(value: str) -> datetime:
-    """Inverse of :func:`format_tick`; refuses a tick without an offset.
+def configure_beat(app: Celery, settings: Settings) -> None:
+    """Give ``app`` memworker's scheduler, its beat schedule (the sweep, the outbox pass and
+    every enabled schedule of ``settings``) and its heartbeat file."""
+    app.conf.update(
+        beat_scheduler="worker.scheduling.beat:MemworkerScheduler",
+        beat_schedule=beat_schedule(settings),
+    )
+    app.conf[HEARTBEAT_CONF_KEY] = str(settings.data_dir / HEARTBEAT_FILENAME)
 
-    >>> parse_tick("2024-01-01T06:00:00+00:00").hour
-    6
-    """
-    try:
-        tick = datetime.fromisoformat(value)
-    except (TypeError, ValueError):
-        raise ScheduleError(f"tick {value!r} is not an ISO-8601 datetime") from None
-    if tick.tzinfo is None:
-        raise ScheduleError(f"tick {value!r} has no UTC offset")
-    return tick.astimezone(UTC)
+
+def beat_schedule(settings: Settings) -> dict[str, dict[str, Any]]:
+    """The sweep and the outbox pass at their intervals, and each enabled schedule's ticks."""
+    specs = load_schedules(settings.schedules_dir or bundled_schedules_dir())
+    sweep_q = queue_name(settings.key_prefix, SWEEP_LANE)
+    deliver_q = queue_name(settings.key_prefix, DELIVER_LANE)
+    schedule: dict[str, dict[str, Any]] = {
+        SWEEP_TASK: {
+            "task": SWEEP_TASK,
+            "schedule": timedelta(seconds=settings.sweep_interval_seconds),
+            "options": {"queue": sweep_q, "expires": settings.sweep_interval_seconds * 5},
+        },
+        DELIVER_TASK: {
+            "task": DELIVER_TASK,
+            "schedule": timedelta(seconds=OUTBOX_INTERVAL_SECONDS),
+            "options": {"queue": deliver_q, "expires": OUTBOX_INTERVAL_SECONDS * 5},
+        },
+    }
+    schedule.update(beat_schedule_for(specs, task_name=SCHEDULED_RUN_TASK, queue=sweep_q))
+    return schedule
 
 
 class CronTickSchedule(BaseSchedule):  # type: ignore[misc]  # celery ships no type hints

@@ -240,6 +240,33 @@ def lookback_window(
 # arithmetic and none of its own DST handling; this module maps wall clock <-> instants.
 
 
+def format_tick(tick: datetime) -> str:
+    """The wire form of a tick: ISO-8601 in UTC.
+
+    >>> from datetime import datetime, UTC
+    >>> format_tick(datetime(2024, 1, 1, 6, tzinfo=UTC))
+    '2024-01-01T06:00:00+00:00'
+    """
+    if tick.tzinfo is None or tick.utcoffset() is None:
+        raise ScheduleError(f"tick {tick.isoformat()} is naive; ticks are UTC instants")
+    return tick.astimezone(UTC).isoformat()
+
+
+def parse_tick(value: str) -> datetime:
+    """Inverse of :func:`format_tick`; refuses a tick without an offset.
+
+    >>> parse_tick("2024-01-01T06:00:00+00:00").hour
+    6
+    """
+    try:
+        tick = datetime.fromisoformat(value)
+    except (TypeError, ValueError):
+        raise ScheduleError(f"tick {value!r} is not an ISO-8601 datetime") from None
+    if tick.tzinfo is None:
+        raise ScheduleError(f"tick {value!r} has no UTC offset")
+    return tick.astimezone(UTC)
+
+
 def _zone(tz: str | ZoneInfo) -> ZoneInfo:
     return tz if isinstance(tz, ZoneInfo) else zone(tz)
 

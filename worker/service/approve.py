@@ -1,14 +1,15 @@
-"""Apply a change an operator approved (to a read-only or sensitive file) as a new version.
+"""Decide a change waiting for an operator (to a read-only or sensitive file).
 
-The waiting operation is re-validated against the namespace as it is *now*, and committed in
-the same transaction that records the approval (fenced like a merge). If it no longer applies
-(say the entry it replaces is gone), nothing is written and the approval stays pending.
+Approving re-validates the waiting operation against the namespace as it is *now*, commits it
+in the same transaction that records the approval (fenced like a merge), then publishes it. If
+it no longer applies (say the entry it replaces is gone), nothing is written and the approval
+stays pending. Rejecting writes nothing to the file. Both run on the database's clock.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import replace
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
 from datetime import datetime
 
 from pydantic import ValidationError
@@ -18,28 +19,49 @@ from worker.consolidation.types import Plan
 from worker.consolidation.validate import validate_plan
 from worker.errors import InvalidPlan
 from worker.models import Candidate
+from worker.service.publish import DeliveryReport, publish_now
 from worker.settings import Settings
+from worker.sinks.base import Sink
 from worker.store.memory import MemoryStore
 from worker.store.records import ApprovalInfo, CommitResult
 from worker.values import AppliedPlan, NamespaceState
 
 
+@dataclass(frozen=True)
+class Approved:
+    """The approval, the version its operation committed, and what its publication delivered."""
+
+    info: ApprovalInfo
+    result: CommitResult
+    delivery: DeliveryReport
+
+
 def approve(
     store: MemoryStore,
     settings: Settings,
+    sinks: Mapping[str, Sink],
     approval_id: int,
     *,
     by: str,
-    sinks: Sequence[str],
-    now: datetime,
-) -> tuple[ApprovalInfo, CommitResult]:
-    """Approve ``approval_id`` and commit its operation; :class:`InvalidPlan` (nothing written,
-    still pending) when it no longer applies, :class:`NotFound` when it is not pending."""
+) -> Approved:
+    """Approve ``approval_id``, commit its operation and publish it; :class:`InvalidPlan`
+    (nothing written, still pending) when it no longer applies, :class:`NotFound` when it is
+    not pending."""
+    now = store.db_now()
 
     def build(info: ApprovalInfo, state: NamespaceState, files: dict[str, str]) -> AppliedPlan:
         return applied_approval(info, state, files, settings=settings, now=now)
 
-    return store.apply_approval(approval_id, by=by, build=build, sinks=sinks, now=now)
+    info, result = store.apply_approval(
+        approval_id, by=by, build=build, sinks=tuple(sinks), now=now
+    )
+    return Approved(info, result, publish_now(store, sinks, namespaces=[info.namespace]))
+
+
+def reject(store: MemoryStore, approval_id: int, *, by: str) -> ApprovalInfo:
+    """Reject a waiting operation: nothing is written to its file; :class:`NotFound` when it
+    is not pending."""
+    return store.reject_approval(approval_id, by=by, now=store.db_now())
 
 
 def applied_approval(

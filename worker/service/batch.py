@@ -1,17 +1,16 @@
-"""Merge a namespace's batch from one read snapshot: what a commit of it would write.
-
-Shared by :mod:`.consolidate` (which commits the result) and :mod:`.preview` (which only
-shows it), so a preview is exactly what a commit would do.
+"""A batch's result, and the stream positions a batch is read at, for the consolidate hub
+(which commits the merge) and :mod:`.preview` (which only shows it), so a preview is exactly
+what a commit would do.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Sequence, Set
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
 from worker.consolidation.base import Consolidator
-from worker.consolidation.engine import Limits, consolidate_batch
+from worker.consolidation.engine import Limits, Merge, merge_new
 from worker.models import Candidate
 from worker.outcomes import Outcome
 from worker.queue.types import epoch_of as epoch_of  # noqa: PLC0414 - re-exported: the queue owns the position format
@@ -54,6 +53,25 @@ class BatchResult:
     prompt_tokens: int = 0
     completion_tokens: int = 0
 
+    @classmethod
+    def of(cls, namespace: str, merge: Merge, version: int) -> BatchResult:
+        """The result of ``merge``, from the namespace's ``version``: nothing new, or committed
+        (until the commit says otherwise)."""
+        if merge.plan is None or merge.applied is None:
+            return cls(namespace, Outcome.NOTHING_NEW, skipped=merge.skipped)
+        return cls(
+            namespace=namespace,
+            outcome=Outcome.COMMITTED,
+            candidates=len(merge.batch),
+            skipped=merge.skipped,
+            version=version,
+            counts=dict(merge.applied.counts),
+            files=merge.applied.files,
+            llm_calls=merge.plan.llm_calls,
+            prompt_tokens=merge.plan.prompt_tokens,
+            completion_tokens=merge.plan.completion_tokens,
+        )
+
     def summary(self) -> dict[str, object]:
         """JSON-ready, without file contents (the Celery task's result)."""
         return {
@@ -93,7 +111,8 @@ def merge_entries(
     epoch: str | None = None,
 ) -> Merged:
     """Everything a commit of ``entries`` (stream id, candidate) would write, computed from one
-    read snapshot; candidates the ledger already holds are skipped.
+    read snapshot; candidates the ledger already holds are skipped (a preview's merge: the
+    consolidate hub makes the same calls itself, between its lease and its commit).
 
     **The ledger is the proof.** A candidate is skipped only because the unique ledger holds
     it, never because its stream id lies at or below the applied position: a Redis restored
@@ -103,32 +122,16 @@ def merge_entries(
     # One read transaction for the state, the files and the ledger lookup.
     snapshot = store.snapshot(namespace, [c.id for _, c in entries])
     state = snapshot.state
-    fresh = [(sid, c) for sid, c in arrived(entries) if c.id not in snapshot.recorded]
-    batch = _unique([c for _, c in fresh])
-    skipped = len(entries) - len(batch)
-    rolled_back = reissued(fresh, state.applied_position, epoch)
-    if not batch:
-        nothing = BatchResult(namespace, Outcome.NOTHING_NEW, skipped=skipped)
-        return Merged(state.version, None, nothing, state.applied_position, rolled_back)
-    plan, applied = consolidate_batch(
-        consolidator, state, batch, now=now, settings=limits, current_files=snapshot.current_files
-    )
-    result = BatchResult(
-        namespace=namespace,
-        outcome=Outcome.COMMITTED,
-        candidates=len(batch),
-        skipped=skipped,
-        version=state.version,
-        counts=dict(applied.counts),
-        files=applied.files,
-        llm_calls=plan.llm_calls,
-        prompt_tokens=plan.prompt_tokens,
-        completion_tokens=plan.completion_tokens,
-    )
-    return Merged(state.version, applied, result, state.applied_position, rolled_back)
+    merge = merge_new(
+        consolidator, state, arrived(entries), recorded=snapshot.recorded,
+        current_files=snapshot.current_files, now=now, settings=limits,
+    )  # fmt: skip
+    rolled_back = reissued(entries, snapshot.recorded, state.applied_position, epoch)
+    result = BatchResult.of(namespace, merge, state.version)
+    return Merged(state.version, merge.applied, result, state.applied_position, rolled_back)
 
 
-def arrived(entries: Sequence[tuple[str, Candidate]]) -> list[tuple[str, Candidate]]:
+def arrived(entries: Sequence[tuple[str, Candidate]]) -> list[Candidate]:
     """Each candidate stamped with its arrival on the Redis server (its stream id's ms).
 
     The consolidator orders candidates and decides "newer wins" for a key by ``created_at``;
@@ -140,42 +143,40 @@ def arrived(entries: Sequence[tuple[str, Candidate]]) -> list[tuple[str, Candida
     out = []
     for sid, candidate in entries:
         if sid == AFTER_EVERYTHING:
-            out.append((sid, candidate))
+            out.append(candidate)
             continue
         ms, seq = stream_position(sid)
         # The id's sequence number as microseconds keeps arrivals of one millisecond in order.
         at = EPOCH + timedelta(milliseconds=ms, microseconds=min(seq, MAX_SEQ_MICROS))
-        out.append((sid, candidate.model_copy(update={"created_at": at})))
+        out.append(candidate.model_copy(update={"created_at": at}))
     return out
 
 
 def reissued(
-    entries: Sequence[tuple[str, Candidate]], applied_position: str | None, epoch: str | None
+    entries: Sequence[tuple[str, Candidate]],
+    recorded: Set[str],
+    applied_position: str | None,
+    epoch: str | None,
 ) -> int:
-    """How many of ``entries`` (none of them in the ledger) have stream ids at or below the
-    applied position of the same ``epoch``: ids a healthy Redis never hands out again, since
-    every id at or below that position was committed (and is in the ledger).
+    """How many of ``entries`` that the ledger does not hold (``recorded``) have stream ids at
+    or below the applied position of the same ``epoch``: ids a healthy Redis never hands out
+    again, since every id at or below that position was committed (and is in the ledger).
 
     >>> from worker.models import make_candidate
     >>> c = make_candidate(user_id="u1", trace_id="t", text="I prefer tea")
-    >>> reissued([("5-0", c), ("9-0", c)], "e1/7-0", "e1"), reissued([("5-0", c)], "e1/7-0", "e2")
-    (1, 0)
+    >>> reissued([("5-0", c), ("9-0", c)], set(), "e1/7-0", "e1")
+    1
+    >>> reissued([("5-0", c)], set(), "e1/7-0", "e2")
+    0
+    >>> reissued([("5-0", c)], {c.id}, "e1/7-0", "e1")
+    0
     """
-    recorded = epoch_of(applied_position)
-    if applied_position is None or recorded is None or recorded != epoch:
+    applied_epoch = epoch_of(applied_position)
+    if applied_position is None or applied_epoch is None or applied_epoch != epoch:
         return 0
     applied = stream_position(applied_position.rpartition("/")[2])
     return sum(
-        1 for sid, _ in entries if sid != AFTER_EVERYTHING and stream_position(sid) <= applied
+        1
+        for sid, c in entries
+        if sid != AFTER_EVERYTHING and c.id not in recorded and stream_position(sid) <= applied
     )
-
-
-def _unique(batch: Sequence[Candidate]) -> list[Candidate]:
-    """First occurrence of each candidate id: a retried capture enqueued twice merges once."""
-    seen: set[str] = set()
-    out = []
-    for candidate in batch:
-        if candidate.id not in seen:
-            seen.add(candidate.id)
-            out.append(candidate)
-    return out

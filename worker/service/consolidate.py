@@ -24,24 +24,19 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence, Set
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Literal
 
 from worker.consolidation.base import Consolidator
-from worker.errors import LeaseLost, MemworkerError, StaleVersion, Unavailable
+from worker.consolidation.engine import merge_new
+from worker.errors import LeaseLost, MemworkerError, StaleVersion, Unavailable, describe_error
 from worker.models import Candidate
 from worker.outcomes import Outcome
 from worker.queue.redis_queue import Claim, RedisQueue
-from worker.service.batch import (
-    AFTER_EVERYTHING,
-    BatchResult,
-    epoch_changed,
-    epoch_of,
-    merge_entries,
-)
+from worker.service.batch import BatchResult, arrived, epoch_changed, epoch_of, reissued
 from worker.service.edit_check import EditCheck
 from worker.service.embed import EntryEmbedder
 from worker.service.report import observe_batch, observe_epoch_change, observe_rollback
@@ -129,12 +124,12 @@ class Pipeline:
             )
         except Unavailable as exc:
             # Not the batch's fault: retry until the dependency is back, never dead-letter.
-            error = _describe(exc)
+            error = describe_error(exc)
             log.warning("consolidation of %s waits for a dependency: %s", namespace, error)
             self.queue.outage(claim, error)
             return self._failed(claim, trigger, started, Outcome.FAILED, error)
         except Exception as exc:
-            error = _describe(exc)
+            error = describe_error(exc)
             log.warning("consolidation of %s failed: %s", namespace, error)
             verdict = self.queue.fail(claim, error)
             outcome = Outcome.DEAD if verdict == "dead" else Outcome.FAILED
@@ -145,27 +140,25 @@ class Pipeline:
     ) -> BatchResult:
         namespace = claim.namespace
         entries = self.queue.read_batch(claim)
-        # Not in the log: the edit record in SQL holds them until the ledger does, and the
-        # ledger skips them once merged, so a failed batch loses nothing and a repeat adds none.
-        entries += [(AFTER_EVERYTHING, c) for c in self.agent_edits(namespace)]
-        merged = merge_entries(
-            self.store,
-            self.consolidator,
-            self.settings,
-            namespace,
-            entries,
+        # Agent edits are not in the log: the edit record in SQL holds them until the ledger
+        # does, and the ledger skips them once merged, so a failed batch loses nothing and a
+        # repeat adds none.
+        candidates = [*arrived(entries), *self.agent_edits(namespace)]
+        # One read transaction for the state, the files and the ledger lookup.
+        snapshot = self.store.snapshot(namespace, [c.id for c in candidates])
+        state = snapshot.state
+        merge = merge_new(
+            self.consolidator, state, candidates, recorded=snapshot.recorded,
+            current_files=snapshot.current_files, settings=self.settings,
             # The batch's start time serves the merge too: one clock read fewer per batch
             # (each is a round trip), and nothing compares the two.
             now=started,
-            epoch=claim.epoch,
-        )
-        if epoch_changed(merged.applied_position, claim.epoch):
-            observe_epoch_change(namespace, epoch_of(merged.applied_position), claim.epoch)
-        elif merged.rolled_back:
-            observe_rollback(namespace, merged.rolled_back, merged.applied_position)
-        if merged.applied is None:
+        )  # fmt: skip
+        _observe_positions(claim, entries, snapshot.recorded, state.applied_position)
+        result = BatchResult.of(namespace, merge, state.version)
+        if merge.applied is None:
             self.queue.ack(claim)
-            return merged.result
+            return result
         if lease_lost.is_set():
             raise LeaseLost(f"lease on {namespace} was lost during the merge; not committing")
         # The run's end and the commit's time: the injected clock, else the database's clock
@@ -173,10 +166,10 @@ class Pipeline:
         finished = self.clock() if self.clock is not None else None
         commit = self.store.commit_batch(
             namespace=namespace,
-            expected_version=merged.version,
+            expected_version=state.version,
             applied_position=claim.position,
-            applied=merged.applied,
-            run=self._run(claim, trigger, started, finished, merged.result),
+            applied=merge.applied,
+            run=self._run(claim, trigger, started, finished, result),
             sinks=self.sinks,
             now=finished,
         )
@@ -184,7 +177,7 @@ class Pipeline:
             # Committed, but the lease moved on: harmless. The next claimer finds every
             # candidate in the ledger and only acknowledges them.
             log.info("ack of %s refused (lease moved on); the commit stands", namespace)
-        return replace(merged.result, version=commit.version)
+        return replace(result, version=commit.version)
 
     def _run(
         self,
@@ -241,9 +234,18 @@ class Pipeline:
         return BatchResult(claim.namespace, outcome, error=error)
 
 
-def _describe(exc: BaseException) -> str:
-    kind = "" if isinstance(exc, MemworkerError) else f"{type(exc).__name__}: "
-    return f"{kind}{exc}"[:2000]
+def _observe_positions(
+    claim: Claim,
+    entries: Sequence[tuple[str, Candidate]],
+    recorded: Set[str],
+    applied_position: str | None,
+) -> None:
+    """Alarm when the queue lost its data (another epoch) or was rolled back (ids of the same
+    epoch issued again to candidates that the ledger does not hold)."""
+    if epoch_changed(applied_position, claim.epoch):
+        observe_epoch_change(claim.namespace, epoch_of(applied_position), claim.epoch)
+    elif rolled_back := reissued(entries, recorded, applied_position, claim.epoch):
+        observe_rollback(claim.namespace, rolled_back, applied_position)
 
 
 @contextmanager

@@ -1,4 +1,5 @@
-"""Bring dead-lettered batches back: one namespace, or every one whose last error matches.
+"""The dead-letter queue: bring batches back (one namespace, or every one whose last error
+matches), or drop one's pending candidates for good.
 
 After an outage that dead-lettered batches anyway (e.g. from a release before outages stopped
 counting as attempts, or leases that expired while a dependency hung), the operator fixes the
@@ -7,8 +8,10 @@ cause and retries them all at once instead of one ``dlq retry NS`` per namespace
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
+from worker.errors import NotFound
 from worker.queue.redis_queue import RedisQueue
 
 
@@ -33,3 +36,28 @@ def retry_dead_letters(queue: RedisQueue, *, error_contains: str | None = None) 
         if queue.retry_dead(letter.namespace):
             retried.append(letter.namespace)
     return Retried(retried, left)
+
+
+def retry_dead_letter(queue: RedisQueue, namespace: str) -> int:
+    """Bring ``namespace`` back with a fresh attempt count, due now; returns its pending
+    candidates. :class:`NotFound` when it is not dead-lettered."""
+    if not queue.retry_dead(namespace):
+        raise NotFound(
+            f"{namespace} is not dead-lettered, so there is nothing to retry; "
+            "`memworker dlq list` shows the dead letters"
+        )
+    return queue.namespace_state(namespace).pending
+
+
+def drop_dead_letter(queue: RedisQueue, namespace: str, *, confirm: Callable[[int], None]) -> int:
+    """Delete the pending candidates of dead-lettered ``namespace`` for good, once ``confirm``
+    (handed their count) returns; returns how many were dropped. :class:`NotFound` when it is
+    not dead-lettered (nothing is dropped)."""
+    state = queue.namespace_state(namespace)
+    if not state.dead:
+        raise NotFound(
+            f"{namespace} is not dead-lettered, so nothing was dropped; only dead letters can be "
+            "dropped (`memworker dlq list` shows them)"
+        )
+    confirm(state.pending)
+    return queue.drop_dead(namespace)

@@ -3,20 +3,30 @@
 Safe while workers run: a namespace is consolidated only under its queue lease (a namespace a
 worker holds is reported, not touched) and commits go through the database fence and the
 unique ledger, so nothing is merged twice. A dry run takes no lease and writes nothing.
+Reconciling several (``--all``, or one after a re-scan) publishes what was committed and reads
+back each changed file's own version.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import contextlib
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime
 
-from worker.models import Candidate
+from worker.errors import NotFound
+from worker.models import Candidate, Namespace
 from worker.outcomes import Outcome
+from worker.queue.redis_queue import RedisQueue
 from worker.service.batch import BatchResult
 from worker.service.bulkhead import Bulkhead
 from worker.service.consolidate import Pipeline
 from worker.service.preview import preview
+from worker.service.publish import DeliveryReport, publish_now
+from worker.service.scan import SourceScan
+from worker.sinks.base import Sink
+from worker.store.memory import MemoryStore
 
 #: Why a leased namespace was left alone.
 LEASED_NOTE = (
@@ -118,3 +128,83 @@ def reconcile_each(
         done.append(result)
         progress(namespace)
     return done
+
+
+#: Opens a progress display for a number of namespaces; what it yields is told each one done.
+Progress = Callable[[int], AbstractContextManager[Callable[[str], None]]]
+
+
+@contextlib.contextmanager
+def no_progress(_total: int) -> Iterator[Callable[[str], None]]:
+    yield _nothing
+
+
+@dataclass(frozen=True)
+class ReconcileRun:
+    """Each namespace's outcome, each committed file's own version (by namespace, then path),
+    and what publishing the commits delivered (None when nothing was committed)."""
+
+    done: list[Reconciled]
+    versions: dict[str, dict[str, int]]
+    delivery: DeliveryReport | None
+
+
+def reconcile_targets(
+    pipeline: Pipeline,
+    sinks: Mapping[str, Sink],
+    target: Namespace | None,
+    *,
+    scan: SourceScan | None = None,
+    dry_run: bool = False,
+    now: datetime,
+    progress: Progress = no_progress,
+) -> ReconcileRun:
+    """Reconcile ``target`` (every namespace the queue or ``scan`` knows when None), publish
+    the commits, and read back the versions. ``scan`` is a re-scan made just before: its
+    namespaces count as known, and a dry run previews its candidates with the queued ones."""
+    queue, store = pipeline.queue, pipeline.store
+    if target is None:
+        keys = sorted(set(queue.namespaces()) | set(scan.by_namespace if scan else ()))
+    else:
+        if not (scan and scan.by_namespace.get(target.key)):
+            require_known(store, queue, target)
+        keys = [target.key]
+    with progress(len(keys)) as advance:
+        done = reconcile_each(
+            pipeline,
+            keys,
+            dry_run=dry_run,
+            extra=lambda key: scan.by_namespace.get(key, []) if scan and dry_run else [],
+            now=now,
+            progress=advance,
+        )
+    committed = [r.namespace for r in done if r.outcome is Outcome.COMMITTED]
+    delivery = publish_now(store, sinks, namespaces=committed) if committed else None
+    versions = {r.namespace: file_versions(store, r) for r in done}
+    return ReconcileRun(done, versions, delivery)
+
+
+def require_known(store: MemoryStore, queue: RedisQueue, ns: Namespace) -> None:
+    """:class:`NotFound` unless the store has memory for ``ns`` or the queue knows it."""
+    if ns.key in store.namespaces(scope=ns.scope.value, user_id=ns.user_id):
+        return
+    if queue.namespace_state(ns.key).known:
+        return
+    raise NotFound(
+        f"{ns.key} is unknown: it has no memory and nothing queued; check the id "
+        "(`memworker status` shows the queue)"
+    )
+
+
+def file_versions(store: MemoryStore, r: Reconciled) -> dict[str, int]:
+    """Each changed file's own version in the namespace revision this run committed (none for
+    a dry run): what ``memworker history`` lists for that file."""
+    res = r.result
+    if r.outcome is not Outcome.COMMITTED or res is None or res.version is None:
+        return {}
+    versions = {}
+    for change in res.files:
+        for v in store.file_history(r.namespace, change.path):
+            if v.namespace_version == res.version:
+                versions[change.path] = v.version
+    return versions

@@ -20,7 +20,7 @@ from worker.models import Namespace
 from worker.store import fence, search_index
 from worker.store.bulk import insert_rows
 from worker.store.clock import resolve
-from worker.store.files import NewVersion, write_versions
+from worker.store.files import NewVersion, with_current_version, write_versions
 from worker.store.records import CONSOLIDATOR_AUTHOR, CommitResult, RunRecord
 from worker.store.runs import insert_run
 from worker.store.schema import (
@@ -115,14 +115,8 @@ def current_files(conn: Connection, namespace: str) -> dict[str, str]:
     """Path → content of the current version of every file of ``namespace``."""
     stmt = (
         sa.select(memory_files.c.path, file_versions.c.content)
+        .select_from(with_current_version())
         .join(namespaces, namespaces.c.id == memory_files.c.namespace_id)
-        .join(
-            file_versions,
-            sa.and_(
-                file_versions.c.file_id == memory_files.c.id,
-                file_versions.c.version == memory_files.c.current_version,
-            ),
-        )
         .where(namespaces.c.key == namespace)
         .order_by(memory_files.c.path)
     )

@@ -29,6 +29,18 @@ class NewVersion:
     diff: str
 
 
+def with_current_version(*, outer: bool = False) -> sa.Join:
+    """Each file joined with its current version (``outer``: files without one kept, as None)."""
+    return memory_files.join(
+        file_versions,
+        sa.and_(
+            file_versions.c.file_id == memory_files.c.id,
+            file_versions.c.version == memory_files.c.current_version,
+        ),
+        isouter=outer,
+    )
+
+
 def unified_diff(path: str, old: str | None, new: str) -> str:
     """The unified diff from ``old`` (None: no file yet) to ``new``.
 

@@ -18,7 +18,7 @@ from sqlalchemy.engine import Connection
 from worker.errors import NotFound
 from worker.models import Namespace, Scope, normalise_path
 from worker.store import fence, search_index
-from worker.store.files import NewVersion, unified_diff, write_versions
+from worker.store.files import NewVersion, unified_diff, with_current_version, write_versions
 from worker.store.records import CommitResult, FileInfo, FileVersionInfo
 from worker.store.schema import entries, file_versions, memory_files, namespaces
 from worker.store.sqltypes import require_utc
@@ -81,14 +81,8 @@ def list_files(conn: Connection, namespace: str) -> list[FileInfo]:
     """The files of ``namespace`` with their current version, by path."""
     stmt = (
         sa.select(memory_files, file_versions.c.content)
+        .select_from(with_current_version())
         .join(namespaces, namespaces.c.id == memory_files.c.namespace_id)
-        .join(
-            file_versions,
-            sa.and_(
-                file_versions.c.file_id == memory_files.c.id,
-                file_versions.c.version == memory_files.c.current_version,
-            ),
-        )
         .where(namespaces.c.key == namespace)
         .order_by(memory_files.c.path)
     )
@@ -191,13 +185,9 @@ def put_file(
     path = normalise_path(path)
     previous = conn.execute(
         sa.select(file_versions.c.content)
-        .join(memory_files, memory_files.c.id == file_versions.c.file_id)
+        .select_from(with_current_version())
         .join(namespaces, namespaces.c.id == memory_files.c.namespace_id)
-        .where(
-            namespaces.c.key == namespace,
-            memory_files.c.path == path,
-            file_versions.c.version == memory_files.c.current_version,
-        )
+        .where(namespaces.c.key == namespace, memory_files.c.path == path)
     ).scalar_one_or_none()
     ns_id, version = fence.advance(conn, namespace, expected=None, applied_position=None, now=now)
     written, outbox_ids = write_versions(

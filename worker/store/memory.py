@@ -30,49 +30,34 @@ database's clock (:mod:`worker.store.clock`), read in their own transaction; a t
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
-from datetime import datetime, timedelta
-from typing import Any, TypeVar
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime
+from typing import Any
 
-import sqlalchemy as sa
-from sqlalchemy.engine import Connection, Engine
-
-from worker.errors import MemworkerError, StoreUnavailable
-from worker.store import approvals as _approvals
-from worker.store import clock as _clock
 from worker.store import commit as _commit
-from worker.store import cursors as _cursors
 from worker.store import erase as _erase
 from worker.store import fence as _fence
 from worker.store import history as _history
 from worker.store import migrate as _migrate
-from worker.store import outbox as _outbox
 from worker.store import runs as _runs
-from worker.store import schedule_ledger as _ticks
-from worker.store import sink_health as _health
 from worker.store import snapshot as _snapshot
 from worker.store import transfer as _transfer
+from worker.store.approval_methods import ApprovalMethods
+from worker.store.delivery_methods import DeliveryMethods
 from worker.store.engine import (
     DEFAULT_CONNECT_TIMEOUT_SECONDS,
     DEFAULT_TRANSACTION_TIMEOUT_SECONDS,
     create_store_engine,
-    read_transaction,
-    write_transaction,
 )
+from worker.store.progress_methods import ProgressMethods
 from worker.store.records import (
     ROLLBACK_AUTHOR,
-    ApprovalInfo,
     CommitResult,
     EraseReport,
     FileInfo,
     FileVersionInfo,
-    OutboxItem,
     RunInfo,
     RunRecord,
-    SinkHealth,
-    SinkLag,
-    TickInfo,
 )
 from worker.store.search_methods import SearchMethods
 from worker.store.snapshot import BatchSnapshot
@@ -80,15 +65,14 @@ from worker.values import AppliedPlan, NamespaceState
 
 __all__ = ["BatchSnapshot", "CommitResult", "MemoryStore", "RunRecord"]
 
-T = TypeVar("T")
 
-
-class MemoryStore(SearchMethods):
-    """Namespaces, files and their versions, entries, ledger, runs, schedules, outbox; search
-    (:class:`~worker.store.search_methods.SearchMethods`)."""
-
-    def __init__(self, engine: Engine) -> None:
-        self.engine = engine
+class MemoryStore(DeliveryMethods, ProgressMethods, ApprovalMethods, SearchMethods):
+    """Namespaces, files and their versions, entries, ledger, runs, erase and transfer; with
+    the repositories of deliveries (:class:`~worker.store.delivery_methods.DeliveryMethods`),
+    schedule and source progress (:class:`~worker.store.progress_methods.ProgressMethods`),
+    approvals (:class:`~worker.store.approval_methods.ApprovalMethods`) and search
+    (:class:`~worker.store.search_methods.SearchMethods`), all over one transaction helper
+    (:class:`~worker.store.transactions.Transactions`)."""
 
     # --- lifecycle -------------------------------------------------------------------------
     @classmethod
@@ -125,38 +109,6 @@ class MemoryStore(SearchMethods):
     def upgrade(self) -> None:
         """Migrate the database to the newest schema (safe to repeat)."""
         _migrate.upgrade(self.engine)
-
-    def dispose(self) -> None:
-        """Close every pooled connection."""
-        self.engine.dispose()
-
-    @contextmanager
-    def _tx(self, *, write: bool, what: str) -> Iterator[Connection]:
-        # Database failures become StoreError; our own errors pass through. Either way the
-        # transaction is rolled back, so nothing is half-written.
-        try:
-            with (write_transaction if write else read_transaction)(self.engine) as conn:
-                yield conn
-        except MemworkerError:
-            raise
-        except sa.exc.SQLAlchemyError as exc:
-            detail = getattr(exc, "orig", None) or exc
-            raise StoreUnavailable(
-                f"{what} failed and was rolled back (nothing was written): {detail}"
-            ) from exc
-
-    def _read(self, what: str, fn: Callable[[Connection], T]) -> T:
-        with self._tx(write=False, what=what) as conn:
-            return fn(conn)
-
-    def _write(self, what: str, fn: Callable[[Connection], T]) -> T:
-        with self._tx(write=True, what=what) as conn:
-            return fn(conn)
-
-    def db_now(self) -> datetime:
-        """The database server's current time: the clock of every SQL-side time that two
-        processes compare (see :mod:`worker.store.clock`)."""
-        return self._read("reading the database clock", _clock.db_now)
 
     # --- state and commit ------------------------------------------------------------------
     def load_state(self, namespace: str) -> NamespaceState:
@@ -297,189 +249,6 @@ class MemoryStore(SearchMethods):
             ),
         )
 
-    # --- outbox ----------------------------------------------------------------------------
-    def due_outbox(
-        self, *, sink: str | None, now: datetime | None = None, limit: int = 100
-    ) -> list[OutboxItem]:
-        """Deliveries due at ``now`` (of one sink, or all), oldest first."""
-        return self._read(
-            "reading the outbox", lambda c: _outbox.due(c, sink=sink, now=now, limit=limit)
-        )
-
-    def claim_outbox(
-        self,
-        *,
-        sink: str,
-        claimant: str,
-        now: datetime | None = None,
-        lease: timedelta,
-        limit: int,
-        namespaces: Sequence[str] | None = None,
-    ) -> list[OutboxItem]:
-        """Claim due deliveries of ``sink`` (see :func:`worker.store.outbox.claim`)."""
-        return self._write(
-            "claiming deliveries",
-            lambda c: _outbox.claim(
-                c,
-                sink=sink,
-                claimant=claimant,
-                now=now,
-                lease=lease,
-                limit=limit,
-                namespaces=namespaces,
-            ),
-        )
-
-    def release_outbox(self, outbox_ids: Sequence[int]) -> None:
-        """Give claimed, unattempted deliveries back."""
-        ids = list(outbox_ids)
-        if ids:
-            self._write("releasing deliveries", lambda c: _outbox.release(c, ids))
-
-    def outbox_pending(self, *, namespaces: Sequence[str] | None = None) -> int:
-        """Undelivered items (newest per item and sink), due or waiting for a retry."""
-        return self._read(
-            "counting deliveries", lambda c: _outbox.pending_count(c, namespaces=namespaces)
-        )
-
-    def sink_health(self, sink: str | None = None) -> list[SinkHealth]:
-        """The breaker of ``sink`` (a healthy default when never seen), or of every sink seen."""
-        if sink is None:
-            return self._read("reading sink health", _health.read_all)
-        return [self._read("reading sink health", lambda c: _health.read(c, sink))]
-
-    def record_sink_failure(
-        self, sink: str, error: str, *, now: datetime | None = None, namespace: str | None = None
-    ) -> SinkHealth:
-        """Count a failed delivery (of ``namespace``) toward the sink's breaker."""
-        return self._write(
-            "recording a sink failure",
-            lambda c: _health.record_failure(c, sink, error, now=now, namespace=namespace),
-        )
-
-    def record_sink_success(self, sink: str, *, now: datetime | None = None) -> None:
-        self._write("recording a sink success", lambda c: _health.record_success(c, sink, now=now))
-
-    def mark_delivered(self, outbox_id: int, *, now: datetime | None = None) -> None:
-        self._write("marking a delivery", lambda c: _outbox.mark_delivered(c, outbox_id, now=now))
-
-    def mark_delivery_failed(
-        self,
-        outbox_id: int,
-        error: str,
-        *,
-        next_attempt_at: datetime | None = None,
-        retry_in: timedelta | None = None,
-        now: datetime | None = None,
-    ) -> None:
-        """Count a failed attempt; retry at ``next_attempt_at`` or ``retry_in`` after now."""
-        self._write(
-            "recording a failed delivery",
-            lambda c: _outbox.mark_failed(
-                c, outbox_id, error, next_attempt_at=next_attempt_at, retry_in=retry_in, now=now
-            ),
-        )
-
-    def outbox_lag(self, *, now: datetime | None = None) -> dict[str, SinkLag]:
-        """Per sink: pending deliveries and the age in seconds of the oldest."""
-        return self._read("measuring outbox lag", lambda c: _outbox.lag(c, now=now))
-
-    # --- schedules -------------------------------------------------------------------------
-    def try_start_tick(
-        self, schedule: str, tick: datetime, *, now: datetime, stale_after: timedelta | None = None
-    ) -> bool:
-        """Claim a scheduled tick; False when another beat already started or finished it."""
-        return self._write(
-            "starting a tick",
-            lambda c: _ticks.try_start_tick(c, schedule, tick, now=now, stale_after=stale_after),
-        )
-
-    def finish_tick(
-        self,
-        schedule: str,
-        tick: datetime,
-        *,
-        ok: bool,
-        window: tuple[datetime, datetime] | None,
-        error: str | None,
-        now: datetime,
-    ) -> None:
-        """Record a tick's outcome; a success moves the watermark forward (never back)."""
-        self._write(
-            "finishing a tick",
-            lambda c: _ticks.finish_tick(
-                c, schedule, tick, ok=ok, window=window, error=error, now=now
-            ),
-        )
-
-    def watermark(self, schedule: str) -> datetime | None:
-        return self._read("reading a watermark", lambda c: _ticks.watermark(c, schedule))
-
-    def last_ticks(self, schedule: str, limit: int = 5) -> list[TickInfo]:
-        return self._read("listing ticks", lambda c: _ticks.last_ticks(c, schedule, limit))
-
-    # --- cursors ---------------------------------------------------------------------------
-    def get_cursor(self, source: str, key: str) -> str | None:
-        return self._read("reading a cursor", lambda c: _cursors.get_cursor(c, source, key))
-
-    def set_cursor(
-        self, source: str, key: str, value: str, *, now: datetime, namespace: str | None = None
-    ) -> None:
-        self._write(
-            "writing a cursor",
-            lambda c: _cursors.set_cursor(c, source, key, value, namespace=namespace, now=now),
-        )
-
-    def list_cursors(self, source: str, *, limit: int, after: str = "") -> list[tuple[str, str]]:
-        """A page of ``source``'s (key, value) cursors with keys after ``after``, key order."""
-        return self._read(
-            f"listing {source} cursors",
-            lambda c: _cursors.list_cursors(c, source, limit=limit, after=after),
-        )
-
-    # --- approvals -------------------------------------------------------------------------
-    def pending_approvals(
-        self, *, namespace: str | None = None, limit: int = 100
-    ) -> list[ApprovalInfo]:
-        return self._read(
-            "listing approvals", lambda c: _approvals.pending(c, namespace=namespace, limit=limit)
-        )
-
-    def decide_approval(
-        self, approval_id: int, approve: bool, by: str, now: datetime
-    ) -> ApprovalInfo:
-        return self._write(
-            "deciding an approval",
-            lambda c: _approvals.decide(c, approval_id, approve=approve, by=by, now=now),
-        )
-
-    def apply_approval(
-        self,
-        approval_id: int,
-        *,
-        by: str,
-        build: _approvals.ApprovalBuilder,
-        sinks: Sequence[str] = (),
-        now: datetime,
-    ) -> tuple[ApprovalInfo, CommitResult]:
-        """Approve and commit a waiting operation in one transaction, fenced like a merge.
-
-        ``build`` turns the approval into the applied change; if it raises (e.g. the operation
-        no longer validates), nothing is written and the approval stays pending.
-        """
-        return self._write(
-            "applying an approval",
-            lambda c: _approvals.apply_approved(
-                c, approval_id, by=by, build=build, sinks=sinks, now=now
-            ),
-        )
-
-    def reject_approval(self, approval_id: int, *, by: str, now: datetime) -> ApprovalInfo:
-        """Reject a waiting operation; its candidates' ledger rows record the rejection."""
-        return self._write(
-            "rejecting an approval", lambda c: _approvals.reject(c, approval_id, by=by, now=now)
-        )
-
     # --- erase, export, import -------------------------------------------------------------
     def erase_namespaces(
         self, namespaces: Sequence[str], *, now: datetime | None = None, sinks: Sequence[str] = ()
@@ -501,16 +270,6 @@ class MemoryStore(SearchMethods):
         """How many times ``namespace`` was erased; a delivery made for an older generation
         landed after an erase (see :mod:`worker.store.outbox`)."""
         return self._read("erase generation", lambda c: _fence.erase_generation(c, namespace))
-
-    def take_back(
-        self, *, sink: str, namespace: str, path: str, now: datetime | None = None
-    ) -> None:
-        """Make ``sink`` end with the item's current state after an erased copy landed there
-        (see :func:`worker.store.outbox.take_back`)."""
-        self._write(
-            "taking a delivery back",
-            lambda c: _outbox.take_back(c, sink=sink, namespace=namespace, path=path, now=now),
-        )
 
     def recent_positions(self, limit: int = 500) -> list[tuple[str, str]]:
         """(namespace, applied queue position) of the most recently committed namespaces."""

@@ -28,6 +28,7 @@ from worker.store.commit import (
     namespace_row,
     state_from_rows,
 )
+from worker.store.files import with_current_version
 from worker.store.schema import file_versions, memory_files
 from worker.values import NamespaceState
 
@@ -57,13 +58,7 @@ def read_snapshot(conn: Connection, namespace: str, candidate_ids: Iterable[str]
     # case of a missing current version, exactly as the separate queries read it.
     stmt = (
         sa.select(memory_files.c.path, memory_files.c.operator_owned, file_versions.c.content)
-        .outerjoin(
-            file_versions,
-            sa.and_(
-                file_versions.c.file_id == memory_files.c.id,
-                file_versions.c.version == memory_files.c.current_version,
-            ),
-        )
+        .select_from(with_current_version(outer=True))
         .where(memory_files.c.namespace_id == ns_id)
         .order_by(memory_files.c.path)
     )

@@ -8,17 +8,11 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
-from typing import Any
-
 from celery import Celery
 
 from worker.errors import ConfigurationError
 from worker.queue.address import is_cluster_url
 from worker.runtime.container import Runtime, build_runtime
-from worker.scheduling.beat import HEARTBEAT_CONF_KEY, beat_schedule_for
-from worker.scheduling.heartbeat import HEARTBEAT_FILENAME
-from worker.scheduling.schedules import bundled_schedules_dir, load_schedules
 from worker.settings import Settings
 from worker.task_names import (
     CONSOLIDATE_LANE,
@@ -31,10 +25,6 @@ from worker.task_names import (
     queue_name,
 )
 from worker.tasks import tasks
-
-#: How often beat asks the outbox for undelivered versions (new commits also trigger delivery
-#: right away; this catches retries after a sink outage).
-OUTBOX_INTERVAL_SECONDS = 10.0
 
 #: Long enough for a typical merge to finish and commit, short enough that Ctrl-C feels prompt.
 SOFT_SHUTDOWN_SECONDS = 10.0
@@ -52,7 +42,8 @@ def celery_broker_url(redis_url: str) -> str:
 
 
 def create_app(settings: Settings, *, runtime: Runtime | None = None) -> Celery:
-    """A Celery app bound to ``settings``: tasks, queues, routes, and the beat schedule."""
+    """A Celery app bound to ``settings``: tasks, queues and routes. The scheduler's part (the
+    beat schedule, its heartbeat) is added by :func:`worker.scheduling.beat.configure_beat`."""
     runtime = runtime or build_runtime(settings)
     sweep_q, consolidate_q, deliver_q = (
         queue_name(settings.key_prefix, lane)
@@ -89,10 +80,7 @@ def create_app(settings: Settings, *, runtime: Runtime | None = None) -> Celery:
         # Celery 6's default, set now: it only concerns acks_late tasks (memworker has none),
         # and leaving it unset prints a deprecation warning at every broker reconnect.
         worker_cancel_long_running_tasks_on_connection_loss=True,
-        beat_scheduler="worker.scheduling.beat:MemworkerScheduler",
-        beat_schedule=beat_schedule(settings),
     )
-    app.conf[HEARTBEAT_CONF_KEY] = str(settings.data_dir / HEARTBEAT_FILENAME)
     app.memworker_runtime = runtime
     runtime.request_delivery = lambda: tasks.request_delivery(app)
     tasks.register(app)
@@ -113,23 +101,3 @@ def broker_url(settings: Settings, runtime: Runtime) -> str:
             "amqp://user:pass@rabbitmq:5672/memworker or a single-node redis:// URL"
         )
     return celery_broker_url(runtime.redis_url)
-
-
-def beat_schedule(settings: Settings) -> dict[str, dict[str, Any]]:
-    specs = load_schedules(settings.schedules_dir or bundled_schedules_dir())
-    sweep_q = queue_name(settings.key_prefix, SWEEP_LANE)
-    deliver_q = queue_name(settings.key_prefix, DELIVER_LANE)
-    schedule: dict[str, dict[str, Any]] = {
-        SWEEP_TASK: {
-            "task": SWEEP_TASK,
-            "schedule": timedelta(seconds=settings.sweep_interval_seconds),
-            "options": {"queue": sweep_q, "expires": settings.sweep_interval_seconds * 5},
-        },
-        DELIVER_TASK: {
-            "task": DELIVER_TASK,
-            "schedule": timedelta(seconds=OUTBOX_INTERVAL_SECONDS),
-            "options": {"queue": deliver_q, "expires": OUTBOX_INTERVAL_SECONDS * 5},
-        },
-    }
-    schedule.update(beat_schedule_for(specs, task_name=SCHEDULED_RUN_TASK, queue=sweep_q))
-    return schedule

@@ -13,10 +13,10 @@ from celery import Celery, Task
 
 from worker.queue.redis_queue import Claim
 from worker.runtime.container import Runtime
-from worker.scheduling.actions import run_schedule_tick
-from worker.scheduling.beat import parse_tick
+from worker.runtime.parts import scan_parts
 from worker.service.publish import deliver_due
 from worker.service.sweep import sweep as sweep_due_namespaces
+from worker.service.tick import run_schedule_tick
 from worker.task_names import (
     CONSOLIDATE_LANE,
     CONSOLIDATE_TASK,
@@ -82,7 +82,10 @@ def scheduled_run(self: Task, schedule: str, tick: str) -> str:
     """Run one fire of a schedule; ``tick`` is the cron tick beat fired for (ISO, UTC)."""
     runtime = runtime_of(self.app)
     # The database's clock: a tick claim's staleness is compared by every beat host.
-    outcome = run_schedule_tick(runtime, schedule, parse_tick(tick), now=runtime.store.db_now())
+    now = runtime.store.db_now()
+    outcome = run_schedule_tick(
+        runtime, schedule, tick, open_scan=lambda: scan_parts(runtime.settings), now=now
+    )
     return outcome.status
 
 
