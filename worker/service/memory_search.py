@@ -4,13 +4,25 @@ Full text first: the store's index (FTS5 or PostgreSQL full text, BM25-ranked; s
 :mod:`worker.store.search_index`) over every active entry of the namespace, whichever file it
 is in, kept by the commit itself, so a search never sees a half-commit, a superseded entry, an
 erased one or another namespace's. With embeddings configured, the hybrid ranking is the
-query's cosine similarity to every stored vector of the namespace (brute force with numpy)
-plus a bonus for the full-text rank, ``LEXICAL_WEIGHT / rank`` over the full-text top
-:data:`LEXICAL_DEPTH` (see :func:`fuse_scores`): the cosine orders everything, and words the
-query shares with an entry lift it by an amount that falls off with the full-text rank. An
-entry found by its words but not embedded yet gets the median cosine of the namespace for this
-query, so it is neither lost nor favoured. A namespace without vectors, or a model that fails
-or hangs, gives the full-text ranking alone.
+query's cosine similarity to the stored vectors of the namespace plus a bonus for the full-text
+rank, ``LEXICAL_WEIGHT / rank`` over the full-text top :data:`LEXICAL_DEPTH` (see
+:func:`fuse_scores`): the cosine orders everything, and words the query shares with an entry
+lift it by an amount that falls off with the full-text rank. An entry found by its words but
+not embedded yet gets the median cosine of the namespace for this query, so it is neither lost
+nor favoured. A namespace without vectors, or a model that fails or hangs, gives the full-text
+ranking alone.
+
+The vectors are read once per namespace into a matrix kept between queries and checked
+against the store's fingerprint of them on every query (one indexed read in the full-text
+query's snapshot): any commit or vector change of the namespace, by any process, moves it,
+and the matrix is read again. Below :data:`~worker.service.vector_cells.CELL_MIN_ROWS`
+vectors the cosine is brute force over every row; from there the matrix is grouped into
+cells (:mod:`worker.service.vector_cells`) and a query scores exactly the best rows of the
+cells nearest to it plus the full-text hits' own rows, so its cost stays flat as the
+namespace grows, at the price of a nearest vector missed now and then (the bench prints
+how often). Neither the matrix nor the cells decide what is returned: the ranked ids are
+read back from SQL as active entries of the namespace, so a retired, erased or foreign
+entry can be proposed by a stale matrix but never returned.
 
 Why not reciprocal-rank fusion: RRF discards the cosine's magnitude, so a dense first place
 that is barely ahead of the tenth counts as much as a clear one. Keeping the score and adding a

@@ -55,7 +55,8 @@ class Cells:
     ) -> tuple[np.ndarray, np.ndarray]:
         """The rows of the cells nearest to ``query``, about ``rows`` of them (at least one
         cell), and their dot products with it. Each cell is a contiguous slice: no copy."""
-        near = np.argsort(-(self.centroids @ query), kind="stable")
+        # einsum, not ``@``: see :mod:`worker.service.memory_search` (one thread, no BLAS wait).
+        near = np.argsort(-np.einsum("ij,j->i", self.centroids, query), kind="stable")
         sizes = np.diff(self.offsets)[near]
         take = int(np.searchsorted(np.cumsum(sizes), rows)) + 1
         spans = [(int(self.offsets[c]), int(self.offsets[c + 1])) for c in near[:take]]
@@ -63,7 +64,6 @@ class Cells:
         if not spans:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
         found = np.concatenate([np.arange(lo, hi) for lo, hi in spans])
-        # einsum, not ``@``: see :mod:`worker.service.memory_search` (one thread, no BLAS wait).
         dots = np.concatenate([np.einsum("ij,j->i", unit_rows[lo:hi], query) for lo, hi in spans])
         return found, dots
 
