@@ -59,6 +59,7 @@ import sqlalchemy as sa
 from langchain_core.embeddings import Embeddings
 
 from bench import bench_locomo
+from bench._cells import cell_recall_lines
 from bench._support import (
     postgres_reachable,
     redis_url,
@@ -331,8 +332,9 @@ def locomo_recall(
     model: CachedEmbeddings | None,
     spec: str | None,
     client: redis.Redis,
-) -> tuple[list[Recall], int, int]:
-    """Recall of every method over the no-budget replay; (rows, entries, namespaces)."""
+) -> tuple[list[Recall], int, int, list[str]]:
+    """Recall of every method over the no-budget replay; (rows, entries, namespaces, the
+    vector cells' recall lines)."""
     budget = bench_locomo.REFERENCE_BUDGETS[-1]
     with bench_locomo.replayed(work, budget, client) as (runtime, _, committed):
         if committed["candidates"] != len(work.observations):
@@ -359,7 +361,10 @@ def locomo_recall(
         )
         rows.append(recall("RRF(FTS5, dense)", corpus, qs, lambda p: fuse(
             fts.rank(p.namespace, p.text), dense.rank(p.namespace, p.text))))  # fmt: skip
-    return rows, sum(map(len, corpus.values())), len(corpus)
+        cells = cell_recall_lines(dense.matrices, dense.queries)
+    else:
+        cells = []
+    return rows, sum(map(len, corpus.values())), len(corpus), cells
 
 
 def reachable(
@@ -454,7 +459,8 @@ def store_latency(
 ) -> dict[str, list[float]]:
     """The shipped search's median ms per call at each size (lexical, and hybrid with the
     query's vector already computed), one namespace grown in turn; ``commit`` is the entries
-    per second the growth committed (entries and their index, one transaction per chunk)."""
+    per second the growth committed (entries and their index, one transaction per chunk);
+    ``first`` the ms of the first hybrid call after the growth (the matrix read again)."""
     store = MemoryStore.from_url(url)
     queries = _latency_queries(LATENCY_QUERIES)
     out: dict[str, list[float]] = {"lexical": [], "commit": []}
@@ -464,7 +470,7 @@ def store_latency(
             lexical, hybrid = SqlMemorySearch(store), SqlMemorySearch(store, shipped)
             dim = 0
             if shipped is not None and model is not None and spec is not None:
-                out["hybrid"] = []
+                out["hybrid"], out["first"] = [], []
                 dim = min(len(model.embed_query(q)) for q in queries)
             for size in sizes:
                 started = time.perf_counter()
@@ -476,6 +482,9 @@ def store_latency(
                 have = size
                 out["lexical"].append(_median_ms(partial(_search, lexical), queries))
                 if "hybrid" in out:
+                    started = time.perf_counter()
+                    _search(hybrid, queries[-1])  # reads every vector again, builds any cells
+                    out["first"].append(1000 * (time.perf_counter() - started))
                     out["hybrid"].append(_median_ms(partial(_search, hybrid), queries))
     finally:
         store.dispose()
@@ -586,8 +595,15 @@ def measure(
     sizes: Sequence[int] = SIZES,
     backends: Sequence[str] = ("sqlite", "postgresql"),
     model_spec: str | None = DEFAULT_MODEL,
+    latency_only: bool = False,
 ) -> list[str]:
-    """The whole report; ``conversations`` keeps the first N LoCoMo files (smoke runs)."""
+    """The whole report; ``conversations`` keeps the first N LoCoMo files (smoke runs);
+    ``latency_only`` skips the LoCoMo parts."""
+    if latency_only:
+        built = build_embeddings(model_spec)
+        model = CachedEmbeddings(built) if built is not None else None
+        spec = model_spec.strip() if model is not None and model_spec else None
+        return latency_lines(sizes, backends, model, spec)
     if not dataset.is_dir() or not any(dataset.glob("*.json")):
         return [f"skipped: LoCoMo data not found at {dataset} (python -m bench search "
                 "--dataset <folder holding the locomo10 JSON files>)"]  # fmt: skip
@@ -603,7 +619,7 @@ def measure(
     client = redis.Redis.from_url(redis_url())
     try:
         with phase("LoCoMo recall (replay, embedding, searches)"):
-            rows, n_entries, n_spaces = locomo_recall(work, qs, model, spec, client)
+            rows, n_entries, n_spaces, cells = locomo_recall(work, qs, model, spec, client)
         with phase("evidence reachable at 2 KB"):
             files, found, either = reachable(work, qs, model, spec, client)
     finally:
@@ -618,6 +634,7 @@ def measure(
         *_recall_lines(rows),
         *_split_lines(rows, qs),
         *_targets(rows),
+        *cells,
     ]
     if model is not None:
         lines.append(f"embedding cost ({spec}): {model.ms_per_text:.1f} ms per stored "
@@ -642,6 +659,7 @@ def latency_lines(
     texts = sentences(seed=5, count=max(sizes))
     table: dict[str, list[float]] = {}
     commits: dict[str, list[float]] = {}
+    firsts: dict[str, list[float]] = {}
     for backend in backends:
         label = "SQLite" if backend == "sqlite" else "PostgreSQL"
         if backend == "postgresql" and (why := postgres_reachable()):
@@ -652,6 +670,8 @@ def latency_lines(
             for kind, ms in store_latency(url, sizes, texts, model, spec).items():
                 if kind == "commit":
                     commits[label] = ms
+                elif kind == "first":
+                    firsts[label] = ms
                 else:
                     table[f"shipped {kind}, {label}"] = ms
     dim = len(model.embed_query("dimension")) if model is not None else 384
@@ -671,6 +691,10 @@ def latency_lines(
         shown = ", ".join(f"{r:,.0f}" for r in rates)
         lines.append(f"bulk commit through the store, {label}: {shown} entries/s (growing to "
                      "each size, chunks of 5,000 entries)")  # fmt: skip
+    for label, ms in firsts.items():
+        shown = ", ".join(f"{m:,.0f}" for m in ms)
+        lines.append(f"first hybrid query after each growth, {label}: {shown} ms (every vector "
+                     "read again; cells built from 20,000)")  # fmt: skip
     at = {n: i for i, n in enumerate(sizes)}
     for name, ms in table.items():
         if name.startswith("shipped") and ms:
@@ -699,12 +723,15 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--backends", default="sqlite,postgresql")
     parser.add_argument("--embeddings", default=DEFAULT_MODEL,
                         help="provider:model, or '' for lexical only")  # fmt: skip
+    parser.add_argument("--latency-only", action="store_true",
+                        help="only the latency table (no LoCoMo data needed)")  # fmt: skip
     args = parser.parse_args(argv)
     started = time.perf_counter()
     lines = measure(
         args.dataset, conversations=args.conversations,
         sizes=[int(s) for s in args.sizes.split(",")],
         backends=[b for b in args.backends.split(",") if b], model_spec=args.embeddings or None,
+        latency_only=args.latency_only,
     )  # fmt: skip
     print(*lines, sep="\n")
     print(f"({time.perf_counter() - started:.1f} s)")

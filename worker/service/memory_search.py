@@ -4,13 +4,25 @@ Full text first: the store's index (FTS5 or PostgreSQL full text, BM25-ranked; s
 :mod:`worker.store.search_index`) over every active entry of the namespace, whichever file it
 is in, kept by the commit itself, so a search never sees a half-commit, a superseded entry, an
 erased one or another namespace's. With embeddings configured, the hybrid ranking is the
-query's cosine similarity to every stored vector of the namespace (brute force with numpy)
-plus a bonus for the full-text rank, ``LEXICAL_WEIGHT / rank`` over the full-text top
-:data:`LEXICAL_DEPTH` (see :func:`fuse_scores`): the cosine orders everything, and words the
-query shares with an entry lift it by an amount that falls off with the full-text rank. An
-entry found by its words but not embedded yet gets the median cosine of the namespace for this
-query, so it is neither lost nor favoured. A namespace without vectors, or a model that fails
-or hangs, gives the full-text ranking alone.
+query's cosine similarity to the stored vectors of the namespace plus a bonus for the full-text
+rank, ``LEXICAL_WEIGHT / rank`` over the full-text top :data:`LEXICAL_DEPTH` (see
+:func:`fuse_scores`): the cosine orders everything, and words the query shares with an entry
+lift it by an amount that falls off with the full-text rank. An entry found by its words but
+not embedded yet gets the median cosine of the namespace for this query, so it is neither lost
+nor favoured. A namespace without vectors, or a model that fails or hangs, gives the full-text
+ranking alone.
+
+The vectors are read once per namespace into a matrix kept between queries and checked
+against the store's fingerprint of them on every query (one indexed read in the full-text
+query's snapshot): any commit or vector change of the namespace, by any process, moves it,
+and the matrix is read again. Below :data:`~worker.service.vector_cells.CELL_MIN_ROWS`
+vectors the cosine is brute force over every row; from there the matrix is grouped into
+cells (:mod:`worker.service.vector_cells`) and a query scores exactly the best rows of the
+cells nearest to it plus the full-text hits' own rows, so its cost stays flat as the
+namespace grows, at the price of a nearest vector missed now and then (the bench prints
+how often). Neither the matrix nor the cells decide what is returned: the ranked ids are
+read back from SQL as active entries of the namespace, so a retired, erased or foreign
+entry can be proposed by a stale matrix but never returned.
 
 Why not reciprocal-rank fusion: RRF discards the cosine's magnitude, so a dense first place
 that is barely ahead of the tenth counts as much as a clear one. Keeping the score and adding a
@@ -31,7 +43,9 @@ from typing import Final
 import numpy as np
 
 from worker.errors import MemworkerError
+from worker.service import vector_cells
 from worker.service.embed import EntryEmbedder, from_bytes
+from worker.service.vector_cells import CELL_MIN_ROWS, SCAN_ROWS, Cells
 from worker.store.memory import MemoryStore
 from worker.values import Entry, MemoryHit
 
@@ -48,6 +62,8 @@ LEXICAL_DEPTH: Final = 50
 #: Namespaces whose vector matrices one search object keeps (a conversation searches its
 #: user's namespace again and again); 16 x 10k entries x 384 floats is about 250 MB at worst.
 MATRIX_CACHE_SIZE: Final = 16
+#: Rows whose cosines estimate a namespace's median when only candidates are scored.
+MEDIAN_SAMPLE: Final = 1_024
 
 
 def fuse_scores(
@@ -58,12 +74,15 @@ def fuse_scores(
     *,
     weight: float = LEXICAL_WEIGHT,
     rows: Mapping[str, int] | None = None,
+    floor: float | None = None,
 ) -> list[str]:
     """The best ``limit`` ids by cosine (``cosines[i]`` is ``ids[i]``'s) plus ``weight / rank``
         for those in ``lexical`` (rank from 1). An id of ``lexical`` without a cosine gets the
         median cosine (the neutral value: a word match not embedded yet ranks among the average
         entries, lifted by its bonus). Ties: the cosine's order, then the lexical order. ``rows``,
-    when given, is each id's index in ``ids`` (a caller that keeps ``ids`` keeps it too).
+    when given, is each id's index in ``ids`` (a caller that keeps ``ids`` keeps it too);
+    ``floor``, when given, replaces the median (a caller scoring only candidates passes the
+    median of the whole namespace).
 
         >>> fuse_scores(np.array([0.9, 0.85, 0.5]), ["a", "b", "c"], ["b", "d"], 3)
         ['b', 'a', 'd']
@@ -71,7 +90,8 @@ def fuse_scores(
     if limit < 1:
         return []
     scores = cosines.astype(np.float64)
-    floor = float(np.median(scores)) if scores.shape[0] else 0.0
+    if floor is None:
+        floor = float(np.median(scores)) if scores.shape[0] else 0.0
     row_of = rows if rows is not None else {item: i for i, item in enumerate(ids)}
     unembedded: list[tuple[float, str]] = []
     for rank, item in enumerate(lexical, start=1):
@@ -105,19 +125,41 @@ def _unit_rows(matrix: np.ndarray) -> np.ndarray:
 
 @dataclass(frozen=True)
 class _Matrix:
-    """One namespace's vectors: entry ids, each id's row, the unit-row matrix."""
+    """One namespace's vectors: entry ids, each id's row, the unit-row matrix, and, from
+    :data:`~worker.service.vector_cells.CELL_MIN_ROWS` rows, its cells (rows grouped cell
+    after cell) and a fixed sample of rows for the namespace's median cosine."""
 
     entry_ids: list[str]
     rows: dict[str, int]
     unit_rows: np.ndarray
+    cells: Cells | None = None
+
+    @property
+    def sample(self) -> np.ndarray:
+        """Every k-th row, about :data:`MEDIAN_SAMPLE` of them (a view, not a copy)."""
+        return self.unit_rows[:: max(1, self.unit_rows.shape[0] // MEDIAN_SAMPLE)]
+
+
+def _matrix(ids: list[str], unit: np.ndarray, previous: _Matrix | None, cell_min: int) -> _Matrix:
+    """The matrix of ``ids``' unit rows, grouped into cells from ``cell_min`` rows (reusing
+    ``previous``'s cells where :func:`~worker.service.vector_cells.place` can)."""
+    if len(ids) < cell_min:
+        return _Matrix(ids, {i: n for n, i in enumerate(ids)}, unit)
+    reuse = None
+    if previous is not None and previous.cells is not None:
+        reuse = (previous.cells, previous.rows)
+    order, cells = vector_cells.place(unit, ids, reuse)
+    ordered = [ids[int(n)] for n in order]
+    return _Matrix(ordered, {i: n for n, i in enumerate(ordered)}, unit[order], cells)
 
 
 class _MatrixCache:
     """The vectors of recently searched namespaces as matrices, re-read only when the store's
     fingerprint of them changed (one cheap query instead of every vector per search)."""
 
-    def __init__(self, size: int = MATRIX_CACHE_SIZE) -> None:
+    def __init__(self, size: int = MATRIX_CACHE_SIZE, cell_min_rows: int = CELL_MIN_ROWS) -> None:
         self.size = size
+        self.cell_min_rows = cell_min_rows
         self._lock = threading.Lock()
         self._items: OrderedDict[tuple[str, str], tuple[object, _Matrix]] = OrderedDict()
 
@@ -134,19 +176,42 @@ class _MatrixCache:
             if hit is not None and hit[0] == mark:
                 self._items.move_to_end(key)
                 return hit[1] if hit[1].entry_ids else None
+        # Stale or absent: every vector is read again, in one snapshot with its fingerprint
+        # (the stale matrix lends only its cells, never a vector or an id).
         stored = store.namespace_vectors(namespace, model)
-        ids = stored.entry_ids
-        found = _Matrix(
-            ids,
-            {i: n for n, i in enumerate(ids)},
-            _unit_rows(from_bytes(stored.vectors, stored.dim)),
-        )
+        unit = _unit_rows(from_bytes(stored.vectors, stored.dim))
+        previous = hit[1] if hit is not None else None
+        found = _matrix(stored.entry_ids, unit, previous, self.cell_min_rows)
         with self._lock:
             self._items[key] = (stored.fingerprint, found)
             self._items.move_to_end(key)
             while len(self._items) > self.size:
                 self._items.popitem(last=False)
-        return found if ids else None
+        return found if found.entry_ids else None
+
+
+def _dense_ranking(
+    matrix: _Matrix, unit: np.ndarray, lexical: Sequence[str], limit: int, scan: int
+) -> list[str]:
+    """:func:`fuse_scores` over ``matrix`` for the unit query vector ``unit``: every row by
+    brute force, or, with cells, the scanned cells' best ``limit + len(lexical)`` rows and the
+    lexical hits' own rows, scored exactly (enough that an exact scan would rank the same:
+    a row outside both is outranked by at least ``limit`` rows without a bonus)."""
+    if matrix.cells is None:
+        # einsum, not ``@``: a matrix-vector product through BLAS spreads over every core and,
+        # on a loaded machine, waits for them (1.2 ms against 0.7 ms at 10k x 384, idle; far
+        # worse under load); this one runs on the calling thread.
+        cosines = np.einsum("ij,j->i", matrix.unit_rows, unit)
+        return fuse_scores(cosines, matrix.entry_ids, lexical, limit, rows=matrix.rows)
+    found, dots = matrix.cells.scan(matrix.unit_rows, unit, scan)
+    keep = min(limit + len(lexical), dots.shape[0])
+    best = found[np.argpartition(-dots, keep - 1)[:keep]] if keep else found[:0]
+    words = [matrix.rows[i] for i in lexical if i in matrix.rows]
+    rows = np.unique(np.concatenate([best, np.asarray(words, dtype=np.int64)]))
+    cosines = np.einsum("ij,j->i", matrix.unit_rows[rows], unit)
+    floor = float(np.median(np.einsum("ij,j->i", matrix.sample, unit)))
+    ids = [matrix.entry_ids[int(r)] for r in rows]
+    return fuse_scores(cosines, ids, lexical, limit, floor=floor)
 
 
 class SqlMemorySearch:
@@ -155,10 +220,20 @@ class SqlMemorySearch:
 
     supports_search = True
 
-    def __init__(self, store: MemoryStore, embedder: EntryEmbedder | None = None) -> None:
+    def __init__(
+        self,
+        store: MemoryStore,
+        embedder: EntryEmbedder | None = None,
+        *,
+        cell_min_rows: int = CELL_MIN_ROWS,
+        scan_rows: int = SCAN_ROWS,
+    ) -> None:
+        """``cell_min_rows`` and ``scan_rows``: see :mod:`worker.service.vector_cells`
+        (tests lower them to search small namespaces through cells)."""
         self.store = store
         self.embedder = embedder
-        self._matrices = _MatrixCache()
+        self.scan_rows = scan_rows
+        self._matrices = _MatrixCache(cell_min_rows=cell_min_rows)
 
     def search(self, namespace: str, query: str, *, limit: int) -> Sequence[MemoryHit]:
         return [MemoryHit(e.path, e.text) for e in self.search_entries(namespace, query, limit)]
@@ -171,18 +246,18 @@ class SqlMemorySearch:
             return self.store.search_entries(namespace, query, limit=limit)
         depth = max(limit, LEXICAL_DEPTH)
         mark, lexical = self.store.search_entry_ids(namespace, query, limit=depth)
-        dense = self._cosines(self.embedder, namespace, query, mark)
+        dense = self._query_vector(self.embedder, namespace, query, mark)
         if dense is None:
             return self.store.entries_by_id(namespace, lexical[:limit])
-        matrix, cosines = dense
-        fused = fuse_scores(cosines, matrix.entry_ids, lexical, limit, rows=matrix.rows)
-        return self.store.entries_by_id(namespace, fused)
+        matrix, unit = dense
+        ranked = _dense_ranking(matrix, unit, lexical, limit, self.scan_rows)
+        return self.store.entries_by_id(namespace, ranked)
 
-    def _cosines(
+    def _query_vector(
         self, embedder: EntryEmbedder, namespace: str, query: str, mark: object
     ) -> tuple[_Matrix, np.ndarray] | None:
-        """The namespace's vectors and their cosine similarity to ``query``; None without
-        vectors or a working model."""
+        """The namespace's vectors and the query's unit vector; None without vectors or a
+        working model."""
         if not query.strip():
             return None
         cached = self._matrices.get(self.store, namespace, embedder.model, mark)
@@ -202,11 +277,7 @@ class SqlMemorySearch:
                 matrix.shape[1],
             )
             return None
-        unit = (vector / max(float(np.linalg.norm(vector)), 1e-12)).astype(np.float32)
-        # einsum, not ``@``: a matrix-vector product through BLAS spreads over every core and,
-        # on a loaded machine, waits for them (1.2 ms against 0.7 ms at 10k x 384, idle; far
-        # worse under load); this one runs on the calling thread.
-        return cached, np.einsum("ij,j->i", matrix, unit)
+        return cached, (vector / max(float(np.linalg.norm(vector)), 1e-12)).astype(np.float32)
 
     def read(self, namespace: str, path: str) -> str | None:
         return self.store.current_files(namespace).get(path)
