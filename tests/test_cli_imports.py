@@ -66,6 +66,8 @@ NOT_FOR_STATUS = (
     "worker.store.erase",
     "worker.store.approvals",
     "worker.store.history",
+    # The embedded store is SQLite's: PostgreSQL's dialect is loaded only for a PostgreSQL URL.
+    "sqlalchemy.dialects.postgresql",
 )
 
 _PROBE = """
