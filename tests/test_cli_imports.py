@@ -42,6 +42,8 @@ NOT_FOR_THE_HOT_PATH = (
     "worker.consolidation",
     "worker.queue.redis_queue",
     "worker.hotpath.async_client",
+    # A cluster's pool: loaded when a client is built for a redis+cluster:// URL.
+    "worker.hotpath.cluster_pool",
 )
 
 #: What ``memworker status`` must not load: the worker runtime and the model (it only reads),
