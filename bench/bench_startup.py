@@ -17,7 +17,7 @@ checkout (e.g. the main branch) first on the path, alternating with this one, an
 ratio: the figure to compare, measured in the same minutes. Goals: status ≤ 0.5 s, the import
 ≤ 0.2 s, ``--version`` ≤ 0.15 s (on an idle machine; the ratios hold on a busy one).
 
-    python -m bench startup --runs 15 --baseline ../main
+    python -m bench startup --runs 15 --baseline path/to/a/checkout/of/main
 """
 
 from __future__ import annotations
