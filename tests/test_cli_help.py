@@ -14,7 +14,7 @@ import pytest
 from typer.main import get_command
 from typer.testing import CliRunner
 
-from worker.cli.app import app
+from worker.cli.app import app, app_for
 from worker.cli.help import EXAMPLES
 
 
@@ -66,3 +66,20 @@ def test_each_example_is_accepted_by_its_commands_parser(path: tuple[str, ...]) 
     while hasattr(command, "commands") and args and args[0] in command.commands:
         command = command.commands[args.pop(0)]
     command.make_context(command.name, args)
+
+
+@pytest.mark.parametrize("path", COMMANDS, ids=" ".join)
+def test_the_app_main_runs_a_command_with_shows_the_same_help_as_the_whole_app(
+    path: tuple[str, ...],
+) -> None:
+    only = CliRunner().invoke(app_for(list(path)), [*path, "--help"], env={"COLUMNS": "200"})
+
+    assert only.exit_code == 0, only.output
+    assert only.output == _help(path)
+
+
+def test_the_whole_app_runs_anything_that_does_not_name_a_command_first() -> None:
+    assert app_for([]) is app
+    assert app_for(["--help"]) is app
+    assert app_for(["--version"]) is app
+    assert app_for(["statu"]) is app

@@ -11,8 +11,11 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
+
+from worker.store.memory import MemoryStore
 
 #: Packages an operator command pulls in only when it does real work (the worker runtime, the
 #: SQL store, the model); none may load to parse a command line or print help.
@@ -25,12 +28,48 @@ NOT_FOR_THE_HOT_PATH = (
     "sqlalchemy",
     "alembic",
     "langchain_core",
+    "langchain",
+    "langgraph",
+    "langgraph_sdk",
+    "typer",
+    "rich",
+    "numpy",
+    "regex",
+    "croniter",
     "worker.store",
     "worker.service",
     "worker.runtime",
     "worker.consolidation",
     "worker.queue.redis_queue",
     "worker.hotpath.async_client",
+    # A cluster's pool: loaded when a client is built for a redis+cluster:// URL.
+    "worker.hotpath.cluster_pool",
+)
+
+#: What ``memworker status`` must not load: the worker runtime and the model (it only reads),
+#: Alembic (a migrated database is checked with one query), and the store's write side (the
+#: commit, search, erase and transfer behind the full facade): it reads its figures through
+#: :class:`~worker.store.health.StoreHealth`.
+NOT_FOR_STATUS = (
+    "celery",
+    "kombu",
+    "alembic",
+    "langchain_core",
+    "langchain",
+    "langgraph",
+    "worker.runtime",
+    "worker.tasks",
+    "worker.consolidation",
+    "worker.store.memory",
+    "worker.store.commit",
+    "worker.store.search_index",
+    "worker.store.search_methods",
+    "worker.store.transfer",
+    "worker.store.erase",
+    "worker.store.approvals",
+    "worker.store.history",
+    # The embedded store is SQLite's: PostgreSQL's dialect is loaded only for a PostgreSQL URL.
+    "sqlalchemy.dialects.postgresql",
 )
 
 _PROBE = """
@@ -45,15 +84,18 @@ print("\\n" + json.dumps(sorted(sys.modules)))
 """
 
 
-def _modules_after(code: str, *args: str) -> set[str]:
+def _modules_after(code: str, *args: str, **settings: str) -> set[str]:
+    """The modules loaded after running ``code``; ``settings`` are ``MEMWORKER_*`` variables
+    (by default only a Redis that is not there, never touched)."""
     ran = subprocess.run(
         [sys.executable, "-c", code, *args],
         capture_output=True,
         text=True,
         timeout=60,
-        # No MEMWORKER_* setting of the caller's; a Redis that is not there, never touched.
+        # No MEMWORKER_* setting of the caller's.
         env={k: v for k, v in os.environ.items() if not k.startswith("MEMWORKER_")}
-        | {"MEMWORKER_REDIS_URL": "redis://127.0.0.1:1/0"},
+        | {"MEMWORKER_REDIS_URL": "redis://127.0.0.1:1/0"}
+        | settings,
         check=False,
     )
     assert ran.returncode == 0, ran.stderr
@@ -97,6 +139,24 @@ def test_importing_the_client_loads_the_hot_path_only() -> None:
 
     assert "worker.hotpath.client" in modules
     assert _loaded(modules, NOT_FOR_THE_HOT_PATH) == []
+
+
+def test_status_reads_a_live_deployment_without_the_runtime_alembic_or_the_stores_write_side(
+    single_redis_url: str, key_prefix: str, sqlite_url: str, tmp_path: Path
+) -> None:
+    MemoryStore.from_url(sqlite_url, create=True).dispose()  # as `memworker run` leaves it
+    modules = _modules_after(
+        _PROBE,
+        json.dumps(["status", "--json"]),
+        MEMWORKER_REDIS_URL=single_redis_url,
+        MEMWORKER_KEY_PREFIX=key_prefix,
+        MEMWORKER_DATABASE_URL=sqlite_url,
+        MEMWORKER_DATA_DIR=str(tmp_path / "data"),
+        MEMWORKER_LANGGRAPH_URL="",
+    )
+
+    assert "worker.store.health" in modules  # it did read the store
+    assert _loaded(modules, NOT_FOR_STATUS) == []
 
 
 def test_the_newest_migration_read_without_alembic_is_the_one_alembic_finds() -> None:

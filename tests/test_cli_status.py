@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 from datetime import UTC, datetime
 
 import pytest
@@ -86,3 +87,10 @@ def test_status_names_the_cluster_it_reads_and_nothing_on_one_node(ops: Ops) -> 
     assert ran.code == 0
     assert report["redis"]["cluster_primaries"] == (3 if clustered else None)
     assert ("redis: a cluster of 3 primaries, appendonly" in ran.out) == clustered
+
+
+def test_status_leaves_the_garbage_collector_running(ops: Ops) -> None:
+    ran = ops("status", "--json")
+
+    assert ran.code == 0
+    assert gc.isenabled()

@@ -7,6 +7,7 @@ Every command builds :class:`~worker.settings.Settings` here, at the edge, and t
 from __future__ import annotations
 
 import importlib
+import sys
 from typing import Annotated
 
 import typer
@@ -14,14 +15,19 @@ import typer
 from worker import __version__
 from worker.cli.help import MemworkerGroup
 
-app = typer.Typer(
-    name="memworker",
-    cls=MemworkerGroup,
-    help="Background memory consolidation for LLM chat services.",
-    no_args_is_help=True,
-    pretty_exceptions_enable=False,
-    add_completion=False,
-)
+
+def _new_app() -> typer.Typer:
+    return typer.Typer(
+        name="memworker",
+        cls=MemworkerGroup,
+        help="Background memory consolidation for LLM chat services.",
+        no_args_is_help=True,
+        pretty_exceptions_enable=False,
+        add_completion=False,
+    )
+
+
+app = _new_app()
 
 #: Modules that add commands to ``app``; each exposes ``register(app)``.
 COMMAND_MODULES: tuple[str, ...] = (
@@ -62,6 +68,28 @@ def _options(
     """Background memory consolidation for LLM chat services."""
 
 
+def app_for(args: list[str]) -> typer.Typer:
+    """The app that runs ``memworker <args>``: for a command (or command group) named first,
+    one holding only that command, with the same options; for anything else (no command,
+    ``--help``, ``--version``, an unknown name) the whole app.
+
+    Before it runs one command, Typer builds every command an app holds (each signature's
+    annotations evaluated, a type adapter per option): for a short command such as ``status``
+    that is a sizeable part of its start. The command itself, its help and its errors are the
+    same in both apps.
+    """
+    name = args[0] if args else None
+    commands = [c for c in app.registered_commands if c.name == name]
+    groups = [g for g in app.registered_groups if g.name == name]
+    if not commands and not groups:
+        return app
+    only = _new_app()
+    only.registered_callback = app.registered_callback
+    only.registered_commands = commands
+    only.registered_groups = groups
+    return only
+
+
 def main() -> None:
     """Console-script entry point."""
-    app()
+    app_for(sys.argv[1:])()

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Final
 
 import typer
 
+from worker.cli.common import collector_paused
 from worker.cli.console import make_console
 from worker.cli.errors import cli_errors, stderr
 from worker.errors import MemworkerError, QueueUnavailable
@@ -27,7 +28,7 @@ if TYPE_CHECKING:
 
     from worker.queue.types import QueueStats
     from worker.settings import Settings
-    from worker.store.memory import MemoryStore
+    from worker.store.health import StoreHealth
 
 #: ``status`` reads every shard and pages through pending namespaces: allow more than the hot
 #: path's sub-second timeout, but fail rather than hang when Redis is stuck.
@@ -88,6 +89,11 @@ def status(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")] = False,
 ) -> None:
     """Queue health per scope, plus schedules (last tick, window), sink lag and failed runs."""
+    with collector_paused():
+        _status(as_json=as_json)
+
+
+def _status(*, as_json: bool) -> None:
     import redis
 
     from worker.hotpath.connection import connect
@@ -141,14 +147,15 @@ def _queue_unreadable(url: str, exc: redis.ConnectionError | redis.TimeoutError)
 
 
 @contextlib.contextmanager
-def _open_store(settings: Settings) -> Iterator[MemoryStore]:
-    """The store ``status`` reads (the embedded SQLite is created on first use)."""
-    from worker.store.memory import MemoryStore
+def _open_store(settings: Settings) -> Iterator[StoreHealth]:
+    """The store's health figures ``status`` reads (the embedded SQLite is created on first
+    use); only the reads it shows, so the command does not import the store's write side."""
+    from worker.store.health import StoreHealth
 
     url = settings.effective_database_url
     if settings.database_url is None:
         settings.data_dir.mkdir(parents=True, exist_ok=True)
-    store = MemoryStore.from_url(url, create=url.startswith("sqlite"))
+    store = StoreHealth.from_url(url, create=url.startswith("sqlite"))
     try:
         yield store
     finally:
@@ -183,7 +190,7 @@ def _print_redis_health(health: dict[str, Any]) -> None:
         )
 
 
-def _store_health(settings: Settings, store: MemoryStore, now: datetime) -> dict[str, Any]:
+def _store_health(settings: Settings, store: StoreHealth, now: datetime) -> dict[str, Any]:
     """Schedules' last ticks and watermarks, sink lag and recent failed runs, from SQL."""
     from worker.scheduling.schedules import bundled_schedules_dir, load_schedules
 

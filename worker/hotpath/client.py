@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from types import TracebackType
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Self
 
 from pydantic import ValidationError
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource
@@ -36,7 +36,6 @@ from typing_extensions import Unpack
 
 from worker.errors import ConfigurationError
 from worker.hotpath.builder import CandidateBuilder
-from worker.hotpath.cluster_pool import ClusterHotPool
 from worker.hotpath.connection import HOTPATH_MAX_CONNECTIONS, unavailable
 from worker.hotpath.pool import HotPool
 from worker.models import EnqueueFields
@@ -44,6 +43,9 @@ from worker.queue.address import is_cluster_url, resolve_redis_url
 from worker.queue.connect import REDIS_FAILURES
 from worker.queue.scripts import SCRIPTS
 from worker.settings import Settings
+
+if TYPE_CHECKING:
+    from worker.hotpath.cluster_pool import ClusterHotPool
 
 _ENQUEUE = SCRIPTS["enqueue"]
 
@@ -113,7 +115,12 @@ class MemoryClient:
         self.settings = client_settings() if settings is None else settings
         self.url = resolve_redis_url(self.settings)
         self._timeout = self.settings.socket_timeout_seconds
-        pool = ClusterHotPool if is_cluster_url(self.url) else HotPool
+        pool: type[HotPool | ClusterHotPool] = HotPool
+        if is_cluster_url(self.url):
+            # Imported for a cluster only: a client of one Redis never loads the cluster pool.
+            from worker.hotpath.cluster_pool import ClusterHotPool
+
+            pool = ClusterHotPool
         self._pool: HotPool | ClusterHotPool = pool(
             self.url,
             self._timeout,

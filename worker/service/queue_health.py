@@ -11,20 +11,25 @@ are gone.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from worker.queue.beat_lock import beat_holder
 from worker.queue.types import epoch_of, stream_position
 
 if TYPE_CHECKING:
     from worker.queue.redis_queue import RedisQueue
-    from worker.store.memory import MemoryStore
 
 #: Recently committed namespaces compared; enough to notice a lost Redis, cheap to read.
 EPOCH_SAMPLE: Final = 500
 
 
-def queue_health(queue: RedisQueue, store: MemoryStore) -> dict[str, Any]:
+class CommittedPositions(Protocol):
+    """What the epoch check reads from SQL: the memory store, or its health figures alone."""
+
+    def recent_positions(self, limit: int = ...) -> list[tuple[str, str]]: ...
+
+
+def queue_health(queue: RedisQueue, store: CommittedPositions) -> dict[str, Any]:
     """Durability settings plus ``epoch``: namespaces whose last commit was in another epoch."""
     epochs = queue.epochs()
     stale, same = [], {}

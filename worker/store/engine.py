@@ -27,7 +27,6 @@ from typing import Any, Final
 
 import sqlalchemy as sa
 from sqlalchemy import event
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection, Engine
 
 from worker.errors import StoreRefused
@@ -184,6 +183,12 @@ def _shut_socket(dbapi_connection: Any) -> None:
 
 def dialect_insert(conn: Connection, table: sa.Table) -> Any:
     """The dialect's INSERT (with ``on_conflict_do_nothing`` / ``on_conflict_do_update``)."""
+    # Imported here, from the dialect in use: a store on SQLite never loads PostgreSQL's
+    # dialect (a tenth of SQLAlchemy's import), nor one on PostgreSQL SQLite's.
     if conn.dialect.name == "postgresql":
-        return postgresql.insert(table)
-    return sqlite.insert(table)
+        from sqlalchemy.dialects.postgresql import insert as pg_insert
+
+        return pg_insert(table)
+    from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+
+    return sqlite_insert(table)

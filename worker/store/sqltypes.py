@@ -17,7 +17,6 @@ from datetime import UTC, datetime
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.dialects import postgresql
 from sqlalchemy.engine import Dialect
 from sqlalchemy.types import TypeEngine
 
@@ -67,8 +66,25 @@ class UTCDateTime(sa.TypeDecorator[datetime]):
         return value.astimezone(UTC)
 
 
-#: JSON everywhere; JSONB on PostgreSQL so the documents are compact and indexable if needed.
-JSONType: TypeEngine[Any] = sa.JSON().with_variant(postgresql.JSONB(), "postgresql")
+class JSONDocument(sa.TypeDecorator[Any]):
+    """JSON everywhere; JSONB on PostgreSQL so the documents are compact and indexable if
+    needed. PostgreSQL's type is looked up when a PostgreSQL connection first uses the column,
+    so a store on SQLite never imports that dialect."""
+
+    impl = sa.JSON
+    cache_ok = True
+    #: As ``sa.JSON``: a Python ``None`` is stored as JSON ``null``, not SQL ``NULL``.
+    should_evaluate_none = True
+
+    def load_dialect_impl(self, dialect: Dialect) -> TypeEngine[Any]:
+        if dialect.name == "postgresql":
+            from sqlalchemy.dialects.postgresql import JSONB
+
+            return dialect.type_descriptor(JSONB())
+        return dialect.type_descriptor(sa.JSON())
+
+
+JSONType: TypeEngine[Any] = JSONDocument()
 
 #: Surrogate keys: BIGINT on PostgreSQL (the ledger grows without bound); INTEGER on SQLite,
 #: where only ``INTEGER PRIMARY KEY`` is the auto-incrementing rowid.
