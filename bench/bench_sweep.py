@@ -40,6 +40,7 @@ import redis
 
 from bench._support import verdict
 from worker.models import make_candidate
+from worker.queue.policy import QueuePolicy
 from worker.queue.redis_queue import RedisQueue
 from worker.queue.scripts import SCRIPTS, Call, run_pipeline
 from worker.queue.stats import recount_stats
@@ -135,6 +136,7 @@ class Filler:
                 f"c-{name}",
                 self.payload.replace("TEMPLATE", name),
                 layout.shards,
+                *QueuePolicy.defaults(layout.shards).pairs(),
             ]
             calls.append((SCRIPTS["enqueue"], keys, args))
         for start in range(0, len(calls), PIPELINE_CALLS):

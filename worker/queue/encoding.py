@@ -13,12 +13,13 @@ the same call here, so there is one definition of what an enqueue sends.
 >>> decode_candidate(args[3]) == c
 True
 >>> enc.packed(c).split()[:3]
-[b'*13', b'$7', b'EVALSHA']
+[b'*21', b'$7', b'EVALSHA']
 
-The call carries no clock and no policy (only the client's shard count, checked against the
-workers'): the script reads the server's ``TIME`` and the
-deployment's policy (``<prefix>:{sN}:policy``), so a client's clock or settings change nothing
-about when a namespace becomes due. ``now`` exists only as a test hook.
+The call carries no clock, and no policy of the client's: only its shard count, checked
+against the workers', and the release's default policy, used only until a worker has written
+the deployment's (see :mod:`worker.queue.policy`). The script reads the server's ``TIME`` and
+the deployment's policy (``<prefix>:{sN}:policy``), so a client's clock or settings change
+nothing about when a namespace becomes due. ``now`` exists only as a test hook.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from worker.metrics import count_enqueued
 from worker.models import Candidate
 from worker.queue.failures import translate
 from worker.queue.keys import QueueLayout
+from worker.queue.policy import QueuePolicy
 from worker.queue.scripts import SCRIPTS, pack_bulk
 from worker.settings import Settings
 
@@ -84,17 +86,19 @@ class Queued(Protocol):
 class EnqueueEncoder:
     """Builds ``enqueue`` script calls for one deployment's settings."""
 
-    __slots__ = ("_head", "_packed_keys", "_shards", "_tail", "layout")
+    __slots__ = ("_defaults", "_head", "_packed_keys", "_shards", "_tail", "layout")
 
     def __init__(self, settings: Settings) -> None:
         self.layout = QueueLayout(settings.key_prefix, settings.queue_shards)
-        # The parts of a packed call that never change, packed once. 13 parts: EVALSHA, sha,
-        # numkeys, 5 KEYS, 5 ARGV (the first, `now`, empty unless a test passes it; the last,
-        # the shard count, in `_tail`).
-        sha = SCRIPTS["enqueue"].sha.encode()
-        self._head = b"*13\r\n" + pack_bulk(b"EVALSHA", sha, b"5")
+        # The parts of a packed call that never change, packed once: EVALSHA, sha, numkeys,
+        # 5 KEYS, then ARGV: `now` (empty unless a test passes it), namespace, id, JSON, and in
+        # `_tail` the shard count and the release's default policy (see worker.queue.policy).
         self._shards = settings.queue_shards
-        self._tail = pack_bulk(str(settings.queue_shards).encode())
+        self._defaults = QueuePolicy.defaults(settings.queue_shards).pairs()
+        tail = [self._shards, *self._defaults]
+        sha = SCRIPTS["enqueue"].sha.encode()
+        self._head = b"*%d\r\n" % (13 + len(self._defaults)) + pack_bulk(b"EVALSHA", sha, b"5")
+        self._tail = pack_bulk(*(str(part).encode() for part in tail))
         self._packed_keys: dict[str, tuple[bytes, bytes]] = {}
 
     def call(
@@ -119,6 +123,7 @@ class EnqueueEncoder:
             candidate.id,
             candidate.model_dump_json(),
             self._shards,
+            *self._defaults,
         ]
         return keys, args
 

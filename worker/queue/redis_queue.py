@@ -54,6 +54,7 @@ from worker.queue.encoding import (
 )
 from worker.queue.failures import translate, where_of
 from worker.queue.keys import QueueLayout
+from worker.queue.policy import QueuePolicy
 from worker.queue.replies import claims_of, claims_of_shards, entries_of, s
 from worker.queue.scripts import SCRIPTS, Args, Call, LuaScript, run_pipeline
 from worker.queue.stats import collect_stats, server_ms
@@ -86,8 +87,8 @@ class RedisQueue:
         self._encoder = EnqueueEncoder(settings)
         self._where = where_of(redis)
         self._lease_ms = seconds_to_ms(settings.lease_seconds)
-        self._quiet_ms = seconds_to_ms(settings.debounce_seconds)
-        self._max_wait_ms = seconds_to_ms(settings.max_wait_seconds)
+        #: The workers' policy, sent to the scripts that read it (used where Redis lost it).
+        self._policy = QueuePolicy.of(settings).pairs()
         self._backoff_ms = seconds_to_ms(settings.retry_backoff_seconds)
         self._max_delay_ms = seconds_to_ms(MAX_RETRY_DELAY_SECONDS)
         # Where a bounded claim_due starts, so a small limit does not always favour shard 0.
@@ -195,15 +196,9 @@ class RedisQueue:
             self.layout.due(shard),
             self.layout.leases(shard),
             self.layout.stats(shard),
+            self.layout.policy(shard),
         ]
-        args: Args = [
-            script_now(now),
-            claim.token,
-            ns,
-            self._quiet_ms,
-            self._max_wait_ms,
-            claim.covered,
-        ]
+        args: Args = [script_now(now), claim.token, ns, claim.covered, *self._policy]
         return int(self._call(SCRIPTS["ack"], keys, args)) >= 0
 
     def fail(
@@ -412,9 +407,7 @@ class RedisQueue:
             self.settings.max_attempts,
             self.layout.base(shard),
             namespace,
-            self._quiet_ms,
-            self._max_wait_ms,
-            self.settings.max_pending_per_namespace,
+            *self._policy,
         ]
         return SCRIPTS["claim"], keys, args
 

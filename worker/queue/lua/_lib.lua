@@ -50,14 +50,26 @@ local function server_now(hook)
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
--- The deployment's queue policy (written by the workers, see worker/queue/deployment.py), with
--- the Settings defaults when no worker has written it yet (a fresh or emptied Redis).
--- Returns quiet (ms), max wait (ms), max pending.
--- The fourth value is the deployment's shard count, or nil where no worker wrote it.
-local function policy_of(key)
-  local p = redis.call('HMGET', key, 'quiet', 'max_wait', 'max_pending', 'shards')
-  return tonumber(p[1]) or 30000, tonumber(p[2]) or 300000, tonumber(p[3]) or 10000,
-    tonumber(p[4])
+-- The deployment's queue policy, field -> number (fields: worker/queue/policy.py): the shard's
+-- policy hash, which the workers write; where none is written yet (a fresh or emptied Redis),
+-- the copy the caller sent as field/value pairs from ARGV[from] on. No defaults live here.
+local function policy_of(key, from)
+  local flat = redis.call('HGETALL', key)
+  if #flat == 0 then
+    flat = {unpack(ARGV, from)}
+  end
+  local policy = {}
+  for i = 1, #flat, 2 do
+    policy[flat[i]] = tonumber(flat[i + 1])
+  end
+  return policy
+end
+
+-- The debounce, computed here only: a batch whose first pending arrival was at `first` and
+-- latest at `last` (ms) is due `quiet` after the latest, but no later than `max_wait` after
+-- the first.
+local function due_at(policy, first, last)
+  return math.min(last + policy.quiet, first + policy.max_wait)
 end
 
 local function scope_of(ns)

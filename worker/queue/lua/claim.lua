@@ -17,9 +17,8 @@
 -- ARGV[6]  shard base "<prefix>:{sN}:"; namespace keys are derived from it inside the script.
 --          They carry the shard's hash tag, so they live in the same Cluster slot as KEYS.
 -- ARGV[7]  namespace to claim now whatever its due time, or "" to sweep the shard
--- ARGV[8]  quiet period (ms)    \
--- ARGV[9]  max wait (ms)         } the policy, written only when the shard has none (after a
--- ARGV[10] max pending          /  restart or flush); `memworker worker` writes it at start
+-- ARGV[8…] the workers' policy as field/value pairs (worker/queue/policy.py), written only
+--          when the shard has none (after a restart or flush); workers write it at start
 -- Derived from the shard base: <prefix>:{sN}:stats (counters) and :oldest:<scope>.
 --
 -- Returns a list of {namespace, token, covered id, count, attempts, due at (ms), epoch}.
@@ -50,7 +49,7 @@ if not epoch then
   redis.call('SET', KEYS[5], epoch)
 end
 if redis.call('EXISTS', KEYS[6]) == 0 then
-  redis.call('HSET', KEYS[6], 'quiet', ARGV[8], 'max_wait', ARGV[9], 'max_pending', ARGV[10])
+  redis.call('HSET', KEYS[6], unpack(ARGV, 8))
 end
 if redis.call('EXISTS', KEYS[4]) == 0 then
   redis.call('SET', KEYS[4], string.format('%d', now * 1000))
