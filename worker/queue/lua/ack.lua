@@ -9,11 +9,11 @@
 -- KEYS[4]  leases  <prefix>:{sN}:leases
 -- KEYS[5]  stats   <prefix>:{sN}:stats
 -- KEYS[6]  policy  <prefix>:{sN}:policy  the deployment's queue policy (see _lib.lua's policy_of)
--- ARGV[1]  now (ms), or "" for the server's TIME (unused; kept so every script takes it)
--- ARGV[2]  token
--- ARGV[3]  namespace key
--- ARGV[4]  covered: the last entry id the acknowledging lease covered (its own claim's)
--- ARGV[5…] the workers' policy as field/value pairs, used only where the hash is missing
+-- ARGV[1]   now           (ms), or "" for the server's TIME (unused; kept so every script takes it)
+-- ARGV[2]   token         the lease's token
+-- ARGV[3]   namespace     its key
+-- ARGV[4]   covered       the last entry id the acknowledging lease covered (its own claim's)
+-- ARGV[5…]  policy        the workers' policy, field/value pairs: used where the hash is missing
 --
 -- Returns the number of entries removed, or -1 when the token no longer holds the lease or
 -- the lease covers other entries (nothing changes then: a zombie worker cannot drop the batch

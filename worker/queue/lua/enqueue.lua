@@ -7,13 +7,14 @@
 -- KEYS[3]  due     <prefix>:{sN}:due
 -- KEYS[4]  stats   <prefix>:{sN}:stats
 -- KEYS[5]  policy  <prefix>:{sN}:policy  the deployment's queue policy (see _lib.lua's policy_of)
--- ARGV[1]  now (ms), or "" for the server's TIME (production clients always send "")
--- ARGV[2]  namespace key; its scope (the part before the first ":") is the stats field
--- ARGV[3]  candidate id
--- ARGV[4]  candidate JSON
--- ARGV[5]  the client's shard count (MEMWORKER_QUEUE_SHARDS), checked against the workers'
--- ARGV[6…] the release's default policy as field/value pairs, used only while no worker has
---          written the deployment's (worker/queue/policy.py)
+-- ARGV[1]   now           (ms), or "" for the server's TIME (production clients always send "")
+-- ARGV[2]   namespace     its key; its scope (the part before the first ":") is the stats field
+-- ARGV[3]   id            the candidate's id
+-- ARGV[4]   candidate     the candidate's JSON
+-- ARGV[5]   shards        the client's shard count (MEMWORKER_QUEUE_SHARDS), checked with the
+--                         workers'
+-- ARGV[6…]  policy        the release's default policy, field/value pairs: used only while no
+--                         worker has written the deployment's (worker/queue/policy.py)
 -- Derived (same hash tag): <prefix>:{sN}:oldest:<scope>, written on a namespace's first arrival.
 --
 -- Returns the entry's stream id, or the error "BACKLOG_FULL <pending> <limit>", or
