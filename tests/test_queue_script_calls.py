@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from worker.queue.keys import QueueLayout
-from worker.queue.scripts import SCRIPTS, ScriptCallError, parse_header
+from worker.queue.scripts import SCRIPTS, ScriptCallError, check_policy_fields, parse_header
 
 LAYOUT = QueueLayout("mw", shards=16)
 #: Keys a script names that are not the queue layout's (the beat lock lives outside shards).
@@ -44,3 +44,8 @@ def test_every_script_names_only_keys_the_layout_derives() -> None:
     for name, script in SCRIPTS.items():
         for key in set(script.keys) - OUTSIDE_LAYOUT.get(name, set()):
             assert LAYOUT.key(key, 0, "user:u1").startswith("mw:{s0}:"), (name, key)
+
+
+def test_a_policy_helper_reading_other_fields_than_the_policy_declares_is_refused() -> None:
+    with pytest.raises(ScriptCallError, match="QueuePolicy declares"):
+        check_policy_fields("local p = redis.call('HMGET', key, 'max_wait', 'quiet')")

@@ -1,7 +1,8 @@
 """The deployment's queue policy, declared once: what the workers write into every shard's
 ``policy`` hash and every script reads (through ``_lib.lua``'s ``policy_of``).
 
-The hash holds one field per :class:`QueuePolicy` field, named as here. Scripts never carry
+The hash holds one field per :class:`QueuePolicy` field, named as here; ``policy_of`` reads
+them in this order (checked when the scripts are loaded). Scripts never carry
 defaults of their own: a script that reads the policy is also sent a copy of it (its ``policy``
 ARGV, field/value pairs), used only where no worker has written the hash yet (a fresh or
 emptied Redis). The workers send their own policy (``claim`` writes it back when it is

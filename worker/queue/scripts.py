@@ -41,7 +41,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from importlib import resources
 from typing import Any, Final
 
@@ -52,6 +52,7 @@ from redis.exceptions import AskError, MovedError, NoScriptError, TryAgainError
 from worker.errors import MemworkerError
 from worker.queue.connect import RedisClient
 from worker.queue.keys import QueueLayout
+from worker.queue.policy import QueuePolicy
 
 #: One KEYS or ARGV value as sent: a string, or an integer (ms, counts, tokens).
 Arg = str | int
@@ -274,7 +275,22 @@ def _load(name: str, libs: dict[str, str]) -> LuaScript:
 def _load_all() -> dict[str, LuaScript]:
     folder = resources.files("worker.queue").joinpath("lua")
     libs = {lib: folder.joinpath(f"{lib}.lua").read_text("utf-8") for lib in _LIBS}
+    check_policy_fields(libs["_lib"])
     return {name: _load(name, libs) for name in _NAMES}
+
+
+def check_policy_fields(lib: str) -> None:
+    """Refuse (at load) a ``policy_of`` in ``_lib.lua`` that reads other fields, or in
+    another order, than :class:`~worker.queue.policy.QueuePolicy` declares: scripts index
+    its reply by position and take missing fields from the pairs in that order."""
+    found = re.search(r"'HMGET', key, ([^)]*)\)", lib)
+    read = tuple(re.findall(r"'(\w+)'", found.group(1))) if found else ()
+    declared = tuple(f.name for f in fields(QueuePolicy))
+    if read != declared:
+        raise ScriptCallError(
+            f"_lib.lua's policy_of reads {read}, but QueuePolicy declares {declared}: "
+            "change both together, in the same order"
+        )
 
 
 #: Every script by name, read once at import.

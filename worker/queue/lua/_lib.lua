@@ -50,17 +50,17 @@ local function server_now(hook)
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
--- The deployment's queue policy, field -> number (fields: worker/queue/policy.py): the shard's
--- policy hash, which the workers write; where none is written yet (a fresh or emptied Redis),
--- the copy the caller sent as field/value pairs from ARGV[from] on. No defaults live here.
+-- The deployment's queue policy: the shard's policy hash, which the workers write. A field the
+-- hash lacks (no worker wrote it yet: a fresh or emptied Redis) comes from the copy the caller
+-- sent, field/value pairs from ARGV[from] on. No defaults live here. The fields are
+-- worker/queue/policy.py's, in its order (checked when the scripts are loaded); the reply is
+-- HMGET's own table, made numbers in place (a new table per call would cost the hot path),
+-- indexed by these names:
+local QUIET, MAX_WAIT, MAX_PENDING, SHARDS = 1, 2, 3, 4
 local function policy_of(key, from)
-  local flat = redis.call('HGETALL', key)
-  if #flat == 0 then
-    flat = {unpack(ARGV, from)}
-  end
-  local policy = {}
-  for i = 1, #flat, 2 do
-    policy[flat[i]] = tonumber(flat[i + 1])
+  local policy = redis.call('HMGET', key, 'quiet', 'max_wait', 'max_pending', 'shards')
+  for i = 1, #policy do
+    policy[i] = tonumber(policy[i] or ARGV[from + 2 * i - 1])
   end
   return policy
 end
@@ -69,7 +69,7 @@ end
 -- latest at `last` (ms) is due `quiet` after the latest, but no later than `max_wait` after
 -- the first.
 local function due_at(policy, first, last)
-  return math.min(last + policy.quiet, first + policy.max_wait)
+  return math.min(last + policy[QUIET], first + policy[MAX_WAIT])
 end
 
 local function scope_of(ns)

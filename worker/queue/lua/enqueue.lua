@@ -13,8 +13,8 @@
 -- ARGV[4]   candidate     the candidate's JSON
 -- ARGV[5]   shards        the client's shard count (MEMWORKER_QUEUE_SHARDS), checked with the
 --                         workers'
--- ARGV[6…]  policy        the release's default policy, field/value pairs: used only while no
---                         worker has written the deployment's (worker/queue/policy.py)
+-- ARGV[6…]  policy        the release's default policy, field/value pairs: used only for what
+--                         no worker has written into the hash (worker/queue/policy.py)
 -- Derived (same hash tag): <prefix>:{sN}:oldest:<scope>, written on a namespace's first arrival.
 --
 -- Returns the entry's stream id, or the error "BACKLOG_FULL <pending> <limit>", or
@@ -27,7 +27,7 @@
 
 local now = server_now(ARGV[1])
 local policy = policy_of(KEYS[5], 6)
-local shards, max_pending = policy.shards, policy.max_pending
+local shards, max_pending = policy[SHARDS], policy[MAX_PENDING]
 if shards and shards ~= tonumber(ARGV[5]) then
   return redis.error_reply('SHARDS_MISMATCH ' .. tostring(ARGV[5]) .. ' ' .. shards)
 end
