@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from typing import Any
+from typing import Any, TypeVar
 
 import redis
 from redis.asyncio.cluster import ClusterNode as AsyncClusterNode
@@ -35,6 +35,9 @@ from worker.hotpath.pool import AsyncHotPool, HotPool
 from worker.queue.address import ClusterAddress, redacted
 from worker.queue.connect import open_redis
 from worker.queue.scripts import RESEND, Call, LuaScript, run_pipeline, unreachable
+
+#: A per-primary pool: :class:`HotPool` or :class:`AsyncHotPool`.
+Pool = TypeVar("Pool", HotPool, AsyncHotPool)
 
 
 def unpack_call(packed: bytes) -> tuple[list[str], list[str]]:
@@ -52,7 +55,39 @@ def unpack_call(packed: bytes) -> tuple[list[str], list[str]]:
     return parts[3 : 3 + numkeys], parts[3 + numkeys :]
 
 
-class ClusterHotPool:
+class _Routing:
+    """What both cluster pools share: one lean pool per primary, made on first use, and the
+    grouping of packed calls by the pool of the primary owning their slot."""
+
+    def __init__(
+        self, url: str, timeout: float, max_connections: int, allow_evicting: bool
+    ) -> None:
+        self._url, self._timeout, self._max = url, timeout, max_connections
+        self._allow_evicting = allow_evicting
+        self._address = ClusterAddress.parse(url)
+        self._nodes: dict[str, Any] = {}
+
+    def _node_pool(self, nodes: Any, call: bytes, pool_class: type[Pool]) -> Pool:
+        """The pool of the primary that ``nodes`` (a nodes manager) says owns ``call``."""
+        node = nodes.get_node_from_slot(key_slot(call))
+        pool: Pool | None = self._nodes.get(node.name)
+        if pool is None:
+            url = self._address.node_url(node.host, int(node.port))
+            pool = self._nodes[node.name] = pool_class(
+                url, self._timeout, self._max, allow_evicting=self._allow_evicting
+            )
+        return pool
+
+
+def _grouped(pools: list[Pool]) -> list[tuple[Pool, list[int]]]:
+    """The indexes of the calls each pool carries, given each call's pool, in call order."""
+    groups: dict[int, tuple[Pool, list[int]]] = {}
+    for i, pool in enumerate(pools):
+        groups.setdefault(id(pool), (pool, []))[1].append(i)
+    return list(groups.values())
+
+
+class ClusterHotPool(_Routing):
     """Thread-safe, like :class:`~worker.hotpath.pool.HotPool`; one per client.
 
     Each call goes straight to the primary owning its slot over that node's own lean
@@ -71,11 +106,8 @@ class ClusterHotPool:
     def __init__(
         self, url: str, timeout: float, max_connections: int, *, allow_evicting: bool = False
     ) -> None:
-        self._url, self._timeout, self._max = url, timeout, max_connections
-        self._allow_evicting = allow_evicting
-        self._address = ClusterAddress.parse(url)
+        super().__init__(url, timeout, max_connections, allow_evicting)
         self._client: RedisCluster | None = None
-        self._nodes: dict[str, HotPool] = {}
         self._lock = threading.Lock()
 
     def _connected(self) -> RedisCluster:
@@ -86,27 +118,12 @@ class ClusterHotPool:
                 self._client = client
             return self._client
 
-    def _pool_for(self, call: bytes) -> HotPool:
-        client = self._connected()
-        node = client.nodes_manager.get_node_from_slot(key_slot(call))
-        pool = self._nodes.get(node.name)
-        if pool is None:
-            with self._lock:
-                pool = self._nodes.get(node.name)
-                if pool is None:
-                    url = self._address.node_url(node.host, node.port)
-                    pool = self._nodes[node.name] = HotPool(
-                        url, self._timeout, self._max, allow_evicting=self._allow_evicting
-                    )
-        return pool
-
     def run_script(self, script: LuaScript, calls: list[bytes]) -> list[Any]:
-        groups: dict[int, tuple[HotPool, list[int]]] = {}
-        for i, call in enumerate(calls):
-            pool = self._pool_for(call)
-            groups.setdefault(id(pool), (pool, []))[1].append(i)
+        nodes = self._connected().nodes_manager
+        with self._lock:
+            pools = [self._node_pool(nodes, call, HotPool) for call in calls]
         results: list[Any] = [None] * len(calls)
-        for pool, indexes in groups.values():
+        for pool, indexes in _grouped(pools):
             try:
                 replies = pool.run_script(script, [calls[i] for i in indexes])
             except (redis.ConnectionError, redis.TimeoutError):
@@ -136,7 +153,7 @@ class ClusterHotPool:
             client.close()
 
 
-class AsyncClusterHotPool:
+class AsyncClusterHotPool(_Routing):
     """Async twin of :class:`ClusterHotPool`, for one event loop: the same routing over
     per-node :class:`~worker.hotpath.pool.AsyncHotPool` s, redirected calls sent again
     through ``redis.asyncio.RedisCluster``."""
@@ -144,9 +161,7 @@ class AsyncClusterHotPool:
     def __init__(
         self, url: str, timeout: float, max_connections: int, *, allow_evicting: bool = False
     ) -> None:
-        self._address = ClusterAddress.parse(url)
-        self._url, self._timeout, self._max = url, timeout, max_connections
-        self._allow_evicting = allow_evicting
+        super().__init__(url, timeout, max_connections, allow_evicting)
         self._client = AsyncRedisCluster(
             startup_nodes=[AsyncClusterNode(host, port) for host, port in self._address.nodes],
             username=self._address.username,
@@ -157,18 +172,6 @@ class AsyncClusterHotPool:
             retry=AsyncRetry(NoBackoff(), 1),
             max_connections=max_connections,
         )
-        self._nodes: dict[str, AsyncHotPool] = {}
-
-    async def _pool_for(self, call: bytes) -> AsyncHotPool:
-        await self._client.initialize()  # once; later calls return at once
-        node = self._client.nodes_manager.get_node_from_slot(key_slot(call))
-        pool = self._nodes.get(node.name)
-        if pool is None:
-            url = self._address.node_url(node.host, int(node.port))
-            pool = self._nodes[node.name] = AsyncHotPool(
-                url, self._timeout, self._max, allow_evicting=self._allow_evicting
-            )
-        return pool
 
     async def run_script(self, script: LuaScript, calls: list[bytes]) -> list[Any]:
         """One pipeline per node, the nodes concurrently; per-call errors come back as
@@ -182,10 +185,9 @@ class AsyncClusterHotPool:
             ) from None
 
     async def _run(self, script: LuaScript, calls: list[bytes]) -> list[Any]:
-        groups: dict[int, tuple[AsyncHotPool, list[int]]] = {}
-        for i, call in enumerate(calls):
-            pool = await self._pool_for(call)
-            groups.setdefault(id(pool), (pool, []))[1].append(i)
+        await self._client.initialize()  # once; later calls return at once
+        nodes = self._client.nodes_manager
+        pools = [self._node_pool(nodes, call, AsyncHotPool) for call in calls]
         results: list[Any] = [None] * len(calls)
 
         async def on_node(pool: AsyncHotPool, indexes: list[int]) -> None:
@@ -196,7 +198,7 @@ class AsyncClusterHotPool:
             for i, reply in zip(indexes, replies, strict=True):
                 results[i] = reply
 
-        await asyncio.gather(*(on_node(pool, indexes) for pool, indexes in groups.values()))
+        await asyncio.gather(*(on_node(pool, indexes) for pool, indexes in _grouped(pools)))
         for i, reply in enumerate(results):  # in order: a namespace's ids follow its arrivals
             if isinstance(reply, RESEND):
                 results[i] = await self._one(script, *unpack_call(calls[i]))
