@@ -17,7 +17,7 @@
 -- ARGV[6]   base          shard base "<prefix>:{sN}:"; the script derives namespace keys from it.
 --                         They carry the shard's hash tag: the same Cluster slot as KEYS.
 -- ARGV[7]   namespace     to claim now whatever its due time, or "" to sweep the shard
--- ARGV[8…]  policy        the workers' policy, field/value pairs (worker/queue/policy.py),
+-- ARGV[8]   policy        the workers' policy, "quiet 30000 ..." (worker/queue/policy.py),
 --                         written when the shard has none (a restart or flush lost it)
 -- Derived from the shard base: <prefix>:{sN}:stats (counters) and :oldest:<scope>.
 --
@@ -49,7 +49,11 @@ if not epoch then
   redis.call('SET', KEYS[5], epoch)
 end
 if redis.call('EXISTS', KEYS[6]) == 0 then
-  redis.call('HSET', KEYS[6], unpack(ARGV, 8))
+  local items = {}
+  for word in string.gmatch(ARGV[8], '%S+') do
+    items[#items + 1] = word
+  end
+  redis.call('HSET', KEYS[6], unpack(items))
 end
 if redis.call('EXISTS', KEYS[4]) == 0 then
   redis.call('SET', KEYS[4], string.format('%d', now * 1000))
