@@ -4,7 +4,7 @@
 The hash holds one field per :class:`QueuePolicy` field, named as here; ``policy_of`` reads
 them in this order (checked when the scripts are loaded). Scripts never carry
 defaults of their own: a script that reads the policy is also sent a copy of it (its ``policy``
-ARGV, :meth:`QueuePolicy.encoded`), used only where no worker has written the hash yet (a fresh or
+ARGV: :meth:`QueuePolicy.values`), used only where no worker has written the hash yet (a fresh or
 emptied Redis). The workers send their own policy (``claim`` writes it back when it is
 missing); a chat host's client sends :meth:`QueuePolicy.defaults`, the release's defaults,
 never its own settings, so nothing a client is configured with changes when a namespace is due.
@@ -16,8 +16,8 @@ arrival, but no later than ``max_wait`` ms after the first.
 >>> policy = QueuePolicy.of(Settings(redis_url="redis://x", debounce_seconds=5, queue_shards=4))
 >>> policy.pairs()
 ['quiet', 5000, 'max_wait', 300000, 'max_pending', 10000, 'shards', 4]
->>> policy.encoded()
-'quiet 5000 max_wait 300000 max_pending 10000 shards 4'
+>>> policy.values()
+[5000, 300000, 10000, 4]
 >>> QueuePolicy.defaults(shards=16).quiet
 30000
 """
@@ -63,7 +63,7 @@ class QueuePolicy:
         names = [f.name for f in fields(self)]
         return [item for pair in zip(names, astuple(self), strict=True) for item in pair]
 
-    def encoded(self) -> str:
-        """The pairs as one ``policy`` script argument (one argument, not eight: every
-        argument costs the hot path's enqueue)."""
-        return " ".join(map(str, self.pairs()))
+    def values(self) -> list[int]:
+        """The values in field order, as the ``policy`` script arguments carry them (not the
+        pairs: every argument and every string a script parses costs the hot path)."""
+        return list(astuple(self))

@@ -64,22 +64,9 @@ Value = Arg | Sequence[Arg]
 #: A header line naming one of KEYS or ARGV: ``-- KEYS[1]  log ...``, ``-- ARGV[3…]  scopes``.
 _HEADER: Final = re.compile(r"^-- (KEYS|ARGV)\[(\d+)(…?)\]\s+([a-z_]+)\b", re.MULTILINE)
 
-#: Helper files in the order they are prepended, each to the scripts naming it.
+#: Helper files in the order they are prepended, each to the scripts naming it; every other
+#: ``.lua`` file of the folder is a script.
 _LIBS: Final = ("_lib", "_sets")
-_NAMES: Final = (
-    "enqueue",
-    "claim",
-    "extend",
-    "ack",
-    "settle",
-    "mark_due",
-    "dlq_retry",
-    "dlq_drop",
-    "purge",
-    "stats",
-    "stats_rebuild",
-    "beat_lock",
-)
 
 
 class ScriptCallError(MemworkerError):
@@ -276,14 +263,15 @@ def _load_all() -> dict[str, LuaScript]:
     folder = resources.files("worker.queue").joinpath("lua")
     libs = {lib: folder.joinpath(f"{lib}.lua").read_text("utf-8") for lib in _LIBS}
     check_policy_fields(libs["_lib"])
-    return {name: _load(name, libs) for name in _NAMES}
+    files = sorted(f.name for f in folder.iterdir() if f.name.endswith(".lua"))
+    return {name: _load(name, libs) for name in (f[:-4] for f in files) if name not in _LIBS}
 
 
 def check_policy_fields(lib: str) -> None:
     """Refuse (at load) a ``policy_of`` in ``_lib.lua`` that reads other fields, or in
     another order, than :class:`~worker.queue.policy.QueuePolicy` declares: scripts index
     its reply by position and take missing fields from the pairs in that order."""
-    found = re.search(r"'HMGET', key, ([^)]*)\)", lib)
+    found = re.search(r"POLICY_FIELDS = \{([^}]*)\}", lib)
     read = tuple(re.findall(r"'(\w+)'", found.group(1))) if found else ()
     declared = tuple(f.name for f in fields(QueuePolicy))
     if read != declared:

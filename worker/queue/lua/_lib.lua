@@ -51,25 +51,17 @@ local function server_now(hook)
 end
 
 -- The deployment's queue policy: the shard's policy hash, which the workers write. A field the
--- hash lacks (no worker wrote it yet: a fresh or emptied Redis) comes from `given`, the copy
--- the caller sent ("quiet 30000 max_wait 300000 ...", read only then). No defaults live here.
--- The fields are worker/queue/policy.py's, in its order (checked when the scripts are loaded);
--- the reply is HMGET's own table, made numbers in place (a table more per call, or more
--- arguments, would cost the hot path), indexed by these names:
+-- hash lacks (no worker wrote it yet: a fresh or emptied Redis) comes from the copy the caller
+-- sent, its values in field order from ARGV[from] on. No defaults live here. The fields are
+-- worker/queue/policy.py's, in its order (checked when the scripts are loaded); the reply is
+-- HMGET's own table, made numbers in place (a table more per call, or parsing the copy,
+-- would cost the hot path), indexed by these names:
+local POLICY_FIELDS = {'quiet', 'max_wait', 'max_pending', 'shards'}
 local QUIET, MAX_WAIT, MAX_PENDING, SHARDS = 1, 2, 3, 4
-local function policy_of(key, given)
-  local policy = redis.call('HMGET', key, 'quiet', 'max_wait', 'max_pending', 'shards')
-  local complete = true
+local function policy_of(key, from)
+  local policy = redis.call('HMGET', key, unpack(POLICY_FIELDS))
   for i = 1, #policy do
-    policy[i] = tonumber(policy[i]) or false
-    complete = complete and policy[i]
-  end
-  if not complete then
-    local i = 0
-    for value in string.gmatch(given, '%S+ (%S+)') do
-      i = i + 1
-      policy[i] = policy[i] or tonumber(value)
-    end
+    policy[i] = tonumber(policy[i] or ARGV[from + i - 1])
   end
   return policy
 end

@@ -17,7 +17,7 @@
 -- ARGV[6]   base          shard base "<prefix>:{sN}:"; the script derives namespace keys from it.
 --                         They carry the shard's hash tag: the same Cluster slot as KEYS.
 -- ARGV[7]   namespace     to claim now whatever its due time, or "" to sweep the shard
--- ARGV[8]   policy        the workers' policy, "quiet 30000 ..." (worker/queue/policy.py),
+-- ARGV[8…]  policy        the workers' policy values (worker/queue/policy.py),
 --                         written when the shard has none (a restart or flush lost it)
 -- Derived from the shard base: <prefix>:{sN}:stats (counters) and :oldest:<scope>.
 --
@@ -49,11 +49,9 @@ if not epoch then
   redis.call('SET', KEYS[5], epoch)
 end
 if redis.call('EXISTS', KEYS[6]) == 0 then
-  local items = {}
-  for word in string.gmatch(ARGV[8], '%S+') do
-    items[#items + 1] = word
+  for i, field in ipairs(POLICY_FIELDS) do
+    redis.call('HSET', KEYS[6], field, ARGV[7 + i])
   end
-  redis.call('HSET', KEYS[6], unpack(items))
 end
 if redis.call('EXISTS', KEYS[4]) == 0 then
   redis.call('SET', KEYS[4], string.format('%d', now * 1000))
