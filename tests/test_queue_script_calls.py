@@ -48,4 +48,4 @@ def test_every_script_names_only_keys_the_layout_derives() -> None:
 
 def test_a_policy_helper_reading_other_fields_than_the_policy_declares_is_refused() -> None:
     with pytest.raises(ScriptCallError, match="QueuePolicy declares"):
-        check_policy_fields("local POLICY_FIELDS = {'max_wait', 'quiet'}")
+        check_policy_fields("redis.call('HMGET', key, 'max_wait', 'quiet')")

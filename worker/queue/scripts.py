@@ -268,17 +268,21 @@ def _load_all() -> dict[str, LuaScript]:
 
 
 def check_policy_fields(lib: str) -> None:
-    """Refuse (at load) a ``policy_of`` in ``_lib.lua`` that reads other fields, or in
-    another order, than :class:`~worker.queue.policy.QueuePolicy` declares: scripts index
-    its reply by position and take missing fields from the pairs in that order."""
-    found = re.search(r"POLICY_FIELDS = \{([^}]*)\}", lib)
-    read = tuple(re.findall(r"'(\w+)'", found.group(1))) if found else ()
+    """Refuse (at load) a ``_lib.lua`` whose ``policy_of`` (its HMGET) or ``policy_fields``
+    lists other fields, or in another order, than :class:`~worker.queue.policy.QueuePolicy`
+    declares: scripts index the policy by position and take missing values in that order."""
     declared = tuple(f.name for f in fields(QueuePolicy))
-    if read != declared:
-        raise ScriptCallError(
-            f"_lib.lua's policy_of reads {read}, but QueuePolicy declares {declared}: "
-            "change both together, in the same order"
-        )
+    for where, pattern in (
+        ("policy_of", r"'HMGET', key, ([^)]*)\)"),
+        ("policy_fields", r"function policy_fields\(\)\s*return \{([^}]*)\}"),
+    ):
+        found = re.search(pattern, lib)
+        listed = tuple(re.findall(r"'(\w+)'", found.group(1))) if found else ()
+        if listed != declared:
+            raise ScriptCallError(
+                f"_lib.lua's {where} lists {listed}, but QueuePolicy declares {declared}: "
+                "change them together, in the same order"
+            )
 
 
 #: Every script by name, read once at import.

@@ -55,11 +55,14 @@ end
 -- sent, its values in field order from ARGV[from] on. No defaults live here. The fields are
 -- worker/queue/policy.py's, in its order (checked when the scripts are loaded); the reply is
 -- HMGET's own table, made numbers in place (a table more per call, or parsing the copy,
--- would cost the hot path), indexed by these names:
-local POLICY_FIELDS = {'quiet', 'max_wait', 'max_pending', 'shards'}
+-- would cost the hot path), indexed by these names. policy_fields() lists the same fields,
+-- for claim's restore (a function, so no other script builds the table).
 local QUIET, MAX_WAIT, MAX_PENDING, SHARDS = 1, 2, 3, 4
+local function policy_fields()
+  return {'quiet', 'max_wait', 'max_pending', 'shards'}
+end
 local function policy_of(key, from)
-  local policy = redis.call('HMGET', key, unpack(POLICY_FIELDS))
+  local policy = redis.call('HMGET', key, 'quiet', 'max_wait', 'max_pending', 'shards')
   for i = 1, #policy do
     policy[i] = tonumber(policy[i] or ARGV[from + i - 1])
   end

@@ -49,7 +49,7 @@ if not epoch then
   redis.call('SET', KEYS[5], epoch)
 end
 if redis.call('EXISTS', KEYS[6]) == 0 then
-  for i, field in ipairs(POLICY_FIELDS) do
+  for i, field in ipairs(policy_fields()) do
     redis.call('HSET', KEYS[6], field, ARGV[7 + i])
   end
 end
