@@ -125,7 +125,7 @@ class Filler:
     def enqueue(self, names: list[str], at: float) -> None:
         layout = self.queue.layout
         calls: list[Call] = []
-        defaults = QueuePolicy.defaults(layout.shards).values()
+        defaults = QueuePolicy.defaults(layout.shards).packed()
         for name in names:
             call = SCRIPTS["enqueue"].bind(
                 layout,

@@ -12,7 +12,7 @@ client's attempts raises a connection error, which the client turns into
 
 >>> from worker.queue.scripts import pack_command
 >>> unpack_call(pack_command(b"EVALSHA", b"abc", b"1", b"k", b"v"))
-(['k'], ['v'])
+(['k'], [b'v'])
 """
 
 from __future__ import annotations
@@ -40,19 +40,20 @@ from worker.queue.scripts import RESEND, Call, LuaScript, run_pipeline, unreacha
 Pool = TypeVar("Pool", HotPool, AsyncHotPool)
 
 
-def unpack_call(packed: bytes) -> tuple[list[str], list[str]]:
-    """KEYS and ARGV of a packed ``EVALSHA sha numkeys key… arg…`` command."""
-    parts: list[str] = []
+def unpack_call(packed: bytes) -> tuple[list[str], list[bytes]]:
+    """KEYS and ARGV of a packed ``EVALSHA sha numkeys key… arg…`` command (ARGV as sent:
+    bytes, since some are binary)."""
+    parts: list[bytes] = []
     view = memoryview(packed)
     at = packed.index(b"\r\n") + 2  # past the array header
     while at < len(packed):
         end = packed.index(b"\r\n", at)
         size = int(view[at + 1 : end])
         start = end + 2
-        parts.append(bytes(view[start : start + size]).decode())
+        parts.append(bytes(view[start : start + size]))
         at = start + size + 2
     numkeys = int(parts[2])
-    return parts[3 : 3 + numkeys], parts[3 + numkeys :]
+    return [key.decode() for key in parts[3 : 3 + numkeys]], parts[3 + numkeys :]
 
 
 class _Routing:
@@ -207,7 +208,7 @@ class AsyncClusterHotPool(_Routing):
     async def run_one(self, script: LuaScript, call: bytes) -> Any:
         return (await self.run_script(script, [call]))[0]
 
-    async def _one(self, script: LuaScript, keys: list[str], args: list[str]) -> Any:
+    async def _one(self, script: LuaScript, keys: list[str], args: list[bytes]) -> Any:
         try:
             try:
                 return await self._client.evalsha(script.sha, len(keys), *keys, *args)

@@ -13,7 +13,7 @@ the same call here, so there is one definition of what an enqueue sends.
 >>> decode_candidate(args[3]) == c
 True
 >>> enc.packed(c).split()[:3]
-[b'*17', b'$7', b'EVALSHA']
+[b'*14', b'$7', b'EVALSHA']
 
 The call carries no clock, and no policy of the client's: only its shard count, checked
 against the workers', and the release's default policy, used only until a worker has written
@@ -48,10 +48,10 @@ _ENQUEUE: Final = SCRIPTS["enqueue"]
 #: The ARGV order :meth:`EnqueueEncoder.pack` writes by hand (the hot path's one format);
 #: checked against the script's header at import, so the two cannot drift apart.
 PACKED_ARGV: Final = ("now", "namespace", "id", "candidate", "shards", "policy")
-if _ENQUEUE.argv != PACKED_ARGV or not _ENQUEUE.rest:
+if _ENQUEUE.argv != PACKED_ARGV or _ENQUEUE.rest:
     raise ScriptCallError(
         f"lua/enqueue.lua's ARGV header lists {_ENQUEUE.argv}, but the hot path packs "
-        f"{PACKED_ARGV} (the last a list): change EnqueueEncoder.pack with the header"
+        f"{PACKED_ARGV}: change EnqueueEncoder.pack with the header"
     )
 
 #: Namespaces whose packed key names are kept for the hot path. Packing four key names costs
@@ -104,11 +104,10 @@ class EnqueueEncoder:
         # 5 KEYS, then ARGV: `now` (empty unless a test passes it), namespace, id, JSON, and in
         # `_tail` the shard count and the release's default policy (see worker.queue.policy).
         self._shards = settings.queue_shards
-        self._defaults = QueuePolicy.defaults(settings.queue_shards).values()
-        tail = [self._shards, *self._defaults]
+        self._defaults = QueuePolicy.defaults(settings.queue_shards).packed()
         sha = _ENQUEUE.sha.encode()
-        self._head = b"*%d\r\n" % (13 + len(self._defaults)) + pack_bulk(b"EVALSHA", sha, b"5")
-        self._tail = pack_bulk(*(str(part).encode() for part in tail))
+        self._head = b"*14\r\n" + pack_bulk(b"EVALSHA", sha, b"5")
+        self._tail = pack_bulk(str(self._shards).encode(), self._defaults)
         self._packed_keys: dict[str, tuple[bytes, bytes]] = {}
 
     def call(self, candidate: Candidate, now: float | None = None) -> Call:

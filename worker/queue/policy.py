@@ -4,7 +4,7 @@
 The hash holds one field per :class:`QueuePolicy` field, named as here; ``policy_of`` reads
 them in this order (checked when the scripts are loaded). Scripts never carry
 defaults of their own: a script that reads the policy is also sent a copy of it (its ``policy``
-ARGV: :meth:`QueuePolicy.values`), used only where no worker has written the hash yet (a fresh or
+ARGV: :meth:`QueuePolicy.packed`), used only where no worker has written the hash yet (a fresh or
 emptied Redis). The workers send their own policy (``claim`` writes it back when it is
 missing); a chat host's client sends :meth:`QueuePolicy.defaults`, the release's defaults,
 never its own settings, so nothing a client is configured with changes when a namespace is due.
@@ -16,14 +16,15 @@ arrival, but no later than ``max_wait`` ms after the first.
 >>> policy = QueuePolicy.of(Settings(redis_url="redis://x", debounce_seconds=5, queue_shards=4))
 >>> policy.pairs()
 ['quiet', 5000, 'max_wait', 300000, 'max_pending', 10000, 'shards', 4]
->>> policy.values()
-[5000, 300000, 10000, 4]
+>>> struct.unpack(">4d", policy.packed())
+(5000.0, 300000.0, 10000.0, 4.0)
 >>> QueuePolicy.defaults(shards=16).quiet
 30000
 """
 
 from __future__ import annotations
 
+import struct
 from dataclasses import astuple, dataclass, fields
 
 from worker.settings import Settings
@@ -63,7 +64,9 @@ class QueuePolicy:
         names = [f.name for f in fields(self)]
         return [item for pair in zip(names, astuple(self), strict=True) for item in pair]
 
-    def values(self) -> list[int]:
-        """The values in field order, as the ``policy`` script arguments carry them (not the
-        pairs: every argument and every string a script parses costs the hot path)."""
-        return list(astuple(self))
+    def packed(self) -> bytes:
+        """The values in field order as big-endian doubles: the ``policy`` script argument.
+        One argument a script reads without parsing (``struct.unpack`` where needed), since
+        every argument and every string a script parses costs the hot path's enqueue."""
+        values = astuple(self)
+        return struct.pack(f">{len(values)}d", *values)

@@ -88,7 +88,7 @@ class RedisQueue:
         self._where = where_of(redis)
         self._lease_ms = seconds_to_ms(settings.lease_seconds)
         #: The workers' policy, sent to the scripts that read it (used where Redis lost it).
-        self._policy = QueuePolicy.of(settings).values()
+        self._policy = QueuePolicy.of(settings).packed()
         self._backoff_ms = seconds_to_ms(settings.retry_backoff_seconds)
         self._max_delay_ms = seconds_to_ms(MAX_RETRY_DELAY_SECONDS)
         # Where a bounded claim_due starts, so a small limit does not always favour shard 0.

@@ -54,8 +54,8 @@ from worker.queue.connect import RedisClient
 from worker.queue.keys import QueueLayout
 from worker.queue.policy import QueuePolicy
 
-#: One KEYS or ARGV value as sent: a string, or an integer (ms, counts, tokens).
-Arg = str | int
+#: One KEYS or ARGV value as sent: a string, an integer (ms, counts, tokens) or bytes.
+Arg = str | int | bytes
 #: A script's KEYS or ARGV as sent.
 Args = Sequence[Arg]
 #: A named ARGV value: one value, or a list for the header's trailing ``ARGV[n…]``.
@@ -109,12 +109,12 @@ class LuaScript:
         values: list[Arg] = []
         for name in names:
             value = args[name]
-            if not isinstance(value, str | int):
+            if not isinstance(value, str | int | bytes):
                 raise ScriptCallError(f"script {self.name}: ARGV {name} is one value, not a list")
             values.append(value)
         if self.rest:
             tail = args[self.argv[-1]]
-            if isinstance(tail, str | int):
+            if isinstance(tail, str | int | bytes):
                 raise ScriptCallError(f"script {self.name}: ARGV {self.argv[-1]} is a list")
             values.extend(tail)
         return [keys[name] for name in self.keys], values

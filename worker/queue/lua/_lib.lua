@@ -51,20 +51,21 @@ local function server_now(hook)
 end
 
 -- The deployment's queue policy: the shard's policy hash, which the workers write. A field the
--- hash lacks (no worker wrote it yet: a fresh or emptied Redis) comes from the copy the caller
--- sent, its values in field order from ARGV[from] on. No defaults live here. The fields are
--- worker/queue/policy.py's, in its order (checked when the scripts are loaded); the reply is
--- HMGET's own table, made numbers in place (a table more per call, or parsing the copy,
--- would cost the hot path), indexed by these names. policy_fields() lists the same fields,
+-- hash lacks (no worker wrote it yet: a fresh or emptied Redis) comes from `given`, the copy
+-- the caller sent: its values in field order as big-endian doubles (one argument, read only
+-- then). No defaults live here. The fields are worker/queue/policy.py's, in its order
+-- (checked when the scripts are loaded); the reply is HMGET's own table, made numbers in
+-- place (a table more per call, or more arguments, would cost the hot path), indexed by
+-- these names. policy_fields() lists the same fields,
 -- for claim's restore (a function, so no other script builds the table).
 local QUIET, MAX_WAIT, MAX_PENDING, SHARDS = 1, 2, 3, 4
 local function policy_fields()
   return {'quiet', 'max_wait', 'max_pending', 'shards'}
 end
-local function policy_of(key, from)
+local function policy_of(key, given)
   local policy = redis.call('HMGET', key, 'quiet', 'max_wait', 'max_pending', 'shards')
   for i = 1, #policy do
-    policy[i] = tonumber(policy[i] or ARGV[from + i - 1])
+    policy[i] = tonumber(policy[i]) or (struct.unpack('>d', given, 8 * i - 7))
   end
   return policy
 end

@@ -13,7 +13,7 @@
 -- ARGV[2]   token         the lease's token
 -- ARGV[3]   namespace     its key
 -- ARGV[4]   covered       the last entry id the acknowledging lease covered (its own claim's)
--- ARGV[5…]  policy        the workers' policy values: used where the hash lacks them
+-- ARGV[5]   policy        the workers' policy, packed: used where the hash lacks it
 --
 -- Returns the number of entries removed, or -1 when the token no longer holds the lease or
 -- the lease covers other entries (nothing changes then: a zombie worker cannot drop the batch
@@ -41,7 +41,7 @@ lease_rem(KEYS[4], KEYS[3], KEYS[5], ns)
 local first, oldest = restore_first(KEYS[1], KEYS[2])
 if first then
   local last = tonumber(redis.call('HGET', KEYS[2], 'lms')) or first
-  due_add(KEYS[3], KEYS[5], ns, due_at(policy_of(KEYS[6], 5), first, last), false)
+  due_add(KEYS[3], KEYS[5], ns, due_at(policy_of(KEYS[6], ARGV[5]), first, last), false)
   redis.call('ZADD', oldest_key(KEYS[5], ns), oldest, ns)
 else
   -- The log is empty: the namespace is forgotten until its next arrival (ids stay above it).

@@ -17,7 +17,7 @@
 -- ARGV[6]   base          shard base "<prefix>:{sN}:"; the script derives namespace keys from it.
 --                         They carry the shard's hash tag: the same Cluster slot as KEYS.
 -- ARGV[7]   namespace     to claim now whatever its due time, or "" to sweep the shard
--- ARGV[8…]  policy        the workers' policy values (worker/queue/policy.py),
+-- ARGV[8]   policy        the workers' policy, packed (worker/queue/policy.py),
 --                         written when the shard has none (a restart or flush lost it)
 -- Derived from the shard base: <prefix>:{sN}:stats (counters) and :oldest:<scope>.
 --
@@ -50,7 +50,7 @@ if not epoch then
 end
 if redis.call('EXISTS', KEYS[6]) == 0 then
   for i, field in ipairs(policy_fields()) do
-    redis.call('HSET', KEYS[6], field, ARGV[7 + i])
+    redis.call('HSET', KEYS[6], field, (struct.unpack('>d', ARGV[8], 8 * i - 7)))
   end
 end
 if redis.call('EXISTS', KEYS[4]) == 0 then

@@ -13,7 +13,7 @@
 -- ARGV[4]   candidate     the candidate's JSON
 -- ARGV[5]   shards        the client's shard count (MEMWORKER_QUEUE_SHARDS), checked with the
 --                         workers'
--- ARGV[6…]  policy        the release's default policy values: used only for what no worker
+-- ARGV[6]   policy        the release's default policy, packed: used only for what no worker
 --                         has written into the hash (worker/queue/policy.py)
 -- Derived (same hash tag): <prefix>:{sN}:oldest:<scope>, written on a namespace's first arrival.
 --
@@ -26,7 +26,7 @@
 -- retries or drops them).
 
 local now = server_now(ARGV[1])
-local policy = policy_of(KEYS[5], 6)
+local policy = policy_of(KEYS[5], ARGV[6])
 local shards, max_pending = policy[SHARDS], policy[MAX_PENDING]
 if shards and shards ~= tonumber(ARGV[5]) then
   return redis.error_reply('SHARDS_MISMATCH ' .. tostring(ARGV[5]) .. ' ' .. shards)
