@@ -2,9 +2,9 @@
 ``policy`` hash and every script reads (through ``_lib.lua``'s ``policy_of``).
 
 The hash holds one field per :class:`QueuePolicy` field, named as here; ``policy_of`` reads
-them in this order (checked when the scripts are loaded). Scripts never carry
-defaults of their own: a script that reads the policy is also sent a copy of it (its ``policy``
-ARGV: :meth:`QueuePolicy.packed`), used only where no worker has written the hash yet (a fresh or
+them in this order (checked when the scripts are loaded). Scripts carry no defaults of their
+own: a script that reads the policy is also sent a copy of it (its ``policy`` argument,
+:meth:`QueuePolicy.packed`), used only for fields no worker has written yet (a fresh or
 emptied Redis). The workers send their own policy (``claim`` writes it back when it is
 missing); a chat host's client sends :meth:`QueuePolicy.defaults`, the release's defaults,
 never its own settings, so nothing a client is configured with changes when a namespace is due.
