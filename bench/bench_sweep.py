@@ -40,6 +40,7 @@ import redis
 
 from bench._support import verdict
 from worker.models import make_candidate
+from worker.queue.policy import QueuePolicy
 from worker.queue.redis_queue import RedisQueue
 from worker.queue.scripts import SCRIPTS, Call, run_pipeline
 from worker.queue.stats import recount_stats
@@ -124,19 +125,18 @@ class Filler:
     def enqueue(self, names: list[str], at: float) -> None:
         layout = self.queue.layout
         calls: list[Call] = []
+        defaults = QueuePolicy.defaults(layout.shards).packed()
         for name in names:
-            ns = f"user:{name}"
-            base = layout.base(layout.shard(ns))
-            keys = [f"{base}ns:{ns}:log", f"{base}ns:{ns}:meta", f"{base}due", f"{base}stats"]
-            keys.append(f"{base}policy")
-            args: list[str | int] = [
-                int(at * 1000),
-                ns,
-                f"c-{name}",
-                self.payload.replace("TEMPLATE", name),
-                layout.shards,
-            ]
-            calls.append((SCRIPTS["enqueue"], keys, args))
+            call = SCRIPTS["enqueue"].bind(
+                layout,
+                now=int(at * 1000),
+                namespace=f"user:{name}",
+                id=f"c-{name}",
+                candidate=self.payload.replace("TEMPLATE", name),
+                shards=layout.shards,
+                policy=defaults,
+            )
+            calls.append(call)
         for start in range(0, len(calls), PIPELINE_CALLS):
             for reply in run_pipeline(self.queue.redis, calls[start : start + PIPELINE_CALLS]):
                 if isinstance(reply, Exception):

@@ -83,7 +83,9 @@ class EnqueueFields(TypedDict):
     ``MemoryClient.enqueue`` / ``AsyncMemoryClient.enqueue`` take them as keywords
     (``**fields: Unpack[EnqueueFields]``), ``enqueue_many`` as one dict per candidate, and
     :func:`make_candidate` validates them. Adding a field is one line here plus its check in
-    :func:`build_candidate`.
+    :func:`validate_enqueue`; one the candidate stores is also a field of :class:`Candidate`
+    (and an entry of ``stored`` there), and nothing else: the hot path's JSON writer is
+    derived from the model.
 
     ``user_id``, ``trace_id`` and ``text`` are required (``user_id`` may be ``None`` in agent
     scope); the others default to: ``kind="fact"``, ``scope="user"``, ``source="hot_path"``,
@@ -251,19 +253,17 @@ def make_candidate(
 
 
 class EnqueueValues(NamedTuple):
-    """One enqueue's fields, validated (:func:`validate_enqueue`); what a candidate is built
-    from, less its id and creation time."""
+    """One enqueue's fields, validated (:func:`validate_enqueue`).
+
+    ``stored`` holds the :class:`Candidate` fields but its id and creation time, by name and
+    as stored: the model is the one declaration of the stored shape, and both
+    :func:`build_candidate` and the hot path's JSON writer (:mod:`worker.hotpath.builder`)
+    take these values as they are.
+    """
 
     namespace: Namespace
-    user_id: str | None
-    trace_id: str
-    thread_id: str | None
-    kind: Kind
-    path: str | None
-    key: str | None
-    text: str
-    source: Source
     idempotency_key: str | None
+    stored: dict[str, Any]
 
 
 def validate_enqueue(
@@ -277,7 +277,7 @@ def validate_enqueue(
     :func:`candidate_id_for` makes), in the same order; shared with the hot-path clients,
     which build the stored form directly from it.
 
-    >>> validate_enqueue({"user_id": "u1", "trace_id": "t1", "text": " tea "}).text
+    >>> validate_enqueue({"user_id": "u1", "trace_id": "t1", "text": " tea "}).stored["text"]
     'tea'
     """
     keys = fields.keys()
@@ -306,18 +306,18 @@ def validate_enqueue(
         refuse_reserved(path, f"topic {topic!r}")
     key = validate_key(fields.get("key"))
     source = validate_source(fields.get("source", "hot_path"))
-    return EnqueueValues(
-        namespace,
-        user_id,
-        trace_id,
-        thread_id,
-        kind,
-        path,
-        key,
-        text,
-        source,
-        fields.get("idempotency_key"),
-    )
+    stored = {
+        "namespace": namespace.key,
+        "user_id": user_id,
+        "trace_id": trace_id,
+        "thread_id": thread_id,
+        "kind": kind,
+        "path": path,
+        "key": key,
+        "text": text,
+        "source": source,
+    }
+    return EnqueueValues(namespace, fields.get("idempotency_key"), stored)
 
 
 def build_candidate(
@@ -336,19 +336,8 @@ def build_candidate(
     """
     v = validate_enqueue(fields, max_text_bytes=max_text_bytes, allow_org=allow_org, org_id=org_id)
     created = validate_time(now, "now") if now is not None else datetime.now(UTC)
-    return Candidate.model_construct(
-        id=candidate_id_for(v.namespace, v.idempotency_key),
-        namespace=v.namespace.key,
-        user_id=v.user_id,
-        trace_id=v.trace_id,
-        thread_id=v.thread_id,
-        kind=v.kind,
-        path=v.path,
-        key=v.key,
-        text=v.text,
-        created_at=created,
-        source=v.source,
-    )
+    cid = candidate_id_for(v.namespace, v.idempotency_key)
+    return Candidate.model_construct(id=cid, created_at=created, **v.stored)
 
 
 def _namespace_for(

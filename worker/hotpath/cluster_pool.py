@@ -12,14 +12,14 @@ client's attempts raises a connection error, which the client turns into
 
 >>> from worker.queue.scripts import pack_command
 >>> unpack_call(pack_command(b"EVALSHA", b"abc", b"1", b"k", b"v"))
-(['k'], ['v'])
+(['k'], [b'v'])
 """
 
 from __future__ import annotations
 
 import asyncio
 import threading
-from typing import Any
+from typing import Any, TypeVar
 
 import redis
 from redis.asyncio.cluster import ClusterNode as AsyncClusterNode
@@ -36,23 +36,59 @@ from worker.queue.address import ClusterAddress, redacted
 from worker.queue.connect import open_redis
 from worker.queue.scripts import RESEND, Call, LuaScript, run_pipeline, unreachable
 
+#: A per-primary pool: :class:`HotPool` or :class:`AsyncHotPool`.
+Pool = TypeVar("Pool", HotPool, AsyncHotPool)
 
-def unpack_call(packed: bytes) -> tuple[list[str], list[str]]:
-    """KEYS and ARGV of a packed ``EVALSHA sha numkeys key… arg…`` command."""
-    parts: list[str] = []
+
+def unpack_call(packed: bytes) -> tuple[list[str], list[bytes]]:
+    """KEYS and ARGV of a packed ``EVALSHA sha numkeys key… arg…`` command (ARGV as sent:
+    bytes, since some are binary)."""
+    parts: list[bytes] = []
     view = memoryview(packed)
     at = packed.index(b"\r\n") + 2  # past the array header
     while at < len(packed):
         end = packed.index(b"\r\n", at)
         size = int(view[at + 1 : end])
         start = end + 2
-        parts.append(bytes(view[start : start + size]).decode())
+        parts.append(bytes(view[start : start + size]))
         at = start + size + 2
     numkeys = int(parts[2])
-    return parts[3 : 3 + numkeys], parts[3 + numkeys :]
+    return [key.decode() for key in parts[3 : 3 + numkeys]], parts[3 + numkeys :]
 
 
-class ClusterHotPool:
+class _Routing:
+    """What both cluster pools share: one lean pool per primary, made on first use, and the
+    grouping of packed calls by the pool of the primary owning their slot."""
+
+    def __init__(
+        self, url: str, timeout: float, max_connections: int, allow_evicting: bool
+    ) -> None:
+        self._url, self._timeout, self._max = url, timeout, max_connections
+        self._allow_evicting = allow_evicting
+        self._address = ClusterAddress.parse(url)
+        self._nodes: dict[str, Any] = {}
+
+    def _node_pool(self, nodes: Any, call: bytes, pool_class: type[Pool]) -> Pool:
+        """The pool of the primary that ``nodes`` (a nodes manager) says owns ``call``."""
+        node = nodes.get_node_from_slot(key_slot(call))
+        pool: Pool | None = self._nodes.get(node.name)
+        if pool is None:
+            url = self._address.node_url(node.host, int(node.port))
+            pool = self._nodes[node.name] = pool_class(
+                url, self._timeout, self._max, allow_evicting=self._allow_evicting
+            )
+        return pool
+
+
+def _grouped(pools: list[Pool]) -> list[tuple[Pool, list[int]]]:
+    """The indexes of the calls each pool carries, given each call's pool, in call order."""
+    groups: dict[int, tuple[Pool, list[int]]] = {}
+    for i, pool in enumerate(pools):
+        groups.setdefault(id(pool), (pool, []))[1].append(i)
+    return list(groups.values())
+
+
+class ClusterHotPool(_Routing):
     """Thread-safe, like :class:`~worker.hotpath.pool.HotPool`; one per client.
 
     Each call goes straight to the primary owning its slot over that node's own lean
@@ -71,11 +107,8 @@ class ClusterHotPool:
     def __init__(
         self, url: str, timeout: float, max_connections: int, *, allow_evicting: bool = False
     ) -> None:
-        self._url, self._timeout, self._max = url, timeout, max_connections
-        self._allow_evicting = allow_evicting
-        self._address = ClusterAddress.parse(url)
+        super().__init__(url, timeout, max_connections, allow_evicting)
         self._client: RedisCluster | None = None
-        self._nodes: dict[str, HotPool] = {}
         self._lock = threading.Lock()
 
     def _connected(self) -> RedisCluster:
@@ -86,27 +119,12 @@ class ClusterHotPool:
                 self._client = client
             return self._client
 
-    def _pool_for(self, call: bytes) -> HotPool:
-        client = self._connected()
-        node = client.nodes_manager.get_node_from_slot(key_slot(call))
-        pool = self._nodes.get(node.name)
-        if pool is None:
-            with self._lock:
-                pool = self._nodes.get(node.name)
-                if pool is None:
-                    url = self._address.node_url(node.host, node.port)
-                    pool = self._nodes[node.name] = HotPool(
-                        url, self._timeout, self._max, allow_evicting=self._allow_evicting
-                    )
-        return pool
-
     def run_script(self, script: LuaScript, calls: list[bytes]) -> list[Any]:
-        groups: dict[int, tuple[HotPool, list[int]]] = {}
-        for i, call in enumerate(calls):
-            pool = self._pool_for(call)
-            groups.setdefault(id(pool), (pool, []))[1].append(i)
+        nodes = self._connected().nodes_manager
+        with self._lock:
+            pools = [self._node_pool(nodes, call, HotPool) for call in calls]
         results: list[Any] = [None] * len(calls)
-        for pool, indexes in groups.values():
+        for pool, indexes in _grouped(pools):
             try:
                 replies = pool.run_script(script, [calls[i] for i in indexes])
             except (redis.ConnectionError, redis.TimeoutError):
@@ -136,7 +154,7 @@ class ClusterHotPool:
             client.close()
 
 
-class AsyncClusterHotPool:
+class AsyncClusterHotPool(_Routing):
     """Async twin of :class:`ClusterHotPool`, for one event loop: the same routing over
     per-node :class:`~worker.hotpath.pool.AsyncHotPool` s, redirected calls sent again
     through ``redis.asyncio.RedisCluster``."""
@@ -144,9 +162,7 @@ class AsyncClusterHotPool:
     def __init__(
         self, url: str, timeout: float, max_connections: int, *, allow_evicting: bool = False
     ) -> None:
-        self._address = ClusterAddress.parse(url)
-        self._url, self._timeout, self._max = url, timeout, max_connections
-        self._allow_evicting = allow_evicting
+        super().__init__(url, timeout, max_connections, allow_evicting)
         self._client = AsyncRedisCluster(
             startup_nodes=[AsyncClusterNode(host, port) for host, port in self._address.nodes],
             username=self._address.username,
@@ -157,18 +173,6 @@ class AsyncClusterHotPool:
             retry=AsyncRetry(NoBackoff(), 1),
             max_connections=max_connections,
         )
-        self._nodes: dict[str, AsyncHotPool] = {}
-
-    async def _pool_for(self, call: bytes) -> AsyncHotPool:
-        await self._client.initialize()  # once; later calls return at once
-        node = self._client.nodes_manager.get_node_from_slot(key_slot(call))
-        pool = self._nodes.get(node.name)
-        if pool is None:
-            url = self._address.node_url(node.host, int(node.port))
-            pool = self._nodes[node.name] = AsyncHotPool(
-                url, self._timeout, self._max, allow_evicting=self._allow_evicting
-            )
-        return pool
 
     async def run_script(self, script: LuaScript, calls: list[bytes]) -> list[Any]:
         """One pipeline per node, the nodes concurrently; per-call errors come back as
@@ -182,10 +186,9 @@ class AsyncClusterHotPool:
             ) from None
 
     async def _run(self, script: LuaScript, calls: list[bytes]) -> list[Any]:
-        groups: dict[int, tuple[AsyncHotPool, list[int]]] = {}
-        for i, call in enumerate(calls):
-            pool = await self._pool_for(call)
-            groups.setdefault(id(pool), (pool, []))[1].append(i)
+        await self._client.initialize()  # once; later calls return at once
+        nodes = self._client.nodes_manager
+        pools = [self._node_pool(nodes, call, AsyncHotPool) for call in calls]
         results: list[Any] = [None] * len(calls)
 
         async def on_node(pool: AsyncHotPool, indexes: list[int]) -> None:
@@ -196,7 +199,7 @@ class AsyncClusterHotPool:
             for i, reply in zip(indexes, replies, strict=True):
                 results[i] = reply
 
-        await asyncio.gather(*(on_node(pool, indexes) for pool, indexes in groups.values()))
+        await asyncio.gather(*(on_node(pool, indexes) for pool, indexes in _grouped(pools)))
         for i, reply in enumerate(results):  # in order: a namespace's ids follow its arrivals
             if isinstance(reply, RESEND):
                 results[i] = await self._one(script, *unpack_call(calls[i]))
@@ -205,7 +208,7 @@ class AsyncClusterHotPool:
     async def run_one(self, script: LuaScript, call: bytes) -> Any:
         return (await self.run_script(script, [call]))[0]
 
-    async def _one(self, script: LuaScript, keys: list[str], args: list[str]) -> Any:
+    async def _one(self, script: LuaScript, keys: list[str], args: list[bytes]) -> Any:
         try:
             try:
                 return await self._client.evalsha(script.sha, len(keys), *keys, *args)

@@ -37,7 +37,37 @@ from worker.queue.address import redacted
 from worker.queue.scripts import LuaScript, pack_command
 
 
-class HotPool:
+class _NodePool:
+    """What both single-node pools share: how a connection is made (redis-py's recipe for
+    the URL, no retries), the bound on connections and the eviction guard."""
+
+    def __init__(
+        self, url: str, timeout: float, max_connections: int, allow_evicting: bool, is_async: bool
+    ) -> None:
+        options = {"socket_timeout": timeout, "socket_connect_timeout": timeout}
+        try:
+            if is_async:
+                retry = redis.asyncio.retry.Retry(NoBackoff(), 0)
+                template: Any = redis.asyncio.ConnectionPool.from_url(url, retry=retry, **options)
+            else:
+                template = redis.ConnectionPool.from_url(
+                    url, retry=Retry(NoBackoff(), 0), **options
+                )
+        except ValueError as exc:  # e.g. a bad option in the URL's query string
+            raise ConfigurationError(f"Redis URL {redacted(url)!r} cannot be used: {exc}") from None
+        self._connection_class = template.connection_class
+        self._connection_kwargs = template.connection_kwargs
+        self._timeout = timeout
+        self._max = max_connections
+        self._guard = EvictionGuard(redacted(url), allow_evicting=allow_evicting)
+
+    def _busy(self) -> redis.ConnectionError:
+        return redis.ConnectionError(
+            f"all {self._max} hot-path connections stayed busy for {self._timeout:g} s"
+        )
+
+
+class HotPool(_NodePool):
     """Thread-safe pool for :meth:`execute`; one per :class:`~worker.MemoryClient`.
 
     Every connection it opens is probed once for an evicting ``maxmemory-policy`` before it
@@ -47,20 +77,7 @@ class HotPool:
     def __init__(
         self, url: str, timeout: float, max_connections: int, *, allow_evicting: bool = False
     ) -> None:
-        try:
-            template = redis.ConnectionPool.from_url(
-                url,
-                socket_timeout=timeout,
-                socket_connect_timeout=timeout,
-                retry=Retry(NoBackoff(), 0),
-            )
-        except ValueError as exc:  # e.g. a bad option in the URL's query string
-            raise _bad_url(url, exc) from None
-        self._connection_class = template.connection_class
-        self._connection_kwargs = template.connection_kwargs
-        self._timeout = timeout
-        self._max = max_connections
-        self._guard = EvictionGuard(redacted(url), allow_evicting=allow_evicting)
+        super().__init__(url, timeout, max_connections, allow_evicting, is_async=False)
         self._reset()
 
     def _reset(self) -> None:
@@ -78,9 +95,7 @@ class HotPool:
         if os.getpid() != self._pid:
             self._reset()
         if not self._slots.acquire(timeout=self._timeout):
-            raise redis.ConnectionError(
-                f"all {self._max} hot-path connections stayed busy for {self._timeout:g} s"
-            )
+            raise self._busy()
         try:
             with self._lock:
                 conn = self._idle.pop() if self._idle else None
@@ -116,10 +131,9 @@ class HotPool:
         results = self.execute(b"".join(calls), len(calls))
         missing = _noscript(results)
         if missing:
-            load, *again = self.execute(_load(script, calls, missing), 1 + len(missing))
-            _check_loaded(load)
-            for i, result in zip(missing, again, strict=True):
-                results[i] = result
+            _reloaded(
+                results, missing, self.execute(_load(script, calls, missing), 1 + len(missing))
+            )
         return results
 
     def run_one(self, script: LuaScript, call: bytes) -> Any:
@@ -127,9 +141,7 @@ class HotPool:
         exception."""
         result = self.execute(call)[0]
         if isinstance(result, NoScriptError):
-            load, again = self.execute(_load(script, [call], [0]), 2)
-            _check_loaded(load)
-            return again
+            return _reloaded([result], [0], self.execute(_load(script, [call], [0]), 2))[0]
         return result
 
     def _checkin(self, conn: Any) -> None:
@@ -159,26 +171,13 @@ def _round_trip(conn: Any, packed: bytes, replies: int) -> list[Any]:
     return out
 
 
-class AsyncHotPool:
+class AsyncHotPool(_NodePool):
     """Async twin of :class:`HotPool`, for one event loop (new connections probed alike)."""
 
     def __init__(
         self, url: str, timeout: float, max_connections: int, *, allow_evicting: bool = False
     ) -> None:
-        try:
-            template = redis.asyncio.ConnectionPool.from_url(
-                url,
-                socket_timeout=timeout,
-                socket_connect_timeout=timeout,
-                retry=redis.asyncio.retry.Retry(NoBackoff(), 0),
-            )
-        except ValueError as exc:
-            raise _bad_url(url, exc) from None
-        self._connection_class = template.connection_class
-        self._connection_kwargs = template.connection_kwargs
-        self._timeout = timeout
-        self._max = max_connections
-        self._guard = EvictionGuard(redacted(url), allow_evicting=allow_evicting)
+        super().__init__(url, timeout, max_connections, allow_evicting, is_async=True)
         self._idle: list[Any] = []
         self._slots = asyncio.Semaphore(max_connections)
 
@@ -188,9 +187,7 @@ class AsyncHotPool:
             try:
                 await asyncio.wait_for(self._slots.acquire(), self._timeout)
             except TimeoutError:
-                raise redis.ConnectionError(
-                    f"all {self._max} hot-path connections stayed busy for {self._timeout:g} s"
-                ) from None
+                raise self._busy() from None
         else:
             await self._slots.acquire()
         try:
@@ -226,19 +223,15 @@ class AsyncHotPool:
         results = await self.execute(b"".join(calls), len(calls))
         missing = _noscript(results)
         if missing:
-            load, *again = await self.execute(_load(script, calls, missing), 1 + len(missing))
-            _check_loaded(load)
-            for i, result in zip(missing, again, strict=True):
-                results[i] = result
+            again = await self.execute(_load(script, calls, missing), 1 + len(missing))
+            _reloaded(results, missing, again)
         return results
 
     async def run_one(self, script: LuaScript, call: bytes) -> Any:
         """See :meth:`HotPool.run_one`."""
         result = (await self.execute(call))[0]
         if isinstance(result, NoScriptError):
-            load, again = await self.execute(_load(script, [call], [0]), 2)
-            _check_loaded(load)
-            return again
+            return _reloaded([result], [0], await self.execute(_load(script, [call], [0]), 2))[0]
         return result
 
     async def close(self) -> None:
@@ -262,10 +255,6 @@ async def _around_trip(conn: Any, packed: bytes, replies: int) -> list[Any]:
     return out
 
 
-def _bad_url(url: str, exc: ValueError) -> ConfigurationError:
-    return ConfigurationError(f"Redis URL {redacted(url)!r} cannot be used: {exc}")
-
-
 def _noscript(results: list[Any]) -> list[int]:
     return [i for i, result in enumerate(results) if isinstance(result, NoScriptError)]
 
@@ -276,6 +265,12 @@ def _load(script: LuaScript, calls: list[bytes], missing: list[int]) -> bytes:
     return load + b"".join(calls[i] for i in missing)
 
 
-def _check_loaded(reply: Any) -> None:
-    if isinstance(reply, Exception):
-        raise reply
+def _reloaded(results: list[Any], missing: list[int], replies: list[Any]) -> list[Any]:
+    """``results`` with the ``missing`` ones replaced by ``replies`` to :func:`_load`'s
+    command (a failed SCRIPT LOAD, its first reply, is raised)."""
+    load, *again = replies
+    if isinstance(load, Exception):
+        raise load
+    for i, result in zip(missing, again, strict=True):
+        results[i] = result
+    return results

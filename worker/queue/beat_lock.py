@@ -25,7 +25,7 @@ from typing import Final
 from worker.queue.connect import REDIS_FAILURES, RedisClient
 from worker.queue.encoding import seconds_to_ms
 from worker.queue.failures import translate, where_of
-from worker.queue.scripts import SCRIPTS
+from worker.queue.scripts import SCRIPTS, Value
 
 #: Lifetime of the lock without renewal. A beat loops (and renews) at least every 15 s, so two
 #: missed loops in a row (a slow broker reconnect) still keep it; a dead holder elsewhere is
@@ -127,9 +127,14 @@ class BeatLock:
 
     def _call(self, mode: str, dead: str = "") -> tuple[bool, str | None]:
         try:
-            reply = SCRIPTS["beat_lock"].call(
-                self.client, [self.key], [self.token, self._ttl_ms, mode, dead]
-            )
+            script = SCRIPTS["beat_lock"]
+            args: dict[str, Value] = {
+                "token": self.token,
+                "ttl": self._ttl_ms,
+                "mode": mode,
+                "dead": dead,
+            }
+            reply = script.call(self.client, *script.order({"lock": self.key}, args))
         except REDIS_FAILURES as exc:
             raise translate(exc, where_of(self.client)) from exc
         holder = reply[1] if len(reply) > 1 and reply[1] else None

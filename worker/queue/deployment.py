@@ -26,6 +26,7 @@ from worker.errors import QueueMisconfigured
 from worker.queue.connect import REDIS_FAILURES, RedisClient
 from worker.queue.failures import translate
 from worker.queue.keys import QueueLayout
+from worker.queue.policy import QueuePolicy
 from worker.queue.replies import s
 from worker.settings import Settings
 
@@ -125,17 +126,7 @@ def publish_policy(client: RedisClient, layout: QueueLayout, settings: Settings)
     """Write the deployment's queue policy into every shard (one pipelined round trip),
     after :func:`check_shards`."""
     check_shards(client, layout)
-    items: list[str | int] = [
-        "quiet",
-        round(settings.debounce_seconds * 1000),
-        "max_wait",
-        round(settings.max_wait_seconds * 1000),
-        "max_pending",
-        settings.max_pending_per_namespace,
-        # Checked by every enqueue: a client with another count would strand its candidates.
-        "shards",
-        layout.shards,
-    ]
+    items = QueuePolicy.of(settings).pairs()
     pipe = client.pipeline(transaction=False)
     for shard in range(layout.shards):
         pipe.hset(layout.policy(shard), items=items)

@@ -7,18 +7,19 @@ the same call here, so there is one definition of what an enqueue sends.
 >>> from worker.settings import Settings
 >>> enc = EnqueueEncoder(Settings(redis_url="redis://x", key_prefix="mw", queue_shards=16))
 >>> c = make_candidate(user_id="u1", trace_id="t1", text="I prefer tea")
->>> keys, args = enc.call(c)
+>>> _, keys, args = enc.call(c)
 >>> keys[0], args[:2]
 ('mw:{s8}:ns:user:u1:log', ['', 'user:u1'])
 >>> decode_candidate(args[3]) == c
 True
 >>> enc.packed(c).split()[:3]
-[b'*13', b'$7', b'EVALSHA']
+[b'*14', b'$7', b'EVALSHA']
 
-The call carries no clock and no policy (only the client's shard count, checked against the
-workers'): the script reads the server's ``TIME`` and the
-deployment's policy (``<prefix>:{sN}:policy``), so a client's clock or settings change nothing
-about when a namespace becomes due. ``now`` exists only as a test hook.
+The call carries no clock, and no policy of the client's: only its shard count, checked
+against the workers', and the release's default policy, used only until a worker has written
+the deployment's (see :mod:`worker.queue.policy`). The script reads the server's ``TIME`` and
+the deployment's policy (``<prefix>:{sN}:policy``), so a client's clock or settings change
+nothing about when a namespace becomes due. ``now`` exists only as a test hook.
 """
 
 from __future__ import annotations
@@ -34,13 +35,24 @@ from worker.metrics import count_enqueued
 from worker.models import Candidate
 from worker.queue.failures import translate
 from worker.queue.keys import QueueLayout
-from worker.queue.scripts import SCRIPTS, pack_bulk
+from worker.queue.policy import QueuePolicy
+from worker.queue.scripts import SCRIPTS, Call, ScriptCallError, pack_bulk
 from worker.settings import Settings
 
 #: The error the enqueue script raises when a namespace's log is at max_pending.
 BACKLOG_FULL: Final = "BACKLOG_FULL"
 #: The error reply of an enqueue whose client uses another shard count than the workers.
 SHARDS_MISMATCH: Final = "SHARDS_MISMATCH"
+
+_ENQUEUE: Final = SCRIPTS["enqueue"]
+#: The ARGV order :meth:`EnqueueEncoder.pack` writes by hand (the hot path's one format);
+#: checked against the script's header at import, so the two cannot drift apart.
+PACKED_ARGV: Final = ("now", "namespace", "id", "candidate", "shards", "policy")
+if _ENQUEUE.argv != PACKED_ARGV or _ENQUEUE.rest:
+    raise ScriptCallError(
+        f"lua/enqueue.lua's ARGV header lists {_ENQUEUE.argv}, but the hot path packs "
+        f"{PACKED_ARGV}: change EnqueueEncoder.pack with the header"
+    )
 
 #: Namespaces whose packed key names are kept for the hot path. Packing four key names costs
 #: more than a dict lookup; 4096 covers the active users of one chat process, and the cache
@@ -84,43 +96,32 @@ class Queued(Protocol):
 class EnqueueEncoder:
     """Builds ``enqueue`` script calls for one deployment's settings."""
 
-    __slots__ = ("_head", "_packed_keys", "_shards", "_tail", "layout")
+    __slots__ = ("_defaults", "_head", "_packed_keys", "_shards", "_tail", "layout")
 
     def __init__(self, settings: Settings) -> None:
         self.layout = QueueLayout(settings.key_prefix, settings.queue_shards)
-        # The parts of a packed call that never change, packed once. 13 parts: EVALSHA, sha,
-        # numkeys, 5 KEYS, 5 ARGV (the first, `now`, empty unless a test passes it; the last,
-        # the shard count, in `_tail`).
-        sha = SCRIPTS["enqueue"].sha.encode()
-        self._head = b"*13\r\n" + pack_bulk(b"EVALSHA", sha, b"5")
+        # The parts of a packed call that never change, packed once: EVALSHA, sha, numkeys,
+        # 5 KEYS, then ARGV: `now` (empty unless a test passes it), namespace, id, JSON, and in
+        # `_tail` the shard count and the release's default policy (see worker.queue.policy).
         self._shards = settings.queue_shards
-        self._tail = pack_bulk(str(settings.queue_shards).encode())
+        self._defaults = QueuePolicy.defaults(settings.queue_shards).packed()
+        sha = _ENQUEUE.sha.encode()
+        self._head = b"*14\r\n" + pack_bulk(b"EVALSHA", sha, b"5")
+        self._tail = pack_bulk(str(self._shards).encode(), self._defaults)
         self._packed_keys: dict[str, tuple[bytes, bytes]] = {}
 
-    def call(
-        self, candidate: Candidate, now: float | None = None
-    ) -> tuple[list[str], list[str | int]]:
-        """KEYS and ARGV of the enqueue script for ``candidate`` (see ``lua/enqueue.lua``);
-        ``now`` (epoch seconds) is a test hook, the server's clock otherwise."""
-        ns = candidate.namespace
-        layout = self.layout
-        shard = layout.shard(ns)
-        base = layout.base(shard)
-        keys = [
-            f"{base}ns:{ns}:log",
-            f"{base}ns:{ns}:meta",
-            f"{base}due",
-            f"{base}stats",
-            f"{base}policy",
-        ]
-        args: list[str | int] = [
-            script_now(now),
-            ns,
-            candidate.id,
-            candidate.model_dump_json(),
-            self._shards,
-        ]
-        return keys, args
+    def call(self, candidate: Candidate, now: float | None = None) -> Call:
+        """The enqueue script call for ``candidate`` (see ``lua/enqueue.lua``); ``now``
+        (epoch seconds) is a test hook, the server's clock otherwise."""
+        return _ENQUEUE.bind(
+            self.layout,
+            now=script_now(now),
+            namespace=candidate.namespace,
+            id=candidate.id,
+            candidate=candidate.model_dump_json(),
+            shards=self._shards,
+            policy=self._defaults,
+        )
 
     def packed(self, candidate: Candidate, now: float | None = None) -> bytes:
         """The same call as :meth:`call`, as one EVALSHA in the Redis protocol."""
@@ -135,14 +136,8 @@ class EnqueueEncoder:
         if cached is None:
             if len(self._packed_keys) >= PACKED_KEYS_CACHE:
                 self._packed_keys.clear()
-            base = self.layout.base(self.layout.shard(ns))
-            keys = pack_bulk(
-                f"{base}ns:{ns}:log".encode(),
-                f"{base}ns:{ns}:meta".encode(),
-                f"{base}due".encode(),
-                f"{base}stats".encode(),
-                f"{base}policy".encode(),
-            )
+            shard = self.layout.shard(ns)
+            keys = pack_bulk(*(self.layout.key(k, shard, ns).encode() for k in _ENQUEUE.keys))
             cached = self._packed_keys[ns] = (keys, pack_bulk(ns.encode()))
         keys, ns_bulk = cached
         stamp = b"" if now is None else b"%d" % int(now * 1000)

@@ -49,6 +49,11 @@ from typing import Final
 LOG_SUFFIX: Final = ":log"
 META_SUFFIX: Final = ":meta"
 
+#: The keys scripts name in their KEYS headers (see :meth:`QueueLayout.key`): a namespace's
+#: own, and its shard's.
+NAMESPACE_KEYS: Final = frozenset({"log", "meta"})
+SHARD_KEYS: Final = frozenset({"due", "leases", "dead", "stats", "fence", "epoch", "policy"})
+
 
 def scope_of(namespace: str) -> str:
     """The scope part of a namespace key (``user``, ``agent`` or ``org``).
@@ -106,6 +111,19 @@ class QueueLayout:
 
     def policy(self, shard: int) -> str:
         return f"{self.base(shard)}policy"
+
+    def key(self, name: str, shard: int, namespace: str | None = None) -> str:
+        """The key a script header calls ``name``: of ``shard``, or of ``namespace`` (in that
+        shard) for a namespace's own keys.
+
+        >>> QueueLayout("mw", 16).key("log", 8, "user:u1"), QueueLayout("mw", 16).key("due", 8)
+        ('mw:{s8}:ns:user:u1:log', 'mw:{s8}:due')
+        """
+        if name in SHARD_KEYS:
+            return f"{self.base(shard)}{name}"
+        if name in NAMESPACE_KEYS and namespace is not None:
+            return f"{self.base(shard)}ns:{namespace}:{name}"
+        raise KeyError(f"no queue key {name!r} for shard {shard}, namespace {namespace!r}")
 
     def meta_pattern(self) -> str:
         """SCAN pattern matching every namespace meta key of this deployment."""

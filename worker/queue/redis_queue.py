@@ -54,8 +54,9 @@ from worker.queue.encoding import (
 )
 from worker.queue.failures import translate, where_of
 from worker.queue.keys import QueueLayout
+from worker.queue.policy import QueuePolicy
 from worker.queue.replies import claims_of, claims_of_shards, entries_of, s
-from worker.queue.scripts import SCRIPTS, Args, Call, LuaScript, run_pipeline
+from worker.queue.scripts import SCRIPTS, Args, Call, LuaScript, Value, run_pipeline
 from worker.queue.stats import collect_stats, server_ms
 from worker.queue.types import Claim, DeadLetter, NamespaceQueueState, QueueStats
 from worker.settings import Settings
@@ -86,8 +87,8 @@ class RedisQueue:
         self._encoder = EnqueueEncoder(settings)
         self._where = where_of(redis)
         self._lease_ms = seconds_to_ms(settings.lease_seconds)
-        self._quiet_ms = seconds_to_ms(settings.debounce_seconds)
-        self._max_wait_ms = seconds_to_ms(settings.max_wait_seconds)
+        #: The workers' policy, sent to the scripts that read it (used where Redis lost it).
+        self._policy = QueuePolicy.of(settings).packed()
         self._backoff_ms = seconds_to_ms(settings.retry_backoff_seconds)
         self._max_delay_ms = seconds_to_ms(MAX_RETRY_DELAY_SECONDS)
         # Where a bounded claim_due starts, so a small limit does not always favour shard 0.
@@ -99,9 +100,9 @@ class RedisQueue:
 
         Raises :class:`~worker.errors.BacklogFull` when the namespace is at its pending limit.
         """
-        keys, args = self._encoder.call(candidate, now)
+        script, keys, args = self._encoder.call(candidate, now)
         try:
-            stream_id = s(SCRIPTS["enqueue"].call(self.redis, keys, args))
+            stream_id = s(script.call(self.redis, keys, args))
         except REDIS_FAILURES as exc:
             raise enqueue_error(candidate.namespace, exc, self._where) from None
         count_enqueued(candidate.namespace)
@@ -115,7 +116,7 @@ class RedisQueue:
         If some are refused (a full backlog), the others are still enqueued and the first
         refusal is raised.
         """
-        calls: list[Call] = [(SCRIPTS["enqueue"], *self._encoder.call(c, now)) for c in candidates]
+        calls = [self._encoder.call(c, now) for c in candidates]
         try:
             results = run_pipeline(self.redis, calls)
         except REDIS_FAILURES as exc:
@@ -142,10 +143,8 @@ class RedisQueue:
         for i in range(shards):
             if len(claims) >= limit:
                 break
-            script, keys, args = self._claim_call(
-                (start + i) % shards, now_ms, limit - len(claims), ""
-            )
-            claims.extend(claims_of(self._call(script, keys, args)))
+            call = self._claim_call((start + i) % shards, now_ms, limit - len(claims), "")
+            claims.extend(claims_of(self._call(*call)))
         return claims
 
     def claim_namespace(self, namespace: str, *, now: float | None = None) -> Claim | None:
@@ -154,10 +153,8 @@ class RedisQueue:
         None when it has nothing pending, is leased by someone else (it is then parked until
         that lease ends) or is dead-lettered.
         """
-        script, keys, args = self._claim_call(
-            self.layout.shard(namespace), script_now(now), 1, namespace
-        )
-        claims = claims_of(self._call(script, keys, args))
+        call = self._claim_call(self.layout.shard(namespace), script_now(now), 1, namespace)
+        claims = claims_of(self._call(*call))
         return claims[0] if claims else None
 
     def read_batch(self, claim: Claim) -> list[tuple[str, Candidate]]:
@@ -181,30 +178,28 @@ class RedisQueue:
 
     def extend(self, claim: Claim, *, now: float | None = None) -> bool:
         """Heartbeat: push the lease's expiry to now + lease. False when the lease was lost."""
-        keys = [self.layout.meta(claim.namespace), self.layout.leases(self._shard(claim))]
-        args: Args = [script_now(now), self._lease_ms, claim.token, claim.namespace]
-        return bool(self._call(SCRIPTS["extend"], keys, args))
+        return bool(
+            self._run(
+                "extend",
+                now=script_now(now),
+                lease_ms=self._lease_ms,
+                token=claim.token,
+                namespace=claim.namespace,
+            )
+        )
 
     def ack(self, claim: Claim, *, now: float | None = None) -> bool:
         """The batch is committed: drop the entries it covered. False for a stale token, or a
         lease that covers other entries than ``claim`` (an ack only trims its own lease's)."""
-        ns, shard = claim.namespace, self._shard(claim)
-        keys = [
-            self.layout.log(ns),
-            self.layout.meta(ns),
-            self.layout.due(shard),
-            self.layout.leases(shard),
-            self.layout.stats(shard),
-        ]
-        args: Args = [
-            script_now(now),
-            claim.token,
-            ns,
-            self._quiet_ms,
-            self._max_wait_ms,
-            claim.covered,
-        ]
-        return int(self._call(SCRIPTS["ack"], keys, args)) >= 0
+        removed = self._run(
+            "ack",
+            now=script_now(now),
+            token=claim.token,
+            namespace=claim.namespace,
+            covered=claim.covered,
+            policy=self._policy,
+        )
+        return int(removed) >= 0
 
     def fail(
         self, claim: Claim, error: str, *, now: float | None = None
@@ -236,8 +231,7 @@ class RedisQueue:
 
         False when it has nothing pending or is dead-lettered (see :meth:`retry_dead`).
         """
-        keys = [self.layout.log(namespace), self.layout.meta(namespace), self._due(namespace)]
-        return bool(self._call(SCRIPTS["mark_due"], keys, [script_now(now), namespace]))
+        return bool(self._run("mark_due", now=script_now(now), namespace=namespace))
 
     def pending(self, namespace: str, limit: int = 1000) -> list[tuple[str, Candidate]]:
         """Up to ``limit`` queued candidates of ``namespace``, oldest first (leased ones too)."""
@@ -291,14 +285,7 @@ class RedisQueue:
 
         False when it is not dead-lettered.
         """
-        shard = self.layout.shard(namespace)
-        keys = [
-            self.layout.log(namespace),
-            self.layout.meta(namespace),
-            self.layout.due(shard),
-            self.layout.dead(shard),
-        ]
-        return bool(self._call(SCRIPTS["dlq_retry"], keys, [script_now(now), namespace]))
+        return bool(self._run("dlq_retry", now=script_now(now), namespace=namespace))
 
     def drop_dead(self, namespace: str) -> int:
         """Delete a dead-lettered namespace's pending candidates; returns how many.
@@ -306,15 +293,7 @@ class RedisQueue:
         Raises :class:`~worker.errors.NotFound` when it is not dead-lettered, so a typo can
         never drop a healthy namespace's queue.
         """
-        shard = self.layout.shard(namespace)
-        keys = [
-            self.layout.log(namespace),
-            self.layout.meta(namespace),
-            self.layout.due(shard),
-            self.layout.dead(shard),
-            self.layout.stats(shard),
-        ]
-        dropped = int(self._call(SCRIPTS["dlq_drop"], keys, [namespace]))
+        dropped = int(self._run("dlq_drop", namespace=namespace))
         if dropped < 0:
             raise NotFound(
                 f"namespace {namespace} is not dead-lettered, so nothing was dropped; only dead "
@@ -328,16 +307,7 @@ class RedisQueue:
         Raises :class:`~worker.errors.BusyNamespace` (nothing erased) while a worker holds an
         unexpired lease on it: the check and the erase are one script, so no claim slips in.
         """
-        shard = self.layout.shard(namespace)
-        keys = [
-            self.layout.log(namespace),
-            self.layout.meta(namespace),
-            self.layout.due(shard),
-            self.layout.leases(shard),
-            self.layout.dead(shard),
-            self.layout.stats(shard),
-        ]
-        erased = int(self._call(SCRIPTS["purge"], keys, [namespace, script_now(now)]))
+        erased = int(self._run("purge", namespace=namespace, now=script_now(now)))
         if erased < 0:
             raise BusyNamespace(
                 f"{namespace} is being consolidated by a worker right now; nothing of it was "
@@ -367,6 +337,10 @@ class RedisQueue:
             raise translate(exc, self._where) from exc
 
     # --- internals ---------------------------------------------------------------------------
+    def _run(self, name: str, **args: Value) -> Any:
+        """Script ``name`` with ``args`` by name, KEYS derived from its ``namespace``."""
+        return self._call(*SCRIPTS[name].bind(self.layout, **args))
+
     def _call(self, script: LuaScript, keys: Args, args: Args) -> Any:
         """One script call; a Redis failure raised as the MemworkerError that names it."""
         try:
@@ -388,54 +362,31 @@ class RedisQueue:
         except REDIS_FAILURES as exc:
             raise translate(exc, self._where) from exc
 
-    def _shard(self, claim: Claim) -> int:
-        return self.layout.shard(claim.namespace)
-
-    def _due(self, namespace: str) -> str:
-        return self.layout.due(self.layout.shard(namespace))
-
     def _claim_call(self, shard: int, now_ms: str | int, limit: int, namespace: str) -> Call:
-        layout = self.layout
-        keys = [
-            layout.due(shard),
-            layout.leases(shard),
-            layout.dead(shard),
-            layout.fence(shard),
-            layout.epoch(shard),
-            layout.policy(shard),
-        ]
-        args: Args = [
-            now_ms,
-            self._lease_ms,
-            self.settings.max_batch,
-            limit,
-            self.settings.max_attempts,
-            self.layout.base(shard),
-            namespace,
-            self._quiet_ms,
-            self._max_wait_ms,
-            self.settings.max_pending_per_namespace,
-        ]
-        return SCRIPTS["claim"], keys, args
+        return SCRIPTS["claim"].bind(
+            self.layout,
+            shard,
+            now=now_ms,
+            lease_ms=self._lease_ms,
+            max_batch=self.settings.max_batch,
+            limit=limit,
+            max_attempts=self.settings.max_attempts,
+            base=self.layout.base(shard),
+            namespace=namespace,
+            policy=self._policy,
+        )
 
     def _settle(self, claim: Claim, mode: str, error: str, now: float | None) -> str:
-        ns, shard = claim.namespace, self._shard(claim)
-        keys = [
-            self.layout.log(ns),
-            self.layout.meta(ns),
-            self.layout.due(shard),
-            self.layout.leases(shard),
-            self.layout.dead(shard),
-        ]
-        args: Args = [
-            script_now(now),
-            claim.token,
-            ns,
-            mode,
-            error,
-            self.settings.max_attempts,
-            self._backoff_ms,
-            self._max_delay_ms,
-            seconds_to_ms(self.settings.outage_retry_max_seconds),
-        ]
-        return s(self._call(SCRIPTS["settle"], keys, args))
+        verdict = self._run(
+            "settle",
+            now=script_now(now),
+            token=claim.token,
+            namespace=claim.namespace,
+            mode=mode,
+            error=error,
+            max_attempts=self.settings.max_attempts,
+            backoff_ms=self._backoff_ms,
+            max_delay_ms=self._max_delay_ms,
+            outage_max_ms=seconds_to_ms(self.settings.outage_retry_max_seconds),
+        )
+        return s(verdict)

@@ -19,7 +19,7 @@ from typing import Any, Final
 from worker.namespaces import Scope
 from worker.queue.connect import RedisClient
 from worker.queue.keys import QueueLayout, scope_of
-from worker.queue.scripts import SCRIPTS, Call, run_pipeline
+from worker.queue.scripts import SCRIPTS, run_pipeline
 from worker.queue.types import QueueStats, ScopeStats
 
 #: Namespaces read per pipelined round trip when recounting.
@@ -71,12 +71,8 @@ def collect_stats(
     """
     scopes = [scope.value for scope in Scope]
     hook = "" if now_ms is None else now_ms
-    calls: list[Call] = [
-        (
-            SCRIPTS["stats"],
-            [layout.stats(shard), layout.due(shard), layout.leases(shard)],
-            [hook, looked_at, *scopes],
-        )
+    calls = [
+        SCRIPTS["stats"].bind(layout, shard, now=hook, looked_at=looked_at, scopes=scopes)
         for shard in range(layout.shards)
     ]
     replies = run_pipeline(client, calls)
@@ -130,12 +126,8 @@ def rebuild_stats(client: RedisClient, layout: QueueLayout) -> int:
     recounted (0 when every shard was counted already). Each shard's recount is one script,
     so it never interleaves with a claim or an ack of that shard."""
     scopes = [scope.value for scope in Scope]
-    calls: list[Call] = [
-        (
-            SCRIPTS["stats_rebuild"],
-            [layout.stats(shard), layout.due(shard), layout.leases(shard), layout.dead(shard)],
-            [COUNTERS_VERSION, *scopes],
-        )
+    calls = [
+        SCRIPTS["stats_rebuild"].bind(layout, shard, version=COUNTERS_VERSION, scopes=scopes)
         for shard in range(layout.shards)
     ]
     recounted = 0

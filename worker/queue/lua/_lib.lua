@@ -50,14 +50,31 @@ local function server_now(hook)
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
--- The deployment's queue policy (written by the workers, see worker/queue/deployment.py), with
--- the Settings defaults when no worker has written it yet (a fresh or emptied Redis).
--- Returns quiet (ms), max wait (ms), max pending.
--- The fourth value is the deployment's shard count, or nil where no worker wrote it.
-local function policy_of(key)
-  local p = redis.call('HMGET', key, 'quiet', 'max_wait', 'max_pending', 'shards')
-  return tonumber(p[1]) or 30000, tonumber(p[2]) or 300000, tonumber(p[3]) or 10000,
-    tonumber(p[4])
+-- The deployment's queue policy: the shard's policy hash, which the workers write. A field the
+-- hash lacks (no worker wrote it yet: a fresh or emptied Redis) comes from `given`, the copy
+-- the caller sent: its values in field order as big-endian doubles (one argument, read only
+-- then). No defaults live here. The fields are worker/queue/policy.py's, in its order
+-- (checked when the scripts are loaded); the reply is HMGET's own table, made numbers in
+-- place (a table more per call, or more arguments, would cost the hot path), indexed by
+-- these names. policy_fields() lists the same fields,
+-- for claim's restore (a function, so no other script builds the table).
+local QUIET, MAX_WAIT, MAX_PENDING, SHARDS = 1, 2, 3, 4
+local function policy_fields()
+  return {'quiet', 'max_wait', 'max_pending', 'shards'}
+end
+local function policy_of(key, given)
+  local policy = redis.call('HMGET', key, 'quiet', 'max_wait', 'max_pending', 'shards')
+  for i = 1, #policy do
+    policy[i] = tonumber(policy[i]) or (struct.unpack('>d', given, 8 * i - 7))
+  end
+  return policy
+end
+
+-- The debounce, computed here only: a batch whose first pending arrival was at `first` and
+-- latest at `last` (ms) is due `quiet` after the latest, but no later than `max_wait` after
+-- the first.
+local function due_at(policy, first, last)
+  return math.min(last + policy[QUIET], first + policy[MAX_WAIT])
 end
 
 local function scope_of(ns)

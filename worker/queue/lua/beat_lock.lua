@@ -3,11 +3,11 @@
 -- caller has seen dead.
 --
 -- KEYS[1]  lock    <prefix>:beat:lock
--- ARGV[1]  token   this beat's identity (host:pid:random:pid-namespace)
--- ARGV[2]  ttl     lock lifetime (ms): a holder that stops renewing loses it after this long
--- ARGV[3]  mode    "hold" (acquire or renew), "release" (delete it if we hold it) or
---                  "takeover" (replace the holder ARGV[4], and only that one)
--- ARGV[4]  dead    with "takeover": the token of the holder found dead
+-- ARGV[1]   token         this beat's identity (host:pid:random:pid-namespace)
+-- ARGV[2]   ttl           lock lifetime (ms): a holder that stops renewing loses it after this long
+-- ARGV[3]   mode          "hold" (acquire or renew), "release" (delete it if we hold it) or
+--                         "takeover" (replace the holder ARGV[4], and only that one)
+-- ARGV[4]   dead          with "takeover": the token of the holder found dead
 --
 -- Returns {1} when this beat holds the lock afterwards (hold, takeover) or released it
 -- (release); else {0, holder} with the token of the beat that holds it (false: none).

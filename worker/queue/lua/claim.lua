@@ -9,17 +9,16 @@
 -- KEYS[4]  fence   <prefix>:{sN}:fence   lease tokens; never deleted by any script
 -- KEYS[5]  epoch   <prefix>:{sN}:epoch   this shard's identity; created here when missing
 -- KEYS[6]  policy  <prefix>:{sN}:policy  the deployment's queue policy
--- ARGV[1]  now (ms), or "" for the server's TIME (only tests send a value)
--- ARGV[2]  lease length (ms)
--- ARGV[3]  max batch (entries one claim covers)
--- ARGV[4]  limit (most claims made)
--- ARGV[5]  max attempts
--- ARGV[6]  shard base "<prefix>:{sN}:"; namespace keys are derived from it inside the script.
---          They carry the shard's hash tag, so they live in the same Cluster slot as KEYS.
--- ARGV[7]  namespace to claim now whatever its due time, or "" to sweep the shard
--- ARGV[8]  quiet period (ms)    \
--- ARGV[9]  max wait (ms)         } the policy, written only when the shard has none (after a
--- ARGV[10] max pending          /  restart or flush); `memworker worker` writes it at start
+-- ARGV[1]   now           (ms), or "" for the server's TIME (only tests send a value)
+-- ARGV[2]   lease_ms      lease length
+-- ARGV[3]   max_batch     entries one claim covers, at most
+-- ARGV[4]   limit         most claims made
+-- ARGV[5]   max_attempts  attempts before dead-lettering
+-- ARGV[6]   base          shard base "<prefix>:{sN}:"; the script derives namespace keys from it.
+--                         They carry the shard's hash tag: the same Cluster slot as KEYS.
+-- ARGV[7]   namespace     to claim now whatever its due time, or "" to sweep the shard
+-- ARGV[8]   policy        the workers' policy, packed (worker/queue/policy.py),
+--                         written when the shard has none (a restart or flush lost it)
 -- Derived from the shard base: <prefix>:{sN}:stats (counters) and :oldest:<scope>.
 --
 -- Returns a list of {namespace, token, covered id, count, attempts, due at (ms), epoch}.
@@ -50,7 +49,9 @@ if not epoch then
   redis.call('SET', KEYS[5], epoch)
 end
 if redis.call('EXISTS', KEYS[6]) == 0 then
-  redis.call('HSET', KEYS[6], 'quiet', ARGV[8], 'max_wait', ARGV[9], 'max_pending', ARGV[10])
+  for i, field in ipairs(policy_fields()) do
+    redis.call('HSET', KEYS[6], field, (struct.unpack('>d', ARGV[8], 8 * i - 7)))
+  end
 end
 if redis.call('EXISTS', KEYS[4]) == 0 then
   redis.call('SET', KEYS[4], string.format('%d', now * 1000))

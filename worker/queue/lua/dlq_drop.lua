@@ -8,7 +8,7 @@
 -- KEYS[3]  due    <prefix>:{sN}:due
 -- KEYS[4]  dead   <prefix>:{sN}:dead
 -- KEYS[5]  stats  <prefix>:{sN}:stats
--- ARGV[1]  namespace key
+-- ARGV[1]   namespace     its key
 --
 -- Returns the number of candidates dropped, or -1 when the namespace is not dead-lettered.
 -- The meta hash and the log are deleted; the last stream id raises the shard's id floor, so

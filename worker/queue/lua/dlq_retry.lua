@@ -7,8 +7,8 @@
 -- KEYS[2]  meta  <prefix>:{sN}:ns:<ns>:meta
 -- KEYS[3]  due   <prefix>:{sN}:due
 -- KEYS[4]  dead  <prefix>:{sN}:dead
--- ARGV[1]  now (ms), or "" for the server's TIME (only tests send a value)
--- ARGV[2]  namespace key
+-- ARGV[1]   now           (ms), or "" for the server's TIME (only tests send a value)
+-- ARGV[2]   namespace     its key
 -- Derived from the due set's name (same hash tag): <prefix>:{sN}:stats, the counters.
 --
 -- Returns 1, or 0 when the namespace is not dead-lettered.

@@ -6,24 +6,28 @@
 -- KEYS[2]  meta    <prefix>:{sN}:ns:<ns>:meta
 -- KEYS[3]  due     <prefix>:{sN}:due
 -- KEYS[4]  stats   <prefix>:{sN}:stats
--- KEYS[5]  policy  <prefix>:{sN}:policy (quiet, max_wait, max_pending: the deployment's)
--- ARGV[1]  now (ms), or "" for the server's TIME (production clients always send "")
--- ARGV[2]  namespace key; its scope (the part before the first ":") is the stats field
--- ARGV[3]  candidate id
--- ARGV[4]  candidate JSON
--- ARGV[5]  the client's shard count (MEMWORKER_QUEUE_SHARDS), checked against the workers'
+-- KEYS[5]  policy  <prefix>:{sN}:policy  the deployment's queue policy (see _lib.lua's policy_of)
+-- ARGV[1]   now           (ms), or "" for the server's TIME (production clients always send "")
+-- ARGV[2]   namespace     its key; its scope (the part before the first ":") is the stats field
+-- ARGV[3]   id            the candidate's id
+-- ARGV[4]   candidate     the candidate's JSON
+-- ARGV[5]   shards        the client's shard count (MEMWORKER_QUEUE_SHARDS), checked with the
+--                         workers'
+-- ARGV[6]   policy        the release's default policy, packed: used only for what no worker
+--                         has written into the hash (worker/queue/policy.py)
 -- Derived (same hash tag): <prefix>:{sN}:oldest:<scope>, written on a namespace's first arrival.
 --
 -- Returns the entry's stream id, or the error "BACKLOG_FULL <pending> <limit>", or
 -- "SHARDS_MISMATCH <client's> <workers'>" (the candidate would sit where no sweep looks).
--- The due time is min(now + quiet, first + max_wait) and only ever moves later (ZADD GT).
+-- The due time is _lib.lua's due_at (the debounce) and only ever moves later (ZADD GT).
 -- The clock and the policy are the server's: nothing the client sends changes when a
 -- namespace becomes due. A leased namespace is not armed (the lease's end re-arms it) and
 -- neither is a dead-lettered one (candidates still accumulate, visible, until an operator
 -- retries or drops them).
 
 local now = server_now(ARGV[1])
-local quiet, max_wait, max_pending, shards = policy_of(KEYS[5])
+local policy = policy_of(KEYS[5], ARGV[6])
+local shards, max_pending = policy[SHARDS], policy[MAX_PENDING]
 if shards and shards ~= tonumber(ARGV[5]) then
   return redis.error_reply('SHARDS_MISMATCH ' .. tostring(ARGV[5]) .. ' ' .. shards)
 end
@@ -63,8 +67,7 @@ end
 
 if not m[4] and not m[5] then
   -- GT: the due time only moves later. A new member is counted (<scope>:due).
-  local due = math.min(now + quiet, first + max_wait)
-  if redis.call('ZADD', KEYS[3], 'GT', due, ARGV[2]) == 1 then
+  if redis.call('ZADD', KEYS[3], 'GT', due_at(policy, first, now), ARGV[2]) == 1 then
     redis.call('HINCRBY', KEYS[4], scope .. ':due', 1)
   end
 end

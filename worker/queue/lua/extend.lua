@@ -4,10 +4,10 @@
 --
 -- KEYS[1]  meta    <prefix>:{sN}:ns:<ns>:meta
 -- KEYS[2]  leases  <prefix>:{sN}:leases
--- ARGV[1]  now (ms), or "" for the server's TIME (only tests send a value)
--- ARGV[2]  lease length (ms)
--- ARGV[3]  token
--- ARGV[4]  namespace key
+-- ARGV[1]   now           (ms), or "" for the server's TIME (only tests send a value)
+-- ARGV[2]   lease_ms      lease length
+-- ARGV[3]   token         the lease's token
+-- ARGV[4]   namespace     its key
 --
 -- Returns 1, or 0 when the token no longer holds the lease (taken over, acked, purged).
 

@@ -6,8 +6,8 @@
 -- KEYS[1]  log   <prefix>:{sN}:ns:<ns>:log
 -- KEYS[2]  meta  <prefix>:{sN}:ns:<ns>:meta
 -- KEYS[3]  due   <prefix>:{sN}:due
--- ARGV[1]  now (ms), or "" for the server's TIME (only tests send a value)
--- ARGV[2]  namespace key
+-- ARGV[1]   now           (ms), or "" for the server's TIME (only tests send a value)
+-- ARGV[2]   namespace     its key
 -- Derived from the due set's name (same hash tag): <prefix>:{sN}:stats, the counters.
 --
 -- Returns 1 when the namespace will be swept: due now, or parked until its current lease ends;

@@ -9,8 +9,8 @@
 -- KEYS[4]  leases  <prefix>:{sN}:leases
 -- KEYS[5]  dead    <prefix>:{sN}:dead
 -- KEYS[6]  stats   <prefix>:{sN}:stats
--- ARGV[1]  namespace key
--- ARGV[2]  now (ms), or "" for the server's TIME (only tests send a value)
+-- ARGV[1]   namespace     its key
+-- ARGV[2]   now           (ms), or "" for the server's TIME (only tests send a value)
 --
 -- Returns the number of candidates erased, or -1 (nothing erased) when a worker holds an
 -- unexpired lease on the namespace: checked and erased in one step, so no claim slips in

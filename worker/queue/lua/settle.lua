@@ -8,15 +8,15 @@
 -- KEYS[3]  due     <prefix>:{sN}:due
 -- KEYS[4]  leases  <prefix>:{sN}:leases
 -- KEYS[5]  dead    <prefix>:{sN}:dead
--- ARGV[1]  now (ms), or "" for the server's TIME (only tests send a value)
--- ARGV[2]  token
--- ARGV[3]  namespace key
--- ARGV[4]  mode: "release", "fail" or "outage"
--- ARGV[5]  error text (fail, outage)
--- ARGV[6]  max attempts
--- ARGV[7]  first retry delay (ms); doubles per attempt (or per outage retry)
--- ARGV[8]  longest retry delay (ms) after a failure of the batch
--- ARGV[9]  longest retry delay (ms) after an outage
+-- ARGV[1]   now           (ms), or "" for the server's TIME (only tests send a value)
+-- ARGV[2]   token         the lease's token
+-- ARGV[3]   namespace     its key
+-- ARGV[4]   mode          "release", "fail" or "outage"
+-- ARGV[5]   error         error text (fail, outage)
+-- ARGV[6]   max_attempts  attempts before dead-lettering
+-- ARGV[7]   backoff_ms    first retry delay (ms); doubles per attempt (or per outage retry)
+-- ARGV[8]   max_delay_ms  longest retry delay (ms) after a failure of the batch
+-- ARGV[9]   outage_max_ms longest retry delay (ms) after an outage
 -- Derived from the due set's name (same hash tag): <prefix>:{sN}:stats, the counters.
 --
 -- Returns "released", "retry", "dead", or "stale" when the token no longer holds the lease.

@@ -6,9 +6,9 @@
 -- KEYS[1]  stats   <prefix>:{sN}:stats   counters kept by every script (see _lib.lua)
 -- KEYS[2]  due     <prefix>:{sN}:due
 -- KEYS[3]  leases  <prefix>:{sN}:leases
--- ARGV[1]  now (ms), or "" for the server's TIME (only tests send a value)
--- ARGV[2]  most due-by-now namespaces looked at to split them by scope
--- ARGV[3…] the scopes whose oldest pending entry is read (<prefix>:{sN}:oldest:<scope>)
+-- ARGV[1]   now           (ms), or "" for the server's TIME (only tests send a value)
+-- ARGV[2]   looked_at     most due-by-now namespaces looked at to split them by scope
+-- ARGV[3…]  scopes        scopes whose oldest pending entry is read (<prefix>:{sN}:oldest:<scope>)
 --
 -- Returns {now, due by now in all scopes, looked at, stats hash as a flat list, then per
 -- scope (ARGV order) the split of the looked-at ones: scope, due by now (not leased), oldest

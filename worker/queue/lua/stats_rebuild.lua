@@ -7,8 +7,8 @@
 -- KEYS[2]  due     <prefix>:{sN}:due
 -- KEYS[3]  leases  <prefix>:{sN}:leases
 -- KEYS[4]  dead    <prefix>:{sN}:dead
--- ARGV[1]  the counters' layout version (stats field `v`); nothing is done when it is there
--- ARGV[2…] the scopes, whose <prefix>:{sN}:oldest:<scope> indexes are rebuilt
+-- ARGV[1]   version       the counters' layout version (stats field `v`); nothing done when set
+-- ARGV[2…]  scopes        the scopes, whose <prefix>:{sN}:oldest:<scope> indexes are rebuilt
 --
 -- Returns the number of namespaces recounted, or -1 when the shard was already counted.
 -- For a shard written by a release that kept no such counters (or a fresh one): O(members of
