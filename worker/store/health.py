@@ -16,69 +16,26 @@ those reads use, and answers them exactly as ``MemoryStore``'s methods of the sa
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from datetime import datetime
-from typing import TypeVar
 
-import sqlalchemy as sa
-from sqlalchemy.engine import Connection, Engine
-
-from worker.errors import MemworkerError, StoreUnavailable
 from worker.store import fence as _fence
-from worker.store import migrate as _migrate
 from worker.store import outbox as _outbox
 from worker.store import runs as _runs
 from worker.store import schedule_ledger as _ticks
 from worker.store import sink_health as _health
-from worker.store.engine import create_store_engine, read_transaction
 from worker.store.records import SinkHealth, SinkLag, TickInfo
+from worker.store.transactions import Transactions, open_engine
 
-T = TypeVar("T")
 
-
-class StoreHealth:
+class StoreHealth(Transactions):
     """Read-only health figures of the store at one engine."""
-
-    def __init__(self, engine: Engine) -> None:
-        self.engine = engine
 
     @classmethod
     def from_url(cls, url: str, *, create: bool = False) -> StoreHealth:
         """Open the store at ``url`` as :meth:`MemoryStore.from_url
         <worker.store.memory.MemoryStore.from_url>` does: ``create=True`` migrates it first
         (embedded mode); an unmigrated database raises :class:`SchemaOutOfDate`."""
-        engine = create_store_engine(url, create_dirs=create)
-        try:
-            if create:
-                _migrate.upgrade(engine)
-            _migrate.check_migrated(engine)
-        except BaseException:
-            engine.dispose()
-            raise
-        return cls(engine)
-
-    def dispose(self) -> None:
-        """Close every pooled connection."""
-        self.engine.dispose()
-
-    @contextmanager
-    def _tx(self, what: str) -> Iterator[Connection]:
-        # As MemoryStore's: a database failure is StoreUnavailable naming what failed.
-        try:
-            with read_transaction(self.engine) as conn:
-                yield conn
-        except MemworkerError:
-            raise
-        except sa.exc.SQLAlchemyError as exc:
-            detail = getattr(exc, "orig", None) or exc
-            raise StoreUnavailable(
-                f"{what} failed and was rolled back (nothing was written): {detail}"
-            ) from exc
-
-    def _read(self, what: str, fn: Callable[[Connection], T]) -> T:
-        with self._tx(what) as conn:
-            return fn(conn)
+        return cls(open_engine(url, create=create))
 
     def last_ticks(self, schedule: str, limit: int = 5) -> list[TickInfo]:
         return self._read("listing ticks", lambda c: _ticks.last_ticks(c, schedule, limit))

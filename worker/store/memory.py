@@ -47,7 +47,6 @@ from worker.store.delivery_methods import DeliveryMethods
 from worker.store.engine import (
     DEFAULT_CONNECT_TIMEOUT_SECONDS,
     DEFAULT_TRANSACTION_TIMEOUT_SECONDS,
-    create_store_engine,
 )
 from worker.store.progress_methods import ProgressMethods
 from worker.store.records import (
@@ -61,6 +60,7 @@ from worker.store.records import (
 )
 from worker.store.search_methods import SearchMethods
 from worker.store.snapshot import BatchSnapshot
+from worker.store.transactions import open_engine
 from worker.values import AppliedPlan, NamespaceState
 
 __all__ = ["BatchSnapshot", "CommitResult", "MemoryStore", "RunRecord"]
@@ -91,20 +91,14 @@ class MemoryStore(DeliveryMethods, ProgressMethods, ApprovalMethods, SearchMetho
         to run ``memworker db upgrade``. The timeouts bound a PostgreSQL connect and each
         transaction (see :func:`worker.store.engine.create_store_engine`).
         """
-        engine = create_store_engine(
-            url,
-            create_dirs=create,
-            connect_timeout=connect_timeout,
-            transaction_timeout=transaction_timeout,
+        return cls(
+            open_engine(
+                url,
+                create=create,
+                connect_timeout=connect_timeout,
+                transaction_timeout=transaction_timeout,
+            )
         )
-        try:
-            if create:
-                _migrate.upgrade(engine)
-            _migrate.check_migrated(engine)
-        except BaseException:
-            engine.dispose()
-            raise
-        return cls(engine)
 
     def upgrade(self) -> None:
         """Migrate the database to the newest schema (safe to repeat)."""

@@ -18,9 +18,46 @@ from sqlalchemy.engine import Connection, Engine
 
 from worker.errors import MemworkerError, StoreUnavailable
 from worker.store import clock as _clock
-from worker.store.engine import read_transaction, write_transaction
+from worker.store import migrate as _migrate
+from worker.store.engine import (
+    DEFAULT_CONNECT_TIMEOUT_SECONDS,
+    DEFAULT_TRANSACTION_TIMEOUT_SECONDS,
+    create_store_engine,
+    read_transaction,
+    write_transaction,
+)
 
 T = TypeVar("T")
+
+
+def open_engine(
+    url: str,
+    *,
+    create: bool = False,
+    connect_timeout: float = DEFAULT_CONNECT_TIMEOUT_SECONDS,
+    transaction_timeout: float = DEFAULT_TRANSACTION_TIMEOUT_SECONDS,
+) -> Engine:
+    """The engine of the store at ``url``, checked to be migrated.
+
+    ``create=True`` migrates the database to the newest schema first (embedded mode);
+    otherwise a database that is not migrated raises :class:`~worker.errors.SchemaOutOfDate`
+    telling you to run ``memworker db upgrade``. The timeouts bound a PostgreSQL connect and
+    each transaction (see :func:`worker.store.engine.create_store_engine`).
+    """
+    engine = create_store_engine(
+        url,
+        create_dirs=create,
+        connect_timeout=connect_timeout,
+        transaction_timeout=transaction_timeout,
+    )
+    try:
+        if create:
+            _migrate.upgrade(engine)
+        _migrate.check_migrated(engine)
+    except BaseException:
+        engine.dispose()
+        raise
+    return engine
 
 
 class Transactions:
