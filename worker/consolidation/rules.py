@@ -41,13 +41,13 @@ rejected with that reason rather than failing the whole batch.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from datetime import datetime
 from typing import ClassVar, Final
 
 from worker.consolidation import extract, guards, text
 from worker.consolidation.frames import Frame, conflict, frame_of
 from worker.consolidation.ids import EntryIds
+from worker.consolidation.live import FuzzyKey, LiveEntry, fuzzy_key, fuzzy_lengths
 from worker.consolidation.semantic import (
     LexicalIndex,
     Similarity,
@@ -75,44 +75,6 @@ DEFAULT_MAX_REMOVALS: Final = 20
 PARAPHRASE_NEIGHBOURS: Final = 8
 #: Default share of similarity at which a caller's ``similarity`` counts as a paraphrase.
 DEFAULT_SIMILARITY_THRESHOLD: Final = 0.92
-
-
-@dataclass(eq=False, slots=True)  # identity: ``by_text`` lists remove the very entry dropped
-class _Live:
-    """An entry active at this point of the plan (existing or created earlier in it)."""
-
-    id: str
-    path: str
-    text: str
-    key: str | None
-    valid_from: datetime
-    existing: bool
-    #: The normalised text and its comparison features, derived once per entry and merge.
-    norm: Normalised = field(repr=False)
-    #: Position in ``live`` order (set when added), to pick the first of several matches.
-    seq: int = field(default=0, repr=False)
-    #: The attribute frame the text sets, if any (:func:`~.frames.frame_of`).
-    frame: Frame | None = field(default=None, repr=False)
-    #: The content-term set paraphrases share (:func:`~.semantic.paraphrase_key`).
-    terms: frozenset[str] | None = field(default=None, repr=False)
-
-
-#: Index of live entries by the features a fuzzy match needs equal (numbers, negation), then by
-#: the length of their normal form.
-_FuzzyKey = tuple[tuple[str, ...], bool]
-
-
-def _fuzzy_key(norm: Normalised) -> _FuzzyKey:
-    return (norm.numbers, norm.negated)
-
-
-def _lengths(norm: Normalised) -> range:
-    """Every length a near-duplicate of ``norm`` can have (a superset of the rule's window)."""
-    size = len(norm.text)
-    if size < text.MIN_FUZZY_CHARS:
-        return range(0)
-    spread = min(text.MAX_EDITS, size // 4 + 1)
-    return range(max(text.MIN_FUZZY_CHARS, size - spread), size + spread + 1)
 
 
 class RulesConsolidator:
@@ -161,24 +123,24 @@ class _Merge:
         self.ops: list[Operation] = []
         self.removals = 0
         ordered = sorted((e for e in state.entries if e.active), key=lambda e: (e.created_at, e.id))
-        self.live: dict[str, _Live] = {}
+        self.live: dict[str, LiveEntry] = {}
         #: Normalised text → the live entries with it, in ``live`` order: exact duplicates are
         #: found by one lookup instead of a scan.
-        self.by_text: dict[str, list[_Live]] = {}
+        self.by_text: dict[str, list[LiveEntry]] = {}
         #: Entries that could be fuzzy duplicates of a text with the same key's features.
-        self.by_features: dict[_FuzzyKey, dict[int, list[_Live]]] = {}
+        self.by_features: dict[FuzzyKey, dict[int, list[LiveEntry]]] = {}
         #: Content-term set → the live entries with it: where a paraphrase is found exactly.
-        self.by_terms: dict[frozenset[str], list[_Live]] = {}
+        self.by_terms: dict[frozenset[str], list[LiveEntry]] = {}
         #: BM25 over the live entries, built on first use (only a ``similarity`` needs it).
         self._index: LexicalIndex | None = None
         #: (subject, attribute) → the live entries setting it, in ``live`` order.
-        self.by_slot: dict[tuple[str, str], list[_Live]] = {}
+        self.by_slot: dict[tuple[str, str], list[LiveEntry]] = {}
         self.added = 0
         for e in ordered:
             norm = Normalised.of(e.text)
-            self._add_live(_Live(e.id, e.path, e.text, e.key, e.valid_from, True, norm))
+            self._add_live(LiveEntry(e.id, e.path, e.text, e.key, e.valid_from, True, norm))
 
-    def _add_live(self, entry: _Live) -> None:
+    def _add_live(self, entry: LiveEntry) -> None:
         # New entries go last in both maps, so every ``by_text`` list stays in ``live`` order.
         # (Run for every entry of a namespace on each merge: locals, not repeated lookups.)
         self.added += 1
@@ -187,7 +149,7 @@ class _Merge:
         frame = entry.frame = frame_of(raw)
         self.live[entry.id] = entry
         self.by_text.setdefault(norm.text, []).append(entry)
-        alike = self.by_features.setdefault(_fuzzy_key(norm), {})
+        alike = self.by_features.setdefault(fuzzy_key(norm), {})
         alike.setdefault(len(norm.text), []).append(entry)
         terms = entry.terms = paraphrase_key(raw)
         if terms is not None:
@@ -197,7 +159,7 @@ class _Merge:
         if frame is not None:
             self.by_slot.setdefault(frame.slot(), []).append(entry)
 
-    def _drop_live(self, entry: _Live) -> None:
+    def _drop_live(self, entry: LiveEntry) -> None:
         del self.live[entry.id]
         if entry.terms is not None:
             same = self.by_terms[entry.terms]
@@ -215,7 +177,7 @@ class _Merge:
         same.remove(entry)
         if not same:
             del self.by_text[entry.norm.text]
-        features, length = _fuzzy_key(entry.norm), len(entry.norm.text)
+        features, length = fuzzy_key(entry.norm), len(entry.norm.text)
         alike = self.by_features[features]
         alike[length].remove(entry)
         if not alike[length]:
@@ -317,7 +279,7 @@ class _Merge:
         self, cand: Candidate, path: str, body: str, key: str | None, wanted: Normalised
     ) -> None:
         new_id = self.ids.next(cand.id)
-        self._add_live(_Live(new_id, path, body, key, cand.created_at, False, wanted))
+        self._add_live(LiveEntry(new_id, path, body, key, cand.created_at, False, wanted))
 
     def _supersede(
         self,
@@ -326,7 +288,7 @@ class _Merge:
         *,
         key: str | None,
         path: str,
-        held: list[_Live],
+        held: list[LiveEntry],
         what: str,
     ) -> str | None:
         """Retire ``held`` for ``body``: the newest is superseded, the rest invalidated."""
@@ -359,7 +321,7 @@ class _Merge:
 
     def _paraphrase_of(
         self, body: str, key: str | None, wanted: Normalised, frame: Frame | None
-    ) -> _Live | None:
+    ) -> LiveEntry | None:
         """The first live entry ``body`` restates in other words, if any.
 
         The rules' paraphrase shares the exact content-term set, so one lookup finds it; a
@@ -390,7 +352,7 @@ class _Merge:
 
     def _duplicate_of(
         self, body: str, key: str | None, *, wanted: Normalised | None = None
-    ) -> _Live | None:
+    ) -> LiveEntry | None:
         """The first comparable live entry (in ``live`` order) that ``body`` duplicates.
 
         An exact (normalised) match wins over a fuzzy one. With a ``key``, entries with no key
@@ -405,9 +367,9 @@ class _Merge:
             if key is None or entry.key in (None, key):
                 return entry
         same = text.NearDuplicateOf(wanted)
-        first: _Live | None = None
-        lengths = _lengths(wanted)
-        alike = self.by_features.get(_fuzzy_key(wanted), {}) if lengths else {}
+        first: LiveEntry | None = None
+        lengths = fuzzy_lengths(wanted)
+        alike = self.by_features.get(fuzzy_key(wanted), {}) if lengths else {}
         # Only entries that can pass the cheap checks: whichever of the two is shorter, the
         # lengths held or the lengths allowed, is walked (the order of lengths does not matter:
         # the first in ``live`` order is kept).
