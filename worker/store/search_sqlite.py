@@ -112,7 +112,7 @@ def _postings(
         rows = conn.exec_driver_sql(
             f"SELECT rowid FROM {FTS} WHERE {FTS} MATCH ? AND rowid BETWEEN ? AND ? LIMIT ?",
             (match_expression(term, gram=gram), low, high, cap),
-        )
+        ).all()  # one fetch of every row, not one call per row
         found[term] = [int(r[0]) for r in rows]
     return found
 
