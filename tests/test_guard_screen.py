@@ -9,6 +9,7 @@ the screen leaves, and that the first reason is the one a scan of every row in t
 
 from __future__ import annotations
 
+import pytest
 import regex
 
 from tests.support.guard_corpus import NEGATIVES, POSITIVES, variants, wrapped
@@ -119,3 +120,14 @@ def test_the_case_twins_are_every_non_ascii_character_regex_folds_to_ascii() -> 
     }
     assert set(found) == guard_screen._TWINS
     assert all(regex.fullmatch(ascii_, twin, regex.IGNORECASE) for twin, ascii_ in found.items())
+
+
+def test_without_the_standard_parser_every_row_is_searched(monkeypatch: pytest.MonkeyPatch) -> None:
+    rows = [("text", regex.compile(r"\bpassword is \S+")), ("text", regex.compile(r"\d{9}"))]
+    monkeypatch.setattr(guard_screen, "sre_parse", None)
+    guard_screen._parsed.cache_clear()
+    try:
+        screen = guard_screen.build_screen(rows)
+    finally:
+        guard_screen._parsed.cache_clear()
+    assert screen.unscreened == frozenset({0, 1})

@@ -30,11 +30,15 @@ import warnings
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from re import _constants as sre  # type: ignore[attr-defined]
-from re import _parser as sre_parse  # type: ignore[attr-defined]
 from typing import Any, Final
 
 import regex
+
+try:  # private modules of the standard library: a Python without them screens no row
+    from re import _constants as sre  # type: ignore[attr-defined]
+    from re import _parser as sre_parse  # type: ignore[attr-defined]
+except ImportError:  # pragma: no cover - every supported Python has them
+    sre = sre_parse = None
 
 #: Longest literal kept: past a few characters a literal is rare enough to be a good screen.
 MAX_LITERAL: Final = 8
@@ -169,7 +173,10 @@ def _score(found: frozenset[_Partial]) -> int:
 def _parsed(pattern: str) -> Any:
     """``pattern`` parsed by the standard library, or None where it may read it otherwise than
     ``regex`` does: syntax it refuses, or warns of (a ``[[:alpha:]]`` class is a POSIX class to
-    ``regex``, a nested set to it)."""
+    ``regex``, a nested set to it); always None where the parser is missing, so every row is
+    searched as by a full scan."""
+    if sre_parse is None:
+        return None
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         try:
