@@ -1,4 +1,5 @@
-"""What the queue hands out: claims, dead letters and statistics.
+"""What the queue hands out: claims, dead letters and statistics; and what its stream ids and
+epochs mean (the queue owns that format: the service asks a claim, it parses no stream id).
 
 >>> c = Claim(namespace="user:u1", token=3, covered="1700000000000-0", count=2, attempts=0)
 >>> c.token
@@ -9,8 +10,23 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence, Set
 from dataclasses import asdict, dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from worker.models import Candidate
+
+#: Stream position given to candidates that are not in the log (a preview's re-scan): after
+#: any applied position, so only the ledger decides whether they are new.
+AFTER_EVERYTHING = f"{2**63 - 1}-0"
+
+#: Where stream ids count their milliseconds from.
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+#: Arrivals within one millisecond are ordered by their id's sequence number, as microseconds;
+#: past 999 in one millisecond (1,000 candidates of one namespace) the order is by id instead.
+MAX_SEQ_MICROS = 999
 
 
 @dataclass(frozen=True)
@@ -41,6 +57,47 @@ class Claim:
         """Where this batch ends in the queue, as SQL records it: ``<epoch>/<covered>``."""
         return f"{self.epoch or ''}/{self.covered}"
 
+    def check(
+        self,
+        entries: Sequence[tuple[str, Candidate]],
+        recorded: Set[str],
+        applied_position: str | None,
+    ) -> PositionCheck:
+        """What SQL's ``applied_position`` says about the queue this claim was made in, given
+        the claim's ``entries`` and which of them the ledger holds (``recorded``): whether
+        Redis lost its data since (another epoch), else how many ids it issued again."""
+        return PositionCheck(
+            applied_position,
+            recorded_epoch=epoch_of(applied_position),
+            epoch=self.epoch,
+            reissued=reissued(entries, recorded, applied_position, self.epoch),
+        )
+
+
+@dataclass(frozen=True)
+class PositionCheck:
+    """SQL's applied position held against a claim's queue, for the alarms.
+
+    ``epoch_changed``: the position was recorded in another epoch than the claim's, so Redis
+    lost its data since (restart without AOF, flush, eviction, failover to a stale replica).
+    ``reissued`` (same epoch only, so 0 when it changed): candidates the ledger does not hold
+    whose stream ids lie at or below the position, so Redis was rolled back to an older
+    snapshot.
+    """
+
+    applied_position: str | None
+    recorded_epoch: str | None
+    epoch: str | None
+    reissued: int = 0
+
+    @property
+    def epoch_changed(self) -> bool:
+        return (
+            self.recorded_epoch is not None
+            and self.epoch is not None
+            and self.recorded_epoch != self.epoch
+        )
+
 
 def epoch_of(position: str | None) -> str | None:
     """The queue epoch an applied position was recorded in (None: none, or from before epochs).
@@ -62,6 +119,57 @@ def stream_position(stream_id: str) -> tuple[int, int]:
     """
     ms, _, seq = stream_id.partition("-")
     return int(ms), int(seq or 0)
+
+
+def arrived(entries: Sequence[tuple[str, Candidate]]) -> list[Candidate]:
+    """Each candidate stamped with its arrival on the Redis server (its stream id's ms).
+
+    The consolidator orders candidates and decides "newer wins" for a key by ``created_at``;
+    stamping the server's arrival time there makes that the queue's arrival order, so a chat
+    host whose clock runs fast or slow cannot make its value win or lose. The client's own
+    stamp stays in the queue's log entry. Entries without a stream id (a preview's extra
+    candidates) keep theirs.
+    """
+    out = []
+    for sid, candidate in entries:
+        if sid == AFTER_EVERYTHING:
+            out.append(candidate)
+            continue
+        ms, seq = stream_position(sid)
+        # The id's sequence number as microseconds keeps arrivals of one millisecond in order.
+        at = EPOCH + timedelta(milliseconds=ms, microseconds=min(seq, MAX_SEQ_MICROS))
+        out.append(candidate.model_copy(update={"created_at": at}))
+    return out
+
+
+def reissued(
+    entries: Sequence[tuple[str, Candidate]],
+    recorded: Set[str],
+    applied_position: str | None,
+    epoch: str | None,
+) -> int:
+    """How many of ``entries`` that the ledger does not hold (``recorded``) have stream ids at
+    or below the applied position of the same ``epoch``: ids a healthy Redis never hands out
+    again, since every id at or below that position was committed (and is in the ledger).
+
+    >>> from worker.models import make_candidate
+    >>> c = make_candidate(user_id="u1", trace_id="t", text="I prefer tea")
+    >>> reissued([("5-0", c), ("9-0", c)], set(), "e1/7-0", "e1")
+    1
+    >>> reissued([("5-0", c)], set(), "e1/7-0", "e2")
+    0
+    >>> reissued([("5-0", c)], {c.id}, "e1/7-0", "e1")
+    0
+    """
+    applied_epoch = epoch_of(applied_position)
+    if applied_position is None or applied_epoch is None or applied_epoch != epoch:
+        return 0
+    applied = stream_position(applied_position.rpartition("/")[2])
+    return sum(
+        1
+        for sid, c in entries
+        if sid != AFTER_EVERYTHING and c.id not in recorded and stream_position(sid) <= applied
+    )
 
 
 @dataclass(frozen=True)

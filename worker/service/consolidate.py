@@ -24,7 +24,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence, Set
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import datetime
@@ -36,10 +36,11 @@ from worker.errors import LeaseLost, MemworkerError, StaleVersion, Unavailable, 
 from worker.models import Candidate
 from worker.outcomes import Outcome
 from worker.queue.redis_queue import Claim, RedisQueue
-from worker.service.batch import BatchResult, arrived, epoch_changed, epoch_of, reissued
+from worker.queue.types import arrived
+from worker.service.batch import BatchResult
 from worker.service.edit_check import EditCheck
 from worker.service.embed import EntryEmbedder
-from worker.service.report import observe_batch, observe_epoch_change, observe_rollback
+from worker.service.report import observe_batch, observe_positions
 from worker.settings import Settings
 from worker.store.memory import MemoryStore, RunRecord
 
@@ -154,7 +155,9 @@ class Pipeline:
             # (each is a round trip), and nothing compares the two.
             now=started,
         )  # fmt: skip
-        _observe_positions(claim, entries, snapshot.recorded, state.applied_position)
+        observe_positions(
+            namespace, claim.check(entries, snapshot.recorded, state.applied_position)
+        )
         result = BatchResult.of(namespace, merge, state.version)
         if merge.applied is None:
             self.queue.ack(claim)
@@ -232,20 +235,6 @@ class Pipeline:
         except Exception:
             log.exception("could not record the failed run of %s", claim.namespace)
         return BatchResult(claim.namespace, outcome, error=error)
-
-
-def _observe_positions(
-    claim: Claim,
-    entries: Sequence[tuple[str, Candidate]],
-    recorded: Set[str],
-    applied_position: str | None,
-) -> None:
-    """Alarm when the queue lost its data (another epoch) or was rolled back (ids of the same
-    epoch issued again to candidates that the ledger does not hold)."""
-    if epoch_changed(applied_position, claim.epoch):
-        observe_epoch_change(claim.namespace, epoch_of(applied_position), claim.epoch)
-    elif rolled_back := reissued(entries, recorded, applied_position, claim.epoch):
-        observe_rollback(claim.namespace, rolled_back, applied_position)
 
 
 @contextmanager

@@ -16,7 +16,8 @@ from worker.errors import MemworkerError
 from worker.models import Candidate
 from worker.outcomes import Outcome
 from worker.queue.redis_queue import RedisQueue
-from worker.service.batch import AFTER_EVERYTHING, BatchResult, merge_entries
+from worker.queue.types import AFTER_EVERYTHING
+from worker.service.batch import BatchResult, merge_entries
 from worker.store.memory import MemoryStore
 
 

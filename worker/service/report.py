@@ -6,6 +6,7 @@ import logging
 import threading
 
 from worker import metrics
+from worker.queue.types import PositionCheck
 from worker.service.batch import BatchResult
 
 log = logging.getLogger(__name__)
@@ -47,6 +48,15 @@ def describe_batch(result: BatchResult, seconds: float) -> str:
     if result.error:
         line += f"; {result.error[:300]}"
     return f"{line} ({seconds:.2f} s)"
+
+
+def observe_positions(namespace: str, check: PositionCheck) -> None:
+    """Alarm when the queue lost its data (another epoch) or was rolled back (ids of the same
+    epoch issued again to candidates that the ledger does not hold)."""
+    if check.epoch_changed:
+        observe_epoch_change(namespace, check.recorded_epoch, check.epoch)
+    elif check.reissued:
+        observe_rollback(namespace, check.reissued, check.applied_position)
 
 
 def observe_epoch_change(namespace: str, recorded: str | None, current: str | None) -> None:
