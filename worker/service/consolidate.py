@@ -159,28 +159,28 @@ class Pipeline:
             namespace, claim.check(entries, snapshot.recorded, state.applied_position)
         )
         result = BatchResult.of(namespace, merge, state.version)
-        if merge.applied is None:
-            self.queue.ack(claim)
-            return result
-        if lease_lost.is_set():
-            raise LeaseLost(f"lease on {namespace} was lost during the merge; not committing")
-        # The run's end and the commit's time: the injected clock, else the database's clock
-        # read inside the commit transaction (None), which saves a transaction of its own.
-        finished = self.clock() if self.clock is not None else None
-        commit = self.store.commit_batch(
-            namespace=namespace,
-            expected_version=state.version,
-            applied_position=claim.position,
-            applied=merge.applied,
-            run=self._run(claim, trigger, started, finished, result),
-            sinks=self.sinks,
-            now=finished,
-        )
-        if not self.queue.ack(claim):
+        if merge.applied is not None:
+            if lease_lost.is_set():
+                raise LeaseLost(f"lease on {namespace} was lost during the merge; not committing")
+            # The run's end and the commit's time: the injected clock, else the database's
+            # clock read inside the commit transaction (None), which saves a transaction.
+            finished = self.clock() if self.clock is not None else None
+            commit = self.store.commit_batch(
+                namespace=namespace,
+                expected_version=state.version,
+                applied_position=claim.position,
+                applied=merge.applied,
+                run=self._run(claim, trigger, started, finished, result),
+                sinks=self.sinks,
+                now=finished,
+            )
+            result = replace(result, version=commit.version)
+        # One ack, after the commit or for a batch with nothing new (all in the ledger).
+        if not self.queue.ack(claim) and merge.applied is not None:
             # Committed, but the lease moved on: harmless. The next claimer finds every
             # candidate in the ledger and only acknowledges them.
             log.info("ack of %s refused (lease moved on); the commit stands", namespace)
-        return replace(result, version=commit.version)
+        return result
 
     def _run(
         self,
