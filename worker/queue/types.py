@@ -111,6 +111,16 @@ def epoch_of(position: str | None) -> str | None:
     return epoch if sep and epoch else None
 
 
+def applied_stream_position(position: str) -> tuple[int, int]:
+    """The stream id of an applied position (``<epoch>/<stream id>``, or a bare stream id from
+    before epochs) as ``(ms, seq)``, for comparison with the ids Redis issues.
+
+    >>> applied_stream_position("19a2b3c4d5e6f/1764579000000-3"), applied_stream_position("7-0")
+    ((1764579000000, 3), (7, 0))
+    """
+    return stream_position(position.rpartition("/")[2])
+
+
 def stream_position(stream_id: str) -> tuple[int, int]:
     """A stream id as ``(ms, seq)``, for comparison.
 
@@ -164,7 +174,7 @@ def reissued(
     applied_epoch = epoch_of(applied_position)
     if applied_position is None or applied_epoch is None or applied_epoch != epoch:
         return 0
-    applied = stream_position(applied_position.rpartition("/")[2])
+    applied = applied_stream_position(applied_position)
     return sum(
         1
         for sid, c in entries

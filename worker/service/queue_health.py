@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from worker.queue.beat_lock import beat_holder
-from worker.queue.types import epoch_of, stream_position
+from worker.queue.types import applied_stream_position, epoch_of
 
 if TYPE_CHECKING:
     from worker.queue.redis_queue import RedisQueue
@@ -38,7 +38,7 @@ def queue_health(queue: RedisQueue, store: CommittedPositions) -> dict[str, Any]
         if recorded is not None and recorded != epochs[queue.layout.shard(namespace)]:
             stale.append(namespace)
         elif recorded is not None:
-            same[namespace] = stream_position(position.rpartition("/")[2])
+            same[namespace] = applied_stream_position(position)
     issued = queue.last_issued(list(same))
     rolled_back = [ns for ns, applied in same.items() if applied > issued[ns]]
     epoch: dict[str, Any] = {
