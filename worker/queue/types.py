@@ -65,7 +65,15 @@ class Claim:
     ) -> PositionCheck:
         """What SQL's ``applied_position`` says about the queue this claim was made in, given
         the claim's ``entries`` and which of them the ledger holds (``recorded``): whether
-        Redis lost its data since (another epoch), else how many ids it issued again."""
+        Redis lost its data since (another epoch), else how many ids it issued again.
+
+        >>> from worker.models import make_candidate
+        >>> entries = [("5-0", make_candidate(user_id="u1", trace_id="t", text="I prefer tea"))]
+        >>> Claim("user:u1", 1, "5-0", 1, 0, epoch="e2").check(entries, set(), "e1/7-0")
+        PositionCheck(applied_position='e1/7-0', recorded_epoch='e1', epoch='e2', reissued=0)
+        >>> Claim("user:u1", 1, "5-0", 1, 0, epoch="e1").check(entries, set(), "e1/7-0").reissued
+        1
+        """
         return PositionCheck(
             applied_position,
             recorded_epoch=epoch_of(applied_position),
