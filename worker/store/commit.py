@@ -188,9 +188,7 @@ def commit_batch(
     if applied.changed_entries:
         _update_entries(conn, ns_id, namespace, applied.changed_entries, version)
     # The search index moves with the entries, in this transaction (never a half-commit).
-    search_index.sync_entries(
-        conn, ns_id, [e.id for e in (*applied.new_entries, *applied.changed_entries)]
-    )
+    search_index.sync_written(conn, ns_id, new=applied.new_entries, changed=applied.changed_entries)
     written, outbox_ids = write_versions(
         conn,
         namespace_id=ns_id,
