@@ -19,7 +19,6 @@ from worker.errors import InvalidPlan, StaleVersion, StoreRefused
 from worker.models import Namespace
 from worker.store import fence, search_index
 from worker.store.bulk import insert_rows
-from worker.store.clock import resolve
 from worker.store.files import NewVersion, with_current_version, write_versions
 from worker.store.records import CONSOLIDATOR_AUTHOR, CommitResult, RunRecord
 from worker.store.runs import insert_run
@@ -162,14 +161,14 @@ def commit_batch(
 ) -> CommitResult:
     """Write one consolidated batch; the caller owns the transaction (and its rollback).
 
-    ``now=None`` reads the database's clock in this transaction (no round trip of its own);
-    the run's ``finished_at``, when unset, is that time too.
+    ``now=None`` reads the database's clock in this transaction (on PostgreSQL with the fence
+    statement: no round trip of its own); the run's ``finished_at``, when unset, is that time
+    too.
     """
-    now = resolve(conn, now)
     if run.namespace not in (None, namespace):
         raise StoreRefused(f"the run is for {run.namespace}, but the commit is for {namespace}")
     sinks = list(dict.fromkeys(sinks))
-    ns_id, version = fence.advance(
+    ns_id, version, now = fence.advance_at(
         conn,
         namespace,
         expected=expected_version,
