@@ -270,6 +270,19 @@ def mark_delivered(conn: Connection, outbox_id: int, *, now: datetime | None) ->
         conn.execute(sa.delete(outbox).where(outbox.c.id == row.id))
 
 
+def mark_delivered_unless_erased(
+    conn: Connection, outbox_id: int, *, namespace: str, generation: int, now: datetime | None
+) -> bool:
+    """:func:`mark_delivered`, in the transaction that re-checks the erase generation after
+    the sink call: False, and nothing marked, when ``namespace`` was erased since the row was
+    claimed at ``generation`` (the deliverer then takes its copy back). One transaction where
+    a separate read of the generation and then the mark were two."""
+    if fence.erase_generation(conn, namespace) != generation:
+        return False
+    mark_delivered(conn, outbox_id, now=now)
+    return True
+
+
 def mark_failed(
     conn: Connection,
     outbox_id: int,
