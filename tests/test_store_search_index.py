@@ -329,3 +329,35 @@ def test_the_statistics_count_exactly_the_active_entries(store: MemoryStore) -> 
             f"SELECT docs, total_len FROM {search_ddl.STATS} WHERE namespace_id = {int(ns_id)}"
         ).one()
     assert (docs, total) == (4, 4 * 4)  # "fact", "N", "about", "birds": four terms each
+
+
+def _index_rows(store: MemoryStore, ns: str) -> tuple[set[tuple[str, int]], tuple[int, int]]:
+    """(entry id, length) of every indexed entry of ``ns``, and its statistics row."""
+    with store.engine.connect() as conn:
+        ns_id = int(conn.execute(sa.select(namespaces.c.id).where(namespaces.c.key == ns)).scalar())
+        rows = conn.exec_driver_sql(
+            f"SELECT entry_id, doc_len FROM {search_ddl.DOCS} WHERE namespace_id = {ns_id}"
+        )
+        stats = conn.exec_driver_sql(
+            f"SELECT docs, total_len FROM {search_ddl.STATS} WHERE namespace_id = {ns_id}"
+        ).one()
+    return {(str(r[0]), int(r[1])) for r in rows}, (int(stats[0]), int(stats[1]))
+
+
+def test_the_index_a_commit_writes_is_the_index_a_rebuild_writes(store: MemoryStore) -> None:
+    ns = unique_ns()
+    live = [entry(f"e{i}", f"Fact {i} about rivers and boats") for i in range(5)]
+    commit(store, ns, plan(tuple(live)), expected=0)
+    changed = (
+        _retired(live[0]),
+        live[1].model_copy(update={"text": "Rewritten fact about canals"}),
+        live[2].model_copy(update={"confirmations": 2}),
+    )
+    added = (entry("n1", "A new fact about lakes", now=at(5)),)
+    commit(store, ns, plan(added, changed), expected=1, position="2-0")
+    by_commit = _index_rows(store, ns)
+
+    store.rebuild_search()
+
+    assert by_commit == _index_rows(store, ns)
+    assert {e for e, _ in by_commit[0]} == {"e1", "e2", "e3", "e4", "n1"}

@@ -32,7 +32,14 @@ from typing import Literal
 
 from worker.consolidation.base import Consolidator
 from worker.consolidation.engine import merge_new
-from worker.errors import LeaseLost, MemworkerError, StaleVersion, Unavailable, describe_error
+from worker.errors import (
+    LeaseLost,
+    MemworkerError,
+    StaleVersion,
+    StoreUnavailable,
+    Unavailable,
+    describe_error,
+)
 from worker.models import Candidate
 from worker.outcomes import Outcome
 from worker.queue.redis_queue import Claim, RedisQueue
@@ -104,16 +111,16 @@ class Pipeline:
         return result
 
     def _attempt(self, claim: Claim, trigger: Trigger) -> BatchResult:
-        started: datetime | None = None
+        # The batch's start: the injected clock's, else the database's, read with the
+        # snapshot (inside the try: it is a database call, and an outage there is an outage
+        # like any other, retried, never dead-lettered).
+        began = _Began(self.clock() if self.clock is not None else None)
         namespace = claim.namespace
         try:
-            # Inside the try: the database's clock is a database call, and an outage here is
-            # an outage like any other (retried, never dead-lettered).
-            started = self.now()
             with _heartbeat(
                 self.queue, claim, self.settings.lease_seconds, self.settings.max_merge_seconds
             ) as lease_lost:
-                return self._merge_and_commit(claim, trigger, started, lease_lost)
+                return self._merge_and_commit(claim, trigger, began, lease_lost)
         except StaleVersion as exc:
             # Another batch of this namespace committed first (e.g. a zombie worker's lease was
             # taken over). Give the batch back untouched; the next attempt re-reads the state
@@ -121,23 +128,27 @@ class Pipeline:
             # run row: nothing of an erased user is written after the erase.
             self.queue.release(claim)
             return self._failed(
-                claim, trigger, started, Outcome.STALE, str(exc), record=not self._erased(claim)
+                claim, trigger, began.at, Outcome.STALE, str(exc), record=not self._erased(claim)
             )
         except Unavailable as exc:
             # Not the batch's fault: retry until the dependency is back, never dead-letter.
             error = describe_error(exc)
             log.warning("consolidation of %s waits for a dependency: %s", namespace, error)
             self.queue.outage(claim, error)
-            return self._failed(claim, trigger, started, Outcome.FAILED, error)
+            # The database failed before its clock was read: no run row (it would fail too).
+            database_down = began.at is None and isinstance(exc, StoreUnavailable)
+            return self._failed(
+                claim, trigger, began.at, Outcome.FAILED, error, record=not database_down
+            )
         except Exception as exc:
             error = describe_error(exc)
             log.warning("consolidation of %s failed: %s", namespace, error)
             verdict = self.queue.fail(claim, error)
             outcome = Outcome.DEAD if verdict == "dead" else Outcome.FAILED
-            return self._failed(claim, trigger, started, outcome, error)
+            return self._failed(claim, trigger, began.at, outcome, error)
 
     def _merge_and_commit(
-        self, claim: Claim, trigger: Trigger, started: datetime, lease_lost: threading.Event
+        self, claim: Claim, trigger: Trigger, began: _Began, lease_lost: threading.Event
     ) -> BatchResult:
         namespace = claim.namespace
         entries = self.queue.read_batch(claim)
@@ -145,8 +156,13 @@ class Pipeline:
         # does, and the ledger skips them once merged, so a failed batch loses nothing and a
         # repeat adds none.
         candidates = [*arrived(entries), *self.agent_edits(namespace)]
-        # One read transaction for the state, the files and the ledger lookup.
-        snapshot = self.store.snapshot(namespace, [c.id for c in candidates])
+        # One read transaction for the state, the files, the ledger lookup and the batch's
+        # start on the database's clock (unless a clock is injected).
+        snapshot = self.store.snapshot(
+            namespace, [c.id for c in candidates], read_clock=began.at is None
+        )
+        started = began.at = began.at or snapshot.now
+        assert started is not None, "the snapshot read the database's clock"
         state = snapshot.state
         merge = merge_new(
             self.consolidator, state, candidates, recorded=snapshot.recorded,
@@ -223,18 +239,31 @@ class Pipeline:
         *,
         record: bool = True,
     ) -> BatchResult:
-        """The failed attempt's result, recorded as a run row (best effort) when ``record``
-        (never when not even the database's clock could be read)."""
+        """The failed attempt's result, recorded as a run row (best effort) when ``record``.
+
+        ``started`` is None when the attempt failed before the batch's start was read (with
+        the snapshot): the run then starts and ends at the failure, on the database's clock.
+        """
         failed = BatchResult(claim.namespace, outcome, candidates=claim.count, error=error)
-        if not record or started is None:
+        if not record:
             return BatchResult(claim.namespace, outcome, error=error)
         try:
-            self.store.record_run(self._run(claim, trigger, started, self.now(), failed))
+            finished = self.now()
+            run = self._run(claim, trigger, started or finished, finished, failed)
+            self.store.record_run(run)
         except MemworkerError as exc:  # the failure itself is already counted in Redis
             log.warning("could not record the failed run of %s: %s", claim.namespace, exc)
         except Exception:
             log.exception("could not record the failed run of %s", claim.namespace)
         return BatchResult(claim.namespace, outcome, error=error)
+
+
+@dataclass
+class _Began:
+    """When an attempt began, once known: set from the injected clock at once, or from the
+    database's clock read with the batch's snapshot."""
+
+    at: datetime | None = None
 
 
 @contextmanager

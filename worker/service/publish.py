@@ -275,12 +275,17 @@ def _deliver_claimed(
         if item.namespace in failed_here:
             store.release_outbox([item.id])
             continue
-        error = _deliver(store, sink, item, name=name, now=clock())
+        error = _send(store, sink, item)
         now = clock()
+        # Taken: re-check the erase generation and mark the delivery in one transaction.
+        marked = error is None and _mark_unless_erased(store, item, now=now)
+        if not marked:
+            error = _recheck_erase(store, name, sink, item, error, now=now)
         if error is None:
             SINK_DELIVERIES.labels(sink=name, outcome="ok").inc()
-            with contextlib.suppress(NotFound):  # the row went with an erase
-                store.mark_delivered(item.id, now=now)
+            if not marked:
+                with contextlib.suppress(NotFound):  # the row went with an erase
+                    store.mark_delivered(item.id, now=now)
             if recovering:
                 store.record_sink_success(name, now=now)
                 recovering = False
@@ -321,6 +326,22 @@ def _deliver(
     None when it took it."""
     error = _send(store, sink, item)
     return _recheck_erase(store, name or sink.name, sink, item, error, now=now)
+
+
+def _mark_unless_erased(store: MemoryStore, item: OutboxItem, *, now: datetime | None) -> bool:
+    """After a sink took ``item``: mark it delivered, in the transaction that re-checks its
+    namespace's erase generation. False when it was not marked: the namespace was erased
+    since the claim (the caller takes the copy back, :func:`_recheck_erase`), an erase
+    tombstone (nothing to take back; marked as before), or the store failed (the re-check
+    reports it)."""
+    if item.deleted:
+        return False
+    try:
+        return store.mark_delivered_unless_erased(
+            item.id, namespace=item.namespace, generation=item.generation, now=now
+        )
+    except MemworkerError:  # gone with an erase (NotFound), or the store failed: the re-check
+        return False  # and the mark that follows decide, exactly as without this shortcut
 
 
 def _send(store: MemoryStore, sink: Sink, item: OutboxItem) -> str | None:

@@ -22,6 +22,7 @@ True
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
@@ -29,17 +30,27 @@ from sqlalchemy.engine import Connection
 from worker.store.sqltypes import require_utc
 
 #: SQLite's clock with milliseconds, in the text format the datetime columns store.
-_SQLITE_NOW = "SELECT strftime('%Y-%m-%d %H:%M:%f', 'now')"
+_SQLITE_NOW_FORMAT = "%Y-%m-%d %H:%M:%f"
+
+
+def clock_column(conn: Connection) -> sa.ColumnElement[Any]:
+    """The database's clock as a column, to read it with another query (a statement fewer
+    than :func:`db_now`); :func:`clock_value` turns what it returns into a datetime."""
+    if conn.dialect.name == "sqlite":
+        return sa.func.strftime(_SQLITE_NOW_FORMAT, "now", type_=sa.String)
+    return sa.func.now()
+
+
+def clock_value(value: object) -> datetime:
+    """A value of :func:`clock_column`, timezone-aware UTC."""
+    if isinstance(value, datetime):
+        return value.astimezone(UTC) if value.tzinfo is not None else value.replace(tzinfo=UTC)
+    return datetime.fromisoformat(str(value)).replace(tzinfo=UTC)
 
 
 def db_now(conn: Connection) -> datetime:
     """The database server's current time, timezone-aware UTC."""
-    if conn.dialect.name == "sqlite":
-        text = conn.execute(sa.text(_SQLITE_NOW)).scalar_one()
-        return datetime.fromisoformat(str(text)).replace(tzinfo=UTC)
-    value = conn.execute(sa.text("SELECT now()")).scalar_one()
-    assert isinstance(value, datetime)
-    return value.astimezone(UTC)
+    return clock_value(conn.execute(sa.select(clock_column(conn))).scalar_one())
 
 
 def resolve(conn: Connection, now: datetime | None, what: str = "now") -> datetime:

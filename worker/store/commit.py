@@ -19,7 +19,6 @@ from worker.errors import InvalidPlan, StaleVersion, StoreRefused
 from worker.models import Namespace
 from worker.store import fence, search_index
 from worker.store.bulk import insert_rows
-from worker.store.clock import resolve
 from worker.store.files import NewVersion, with_current_version, write_versions
 from worker.store.records import CONSOLIDATOR_AUTHOR, CommitResult, RunRecord
 from worker.store.runs import insert_run
@@ -162,14 +161,14 @@ def commit_batch(
 ) -> CommitResult:
     """Write one consolidated batch; the caller owns the transaction (and its rollback).
 
-    ``now=None`` reads the database's clock in this transaction (no round trip of its own);
-    the run's ``finished_at``, when unset, is that time too.
+    ``now=None`` reads the database's clock in this transaction (on PostgreSQL with the fence
+    statement: no round trip of its own); the run's ``finished_at``, when unset, is that time
+    too.
     """
-    now = resolve(conn, now)
     if run.namespace not in (None, namespace):
         raise StoreRefused(f"the run is for {run.namespace}, but the commit is for {namespace}")
     sinks = list(dict.fromkeys(sinks))
-    ns_id, version = fence.advance(
+    ns_id, version, now = fence.advance_at(
         conn,
         namespace,
         expected=expected_version,
@@ -188,9 +187,7 @@ def commit_batch(
     if applied.changed_entries:
         _update_entries(conn, ns_id, namespace, applied.changed_entries, version)
     # The search index moves with the entries, in this transaction (never a half-commit).
-    search_index.sync_entries(
-        conn, ns_id, [e.id for e in (*applied.new_entries, *applied.changed_entries)]
-    )
+    search_index.sync_written(conn, ns_id, new=applied.new_entries, changed=applied.changed_entries)
     written, outbox_ids = write_versions(
         conn,
         namespace_id=ns_id,

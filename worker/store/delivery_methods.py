@@ -83,6 +83,18 @@ class DeliveryMethods(Transactions):
     def mark_delivered(self, outbox_id: int, *, now: datetime | None = None) -> None:
         self._write("marking a delivery", lambda c: _outbox.mark_delivered(c, outbox_id, now=now))
 
+    def mark_delivered_unless_erased(
+        self, outbox_id: int, *, namespace: str, generation: int, now: datetime | None = None
+    ) -> bool:
+        """Mark a delivery unless ``namespace``'s erase generation moved on from
+        ``generation`` (False: nothing marked), in one transaction."""
+        return self._write(
+            "marking a delivery",
+            lambda c: _outbox.mark_delivered_unless_erased(
+                c, outbox_id, namespace=namespace, generation=generation, now=now
+            ),
+        )
+
     def mark_delivery_failed(
         self,
         outbox_id: int,

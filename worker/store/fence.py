@@ -27,6 +27,7 @@ from sqlalchemy.engine import Connection
 
 from worker.errors import StaleVersion, StoreRefused
 from worker.models import Namespace
+from worker.store.clock import resolve
 from worker.store.engine import dialect_insert
 from worker.store.schema import erase_generations, namespace_fences, namespaces
 
@@ -94,6 +95,31 @@ def advance(
     ``expected=None`` bumps unconditionally (operator writes: put, rollback, import), which
     still makes any consolidation that read the old version stale.
     """
+    ns_id, version, _ = advance_at(
+        conn, namespace, expected=expected, applied_position=applied_position, now=now
+    )
+    return ns_id, version
+
+
+def advance_at(
+    conn: Connection,
+    namespace: str,
+    *,
+    expected: int | None,
+    applied_position: str | None,
+    now: datetime | None,
+) -> tuple[int, int, datetime]:
+    """:func:`advance`, also returning the time it wrote: ``now``, or with ``now=None`` the
+    database's clock (:mod:`worker.store.clock`).
+
+    On PostgreSQL that clock is read by the fence statement itself (``now()``, the
+    transaction's start: the value a ``SELECT now()`` first in the transaction returns), which
+    saves the commit a round trip; SQLite's is read first (in-process, no round trip).
+    """
+    sql_now = now is None and conn.dialect.name == "postgresql"
+    if not sql_now:
+        now = resolve(conn, now)
+    stamp: object = sa.func.now() if sql_now else now
     ns = Namespace.parse(namespace)
     if expected is not None and expected < 0:
         raise StoreRefused(f"expected_version must be >= 0, got {expected}")
@@ -104,26 +130,29 @@ def advance(
         # UPDATE below decides, exactly as before: it only matches a row still at version 0.
         created = conn.execute(
             dialect_insert(conn, namespaces)
-            .values(_new_row(ns, namespace, applied_position, now, 1))
+            .values(_new_row(ns, namespace, applied_position, stamp, 1))
             .on_conflict_do_nothing(index_elements=[namespaces.c.key])
-            .returning(namespaces.c.id)
-        ).scalar_one_or_none()
+            .returning(namespaces.c.id, namespaces.c.updated_at)
+        ).first()
         if created is not None:
             if erased_version(conn, namespace) is not None:
                 raise _erased(namespace)  # read before an erase; the rollback undoes the insert
-            return int(created), 1
-    values: dict[str, object] = {"version": namespaces.c.version + 1, "updated_at": now}
+            return int(created.id), 1, created.updated_at
+    values: dict[str, object] = {"version": namespaces.c.version + 1, "updated_at": stamp}
     if applied_position is not None:
         values["applied_position"] = applied_position
     stmt = sa.update(namespaces).where(namespaces.c.key == namespace)
     if expected is not None:
         stmt = stmt.where(namespaces.c.version == expected)
-    row = conn.execute(stmt.values(values).returning(namespaces.c.id, namespaces.c.version)).first()
+    returned = (namespaces.c.id, namespaces.c.version, namespaces.c.updated_at)
+    row = conn.execute(stmt.values(values).returning(*returned)).first()
     if row is not None:
-        return int(row.id), int(row.version)
-    return _recreate(
+        return int(row.id), int(row.version), row.updated_at
+    now = resolve(conn, now)
+    ns_id, version = _recreate(
         conn, ns, namespace=namespace, expected=expected, applied_position=applied_position, now=now
     )
+    return ns_id, version, now
 
 
 def _recreate(
@@ -157,9 +186,10 @@ def _recreate(
 
 
 def _new_row(
-    ns: Namespace, namespace: str, applied_position: str | None, now: datetime, version: int
+    ns: Namespace, namespace: str, applied_position: str | None, now: object, version: int
 ) -> dict[str, object]:
-    """The row of a namespace's first commit (version 1, or the erase fence plus one)."""
+    """The row of a namespace's first commit (version 1, or the erase fence plus one);
+    ``now`` is a datetime or the SQL expression of the database's clock."""
     return {
         "key": namespace,
         "scope": ns.scope.value,

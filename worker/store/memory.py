@@ -109,12 +109,16 @@ class MemoryStore(DeliveryMethods, ProgressMethods, ApprovalMethods, SearchMetho
         """Active entries, version (0 when new), applied position and read-only paths."""
         return self._read("loading " + namespace, lambda c: _commit.load_state(c, namespace))
 
-    def snapshot(self, namespace: str, candidate_ids: Iterable[str]) -> BatchSnapshot:
-        """What a merge reads, in one read transaction: the state, the current files, and which
-        of ``candidate_ids`` the ledger already holds (see :mod:`worker.store.snapshot`)."""
+    def snapshot(
+        self, namespace: str, candidate_ids: Iterable[str], *, read_clock: bool = False
+    ) -> BatchSnapshot:
+        """What a merge reads, in one read transaction: the state, the current files, which of
+        ``candidate_ids`` the ledger already holds, and (``read_clock``) the database's clock
+        (see :mod:`worker.store.snapshot`)."""
         ids = list(candidate_ids)
         return self._read(
-            "loading " + namespace, lambda c: _snapshot.read_snapshot(c, namespace, ids)
+            "loading " + namespace,
+            lambda c: _snapshot.read_snapshot(c, namespace, ids, read_clock=read_clock),
         )
 
     def current_files(self, namespace: str) -> dict[str, str]:

@@ -22,6 +22,7 @@ from worker.store import search_postgres, search_rank, search_sqlite, vectors
 from worker.store.schema import entries, namespaces
 from worker.store.search_ddl import DOCS, STATS
 from worker.store.search_text import QueryTerms, index_text, repeats_of, term_key
+from worker.values import Entry
 
 #: Entry ids per ``IN (…)`` list when syncing (below SQLite's bound-parameter limit).
 SYNC_CHUNK = 500
@@ -76,6 +77,37 @@ def sync_entries(conn: Connection, ns_id: int, entry_ids: Iterable[str]) -> None
             conn, ns_id, len(texts) - len(removed), sum(t.length for _, t in texts) - sum(removed)
         )
         vectors.discard(conn, ns_id, {r.id: r.text for r in active}, chunk)
+
+
+def sync_written(
+    conn: Connection, ns_id: int, *, new: Sequence[Entry], changed: Sequence[Entry]
+) -> None:
+    """:func:`sync_entries` for the entries a commit just wrote, from the rows it wrote.
+
+    Same result, fewer statements (a batch's commit is the hot path): the texts and validity
+    come from ``new`` and ``changed`` (the values just written, so nothing is read back), and
+    a brand-new entry skips the delete and the vector lookup: its id did not exist in the
+    namespace before this transaction (the entries' primary key), and the index and the
+    vectors only ever hold active entries, so neither has a row of it. A changed entry is
+    taken out first, as :func:`sync_entries` does.
+    """
+    backend = _backend(conn)
+    removed: list[int] = []
+    changed = list({e.id: e for e in changed}.values())
+    for start in range(0, len(changed), SYNC_CHUNK):
+        chunk = changed[start : start + SYNC_CHUNK]
+        ids = [e.id for e in chunk]
+        removed += backend.delete(conn, ns_id, ids)
+        vectors.discard(conn, ns_id, {e.id: e.text for e in chunk if e.invalid_at is None}, ids)
+    # An entry both inserted and changed is indexed once, as changed (its final row).
+    changed_ids = {e.id for e in changed}
+    written = [*(e for e in new if e.id not in changed_ids), *changed]
+    texts = [(e.id, index_text(e.text)) for e in written if e.invalid_at is None]
+    for start in range(0, len(texts), SYNC_CHUNK):
+        backend.insert(conn, ns_id, texts[start : start + SYNC_CHUNK])
+    _bump_stats(
+        conn, ns_id, len(texts) - len(removed), sum(t.length for _, t in texts) - sum(removed)
+    )
 
 
 def sync_path(conn: Connection, ns_id: int, path: str) -> None:
