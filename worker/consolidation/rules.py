@@ -68,7 +68,8 @@ from worker.values import NamespaceState
 #: so it only works through a ``key``.
 MIN_FORGET_CHARS: Final = 4
 
-#: Live order: oldest first, then by id (one C call per entry, not a Python key function).
+#: Oldest first, then by id: the order entries go live and candidates are taken in (one C
+#: call per item, not a Python key function).
 _BY_AGE: Final = attrgetter("created_at", "id")
 
 #: Defaults when built without settings; the same values as the Settings defaults.
@@ -140,7 +141,7 @@ class _Merge:
         #: (subject, attribute) → the live entries setting it, in ``live`` order.
         self.by_slot: dict[tuple[str, str], list[LiveEntry]] = {}
         self.added = 0
-        add, of = self._add_live, Normalised.of
+        add, of = self._add_live, text.form_of
         for e in ordered:
             add(LiveEntry(e.id, e.path, e.text, e.key, e.valid_from, True, of(e.text)))
 
@@ -154,7 +155,7 @@ class _Merge:
         frame = entry.frame = frame_of(raw)
         self.live[entry.id] = entry
         self.by_text.setdefault(normal, []).append(entry)
-        alike = self.by_features.setdefault(fuzzy_key(norm), {})
+        alike = self.by_features.setdefault((norm.numbers, norm.negated), {})  # fuzzy_key
         alike.setdefault(len(normal), []).append(entry)
         terms = entry.terms = paraphrase_key(raw)
         if terms is not None:
@@ -192,7 +193,7 @@ class _Merge:
 
     def run(self, batch: Sequence[Candidate]) -> Plan:
         seen: set[str] = set()
-        for cand in sorted(batch, key=lambda c: (c.created_at, c.id)):
+        for cand in sorted(batch, key=_BY_AGE):
             if cand.id in seen:  # a redelivered copy of the same candidate: one account
                 continue
             seen.add(cand.id)

@@ -318,7 +318,9 @@ def _normalised(raw: str) -> Normalised:
     """:meth:`Normalised.of`, cached: a namespace's entries are re-read with every batch, so
     their forms are derived on the first batch only. Callers never mutate the result (frozen;
     ``grams`` is only read)."""
-    norm = normalise(raw)
+    # An ASCII text's form directly: an entry's text is normalised here only, so the cache of
+    # :func:`normalise` (shared by the guards and dedupe of one candidate) is not filled with it.
+    norm = _ascii_normal(raw) if raw.isascii() else normalise(raw)
     words = norm.split()
     if norm.isascii():  # no word-free script, no negation marker outside the word list
         # :func:`_numbers` and the tuple's own constructor, inlined: a cold merge derives the
@@ -334,6 +336,10 @@ def _normalised(raw: str) -> Normalised:
         return _NEW_TUPLE(Normalised, (norm, tuple(numbers), negated, raw, None))
     grams = Counter(pairwise(words)) if _HAS_WORD_FREE.search(norm) else None
     return Normalised(norm, _numbers(norm, words), _polarity(words), raw, grams)
+
+
+#: :meth:`Normalised.of` as a plain function (a cold merge derives one form per entry).
+form_of: Final = _normalised
 
 
 def _same_entities(a: Normalised, b: Normalised) -> bool:
@@ -406,13 +412,16 @@ class NearDuplicateOf:
         limit = min((la + lb) // 10, MAX_EDITS)
         if abs(la - lb) > limit or a.numbers != b.numbers or a.negated != b.negated:
             return False
-        if not _same_entities(a, b):
-            return False
         if a.grams is not None or b.grams is not None:
-            return _grams_match(a, b)
+            return _same_entities(a, b) and _grams_match(a, b)
+        # The bounded distance (one C call) before the named entities (read from both raw
+        # texts on each call): every check is pure and all must pass, so the order only
+        # decides which failing one is seen first.
         if int(Indel.distance(at, bt, score_cutoff=limit)) > limit:
             return False
-        return (at.isascii() and bt.isascii()) or _words_are_typos(at, bt)
+        return _same_entities(a, b) and (
+            (at.isascii() and bt.isascii()) or _words_are_typos(at, bt)
+        )
 
 
 def is_near_duplicate(a: str, b: str) -> bool:
