@@ -40,7 +40,7 @@ rejected with that reason rather than failing the whole batch.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from datetime import datetime
 from operator import attrgetter
 from typing import ClassVar, Final
@@ -141,29 +141,39 @@ class _Merge:
         #: (subject, attribute) → the live entries setting it, in ``live`` order.
         self.by_slot: dict[tuple[str, str], list[LiveEntry]] = {}
         self.added = 0
-        add, of = self._add_live, text.form_of
-        for e in ordered:
-            add(LiveEntry(e.id, e.path, e.text, e.key, e.valid_from, True, of(e.text)))
+        of = text.form_of
+        self._add_live(
+            LiveEntry(e.id, e.path, e.text, e.key, e.valid_from, True, of(e.text)) for e in ordered
+        )
 
-    def _add_live(self, entry: LiveEntry) -> None:
-        # New entries go last in both maps, so every ``by_text`` list stays in ``live`` order.
-        # (Run for every entry of a namespace on each merge: locals, not repeated lookups.)
-        self.added += 1
-        entry.seq = self.added
-        norm, raw = entry.norm, entry.text
-        normal = norm.text
-        frame = entry.frame = frame_of(raw)
-        self.live[entry.id] = entry
-        self.by_text.setdefault(normal, []).append(entry)
-        alike = self.by_features.setdefault((norm.numbers, norm.negated), {})  # fuzzy_key
-        alike.setdefault(len(normal), []).append(entry)
-        terms = entry.terms = paraphrase_key(raw)
-        if terms is not None:
-            self.by_terms.setdefault(terms, []).append(entry)
-        if self._index is not None:
-            self._index.add(entry.id, raw)
-        if frame is not None:
-            self.by_slot.setdefault(frame.slot(), []).append(entry)
+    def _add_live(self, entries: Iterable[LiveEntry]) -> None:
+        """Make ``entries`` live, in order, after those already live.
+
+        New entries go last in every map, so each list stays in ``live`` order. One call
+        takes all of a namespace's entries (hundreds, on each merge): the maps are looked up
+        once per call, not once per entry.
+        """
+        live, by_text, by_features = self.live, self.by_text, self.by_features
+        by_terms, by_slot, index = self.by_terms, self.by_slot, self._index
+        seq = self.added
+        for entry in entries:
+            seq += 1
+            entry.seq = seq
+            norm, raw = entry.norm, entry.text
+            normal = norm.text
+            frame = entry.frame = frame_of(raw)
+            live[entry.id] = entry
+            by_text.setdefault(normal, []).append(entry)
+            alike = by_features.setdefault((norm.numbers, norm.negated), {})  # fuzzy_key
+            alike.setdefault(len(normal), []).append(entry)
+            terms = entry.terms = paraphrase_key(raw)
+            if terms is not None:
+                by_terms.setdefault(terms, []).append(entry)
+            if index is not None:
+                index.add(entry.id, raw)
+            if frame is not None:
+                by_slot.setdefault(frame.slot(), []).append(entry)
+        self.added = seq
 
     def _drop_live(self, entry: LiveEntry) -> None:
         del self.live[entry.id]
@@ -285,7 +295,7 @@ class _Merge:
         self, cand: Candidate, path: str, body: str, key: str | None, wanted: Normalised
     ) -> None:
         new_id = self.ids.next(cand.id)
-        self._add_live(LiveEntry(new_id, path, body, key, cand.created_at, False, wanted))
+        self._add_live((LiveEntry(new_id, path, body, key, cand.created_at, False, wanted),))
 
     def _supersede(
         self,
