@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import random
+import re
+
 from worker.consolidation import text
 from worker.consolidation.extract import extract_statements
 
@@ -79,3 +82,21 @@ def test_a_long_rewrite_is_not_a_typo_however_similar_the_share() -> None:
 def test_key_routing_sees_the_normal_form_too() -> None:
     (statement,) = extract_statements("user: ｍｙ ｃｉｔｙ ｉｓ Lisbon")
     assert statement.key == "profile.city"
+
+
+def test_an_ascii_normal_form_is_its_lower_cased_letter_and_digit_runs() -> None:
+    # The ASCII path translates bytes instead of searching; it must read every ASCII
+    # character as the token pattern does (apostrophes dropped, the rest separate tokens).
+    def expected(raw: str) -> str:
+        return " ".join(re.findall(r"[a-z0-9]+", raw.lower().replace("'", "").replace("`", "")))
+
+    rng = random.Random(5)
+    every = "".join(map(chr, range(128)))
+    texts = [f"Ab{c}Cd 9{c}0 {c}" for c in every]
+    texts += ["".join(rng.choice(every) for _ in range(rng.randint(0, 40))) for _ in range(2000)]
+    assert [text.normalise(t) for t in texts] == [expected(t) for t in texts]
+
+
+def test_digit_runs_inside_words_count_as_numbers_in_order() -> None:
+    assert text.Normalised.of("My 2nd car cost 3k, not 40").numbers == ("2", "3", "40")
+    assert text.Normalised.of("I have two cats and 3 dogs").numbers == ("3", "two")

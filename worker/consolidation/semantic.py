@@ -120,9 +120,14 @@ def _names(raw: str) -> list[str]:
     return [w.casefold() for w in _CAPITALISED.findall(raw) if w != "I"]
 
 
+@lru_cache(maxsize=4096)
 def paraphrase_key(text: str) -> frozenset[str] | None:
     """What two paraphrases share exactly: the set of content terms (None when ``text`` is
-    too long to compare by meaning, or has no content term)."""
+    too long to compare by meaning, or has no content term).
+
+    Kept as long as the :func:`terms` it is built from: a merge keys every live entry by it,
+    and a set built afresh per entry per merge costs more than the lookup of its terms.
+    """
     if len(text) > MAX_SEMANTIC_CHARS:
         return None
     return frozenset(terms(text)) or None
