@@ -131,6 +131,12 @@ def test_parsing_and_help_import_no_runtime_package(argv: list[str]) -> None:
     assert _loaded(modules, HEAVY) == []
 
 
+def test_version_is_printed_without_building_the_app() -> None:
+    modules = _modules_after(_PROBE, json.dumps(["--version"]))
+
+    assert _loaded(modules, ("typer", "click", "rich", "worker.cli.root")) == []
+
+
 def test_a_usage_error_is_reported_without_importing_the_runtime() -> None:
     modules = _modules_after(_PROBE, json.dumps(["reconcile", "--no-such-option"]))
 
