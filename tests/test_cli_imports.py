@@ -74,6 +74,8 @@ NOT_FOR_STATUS = (
     "worker.store.erase",
     "worker.store.approvals",
     "worker.store.history",
+    # It reads counts, schedules and health rows: no candidate is decoded, so no model built.
+    "worker.models",
     # The embedded store is SQLite's: PostgreSQL's dialect is loaded only for a PostgreSQL URL.
     "sqlalchemy.dialects.postgresql",
 )

@@ -324,7 +324,7 @@ class Settings(BaseSettings):
     @field_validator("sensitive_paths")
     @classmethod
     def _paths_under_route(cls, value: list[str]) -> list[str]:
-        from worker.models import normalise_path
+        from worker.namespaces import normalise_path
 
         return [normalise_path(p) for p in value]
 
