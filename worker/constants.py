@@ -52,6 +52,9 @@ FACTS_PATH: Final = "/memories/facts.md"
 # Declared here, below both :class:`worker.settings.Settings` and the client's own slice
 # (:class:`worker.hotpath.settings.ClientSettings`), so the two share every default and bound.
 
+#: The prefix of every environment variable memworker reads (``MEMWORKER_REDIS_URL``, …).
+ENV_PREFIX: Final = "MEMWORKER_"
+
 #: Where ``memworker run`` keeps its embedded Redis socket, SQLite file and files sink by default.
 DEFAULT_DATA_DIR: Final = Path.home() / ".memworker"
 

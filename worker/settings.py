@@ -25,6 +25,7 @@ from worker.constants import (
     DEFAULT_QUEUE_SHARDS,
     DEFAULT_SOCKET_TIMEOUT_SECONDS,
     EMBEDDED_REDIS_SOCKET_NAME,
+    ENV_PREFIX,
     KEY_PREFIX_PATTERN,
     MAX_QUEUE_SHARDS,
     MAX_SOCKET_TIMEOUT_SECONDS,
@@ -41,7 +42,7 @@ class Settings(BaseSettings):
     Environment variables use the ``MEMWORKER_`` prefix, e.g. ``MEMWORKER_REDIS_URL``.
     """
 
-    model_config = SettingsConfigDict(env_prefix="MEMWORKER_", extra="forbid", frozen=True)
+    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, extra="forbid", frozen=True)
 
     # --- where things live -------------------------------------------------------------------
     redis_url: str | None = Field(

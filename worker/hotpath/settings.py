@@ -45,6 +45,7 @@ from worker.constants import (
     DEFAULT_QUEUE_SHARDS,
     DEFAULT_SOCKET_TIMEOUT_SECONDS,
     EMBEDDED_REDIS_SOCKET_NAME,
+    ENV_PREFIX,
     KEY_PREFIX_PATTERN,
     MAX_QUEUE_SHARDS,
     MAX_SOCKET_TIMEOUT_SECONDS,
@@ -58,7 +59,7 @@ if TYPE_CHECKING:
     from worker.settings import Settings
 
 #: The prefix of every variable, lower-cased (variable names are matched case-insensitively).
-ENV_PREFIX: Final = "memworker_"
+_PREFIX: Final = ENV_PREFIX.lower()
 
 #: Environment spellings of a boolean the quick check takes as certain (pydantic accepts more;
 #: those go to Settings).
@@ -121,12 +122,10 @@ def client_settings(url: str | None = None, **overrides: Any) -> ClientSettings:
 def _client_environment(environ: Mapping[str, str]) -> dict[str, Any]:
     """The client's fields set in ``environ``, by field name (as pydantic-settings reads them:
     names lower-cased, so the last spelling of a name wins)."""
-    lowered = {
-        k.lower(): v for k, v in environ.items() if k[: len(ENV_PREFIX)].lower() == ENV_PREFIX
-    }
+    lowered = {k.lower(): v for k, v in environ.items() if k[: len(_PREFIX)].lower() == _PREFIX}
     found = {}
     for name in CLIENT_FIELDS:
-        value = lowered.get(ENV_PREFIX + name)
+        value = lowered.get(_PREFIX + name)
         if value is not None:
             found[name] = value
     return found
