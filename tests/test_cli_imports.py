@@ -36,6 +36,12 @@ NOT_FOR_THE_HOT_PATH = (
     "numpy",
     "regex",
     "croniter",
+    # The client reads its slice of the settings and validates candidates without pydantic
+    # (worker.hotpath.settings, worker.enqueue); the worker's models and settings need it.
+    "pydantic",
+    "pydantic_settings",
+    "worker.settings",
+    "worker.models",
     "worker.store",
     "worker.service",
     "worker.runtime",
@@ -68,6 +74,8 @@ NOT_FOR_STATUS = (
     "worker.store.erase",
     "worker.store.approvals",
     "worker.store.history",
+    # It reads counts, schedules and health rows: no candidate is decoded, so no model built.
+    "worker.models",
     # The embedded store is SQLite's: PostgreSQL's dialect is loaded only for a PostgreSQL URL.
     "sqlalchemy.dialects.postgresql",
 )
@@ -125,6 +133,12 @@ def test_parsing_and_help_import_no_runtime_package(argv: list[str]) -> None:
     assert _loaded(modules, HEAVY) == []
 
 
+def test_version_is_printed_without_building_the_app() -> None:
+    modules = _modules_after(_PROBE, json.dumps(["--version"]))
+
+    assert _loaded(modules, ("typer", "click", "rich", "worker.cli.root")) == []
+
+
 def test_a_usage_error_is_reported_without_importing_the_runtime() -> None:
     modules = _modules_after(_PROBE, json.dumps(["reconcile", "--no-such-option"]))
 
@@ -136,6 +150,24 @@ def test_importing_the_client_loads_the_hot_path_only() -> None:
         "import json, sys\nfrom worker import MemoryClient\nprint(json.dumps(sorted(sys.modules)))"
     )
     modules = _modules_after(code)
+
+    assert "worker.hotpath.client" in modules
+    assert _loaded(modules, NOT_FOR_THE_HOT_PATH) == []
+
+
+def test_building_a_client_and_enqueueing_on_one_redis_loads_no_worker_side_module(
+    single_redis_url: str, key_prefix: str
+) -> None:
+    code = (
+        "import json, sys\nfrom worker import MemoryClient\n"
+        "with MemoryClient() as client:\n"
+        "    client.enqueue(user_id='u1', trace_id='t1', text='I prefer tea')\n"
+        "    client.enqueue_many([{'user_id': 'u2', 'trace_id': 't2', 'text': 'Call me Sam'}])\n"
+        "print(json.dumps(sorted(sys.modules)))"
+    )
+    modules = _modules_after(
+        code, MEMWORKER_REDIS_URL=single_redis_url, MEMWORKER_KEY_PREFIX=key_prefix
+    )
 
     assert "worker.hotpath.client" in modules
     assert _loaded(modules, NOT_FOR_THE_HOT_PATH) == []

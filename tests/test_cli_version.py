@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 from typer.testing import CliRunner
 
 from worker import __version__
@@ -19,3 +22,13 @@ def test_no_arguments_still_show_the_commands() -> None:
     ran = CliRunner().invoke(app, [])
 
     assert "reconcile" in ran.output
+
+
+def test_the_entry_point_prints_the_same_version_line_as_the_app() -> None:
+    code = (
+        "import sys\nsys.argv = ['memworker', '--version']\nfrom worker.cli.app import main\nmain()"
+    )
+    ran = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    by_app = CliRunner().invoke(app, ["--version"])
+
+    assert (ran.returncode, ran.stdout, ran.stderr) == (0, by_app.output, "")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Final
 
 #: IDs (users, assistants, orgs, threads, traces) are restricted to a safe alphabet so they can
@@ -46,3 +47,40 @@ CANDIDATE_ID_NAMESPACE: Final = "6f1c1f47-3b7e-4a8e-9d55-8f2b0d6a7c11"
 #: Default memory files the rules consolidator routes to.
 PREFERENCES_PATH: Final = "/memories/preferences.md"
 FACTS_PATH: Final = "/memories/facts.md"
+
+# --- the settings the hot-path client reads -----------------------------------------------------
+# Declared here, below both :class:`worker.settings.Settings` and the client's own slice
+# (:class:`worker.hotpath.settings.ClientSettings`), so the two share every default and bound.
+
+#: The prefix of every environment variable memworker reads (``MEMWORKER_REDIS_URL``, …).
+ENV_PREFIX: Final = "MEMWORKER_"
+
+#: Where ``memworker run`` keeps its embedded Redis socket, SQLite file and files sink by default.
+DEFAULT_DATA_DIR: Final = Path.home() / ".memworker"
+
+#: The embedded Redis server's Unix socket, inside the data directory.
+EMBEDDED_REDIS_SOCKET_NAME: Final = "redis.sock"
+
+#: The default key prefix, and what a prefix may be: it is embedded in every Redis key (and in
+#: Celery queue names), so it has the ids' safe alphabet and a short length.
+DEFAULT_KEY_PREFIX: Final = "mw"
+KEY_PREFIX_PATTERN: Final = r"^[A-Za-z0-9_\-]{1,32}$"
+
+#: The release's debounce policy (see ``Settings.debounce_seconds`` and the next two): what a
+#: client sends for the scripts to use until a worker has written the deployment's own.
+DEFAULT_DEBOUNCE_SECONDS: Final = 30.0
+DEFAULT_MAX_WAIT_SECONDS: Final = 300.0
+DEFAULT_MAX_PENDING_PER_NAMESPACE: Final = 10_000
+
+#: Default and bounds of the queue's shard count (see ``Settings.queue_shards``).
+DEFAULT_QUEUE_SHARDS: Final = 256
+MAX_QUEUE_SHARDS: Final = 1024
+
+#: Bounds of ``MEMWORKER_MAX_TEXT_BYTES``: a few words at least, a stream entry of 1 MiB at most.
+MIN_TEXT_BYTES_LIMIT: Final = 16
+MAX_TEXT_BYTES_LIMIT: Final = 1_048_576
+
+#: The hot path's default Redis timeout (a chat reply never waits longer on Redis), and the
+#: largest one accepted.
+DEFAULT_SOCKET_TIMEOUT_SECONDS: Final = 0.25
+MAX_SOCKET_TIMEOUT_SECONDS: Final = 30.0

@@ -23,7 +23,7 @@ from wsgiref.simple_server import WSGIServer
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
 
-from worker.models import Scope
+from worker.namespaces import Scope
 
 #: The registry every memworker metric lives on; serve it, or pass it to ``generate_latest``.
 REGISTRY: Final = CollectorRegistry(auto_describe=True)

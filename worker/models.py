@@ -1,5 +1,7 @@
 """Candidate memories and the enqueue contract: the vocabulary shared by the hot path and the
-worker. Namespaces live in :mod:`worker.namespaces` (re-exported here for callers).
+worker. The contract itself (:class:`EnqueueFields`, :func:`validate_enqueue`, the stored shape)
+lives in :mod:`worker.enqueue`, without pydantic, and namespaces in :mod:`worker.namespaces`;
+both are re-exported here for callers.
 
 >>> c = make_candidate(user_id="u1", trace_id="t1", text="I prefer tea", topic="drinks")
 >>> (c.namespace, c.path)
@@ -8,20 +10,8 @@ worker. Namespaces live in :mod:`worker.namespaces` (re-exported here for caller
 
 from __future__ import annotations
 
-import uuid
-from collections.abc import Iterable
 from datetime import UTC, datetime
-from typing import (
-    Annotated,
-    Any,
-    Final,
-    NamedTuple,
-    NotRequired,
-    Self,
-    TypedDict,
-    get_origin,
-    get_type_hints,
-)
+from typing import Annotated, Any, Self
 
 from pydantic import (
     BaseModel,
@@ -33,10 +23,16 @@ from pydantic import (
 )
 from typing_extensions import Unpack
 
-from worker.constants import (
-    CANDIDATE_ID_NAMESPACE,
-    MAX_ID_LENGTH,
-    MAX_TEXT_BYTES,
+from worker.constants import MAX_ID_LENGTH, MAX_TEXT_BYTES
+from worker.enqueue import (
+    ENQUEUE_FIELDS,
+    REQUIRED_ENQUEUE_FIELDS,
+    STORED_FIELDS,
+    EnqueueFields,
+    EnqueueValues,
+    StoredCandidate,
+    candidate_id_for,
+    validate_enqueue,
 )
 from worker.errors import InvalidCandidate
 from worker.fields import (
@@ -50,16 +46,11 @@ from worker.fields import (
     validate_text,
     validate_time,
 )
-from worker.namespaces import (
-    Namespace,
-    Scope,
-    namespace_of,
-    normalise_path,
-    refuse_reserved,
-    validate_id,
-)
+from worker.namespaces import Namespace, Scope, normalise_path, validate_id
 
 __all__ = [
+    "ENQUEUE_FIELDS",
+    "REQUIRED_ENQUEUE_FIELDS",
     "SOURCES",
     "Candidate",
     "EnqueueFields",
@@ -68,6 +59,7 @@ __all__ = [
     "Namespace",
     "Scope",
     "Source",
+    "StoredCandidate",
     "build_candidate",
     "candidate_id_for",
     "make_candidate",
@@ -75,63 +67,6 @@ __all__ = [
     "validate_enqueue",
     "validate_id",
 ]
-
-
-class EnqueueFields(TypedDict):
-    """The enqueue contract: the keyword arguments of every ``enqueue``, declared once.
-
-    ``MemoryClient.enqueue`` / ``AsyncMemoryClient.enqueue`` take them as keywords
-    (``**fields: Unpack[EnqueueFields]``), ``enqueue_many`` as one dict per candidate, and
-    :func:`make_candidate` validates them. Adding a field is one line here plus its check in
-    :func:`validate_enqueue`; one the candidate stores is also a field of :class:`Candidate`
-    (and an entry of ``stored`` there), and nothing else: the hot path's JSON writer is
-    derived from the model.
-
-    ``user_id``, ``trace_id`` and ``text`` are required (``user_id`` may be ``None`` in agent
-    scope); the others default to: ``kind="fact"``, ``scope="user"``, ``source="hot_path"``,
-    and ``None`` for ``topic``, ``key``, ``assistant_id``, ``thread_id`` and
-    ``idempotency_key``.
-
-    >>> sorted(REQUIRED_ENQUEUE_FIELDS)
-    ['text', 'trace_id', 'user_id']
-    """
-
-    #: The user the memory is about; required for scope ``user``.
-    user_id: str | None
-    #: The request's trace id, kept on the candidate so a memory can be traced to its turn.
-    trace_id: str
-    #: What to remember (``fact``), an excerpt to extract from (``turn``), or what to remove.
-    text: str
-    #: ``fact``, ``turn`` or ``forget`` (default ``fact``).
-    kind: NotRequired[str]
-    #: A memory file hint such as ``preferences`` or ``/memories/work/projects.md``.
-    topic: NotRequired[str | None]
-    #: A slot such as ``preference.language``: a newer candidate with it supersedes the older.
-    key: NotRequired[str | None]
-    #: The assistant: per-assistant user memory, or the owner of agent-scope memory.
-    assistant_id: NotRequired[str | None]
-    #: The conversation thread the candidate came from.
-    thread_id: NotRequired[str | None]
-    #: Makes the candidate id deterministic, so a retried capture merges once.
-    idempotency_key: NotRequired[str | None]
-    #: ``user`` or ``agent`` (default ``user``); ``org`` is read-only for the hot path.
-    scope: NotRequired[str]
-    #: Which integration produced the candidate (default ``hot_path``).
-    source: NotRequired[Source]
-
-
-#: The fields of :class:`EnqueueFields` in declaration order, and as a set: any other keyword
-#: is refused by name.
-ENQUEUE_FIELD_ORDER: Final = tuple(EnqueueFields.__annotations__)
-ENQUEUE_FIELDS: Final = frozenset(ENQUEUE_FIELD_ORDER)
-
-#: The fields every enqueue must pass (derived from the TypedDict, whose string annotations
-#: hide ``NotRequired`` from ``__required_keys__`` on Python 3.11).
-REQUIRED_ENQUEUE_FIELDS: Final = frozenset(
-    name
-    for name, hint in get_type_hints(EnqueueFields, include_extras=True).items()
-    if get_origin(hint) is not NotRequired
-)
 
 
 class Candidate(BaseModel):
@@ -214,19 +149,19 @@ class Candidate(BaseModel):
         return Namespace.parse(self.namespace)
 
 
-def candidate_id_for(namespace: Namespace, idempotency_key: str | None) -> str:
-    """A fresh random id, or a deterministic one derived from the caller's idempotency key.
+def _same_fields_as_stored() -> None:
+    """Refuse to import if :class:`Candidate` and :class:`~worker.enqueue.StoredCandidate`
+    (which the hot path writes without pydantic) declare different fields, order or types."""
+    model = [(name, f.annotation) for name, f in Candidate.model_fields.items()]
+    stored = list(STORED_FIELDS.items())
+    if model != stored:
+        raise TypeError(
+            f"Candidate's fields {model} differ from worker.enqueue.StoredCandidate's "
+            f"{stored}: declare a stored field in both, in the same order and type"
+        )
 
-    >>> ns = Namespace.for_user("u1")
-    >>> candidate_id_for(ns, "turn-7") == candidate_id_for(ns, "turn-7")
-    True
-    """
-    if idempotency_key is None:
-        return uuid.uuid4().hex
-    if not isinstance(idempotency_key, str) or not idempotency_key or len(idempotency_key) > 512:
-        raise InvalidCandidate("idempotency_key must be a non-empty string of at most 512 chars")
-    ns_uuid = uuid.UUID(CANDIDATE_ID_NAMESPACE)
-    return uuid.uuid5(ns_uuid, f"{namespace.key}\x00{idempotency_key}").hex
+
+_same_fields_as_stored()
 
 
 def make_candidate(
@@ -252,74 +187,6 @@ def make_candidate(
     )
 
 
-class EnqueueValues(NamedTuple):
-    """One enqueue's fields, validated (:func:`validate_enqueue`).
-
-    ``stored`` holds the :class:`Candidate` fields but its id and creation time, by name and
-    as stored: the model is the one declaration of the stored shape, and both
-    :func:`build_candidate` and the hot path's JSON writer (:mod:`worker.hotpath.builder`)
-    take these values as they are.
-    """
-
-    namespace: Namespace
-    idempotency_key: str | None
-    stored: dict[str, Any]
-
-
-def validate_enqueue(
-    fields: EnqueueFields,
-    *,
-    max_text_bytes: int = MAX_TEXT_BYTES,
-    allow_org: bool = False,
-    org_id: str | None = None,
-) -> EnqueueValues:
-    """Every check of :func:`build_candidate` but the idempotency key's (which
-    :func:`candidate_id_for` makes), in the same order; shared with the hot-path clients,
-    which build the stored form directly from it.
-
-    >>> validate_enqueue({"user_id": "u1", "trace_id": "t1", "text": " tea "}).stored["text"]
-    'tea'
-    """
-    keys = fields.keys()
-    if not REQUIRED_ENQUEUE_FIELDS <= keys <= ENQUEUE_FIELDS:
-        raise InvalidCandidate(_fields_problem(keys))
-    user_id = fields["user_id"]
-    kind = validate_kind(fields.get("kind", "fact"))
-    trace_id = validate_id(fields["trace_id"], "trace_id")
-    thread_id = fields.get("thread_id")
-    if thread_id is not None:
-        validate_id(thread_id, "thread_id")
-    namespace = _namespace_for(
-        fields.get("scope", "user"),
-        user_id=user_id,
-        assistant_id=fields.get("assistant_id"),
-        org_id=org_id,
-        allow_org=allow_org,
-    )
-    text = validate_text(fields["text"], max_text_bytes)
-    topic = fields.get("topic")
-    try:
-        path = normalise_path(topic) if topic is not None else None
-    except InvalidCandidate as exc:
-        raise InvalidCandidate(f"topic {topic!r}: {exc}") from None
-    if path is not None:
-        refuse_reserved(path, f"topic {topic!r}")
-    key = validate_key(fields.get("key"))
-    source = validate_source(fields.get("source", "hot_path"))
-    stored = {
-        "namespace": namespace.key,
-        "user_id": user_id,
-        "trace_id": trace_id,
-        "thread_id": thread_id,
-        "kind": kind,
-        "path": path,
-        "key": key,
-        "text": text,
-        "source": source,
-    }
-    return EnqueueValues(namespace, fields.get("idempotency_key"), stored)
-
-
 def build_candidate(
     fields: EnqueueFields,
     *,
@@ -338,49 +205,3 @@ def build_candidate(
     created = validate_time(now, "now") if now is not None else datetime.now(UTC)
     cid = candidate_id_for(v.namespace, v.idempotency_key)
     return Candidate.model_construct(id=cid, created_at=created, **v.stored)
-
-
-def _namespace_for(
-    scope: str,
-    *,
-    user_id: str | None,
-    assistant_id: str | None,
-    org_id: str | None,
-    allow_org: bool,
-) -> Namespace:
-    """The namespace a candidate of ``scope`` goes to; the ids the scope needs are required."""
-    try:
-        scope_value = Scope(scope)
-    except ValueError:
-        raise InvalidCandidate(f"scope {scope!r} is not one of user, agent, org") from None
-    if scope_value is Scope.ORG and not allow_org:
-        raise InvalidCandidate(
-            "scope 'org' is read-only for the hot path; operators write it with `memworker put`"
-        )
-    if scope_value is Scope.USER:
-        if user_id is None:
-            raise InvalidCandidate("user_id is required for scope 'user'")
-        return namespace_of(Scope.USER, user_id=user_id, assistant_id=assistant_id)
-    if user_id is not None:
-        validate_id(user_id, "user_id")
-    if scope_value is Scope.AGENT:
-        if assistant_id is None:
-            raise InvalidCandidate("assistant_id is required for scope 'agent'")
-        return namespace_of(Scope.AGENT, assistant_id=assistant_id)
-    if org_id is None:
-        raise InvalidCandidate("org_id is required for scope 'org'")
-    return namespace_of(Scope.ORG, org_id=org_id)
-
-
-def _fields_problem(keys: Iterable[Any]) -> str:
-    """Why these keyword names are not an :class:`EnqueueFields`: unknown or missing ones."""
-    names = set(keys)
-    unknown = sorted(map(repr, names - ENQUEUE_FIELDS))
-    if unknown:
-        return f"unknown enqueue field(s) {', '.join(unknown)}; the fields are {_FIELD_LIST}"
-    missing = [repr(n) for n in ENQUEUE_FIELD_ORDER if n in REQUIRED_ENQUEUE_FIELDS - names]
-    return f"missing enqueue field(s) {', '.join(missing)}; {_REQUIRED_LIST} are required"
-
-
-_FIELD_LIST: Final = ", ".join(ENQUEUE_FIELD_ORDER)
-_REQUIRED_LIST: Final = ", ".join(n for n in ENQUEUE_FIELD_ORDER if n in REQUIRED_ENQUEUE_FIELDS)

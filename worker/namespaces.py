@@ -16,10 +16,8 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Iterable
+from dataclasses import dataclass
 from enum import StrEnum
-from typing import Self
-
-from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
 from worker.constants import (
     ID_PATTERN,
@@ -129,21 +127,29 @@ def refuse_reserved(path: str, what: str, extra: Iterable[str] = ()) -> str:
     return path
 
 
-class Namespace(BaseModel):
+@dataclass(frozen=True, slots=True)
+class Namespace:
     """Who a memory belongs to; never derived from free text.
 
-    ``key`` is the canonical string form used in Redis keys and SQL rows.
+    ``key`` is the canonical string form used in Redis keys and SQL rows. A plain frozen
+    dataclass, not a pydantic model: the hot-path client builds one per enqueue and imports
+    no pydantic (its validation is the ids' and the scope's rules below, checked on
+    construction; a bad one raises :class:`InvalidCandidate`).
     """
-
-    model_config = ConfigDict(frozen=True)
 
     scope: Scope
     user_id: str | None = None
     assistant_id: str | None = None
     org_id: str | None = None
 
-    @model_validator(mode="after")
-    def _ids_fit_scope(self) -> Self:
+    def __post_init__(self) -> None:
+        if not isinstance(self.scope, Scope):
+            try:
+                object.__setattr__(self, "scope", Scope(self.scope))
+            except ValueError:
+                raise InvalidCandidate(
+                    f"scope {self.scope!r} is not one of user, agent, org"
+                ) from None
         for name in ("user_id", "assistant_id", "org_id"):
             value = getattr(self, name)
             if value is not None:
@@ -158,7 +164,6 @@ class Namespace(BaseModel):
             self.org_id is None or self.user_id is not None or self.assistant_id is not None
         ):
             raise InvalidCandidate("an org-scope namespace needs org_id only")
-        return self
 
     @classmethod
     def for_user(cls, user_id: str, *, assistant_id: str | None = None) -> Namespace:
@@ -206,13 +211,6 @@ class Namespace(BaseModel):
         return self.key
 
 
-def _first_error(exc: ValidationError) -> str:
-    err = exc.errors()[0]
-    loc = ".".join(str(p) for p in err["loc"])
-    msg = str(err["msg"]).removeprefix("Value error, ")
-    return f"{loc}: {msg}" if loc else msg
-
-
 #: Namespaces seen recently, so the hot path builds each one once. Namespaces are frozen and
 #: their ids validated before the lookup; 4096 covers the active users of a busy process.
 NAMESPACE_CACHE_SIZE = 4096
@@ -230,7 +228,4 @@ def namespace_of(scope: Scope, **ids: str | None) -> Namespace:
 def _build_namespace(
     scope: Scope, user_id: str | None, assistant_id: str | None, org_id: str | None
 ) -> Namespace:
-    try:
-        return Namespace(scope=scope, user_id=user_id, assistant_id=assistant_id, org_id=org_id)
-    except ValidationError as exc:
-        raise InvalidCandidate(_first_error(exc)) from None
+    return Namespace(scope=scope, user_id=user_id, assistant_id=assistant_id, org_id=org_id)

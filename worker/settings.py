@@ -14,13 +14,26 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import Field, field_validator, model_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
-from worker.constants import MAX_TEXT_BYTES
+from worker.constants import (
+    DEFAULT_DATA_DIR,
+    DEFAULT_DEBOUNCE_SECONDS,
+    DEFAULT_KEY_PREFIX,
+    DEFAULT_MAX_PENDING_PER_NAMESPACE,
+    DEFAULT_MAX_WAIT_SECONDS,
+    DEFAULT_QUEUE_SHARDS,
+    DEFAULT_SOCKET_TIMEOUT_SECONDS,
+    EMBEDDED_REDIS_SOCKET_NAME,
+    ENV_PREFIX,
+    KEY_PREFIX_PATTERN,
+    MAX_QUEUE_SHARDS,
+    MAX_SOCKET_TIMEOUT_SECONDS,
+    MAX_TEXT_BYTES,
+    MAX_TEXT_BYTES_LIMIT,
+    MIN_TEXT_BYTES_LIMIT,
+)
 from worker.errors import ConfigurationError
-
-#: Where ``memworker run`` keeps its embedded Redis socket, SQLite file and files sink by default.
-DEFAULT_DATA_DIR = Path.home() / ".memworker"
 
 
 class Settings(BaseSettings):
@@ -29,7 +42,7 @@ class Settings(BaseSettings):
     Environment variables use the ``MEMWORKER_`` prefix, e.g. ``MEMWORKER_REDIS_URL``.
     """
 
-    model_config = SettingsConfigDict(env_prefix="MEMWORKER_", extra="forbid", frozen=True)
+    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, extra="forbid", frozen=True)
 
     # --- where things live -------------------------------------------------------------------
     redis_url: str | None = Field(
@@ -56,14 +69,14 @@ class Settings(BaseSettings):
         description="Embedded mode's home: redis socket, SQLite file, files sink, beat heartbeat.",
     )
     key_prefix: str = Field(
-        default="mw",
-        pattern=r"^[A-Za-z0-9_\-]{1,32}$",
+        default=DEFAULT_KEY_PREFIX,
+        pattern=KEY_PREFIX_PATTERN,
         description="Prefix of every Redis key, so several deployments can share one Redis.",
     )
 
     # --- the debounced queue -----------------------------------------------------------------
-    queue_shards: Annotated[int, Field(ge=1, le=1024)] = Field(
-        default=256,
+    queue_shards: Annotated[int, Field(ge=1, le=MAX_QUEUE_SHARDS)] = Field(
+        default=DEFAULT_QUEUE_SHARDS,
         description="The queue is split into this many hash-tagged shards, each one Redis "
         "Cluster slot, so it spreads over up to this many cluster primaries and no sorted set "
         "gets hot. Each sweep runs one claim script per shard (pipelined, one round trip per "
@@ -71,13 +84,13 @@ class Settings(BaseSettings):
         "workers refuse to start with a new count while the queue holds anything.",
     )
     debounce_seconds: Annotated[float, Field(gt=0)] = Field(
-        default=30.0,
+        default=DEFAULT_DEBOUNCE_SECONDS,
         description="Quiet period: a namespace is due this long after its last candidate, so a "
         "burst of turns in one conversation becomes one batch. The workers' value rules: they "
         "write it into Redis at start.",
     )
     max_wait_seconds: Annotated[float, Field(gt=0)] = Field(
-        default=300.0,
+        default=DEFAULT_MAX_WAIT_SECONDS,
         description="Cap on debouncing: a namespace is due at most this long after its first "
         "pending candidate, so a chatty user still gets consolidated. The workers' value rules "
         "(written into Redis at start).",
@@ -104,17 +117,17 @@ class Settings(BaseSettings):
         description="Most namespaces one sweep claims per shard.",
     )
     max_pending_per_namespace: Annotated[int, Field(ge=1)] = Field(
-        default=10_000,
+        default=DEFAULT_MAX_PENDING_PER_NAMESPACE,
         description="Backpressure: enqueue refuses (BacklogFull) past this many pending "
         "candidates in one namespace, so one runaway client cannot fill Redis. The workers' value "
         "rules (written into Redis at start).",
     )
-    max_text_bytes: Annotated[int, Field(ge=16, le=1_048_576)] = Field(
+    max_text_bytes: Annotated[int, Field(ge=MIN_TEXT_BYTES_LIMIT, le=MAX_TEXT_BYTES_LIMIT)] = Field(
         default=MAX_TEXT_BYTES,
         description="Largest candidate text in UTF-8 bytes.",
     )
-    socket_timeout_seconds: Annotated[float, Field(gt=0, le=30)] = Field(
-        default=0.25,
+    socket_timeout_seconds: Annotated[float, Field(gt=0, le=MAX_SOCKET_TIMEOUT_SECONDS)] = Field(
+        default=DEFAULT_SOCKET_TIMEOUT_SECONDS,
         description="Hot-path Redis socket/connect timeout: Redis trouble becomes a fast "
         "QueueUnavailable instead of a hung chat reply.",
     )
@@ -312,7 +325,7 @@ class Settings(BaseSettings):
     @field_validator("sensitive_paths")
     @classmethod
     def _paths_under_route(cls, value: list[str]) -> list[str]:
-        from worker.models import normalise_path
+        from worker.namespaces import normalise_path
 
         return [normalise_path(p) for p in value]
 
@@ -337,11 +350,36 @@ class Settings(BaseSettings):
 
     @property
     def embedded_redis_socket(self) -> Path:
-        return self.data_dir / "redis.sock"
+        return self.data_dir / EMBEDDED_REDIS_SOCKET_NAME
 
     @property
     def effective_files_dir(self) -> Path:
         return self.files_dir or (self.data_dir / "files")
+
+
+class _ExplicitSettings(Settings):
+    """Settings from constructor arguments only: a library constructor reads no environment."""
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        return (init_settings,)
+
+
+def explicit_settings(**values: Any) -> Settings:
+    """Settings from ``values`` alone, the environment unread (pydantic's ``ValidationError``
+    for a bad or unknown one).
+
+    >>> explicit_settings(redis_url="redis://cache:6379/0").key_prefix
+    'mw'
+    """
+    return _ExplicitSettings(**values)
 
 
 def load_settings(**overrides: object) -> Settings:

@@ -1,95 +1,51 @@
-"""The ``memworker`` command: one Typer app, commands registered from one module per area.
+"""The ``memworker`` command's entry point, and the app it runs (:mod:`worker.cli.root`).
 
-Every command builds :class:`~worker.settings.Settings` here, at the edge, and turns any
-:class:`~worker.errors.MemworkerError` into one clear line on stderr and a non-zero exit code.
+``memworker --version`` is answered here, without Typer: the command is run on every deploy
+and health check, and building the Typer app (Typer, Rich, every command's module) costs
+several times what printing a version line does. Every other command line goes to the app,
+which prints the same line for ``--version`` among other options. ``app`` and ``app_for``
+are loaded on first use (PEP 562), so importing this module imports neither.
 """
 
 from __future__ import annotations
 
 import importlib
 import sys
-from typing import Annotated
-
-import typer
+from typing import TYPE_CHECKING, Any, Final
 
 from worker import __version__
-from worker.cli.help import MemworkerGroup
+
+if TYPE_CHECKING:
+    from worker.cli.root import COMMAND_MODULES, app, app_for
+
+__all__ = ["COMMAND_MODULES", "app", "app_for", "main", "version_line"]
+
+#: The command line answered without building the app.
+VERSION_ARGS: Final = ["--version"]
+
+#: What :mod:`worker.cli.root` provides, loaded on first use.
+_LAZY: Final = ("COMMAND_MODULES", "app", "app_for")
 
 
-def _new_app() -> typer.Typer:
-    return typer.Typer(
-        name="memworker",
-        cls=MemworkerGroup,
-        help="Background memory consolidation for LLM chat services.",
-        no_args_is_help=True,
-        pretty_exceptions_enable=False,
-        add_completion=False,
-    )
+def version_line() -> str:
+    """What ``memworker --version`` prints.
 
-
-app = _new_app()
-
-#: Modules that add commands to ``app``; each exposes ``register(app)``.
-COMMAND_MODULES: tuple[str, ...] = (
-    "worker.cli.queue_cmds",
-    "worker.cli.db_cmds",
-    "worker.cli.memory_cmds",
-    "worker.cli.run_cmds",
-    "worker.cli.schedule_cmds",
-    "worker.cli.ops_reconcile",
-    "worker.cli.ops_scan",
-    "worker.cli.ops_dlq",
-    "worker.cli.ops_approvals",
-    "worker.cli.ops_put",
-    "worker.cli.ops_forget",
-    "worker.cli.ops_transfer",
-    "worker.cli.store_cmds",
-)
-
-for _module in COMMAND_MODULES:
-    importlib.import_module(_module).register(app)
-
-
-def _print_version(value: bool) -> None:
-    if value:
-        typer.echo(f"memworker {__version__}")
-        raise typer.Exit()
-
-
-@app.callback()
-def _options(
-    version: Annotated[
-        bool,
-        typer.Option(
-            "--version", callback=_print_version, is_eager=True, help="Print the version and exit."
-        ),
-    ] = False,
-) -> None:
-    """Background memory consolidation for LLM chat services."""
-
-
-def app_for(args: list[str]) -> typer.Typer:
-    """The app that runs ``memworker <args>``: for a command (or command group) named first,
-    one holding only that command, with the same options; for anything else (no command,
-    ``--help``, ``--version``, an unknown name) the whole app.
-
-    Before it runs one command, Typer builds every command an app holds (each signature's
-    annotations evaluated, a type adapter per option): for a short command such as ``status``
-    that is a sizeable part of its start. The command itself, its help and its errors are the
-    same in both apps.
+    >>> version_line().split()[0]
+    'memworker'
     """
-    name = args[0] if args else None
-    commands = [c for c in app.registered_commands if c.name == name]
-    groups = [g for g in app.registered_groups if g.name == name]
-    if not commands and not groups:
-        return app
-    only = _new_app()
-    only.registered_callback = app.registered_callback
-    only.registered_commands = commands
-    only.registered_groups = groups
-    return only
+    return f"memworker {__version__}"
 
 
 def main() -> None:
     """Console-script entry point."""
-    app_for(sys.argv[1:])()
+    args = sys.argv[1:]
+    if args == VERSION_ARGS:
+        sys.stdout.write(version_line() + "\n")
+        return
+    importlib.import_module("worker.cli.root").app_for(args)()
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(importlib.import_module("worker.cli.root"), name)
+    raise AttributeError(f"module 'worker.cli.app' has no attribute {name!r}")

@@ -10,20 +10,22 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from types import TracebackType
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Self
 
 from typing_extensions import Unpack
 
+from worker.enqueue import EnqueueFields
 from worker.hotpath.builder import CandidateBuilder
-from worker.hotpath.client import client_settings
 from worker.hotpath.cluster_pool import AsyncClusterHotPool
 from worker.hotpath.connection import HOTPATH_MAX_CONNECTIONS, unavailable
 from worker.hotpath.pool import AsyncHotPool
-from worker.models import EnqueueFields
+from worker.hotpath.settings import ClientSettings, client_settings
 from worker.queue.address import is_cluster_url, resolve_redis_url
 from worker.queue.connect import REDIS_FAILURES
 from worker.queue.scripts import SCRIPTS
-from worker.settings import Settings
+
+if TYPE_CHECKING:
+    from worker.settings import Settings
 
 _ENQUEUE = SCRIPTS["enqueue"]
 
@@ -32,11 +34,14 @@ class AsyncMemoryClient:
     """Hot-path client for one event loop; share one per process. An async context manager."""
 
     def __init__(
-        self, settings: Settings | None = None, *, max_connections: int = HOTPATH_MAX_CONNECTIONS
+        self,
+        settings: Settings | ClientSettings | None = None,
+        *,
+        max_connections: int = HOTPATH_MAX_CONNECTIONS,
     ) -> None:
         """See :class:`~worker.hotpath.client.MemoryClient`: without ``settings``, the
         deployment's settings from the environment (an edge of the chat service)."""
-        self.settings = client_settings() if settings is None else settings
+        self.settings = client_settings() if settings is None else ClientSettings.of(settings)
         self.url = resolve_redis_url(self.settings)
         self._timeout = self.settings.socket_timeout_seconds
         pool = AsyncClusterHotPool if is_cluster_url(self.url) else AsyncHotPool

@@ -6,10 +6,11 @@ Validation is :func:`worker.models.validate_enqueue`, the same checks, in the sa
 ``model_dump_json`` cost ~11 µs, a third of the client's share of an enqueue), the builder
 writes the candidate's stored JSON directly, byte for byte what ``model_dump_json`` writes
 (``tests/test_hotpath_builder.py`` holds the two to that), with a writer generated from the
-model's fields, and draws random ids without ``uuid.UUID``'s constructor.
+stored shape's fields (:class:`~worker.enqueue.StoredCandidate`), and draws random ids without
+``uuid.UUID``'s constructor. Nothing here imports pydantic.
 
->>> from worker.settings import Settings
->>> builder = CandidateBuilder(Settings(redis_url="redis://x"), "redis://x")
+>>> from worker.hotpath.settings import ClientSettings
+>>> builder = CandidateBuilder(ClientSettings(redis_url="redis://x"), "redis://x")
 >>> hot = builder.candidate({"user_id": "u1", "trace_id": "t1", "text": "I prefer tea"})
 >>> hot.namespace, len(hot.id)
 ('user:u1', 32)
@@ -26,20 +27,19 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from json.encoder import encode_basestring
 from types import NoneType, UnionType
-from typing import Any, Final, Literal, NamedTuple, get_args, get_origin
+from typing import Any, Final, Literal, NamedTuple, Protocol, get_args, get_origin
 
-from worker.errors import InvalidCandidate
-from worker.hotpath.connection import redacted
-from worker.metrics import count_enqueued
-from worker.models import (
-    Candidate,
+from worker.enqueue import (
+    STORED_FIELDS,
     EnqueueFields,
     EnqueueValues,
     candidate_id_for,
     validate_enqueue,
 )
-from worker.queue.encoding import EnqueueEncoder, enqueue_error
-from worker.settings import Settings
+from worker.errors import InvalidCandidate
+from worker.hotpath.connection import redacted
+from worker.metrics import count_enqueued
+from worker.queue.encoding import EnqueueEncoder, QueueShape, enqueue_error
 
 #: The bits ``uuid.uuid4()`` fixes (RFC 4122 variant, version 4), so a random id here is
 #: the same kind of 32-hex-digit id as everywhere else.
@@ -86,16 +86,17 @@ def _json_of(name: str, annotation: Any) -> str:
 
 
 def _compile_writer() -> Callable[[str, EnqueueValues, datetime], bytes]:
-    """``stored_json``, generated from :class:`~worker.models.Candidate`'s fields in model order.
+    """``stored_json``, generated from :class:`~worker.enqueue.StoredCandidate`'s fields in
+    declaration order (the order of :class:`~worker.models.Candidate`'s, checked there).
 
     Generated once at import rather than looping over the fields per call: one f-string runs
-    as fast as the hand-written one it replaces, and the model stays the only declaration of
-    the stored shape (``tests/test_hotpath_builder.py`` holds it to ``model_dump_json``).
+    as fast as the hand-written one it replaces, and the stored shape is declared once, without
+    pydantic (``tests/test_hotpath_builder.py`` holds it to ``model_dump_json``).
     """
     given = {"id": "q(cid)", "created_at": "q(when)"}
     items = [
-        f'"{name}":{{{given.get(name) or _json_of(name, field.annotation)}}}'
-        for name, field in Candidate.model_fields.items()
+        f'"{name}":{{{given.get(name) or _json_of(name, annotation)}}}'
+        for name, annotation in STORED_FIELDS.items()
     ]
     source = (
         "def stored_json(cid, v, created_at):\n"
@@ -120,13 +121,20 @@ def _compile_writer() -> Callable[[str, EnqueueValues, datetime], bytes]:
 stored_json: Final = _compile_writer()
 
 
+class ClientShape(QueueShape, Protocol):
+    """What the builder reads of settings: the queue's shape and the text size limit."""
+
+    @property
+    def max_text_bytes(self) -> int: ...
+
+
 class CandidateBuilder:
     """Validates enqueue arguments into stored candidates and script calls; shared by both
     clients."""
 
     __slots__ = ("encoder", "max_text_bytes", "where")
 
-    def __init__(self, settings: Settings, url: str) -> None:
+    def __init__(self, settings: ClientShape, url: str) -> None:
         self.encoder = EnqueueEncoder(settings)
         self.max_text_bytes = settings.max_text_bytes
         #: The server, as errors name it (password hidden); worked out once, not per enqueue.

@@ -9,7 +9,8 @@
 environment, so ``MEMWORKER_REDIS_URL`` or else the embedded server that ``memworker run``
 started in ``MEMWORKER_DATA_DIR``. Constructing a client is an *edge* of the chat service, the
 one place its memory settings are read, like the worker's command line; below it nothing reads
-the environment. ``MemoryClient(settings)`` takes settings built elsewhere, and
+the environment. It reads only the variables it uses (:mod:`worker.hotpath.settings`: without
+importing pydantic-settings). ``MemoryClient(settings)`` takes settings built elsewhere, and
 ``MemoryClient.from_url(url, key_prefix=…)`` reads no environment at all (a library call;
 ``from_url(None)`` is ``MemoryClient()`` with overrides).
 
@@ -30,89 +31,45 @@ from collections.abc import Iterable
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self
 
-from pydantic import ValidationError
-from pydantic_settings import BaseSettings, PydanticBaseSettingsSource
 from typing_extensions import Unpack
 
-from worker.errors import ConfigurationError
+from worker.enqueue import EnqueueFields
 from worker.hotpath.builder import CandidateBuilder
 from worker.hotpath.connection import HOTPATH_MAX_CONNECTIONS, unavailable
 from worker.hotpath.pool import HotPool
-from worker.models import EnqueueFields
+from worker.hotpath.settings import ClientSettings, client_settings
 from worker.queue.address import is_cluster_url, resolve_redis_url
 from worker.queue.connect import REDIS_FAILURES
 from worker.queue.scripts import SCRIPTS
-from worker.settings import Settings
 
 if TYPE_CHECKING:
     from worker.hotpath.cluster_pool import ClusterHotPool
+    from worker.settings import Settings
+
+__all__ = ["ClientSettings", "MemoryClient", "client_settings"]
 
 _ENQUEUE = SCRIPTS["enqueue"]
-
-
-class _ExplicitSettings(Settings):
-    """Settings from constructor arguments only: a library constructor reads no environment."""
-
-    @classmethod
-    def settings_customise_sources(
-        cls,
-        settings_cls: type[BaseSettings],
-        init_settings: PydanticBaseSettingsSource,
-        env_settings: PydanticBaseSettingsSource,
-        dotenv_settings: PydanticBaseSettingsSource,
-        file_secret_settings: PydanticBaseSettingsSource,
-    ) -> tuple[PydanticBaseSettingsSource, ...]:
-        return (init_settings,)
-
-
-def client_settings(url: str | None = None, **overrides: Any) -> Settings:
-    """The settings a client is built with.
-
-    With a ``url``: that URL and ``overrides``, the environment unread. Without one: the
-    environment as the worker reads it (``MEMWORKER_*``), ``overrides`` taking precedence,
-    so the client finds the same Redis as the worker. A bad value raises
-    :class:`ConfigurationError` naming the field.
-
-    >>> client_settings("redis://cache:6379/0", key_prefix="chat").key_prefix
-    'chat'
-    >>> try:
-    ...     client_settings("redis://cache:6379/0", debounce_seconds=0)
-    ... except ConfigurationError as exc:
-    ...     print(exc)
-    invalid client settings: debounce_seconds: Input should be greater than 0
-    """
-    try:
-        if url is None:
-            return Settings(**overrides)
-        return _ExplicitSettings(redis_url=url, **overrides)
-    except ValidationError as exc:
-        problems = "; ".join(_problem(e, from_env=url is None) for e in exc.errors())
-        raise ConfigurationError(f"invalid client settings: {problems}") from None
-
-
-def _problem(error: Any, *, from_env: bool) -> str:
-    field = ".".join(str(p) for p in error["loc"])
-    message = str(error["msg"]).removeprefix("Value error, ")
-    if not field:
-        return message
-    where = f" (argument or MEMWORKER_{field.upper()})" if from_env else ""
-    return f"{field}: {message}{where}"
 
 
 class MemoryClient:
     """Thread-safe hot-path client; share one per process. Also a context manager."""
 
     def __init__(
-        self, settings: Settings | None = None, *, max_connections: int = HOTPATH_MAX_CONNECTIONS
+        self,
+        settings: Settings | ClientSettings | None = None,
+        *,
+        max_connections: int = HOTPATH_MAX_CONNECTIONS,
     ) -> None:
         """A client with ``settings``; without them, with the deployment's settings from the
-        environment (``MEMWORKER_*``; see the module docstring: this is an edge).
+        environment (``MEMWORKER_*``; see the module docstring: this is an edge). The client
+        keeps its slice of them (:class:`~worker.hotpath.settings.ClientSettings`) as
+        ``settings``.
 
         Raises :class:`~worker.errors.ConfigurationError` for a bad setting or Redis URL
         (naming it) and :class:`~worker.errors.QueueUnavailable` when no URL is set and no
         embedded server is running (a stale socket is named as such, at once).
         """
-        self.settings = client_settings() if settings is None else settings
+        self.settings = client_settings() if settings is None else ClientSettings.of(settings)
         self.url = resolve_redis_url(self.settings)
         self._timeout = self.settings.socket_timeout_seconds
         pool: type[HotPool | ClusterHotPool] = HotPool

@@ -19,11 +19,10 @@ import enum
 import socket
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final
+from typing import Final, Protocol
 from urllib.parse import quote, unquote, urlsplit, urlunsplit
 
 from worker.errors import ConfigurationError, QueueUnavailable
-from worker.settings import Settings
 
 #: How long a probe of the embedded socket may wait for PING's reply once connected; a local
 #: server answers in microseconds. A refused connection (a stale socket) needs no wait at all.
@@ -220,7 +219,19 @@ def _shown(url: str) -> str:
     return repr(f"{scheme}://…" if "@" in rest else url)
 
 
-def resolve_redis_url(settings: Settings) -> str:
+class RedisPlace(Protocol):
+    """What :func:`resolve_redis_url` reads of settings: the worker's
+    :class:`~worker.settings.Settings` or the client's slice of them."""
+
+    @property
+    def redis_url(self) -> str | None: ...
+    @property
+    def data_dir(self) -> Path: ...
+    @property
+    def embedded_redis_socket(self) -> Path: ...
+
+
+def resolve_redis_url(settings: RedisPlace) -> str:
     """The configured URL, or the embedded server's socket when one is running.
 
     Raises :class:`ConfigurationError` for a URL redis-py cannot use, and

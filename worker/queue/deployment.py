@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import redis
 from redis.cluster import RedisCluster
@@ -28,7 +28,9 @@ from worker.queue.failures import translate
 from worker.queue.keys import QueueLayout
 from worker.queue.policy import QueuePolicy
 from worker.queue.replies import s
-from worker.settings import Settings
+
+if TYPE_CHECKING:
+    from worker.settings import Settings
 
 log = logging.getLogger(__name__)
 

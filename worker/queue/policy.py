@@ -26,8 +26,16 @@ from __future__ import annotations
 
 import struct
 from dataclasses import astuple, dataclass, fields
+from typing import TYPE_CHECKING
 
-from worker.settings import Settings
+from worker.constants import (
+    DEFAULT_DEBOUNCE_SECONDS,
+    DEFAULT_MAX_PENDING_PER_NAMESPACE,
+    DEFAULT_MAX_WAIT_SECONDS,
+)
+
+if TYPE_CHECKING:
+    from worker.settings import Settings
 
 
 @dataclass(frozen=True)
@@ -57,7 +65,12 @@ class QueuePolicy:
     def defaults(cls, shards: int) -> QueuePolicy:
         """The release's default policy for a queue of ``shards`` shards: what a client sends
         for the scripts to use until a worker has written the deployment's."""
-        return cls.of(Settings.model_construct(queue_shards=shards))
+        return cls(
+            quiet=round(DEFAULT_DEBOUNCE_SECONDS * 1000),
+            max_wait=round(DEFAULT_MAX_WAIT_SECONDS * 1000),
+            max_pending=DEFAULT_MAX_PENDING_PER_NAMESPACE,
+            shards=shards,
+        )
 
     def pairs(self) -> list[str | int]:
         """Field/value pairs, as the hash stores them."""

@@ -36,14 +36,13 @@ from __future__ import annotations
 import itertools
 import logging
 from collections.abc import Iterator, Sequence
-from typing import Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 import redis
 from redis.cluster import RedisCluster
 
 from worker.errors import MAX_ERROR_CHARS, BusyNamespace, InvalidCandidate, NotFound
 from worker.metrics import count_enqueued
-from worker.models import Candidate
 from worker.queue import deployment, views
 from worker.queue.connect import REDIS_FAILURES, RedisClient
 from worker.queue.encoding import (
@@ -60,6 +59,9 @@ from worker.queue.scripts import SCRIPTS, Args, Call, LuaScript, Value, run_pipe
 from worker.queue.stats import collect_stats, server_ms
 from worker.queue.types import Claim, DeadLetter, NamespaceQueueState, QueueStats
 from worker.settings import Settings
+
+if TYPE_CHECKING:
+    from worker.models import Candidate
 
 #: Longest delay between retries of a failing batch, whatever the attempt count: an hour keeps
 #: a flapping dependency from pushing a user's memories back by days.

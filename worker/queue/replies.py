@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from worker.errors import InvalidCandidate
-from worker.models import Candidate
 from worker.queue.encoding import decode_candidate
 from worker.queue.types import Claim
+
+if TYPE_CHECKING:
+    from worker.models import Candidate
 
 log = logging.getLogger(__name__)
 

@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from worker.constants import ID_PATTERN
 from worker.errors import ScheduleError
-from worker.models import Scope
+from worker.namespaces import Scope
 from worker.scheduling.cron import validate_cron, zone
 
 #: What a scheduled run does.

@@ -26,7 +26,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from worker.errors import StaleVersion, StoreRefused
-from worker.models import Namespace
+from worker.namespaces import Namespace
 from worker.store.clock import resolve
 from worker.store.engine import dialect_insert
 from worker.store.schema import erase_generations, namespace_fences, namespaces
