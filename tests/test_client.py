@@ -7,6 +7,7 @@ import os
 import socket
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import redis
@@ -220,6 +221,17 @@ def test_an_unknown_keyword_is_refused_naming_it_and_sends_nothing(
 ) -> None:
     with pytest.raises(InvalidCandidate, match=r"unknown enqueue field\(s\) 'user'"):
         client.enqueue(user="u1", trace_id="t", text="x")  # type: ignore[call-arg]
+    assert list(queue.namespaces()) == []
+
+
+def test_a_keyword_named_self_is_refused_as_an_unknown_field(
+    client: MemoryClient, queue: RedisQueue
+) -> None:
+    # ``self`` is positional-only, so a caller's ``self=`` is one more unknown field, not a
+    # TypeError from Python's argument binding.
+    fields: dict[str, Any] = {"user_id": "u1", "trace_id": "t", "text": "x", "self": 1}
+    with pytest.raises(InvalidCandidate, match=r"unknown enqueue field\(s\) 'self'"):
+        client.enqueue(**fields)
     assert list(queue.namespaces()) == []
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import socket
 from collections.abc import AsyncIterator
+from typing import Any
 
 import pytest
 import redis
@@ -92,6 +93,15 @@ async def test_async_enqueue_refuses_an_unknown_keyword_naming_it(
 ) -> None:
     with pytest.raises(InvalidCandidate, match=r"unknown enqueue field\(s\) 'topics'"):
         await client.enqueue(user_id="u1", trace_id="t", text="x", topics="a")  # type: ignore[call-arg]
+    assert list(queue.namespaces()) == []
+
+
+async def test_async_enqueue_refuses_a_keyword_named_self_naming_it(
+    client: AsyncMemoryClient, queue: RedisQueue
+) -> None:
+    fields: dict[str, Any] = {"user_id": "u1", "trace_id": "t", "text": "x", "self": 1}
+    with pytest.raises(InvalidCandidate, match=r"unknown enqueue field\(s\) 'self'"):
+        await client.enqueue(**fields)
     assert list(queue.namespaces()) == []
 
 

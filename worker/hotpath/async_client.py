@@ -58,7 +58,7 @@ class AsyncMemoryClient:
         """As :meth:`MemoryClient.from_url <worker.hotpath.client.MemoryClient.from_url>`."""
         return cls(client_settings(url, **settings_overrides))
 
-    async def enqueue(self, **fields: Unpack[EnqueueFields]) -> str:
+    async def enqueue(self, /, **fields: Unpack[EnqueueFields]) -> str:
         """Queue one candidate memory; returns its id. One Redis round trip.
 
         Keyword arguments only: :class:`~worker.models.EnqueueFields`, checked and described

@@ -93,7 +93,7 @@ class MemoryClient:
         the environment's settings under these keyword arguments."""
         return cls(client_settings(url, **settings_overrides))
 
-    def enqueue(self, **fields: Unpack[EnqueueFields]) -> str:
+    def enqueue(self, /, **fields: Unpack[EnqueueFields]) -> str:
         """Queue one candidate memory; returns its id. One Redis round trip.
 
         Keyword arguments only (:class:`~worker.models.EnqueueFields`): ``user_id``,
