@@ -46,6 +46,12 @@ _BUMP_STATS = sa.text(
 _DOC_ROWS = sa.text(
     f"SELECT id, entry_id, doc_len, repeats FROM {DOCS} WHERE id IN :ids"
 ).bindparams(sa.bindparam("ids", expanding=True))
+#: PostgreSQL: the ids as one array, so the statement's text is the same whatever their
+#: number (prepared once per connection; an expanded ``IN`` list is a new statement for each
+#: count, and its hundred parameters are rendered one by one for every query).
+_DOC_ROWS_PG = sa.text(
+    f"SELECT id, entry_id, doc_len, repeats FROM {DOCS} WHERE id = ANY(CAST(:ids AS bigint[]))"
+)
 
 #: Entries read per round trip while rebuilding the whole index.
 REBUILD_CHUNK = 2000
@@ -280,8 +286,9 @@ def _doc_rows(
     entry_ids: dict[int, str] = {}
     repeats: dict[int, dict[str, int]] = {}
     keys = [(t, term_key(t)) for t in terms.words] + [(g, g) for g in terms.grams]
+    statement = _DOC_ROWS_PG if conn.dialect.name == "postgresql" else _DOC_ROWS
     for start in range(0, len(doc_ids), SYNC_CHUNK):
-        rows = conn.execute(_DOC_ROWS, {"ids": list(doc_ids[start : start + SYNC_CHUNK])}).all()
+        rows = conn.execute(statement, {"ids": list(doc_ids[start : start + SYNC_CHUNK])}).all()
         for doc, entry_id, length, held in rows:
             lengths[int(doc)] = int(length)
             entry_ids[int(doc)] = str(entry_id)
