@@ -139,7 +139,7 @@ def _run(
         "grams": [_lexeme(g) for g in terms.grams],
     }
     for i, docs in conn.execute(statement, bound).all():
-        found[listed[int(i)]].extend(int(d) for d in docs)
+        found[listed[int(i)]].extend(docs)  # int8[]: a list of ints already
     return found
 
 
