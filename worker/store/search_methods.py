@@ -182,14 +182,28 @@ class SearchMethods:
         return self._write("rebuilding the search index", search_index.rebuild)
 
 
+#: PostgreSQL's read back: the ids bound as one array, so the statement is the same whatever
+#: their number (an expanded ``IN`` list is rendered parameter by parameter for every query,
+#: and is a new statement for the driver at each count: half the read's client time).
+_ACTIVE_PG = sa.select(entries).where(
+    entries.c.namespace_id == sa.bindparam("ns"),
+    entries.c.id == sa.any_(sa.bindparam("ids", type_=sa.ARRAY(entries.c.id.type))),
+)
+
+
 def _active(conn: Connection, ns_id: int, entry_ids: Sequence[str]) -> list[Entry]:
     """The active entries of ``ns_id`` among ``entry_ids``, in that order (the index only
     holds active entries; reading them back through ``entries`` checks it again)."""
     if not entry_ids:
         return []
-    rows = conn.execute(
-        sa.select(entries).where(entries.c.namespace_id == ns_id, entries.c.id.in_(list(entry_ids)))
-    )
+    if conn.dialect.name == "postgresql":
+        rows = conn.execute(_ACTIVE_PG, {"ns": ns_id, "ids": list(entry_ids)}).all()
+    else:
+        rows = conn.execute(
+            sa.select(entries).where(
+                entries.c.namespace_id == ns_id, entries.c.id.in_(list(entry_ids))
+            )
+        ).all()
     # Activity is checked here, not in SQL: with ``invalid_at IS NULL`` in the WHERE clause,
     # SQLite's planner walks the (namespace, invalid_at) index, every active entry, instead
     # of looking the few ids up by primary key.
