@@ -22,7 +22,9 @@ cells nearest to it plus the full-text hits' own rows, so its cost stays flat as
 namespace grows, at the price of a nearest vector missed now and then (the bench prints
 how often). Neither the matrix nor the cells decide what is returned: the ranked ids are
 read back from SQL as active entries of the namespace, so a retired, erased or foreign
-entry can be proposed by a stale matrix but never returned.
+entry can be proposed by a stale matrix but never returned. With the matrix kept, a query
+is one read transaction: the query is embedded before it opens, and the full-text ranking,
+the fingerprint, the fused ranking and the entries read back share its snapshot.
 
 Why not reciprocal-rank fusion: RRF discards the cosine's magnitude, so a dense first place
 that is barely ahead of the tenth counts as much as a clear one. Keeping the score and adding a
