@@ -243,3 +243,55 @@ def test_the_same_search_object_sees_new_vectors_and_never_a_retired_entry(
     embedder.embed_namespace(ns)
 
     assert (before, _search(search, ns, "colour")) == (["e1"], ["e2"])
+
+
+def test_a_hybrid_search_asks_the_model_once_per_query_even_after_a_commit(
+    store: MemoryStore,
+) -> None:
+    ns = unique_ns()
+    commit(store, ns, plan((entry("e1", "Owns a bicycle"),)), expected=0)
+    _embedder(store, HashingEmbeddings()).embed_namespace(ns)
+    queries = HashingEmbeddings()
+    search = SqlMemorySearch(store, _embedder(store, queries))
+    _search(search, ns, "bicycle")  # the first: the matrix is read
+    _search(search, ns, "bicycle")  # the matrix kept: embedded before the transaction
+    later = entry("e2", "Owns a bicycle bell", now=at(2))
+    commit(store, ns, plan((later,)), expected=1, position="2-0")
+    found = _search(search, ns, "bicycle")  # embedded before, the matrix then read again
+
+    assert (queries.calls, sorted(found)) == (3, ["e1", "e2"])
+
+
+def test_a_hybrid_search_of_a_namespace_without_vectors_never_asks_the_model(
+    store: MemoryStore,
+) -> None:
+    ns = unique_ns()
+    commit(store, ns, plan((entry("e1", "Owns a bicycle"),)), expected=0)
+    queries = HashingEmbeddings()
+    search = SqlMemorySearch(store, _embedder(store, queries))
+
+    found = [_search(search, ns, "bicycle") for _ in range(3)]
+
+    assert (queries.calls, found) == (0, [["e1"]] * 3)
+
+
+def test_a_hybrid_search_with_its_matrix_kept_is_one_read_transaction(
+    store: MemoryStore,
+) -> None:
+    ns = unique_ns()
+    commit(store, ns, plan((entry("e1", "Owns a bicycle"),)), expected=0)
+    _embedder(store, HashingEmbeddings()).embed_namespace(ns)
+    search = SqlMemorySearch(store, _embedder(store, HashingEmbeddings()))
+    _search(search, ns, "bicycle")
+    begun: list[object] = []
+
+    def count(conn: object) -> None:
+        begun.append(conn)
+
+    sa.event.listen(store.engine, "begin", count)
+    try:
+        found = _search(search, ns, "bicycle")
+    finally:
+        sa.event.remove(store.engine, "begin", count)
+
+    assert (len(begun), found) == (1, ["e1"])

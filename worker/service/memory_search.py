@@ -22,7 +22,9 @@ cells nearest to it plus the full-text hits' own rows, so its cost stays flat as
 namespace grows, at the price of a nearest vector missed now and then (the bench prints
 how often). Neither the matrix nor the cells decide what is returned: the ranked ids are
 read back from SQL as active entries of the namespace, so a retired, erased or foreign
-entry can be proposed by a stale matrix but never returned.
+entry can be proposed by a stale matrix but never returned. With the matrix kept, a query
+is one read transaction: the query is embedded before it opens, and the full-text ranking,
+the fingerprint, the fused ranking and the entries read back share its snapshot.
 
 Why not reciprocal-rank fusion: RRF discards the cosine's magnitude, so a dense first place
 that is barely ahead of the tenth counts as much as a clear one. Keeping the score and adding a
@@ -163,6 +165,12 @@ class _MatrixCache:
         self._lock = threading.Lock()
         self._items: OrderedDict[tuple[str, str], tuple[object, _Matrix]] = OrderedDict()
 
+    def peek(self, namespace: str, model: str) -> tuple[object, _Matrix] | None:
+        """The fingerprint ``namespace``'s matrix was read at and the matrix (no entry ids
+        when it had no vectors), or None when none is kept; reads nothing."""
+        with self._lock:
+            return self._items.get((namespace, model))
+
     def get(
         self, store: MemoryStore, namespace: str, model: str, mark: object = None
     ) -> _Matrix | None:
@@ -214,6 +222,33 @@ def _dense_ranking(
     return fuse_scores(cosines, ids, lexical, limit, floor=floor)
 
 
+def _model_vector(embedder: EntryEmbedder, query: str) -> np.ndarray | None:
+    """The model's vector of ``query``; None for a blank query or a model that fails (or
+    hangs past its deadline)."""
+    if not query.strip():
+        return None
+    try:
+        return embedder.embed_query(query)
+    except MemworkerError as exc:
+        log.warning("query embedding failed, searching full text only: %s", exc)
+        return None
+
+
+def _unit(model: str, vector: np.ndarray, matrix: _Matrix) -> np.ndarray | None:
+    """``vector`` scaled to length one; None (full text only) when its size is not that of
+    ``matrix``'s rows."""
+    dim = matrix.unit_rows.shape[1]
+    if vector.shape != (dim,):
+        log.warning(
+            "embedding model %s returned %s values, stored vectors have %d; full text only",
+            model,
+            vector.shape,
+            dim,
+        )
+        return None
+    return (vector / max(float(np.linalg.norm(vector)), 1e-12)).astype(np.float32)
+
+
 class SqlMemorySearch:
     """:class:`~worker.integrations.search_tools.MemorySearch` over the SQL memory store,
     hybrid when an :class:`~worker.service.embed.EntryEmbedder` is given."""
@@ -239,45 +274,49 @@ class SqlMemorySearch:
         return [MemoryHit(e.path, e.text) for e in self.search_entries(namespace, query, limit)]
 
     def search_entries(self, namespace: str, query: str, limit: int) -> list[Entry]:
-        """The best ``limit`` active entries of ``namespace`` for ``query``, best first."""
+        """The best ``limit`` active entries of ``namespace`` for ``query``, best first.
+
+        Hybrid, with the namespace's matrix kept (it had vectors): the query is embedded
+        first, outside any transaction, then ranked and its entries read back in the
+        full-text query's own snapshot, provided the kept matrix is that snapshot's (same
+        fingerprint). Otherwise (the first query of a namespace, or one after a change of it)
+        the matrix is read again, the query embedded if it was not, and the ranked entries
+        read back in a transaction of their own. The model is asked at most once per query,
+        and never for a namespace known to have no vectors."""
         if limit < 1:
             return []
         if self.embedder is None:
             return self.store.search_entries(namespace, query, limit=limit)
+        embedder = self.embedder
         depth = max(limit, LEXICAL_DEPTH)
-        mark, lexical = self.store.search_entry_ids(namespace, query, limit=depth)
-        dense = self._query_vector(self.embedder, namespace, query, mark)
-        if dense is None:
+        kept = self._matrices.peek(namespace, embedder.model)
+        asked = kept is not None and bool(kept[1].entry_ids)
+        vector = _model_vector(embedder, query) if asked else None
+
+        def choose(mark: tuple[int, int], lexical: list[str]) -> list[str] | None:
+            if kept is None or mark != kept[0]:
+                return None  # not the kept matrix's snapshot: ranked below, after a re-read
+            unit = None if vector is None else _unit(embedder.model, vector, kept[1])
+            if unit is None:
+                return lexical[:limit]
+            return _dense_ranking(kept[1], unit, lexical, limit, self.scan_rows)
+
+        found = self.store.search_and_read(namespace, query, limit=depth, choose=choose)
+        if found.entries is not None:
+            return found.entries
+        lexical = found.entry_ids
+        if not query.strip():
             return self.store.entries_by_id(namespace, lexical[:limit])
-        matrix, unit = dense
+        matrix = self._matrices.get(self.store, namespace, embedder.model, found.fingerprint)
+        if matrix is None:
+            return self.store.entries_by_id(namespace, lexical[:limit])
+        if not asked:
+            vector = _model_vector(embedder, query)
+        unit = None if vector is None else _unit(embedder.model, vector, matrix)
+        if unit is None:
+            return self.store.entries_by_id(namespace, lexical[:limit])
         ranked = _dense_ranking(matrix, unit, lexical, limit, self.scan_rows)
         return self.store.entries_by_id(namespace, ranked)
-
-    def _query_vector(
-        self, embedder: EntryEmbedder, namespace: str, query: str, mark: object
-    ) -> tuple[_Matrix, np.ndarray] | None:
-        """The namespace's vectors and the query's unit vector; None without vectors or a
-        working model."""
-        if not query.strip():
-            return None
-        cached = self._matrices.get(self.store, namespace, embedder.model, mark)
-        if cached is None:
-            return None
-        try:
-            vector = embedder.embed_query(query)
-        except MemworkerError as exc:
-            log.warning("query embedding failed, searching full text only: %s", exc)
-            return None
-        matrix = cached.unit_rows
-        if vector.shape != (matrix.shape[1],):
-            log.warning(
-                "embedding model %s returned %s values, stored vectors have %d; full text only",
-                embedder.model,
-                vector.shape,
-                matrix.shape[1],
-            )
-            return None
-        return cached, (vector / max(float(np.linalg.norm(vector)), 1e-12)).astype(np.float32)
 
     def read(self, namespace: str, path: str) -> str | None:
         return self.store.current_files(namespace).get(path)

@@ -56,6 +56,8 @@ CLIENT_DEADLINE_GRACE_SECONDS: Final = 5.0
 
 #: Execution option marking a connection whose transactions write (``BEGIN IMMEDIATE``).
 _WRITE_OPTION: Final = "memworker_write"
+#: Execution options of a PostgreSQL read transaction that sees one snapshot.
+_PG_SNAPSHOT: Final = {"isolation_level": "REPEATABLE READ", "postgresql_readonly": True}
 
 
 @dataclass(frozen=True)
@@ -154,10 +156,20 @@ def write_transaction(engine: Engine) -> Iterator[Connection]:
 
 
 @contextmanager
-def read_transaction(engine: Engine) -> Iterator[Connection]:
-    """One read-only transaction: a consistent snapshot of several queries."""
-    with engine.connect() as conn, transaction_deadline(engine, conn), conn.begin():
-        yield conn
+def read_transaction(engine: Engine, *, snapshot: bool = False) -> Iterator[Connection]:
+    """One read-only transaction.
+
+    ``snapshot=True``: every statement of it sees one snapshot. PostgreSQL's default (read
+    committed) gives each statement its own, so there the transaction is ``REPEATABLE READ
+    READ ONLY``, set on the driver's connection before it begins: the ``BEGIN`` itself carries
+    it (no ``SET TRANSACTION`` round trip), and SQLAlchemy restores the connection's defaults
+    when it goes back to the pool. A SQLite transaction is a snapshot already.
+    """
+    with engine.connect() as conn:
+        if snapshot and engine.dialect.name == "postgresql":
+            conn.execution_options(**_PG_SNAPSHOT)
+        with transaction_deadline(engine, conn), conn.begin():
+            yield conn
 
 
 @contextmanager

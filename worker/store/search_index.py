@@ -12,6 +12,7 @@ back to ``entries`` (active, same namespace) besides. The backends are
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from types import ModuleType
 
 import sqlalchemy as sa
@@ -46,6 +47,12 @@ _BUMP_STATS = sa.text(
 _DOC_ROWS = sa.text(
     f"SELECT id, entry_id, doc_len, repeats FROM {DOCS} WHERE id IN :ids"
 ).bindparams(sa.bindparam("ids", expanding=True))
+#: PostgreSQL: the ids as one array, so the statement's text is the same whatever their
+#: number (prepared once per connection; an expanded ``IN`` list is a new statement for each
+#: count, and its hundred parameters are rendered one by one for every query).
+_DOC_ROWS_PG = sa.text(
+    f"SELECT id, entry_id, doc_len, repeats FROM {DOCS} WHERE id = ANY(CAST(:ids AS bigint[]))"
+)
 
 #: Entries read per round trip while rebuilding the whole index.
 REBUILD_CHUNK = 2000
@@ -212,18 +219,43 @@ def configure(conn: Connection, config: str) -> bool:
     return True
 
 
-def one_snapshot(conn: Connection) -> None:
-    """Make the rest of this read transaction see one snapshot. PostgreSQL's default (read
-    committed) gives each statement its own: an id the index returned could belong to an entry
-    a commit retired before the next statement read it. SQLite transactions are snapshots
-    already. Call it first in the transaction."""
-    if conn.dialect.name == "postgresql":
-        conn.exec_driver_sql("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+@dataclass(frozen=True)
+class Head:
+    """What a search reads of its namespace before the index: its row id, its version (every
+    commit moves it), its vector counter (every change of its vectors moves it) and the
+    index's statistics of it (BM25's ``N`` and total length)."""
+
+    ns_id: int
+    version: int
+    vector_epoch: int
+    docs: int
+    total_len: int
+
+    @property
+    def fingerprint(self) -> tuple[int, int]:
+        """(version, vector counter): changes whenever the namespace's vectors may have."""
+        return self.version, self.vector_epoch
 
 
-def search(conn: Connection, ns_id: int, terms: QueryTerms, limit: int) -> list[tuple[str, float]]:
-    """``(entry id, score)`` of the best ``limit`` active entries of ``ns_id`` for ``terms``,
-    best first (BM25, :mod:`worker.store.search_rank`); empty when ``terms`` is.
+_HEAD = sa.text(
+    f"""SELECT n.id, n.version, s.vector_epoch, s.docs, s.total_len
+        FROM {namespaces.name} n LEFT JOIN {STATS} s ON s.namespace_id = n.id
+        WHERE n.key = :key"""
+)
+
+
+def head(conn: Connection, namespace: str) -> Head | None:
+    """``namespace``'s :class:`Head`, in one indexed read; None when it was never committed."""
+    row = conn.execute(_HEAD, {"key": namespace}).first()
+    if row is None:
+        return None
+    return Head(int(row[0]), int(row[1]), int(row[2] or 0), int(row[3] or 0), int(row[4] or 0))
+
+
+def search(conn: Connection, at: Head, terms: QueryTerms, limit: int) -> list[tuple[str, float]]:
+    """``(entry id, score)`` of the best ``limit`` active entries of the namespace ``at``
+    heads for ``terms``, best first (BM25, :mod:`worker.store.search_rank`); empty when
+    ``terms`` is. ``at`` is read in the same transaction (the statistics of that snapshot).
 
     The work is bounded by the constants above, not by the namespace's size. The newest
     :data:`COMMON_WINDOW` entries are read first, each term tested on them: for a namespace
@@ -237,7 +269,7 @@ def search(conn: Connection, ns_id: int, terms: QueryTerms, limit: int) -> list[
     """
     if not terms or limit < 1:
         return []
-    docs, total_len = _stats(conn, ns_id)
+    ns_id, docs, total_len = at.ns_id, at.docs, at.total_len
     if docs == 0:
         return []
     backend = _backend(conn)
@@ -272,14 +304,6 @@ def _only(terms: QueryTerms, keep: Callable[[str], bool]) -> QueryTerms:
     )
 
 
-def _stats(conn: Connection, ns_id: int) -> tuple[int, int]:
-    """(indexed entries, their total length) of ``ns_id``."""
-    row = conn.execute(
-        sa.text(f"SELECT docs, total_len FROM {STATS} WHERE namespace_id = :ns"), {"ns": ns_id}
-    ).first()
-    return (0, 0) if row is None else (int(row[0]), int(row[1]))
-
-
 def _bump_stats(conn: Connection, ns_id: int, docs: int, total_len: int) -> None:
     if docs or total_len:
         conn.execute(_BUMP_STATS, {"ns": ns_id, "docs": docs, "total": total_len})
@@ -294,8 +318,9 @@ def _doc_rows(
     entry_ids: dict[int, str] = {}
     repeats: dict[int, dict[str, int]] = {}
     keys = [(t, term_key(t)) for t in terms.words] + [(g, g) for g in terms.grams]
+    statement = _DOC_ROWS_PG if conn.dialect.name == "postgresql" else _DOC_ROWS
     for start in range(0, len(doc_ids), SYNC_CHUNK):
-        rows = conn.execute(_DOC_ROWS, {"ids": list(doc_ids[start : start + SYNC_CHUNK])}).all()
+        rows = conn.execute(statement, {"ids": list(doc_ids[start : start + SYNC_CHUNK])}).all()
         for doc, entry_id, length, held in rows:
             lengths[int(doc)] = int(length)
             entry_ids[int(doc)] = str(entry_id)

@@ -18,7 +18,7 @@ from worker.models import Namespace
 from worker.store import fence, search_index
 from worker.store import vectors as _vectors
 from worker.store.commit import entry_from_row
-from worker.store.schema import entries, namespaces
+from worker.store.schema import entries
 from worker.store.search_text import query_terms
 from worker.store.vectors import Embedded, PendingText
 from worker.values import Entry
@@ -37,10 +37,24 @@ class NamespaceVectors:
     fingerprint: tuple[int, int] = (0, 0)
 
 
+@dataclass(frozen=True)
+class SearchRead:
+    """What :meth:`SearchMethods.search_and_read` read in one snapshot: the namespace's
+    vector fingerprint, the full-text ids best first, and the active entries among those
+    its ``choose`` picked (None when it picked none)."""
+
+    fingerprint: tuple[int, int]
+    entry_ids: list[str]
+    entries: list[Entry] | None
+
+
 class SearchMethods:
     """Search over the store (mixed into :class:`~worker.store.memory.MemoryStore`)."""
 
     def _read(self, what: str, fn: Callable[[Connection], T]) -> T:
+        raise NotImplementedError
+
+    def _snapshot_read(self, what: str, fn: Callable[[Connection], T]) -> T:
         raise NotImplementedError
 
     def _write(self, what: str, fn: Callable[[Connection], T]) -> T:
@@ -53,14 +67,13 @@ class SearchMethods:
         terms = query_terms(query)
 
         def run(conn: Connection) -> list[Entry]:
-            search_index.one_snapshot(conn)
-            ns_id = fence.namespace_id(conn, namespace)
-            if ns_id is None or not terms:
+            at = search_index.head(conn, namespace)
+            if at is None or not terms:
                 return []
-            ranked = [i for i, _ in search_index.search(conn, ns_id, terms, limit)]
-            return _active(conn, ns_id, ranked)
+            ranked = [i for i, _ in search_index.search(conn, at, terms, limit)]
+            return _active(conn, at.ns_id, ranked)
 
-        return self._read("searching " + namespace, run)
+        return self._snapshot_read("searching " + namespace, run)
 
     def search_entry_ids(
         self, namespace: str, query: str, *, limit: int
@@ -69,18 +82,38 @@ class SearchMethods:
         first, read in one snapshot without reading the entries: a hybrid search reads only
         the few it returns, through :meth:`entries_by_id`, which checks again that each is
         active."""
+        found = self.search_and_read(namespace, query, limit=limit, choose=lambda _m, _i: None)
+        return found.fingerprint, found.entry_ids
+
+    def search_and_read(
+        self,
+        namespace: str,
+        query: str,
+        *,
+        limit: int,
+        choose: Callable[[tuple[int, int], list[str]], Sequence[str] | None],
+    ) -> SearchRead:
+        """:meth:`search_entry_ids`, then, in the same snapshot, the active entries of
+        ``namespace`` among the ids ``choose(fingerprint, ids)`` returns, in its order (None:
+        none are read). A hybrid search ranks in ``choose`` when the vectors it keeps are
+        those of this fingerprint: one transaction per query instead of two, and what it
+        returns is checked active in the snapshot it was ranked in. ``choose`` runs inside
+        the transaction: it must be quick and must not use the store."""
         Namespace.parse(namespace)
         terms = query_terms(query)
 
-        def run(conn: Connection) -> tuple[tuple[int, int], list[str]]:
-            search_index.one_snapshot(conn)
-            ns_id = fence.namespace_id(conn, namespace)
-            if ns_id is None:
-                return (0, 0), []
-            found = search_index.search(conn, ns_id, terms, limit) if terms else []
-            return _fingerprint(conn, ns_id), [i for i, _ in found]
+        def run(conn: Connection) -> SearchRead:
+            at = search_index.head(conn, namespace)
+            if at is None:
+                chosen = choose((0, 0), [])
+                return SearchRead((0, 0), [], None if chosen is None else [])
+            found = search_index.search(conn, at, terms, limit) if terms else []
+            ids = [i for i, _ in found]
+            chosen = choose(at.fingerprint, ids)
+            read = None if chosen is None else _active(conn, at.ns_id, chosen)
+            return SearchRead(at.fingerprint, ids, read)
 
-        return self._read("searching " + namespace, run)
+        return self._snapshot_read("searching " + namespace, run)
 
     def entries_by_id(self, namespace: str, entry_ids: Sequence[str]) -> list[Entry]:
         """The active entries of ``namespace`` among ``entry_ids``, in the order given."""
@@ -118,14 +151,13 @@ class SearchMethods:
         """The vectors from ``model`` of the active entries of ``namespace``."""
 
         def run(conn: Connection) -> NamespaceVectors:
-            search_index.one_snapshot(conn)
-            ns_id = fence.namespace_id(conn, namespace)
-            if ns_id is None:
+            at = search_index.head(conn, namespace)
+            if at is None:
                 return NamespaceVectors([], [], 0)
-            mark = _fingerprint(conn, ns_id)
-            return NamespaceVectors(*_vectors.active_vectors(conn, ns_id, model), mark)
+            vectors = _vectors.active_vectors(conn, at.ns_id, model)
+            return NamespaceVectors(*vectors, at.fingerprint)
 
-        return self._read("reading vectors", run)
+        return self._snapshot_read("reading vectors", run)
 
     def vectors_fingerprint(self, namespace: str, model: str) -> tuple[int, int]:
         """A value that changes whenever the vectors :meth:`namespace_vectors` would return
@@ -135,8 +167,8 @@ class SearchMethods:
         del model  # one counter for all models: a change of any moves it
 
         def run(conn: Connection) -> tuple[int, int]:
-            ns_id = fence.namespace_id(conn, namespace)
-            return (0, 0) if ns_id is None else _fingerprint(conn, ns_id)
+            at = search_index.head(conn, namespace)
+            return (0, 0) if at is None else at.fingerprint
 
         return self._read("reading vectors", run)
 
@@ -150,11 +182,13 @@ class SearchMethods:
         return self._write("rebuilding the search index", search_index.rebuild)
 
 
-def _fingerprint(conn: Connection, ns_id: int) -> tuple[int, int]:
-    version = conn.execute(
-        sa.select(namespaces.c.version).where(namespaces.c.id == ns_id)
-    ).scalar_one()
-    return int(version), _vectors.epoch(conn, ns_id)
+#: PostgreSQL's read back: the ids bound as one array, so the statement is the same whatever
+#: their number (an expanded ``IN`` list is rendered parameter by parameter for every query,
+#: and is a new statement for the driver at each count: half the read's client time).
+_ACTIVE_PG = sa.select(entries).where(
+    entries.c.namespace_id == sa.bindparam("ns"),
+    entries.c.id == sa.any_(sa.bindparam("ids", type_=sa.ARRAY(entries.c.id.type))),
+)
 
 
 def _active(conn: Connection, ns_id: int, entry_ids: Sequence[str]) -> list[Entry]:
@@ -162,9 +196,14 @@ def _active(conn: Connection, ns_id: int, entry_ids: Sequence[str]) -> list[Entr
     holds active entries; reading them back through ``entries`` checks it again)."""
     if not entry_ids:
         return []
-    rows = conn.execute(
-        sa.select(entries).where(entries.c.namespace_id == ns_id, entries.c.id.in_(list(entry_ids)))
-    )
+    if conn.dialect.name == "postgresql":
+        rows = conn.execute(_ACTIVE_PG, {"ns": ns_id, "ids": list(entry_ids)}).all()
+    else:
+        rows = conn.execute(
+            sa.select(entries).where(
+                entries.c.namespace_id == ns_id, entries.c.id.in_(list(entry_ids))
+            )
+        ).all()
     # Activity is checked here, not in SQL: with ``invalid_at IS NULL`` in the WHERE clause,
     # SQLite's planner walks the (namespace, invalid_at) index, every active entry, instead
     # of looking the few ids up by primary key.

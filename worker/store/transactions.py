@@ -71,11 +71,16 @@ class Transactions:
         self.engine.dispose()
 
     @contextmanager
-    def _tx(self, *, write: bool, what: str) -> Iterator[Connection]:
+    def _tx(self, *, write: bool, what: str, snapshot: bool = False) -> Iterator[Connection]:
         # Database failures become StoreError; our own errors pass through. Either way the
         # transaction is rolled back, so nothing is half-written.
         try:
-            with (write_transaction if write else read_transaction)(self.engine) as conn:
+            opened = (
+                write_transaction(self.engine)
+                if write
+                else read_transaction(self.engine, snapshot=snapshot)
+            )
+            with opened as conn:
                 yield conn
         except MemworkerError:
             raise
@@ -87,6 +92,12 @@ class Transactions:
 
     def _read(self, what: str, fn: Callable[[Connection], T]) -> T:
         with self._tx(write=False, what=what) as conn:
+            return fn(conn)
+
+    def _snapshot_read(self, what: str, fn: Callable[[Connection], T]) -> T:
+        """:meth:`_read` whose statements all see one snapshot (see
+        :func:`~worker.store.engine.read_transaction`)."""
+        with self._tx(write=False, what=what, snapshot=True) as conn:
             return fn(conn)
 
     def _write(self, what: str, fn: Callable[[Connection], T]) -> T:

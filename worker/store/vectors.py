@@ -147,16 +147,10 @@ def active_vectors(conn: Connection, ns_id: int, model: str) -> tuple[list[str],
     return [r.entry_id for r in rows], [bytes(r.vector) for r in rows], dims.pop() if dims else 0
 
 
-def epoch(conn: Connection, ns_id: int) -> int:
-    """The namespace's vector counter: every transaction that stores or deletes one of its
-    vectors moves it (see :func:`_moved`)."""
-    value = conn.execute(
-        sa.text(f"SELECT vector_epoch FROM {STATS} WHERE namespace_id = :ns"), {"ns": ns_id}
-    ).scalar()
-    return int(value or 0)
-
-
 def _moved(conn: Connection, ns_id: int) -> None:
+    """Move the namespace's vector counter (read with its version by
+    :func:`worker.store.search_index.head`): every transaction that stores or deletes one of
+    its vectors calls this, so a search keeping its vectors in memory sees the change."""
     conn.execute(
         sa.text(f"UPDATE {STATS} SET vector_epoch = vector_epoch + 1 WHERE namespace_id = :ns"),
         {"ns": ns_id},
