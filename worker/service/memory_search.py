@@ -305,17 +305,16 @@ class SqlMemorySearch:
         if found.entries is not None:
             return found.entries
         lexical = found.entry_ids
-        if not query.strip():
-            return self.store.entries_by_id(namespace, lexical[:limit])
-        matrix = self._matrices.get(self.store, namespace, embedder.model, found.fingerprint)
-        if matrix is None:
-            return self.store.entries_by_id(namespace, lexical[:limit])
-        if not asked:
-            vector = _model_vector(embedder, query)
-        unit = None if vector is None else _unit(embedder.model, vector, matrix)
-        if unit is None:
-            return self.store.entries_by_id(namespace, lexical[:limit])
-        ranked = _dense_ranking(matrix, unit, lexical, limit, self.scan_rows)
+        ranked = lexical[:limit]  # full text alone, unless the vectors below rank them
+        matrix = None
+        if query.strip():
+            matrix = self._matrices.get(self.store, namespace, embedder.model, found.fingerprint)
+        if matrix is not None:
+            if not asked:
+                vector = _model_vector(embedder, query)
+            unit = None if vector is None else _unit(embedder.model, vector, matrix)
+            if unit is not None:
+                ranked = _dense_ranking(matrix, unit, lexical, limit, self.scan_rows)
         return self.store.entries_by_id(namespace, ranked)
 
     def read(self, namespace: str, path: str) -> str | None:

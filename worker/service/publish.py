@@ -29,7 +29,7 @@ import os
 import socket
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Final
@@ -275,17 +275,10 @@ def _deliver_claimed(
         if item.namespace in failed_here:
             store.release_outbox([item.id])
             continue
-        error = _send(store, sink, item)
+        error = _deliver(store, sink, item, name=name, clock=clock)
         now = clock()
-        # Taken: re-check the erase generation and mark the delivery in one transaction.
-        marked = error is None and _mark_unless_erased(store, item, now=now)
-        if not marked:
-            error = _recheck_erase(store, name, sink, item, error, now=now)
         if error is None:
             SINK_DELIVERIES.labels(sink=name, outcome="ok").inc()
-            if not marked:
-                with contextlib.suppress(NotFound):  # the row went with an erase
-                    store.mark_delivered(item.id, now=now)
             if recovering:
                 store.record_sink_success(name, now=now)
                 recovering = False
@@ -319,13 +312,22 @@ def _deliver(
     item: OutboxItem,
     *,
     name: str | None = None,
-    now: datetime | None = None,
+    clock: Callable[[], datetime | None] = lambda: None,
 ) -> str | None:
-    """Hand one row to the sink it is filed under (``name``, the sink's own by default) and
-    re-check the erase generation whatever the outcome; the error text when the sink failed,
-    None when it took it."""
+    """Hand one row to the sink it is filed under (``name``, the sink's own by default),
+    re-check the erase generation whatever the outcome, and mark the row delivered when the
+    sink took it; the error text when the sink failed (or the take-back's), None when it
+    took it. ``clock`` stamps what is written after the sink call (None: the database's).
+    With nothing erased since the claim, the re-check and the mark are one transaction."""
     error = _send(store, sink, item)
-    return _recheck_erase(store, name or sink.name, sink, item, error, now=now)
+    now = clock()
+    if error is None and _mark_unless_erased(store, item, now=now):
+        return None
+    error = _recheck_erase(store, name or sink.name, sink, item, error, now=now)
+    if error is None:
+        with contextlib.suppress(NotFound):  # the row went with an erase
+            store.mark_delivered(item.id, now=now)
+    return error
 
 
 def _mark_unless_erased(store: MemoryStore, item: OutboxItem, *, now: datetime | None) -> bool:

@@ -54,12 +54,12 @@ def observe_positions(namespace: str, check: PositionCheck) -> None:
     """Alarm when the queue lost its data (another epoch) or was rolled back (ids of the same
     epoch issued again to candidates that the ledger does not hold)."""
     if check.epoch_changed:
-        observe_epoch_change(namespace, check.recorded_epoch, check.epoch)
+        _observe_epoch_change(namespace, check.recorded_epoch, check.epoch)
     elif check.reissued:
-        observe_rollback(namespace, check.reissued, check.applied_position)
+        _observe_rollback(namespace, check.reissued, check.applied_position)
 
 
-def observe_epoch_change(namespace: str, recorded: str | None, current: str | None) -> None:
+def _observe_epoch_change(namespace: str, recorded: str | None, current: str | None) -> None:
     """Count a batch whose namespace was last committed in another queue epoch; log it at
     ERROR once per (old, new) epoch pair in this process, saying what it means."""
     metrics.QUEUE_EPOCH_CHANGES.inc()
@@ -80,7 +80,7 @@ def observe_epoch_change(namespace: str, recorded: str | None, current: str | No
     )
 
 
-def observe_rollback(namespace: str, reissued: int, applied_position: str | None) -> None:
+def _observe_rollback(namespace: str, reissued: int, applied_position: str | None) -> None:
     """Count a batch whose new candidates carry stream ids at or below SQL's applied position
     in the same epoch: Redis was restored from an older snapshot. Logged at ERROR, like an
     epoch change; the candidates are merged all the same (the ledger decides)."""
