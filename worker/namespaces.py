@@ -188,24 +188,17 @@ class Namespace:
 
     @classmethod
     def parse(cls, key: str) -> Namespace:
-        """Inverse of :attr:`key`; raises :class:`InvalidCandidate` on a malformed key."""
-        parts = key.split(":") if isinstance(key, str) else []
-        try:
-            match parts:
-                case ["user", user]:
-                    return cls.for_user(user)
-                case ["user", user, assistant]:
-                    return cls.for_user(user, assistant_id=assistant)
-                case ["agent", assistant]:
-                    return cls.for_agent(assistant)
-                case ["org", org]:
-                    return cls.for_org(org)
-        except InvalidCandidate as exc:
-            raise InvalidCandidate(f"namespace {key!r}: {exc}") from None
-        raise InvalidCandidate(
-            f"namespace {key!r} is not one of user:<user>[:<assistant>], agent:<assistant>, "
-            "org:<org>"
-        )
+        """Inverse of :attr:`key`; raises :class:`InvalidCandidate` on a malformed key.
+
+        Parsed once per distinct key: a worker decodes every candidate of a batch, and a
+        batch is one namespace's.
+
+        >>> Namespace.parse("user:u1:a1").assistant_id
+        'a1'
+        """
+        if not isinstance(key, str):
+            raise _malformed(key)
+        return _parse_key(key)
 
     def __str__(self) -> str:
         return self.key
@@ -214,6 +207,30 @@ class Namespace:
 #: Namespaces seen recently, so the hot path builds each one once. Namespaces are frozen and
 #: their ids validated before the lookup; 4096 covers the active users of a busy process.
 NAMESPACE_CACHE_SIZE = 4096
+
+
+def _malformed(key: object) -> InvalidCandidate:
+    return InvalidCandidate(
+        f"namespace {key!r} is not one of user:<user>[:<assistant>], agent:<assistant>, org:<org>"
+    )
+
+
+@functools.lru_cache(maxsize=NAMESPACE_CACHE_SIZE)
+def _parse_key(key: str) -> Namespace:
+    """:meth:`Namespace.parse` of a string key (a refused key is not cached: it raises)."""
+    try:
+        match key.split(":"):
+            case ["user", user]:
+                return Namespace.for_user(user)
+            case ["user", user, assistant]:
+                return Namespace.for_user(user, assistant_id=assistant)
+            case ["agent", assistant]:
+                return Namespace.for_agent(assistant)
+            case ["org", org]:
+                return Namespace.for_org(org)
+    except InvalidCandidate as exc:
+        raise InvalidCandidate(f"namespace {key!r}: {exc}") from None
+    raise _malformed(key)
 
 
 def namespace_of(scope: Scope, **ids: str | None) -> Namespace:
