@@ -32,8 +32,8 @@ QueryTerms(words=('ann', 'say', 'tea'), grams=())
 
 from __future__ import annotations
 
+import re
 import unicodedata
-from collections import Counter
 from dataclasses import dataclass
 from typing import Final
 
@@ -49,6 +49,9 @@ _RUN: Final = regex.compile(rf"[{_SPACELESS}]+")
 _BIGRAM_ONLY: Final = regex.compile(r"[\p{Thai}\p{Lao}\p{Khmer}\p{Myanmar}]")
 _WORD: Final = regex.compile(r"[\p{L}\p{M}\p{N}]+")
 _FOLDABLE_MARKS: Final = regex.compile(r"([\p{Latin}\p{Greek}\p{Cyrillic}])\p{Mn}+")
+#: :data:`_WORD` on ASCII text already case-folded: ASCII's letters and digits (most memory
+#: text is ASCII, and this skips three Unicode normalisations and the spaceless-run scan).
+_ASCII_WORD: Final = re.compile(r"[a-z0-9]+")
 
 #: Longest indexed word: longer runs are noise (hashes, base64) and bloat the index.
 MAX_WORD_CHARS: Final = 64
@@ -106,6 +109,16 @@ def fold(text: str) -> str:
 
 def _split(text: str) -> tuple[list[str], list[str]]:
     """(words, spaceless runs) of ``text``, in order."""
+    if text.isascii():
+        # ASCII is its own NFKC, NFD and NFC form, has no marks to drop and no spaceless
+        # script, and case-folds as it lowers: the same words as below, found directly.
+        words = _ASCII_WORD.findall(text.lower())
+        return [w for w in words if len(w) <= MAX_WORD_CHARS], []
+    return _split_unicode(text)
+
+
+def _split_unicode(text: str) -> tuple[list[str], list[str]]:
+    """:func:`_split` of any text, the ASCII shortcut aside."""
     folded = fold(text)
     runs = _RUN.findall(folded)
     spaced = _RUN.sub(" ", folded)
@@ -132,6 +145,8 @@ def term_key(term: str) -> str:
     >>> [term_key(w) for w in ("berries", "horses", "cats", "bus", "glass", "北京")]
     ['berry', 'horse', 'cat', 'bus', 'glass', '北京']
     """
+    if len(term) < 3 or term[-1] != "s":  # every rule below ends in "s"
+        return term
     if len(term) > 3 and term.endswith("ies") and not term.endswith(("aies", "eies")):
         return term[:-3] + "y"
     if len(term) > 3 and term.endswith("es") and not term.endswith(("aes", "ees", "oes")):
@@ -142,8 +157,9 @@ def term_key(term: str) -> str:
 
 
 def _repeats(words: list[str], grams: list[str]) -> str:
-    counts = Counter(term_key(w) for w in words)
-    counts.update(grams)
+    counts: dict[str, int] = {}
+    for term in (*map(term_key, words), *grams):
+        counts[term] = counts.get(term, 0) + 1
     return " ".join(f"{key}:{n}" for key, n in counts.items() if n > 1)
 
 
