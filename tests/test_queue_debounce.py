@@ -149,6 +149,42 @@ def test_claim_due_with_a_limit_claims_at_most_that_many(
     assert {c.namespace for c in first}.isdisjoint(c.namespace for c in rest)
 
 
+def test_a_bounded_claim_before_anything_is_due_runs_on_no_shard(
+    redis_client: redis.Redis, settings: Settings
+) -> None:
+    queue = make_queue(redis_client, settings)
+    queue.enqueue_many([candidate(f"user{i}") for i in range(10)], now=T0)
+
+    assert queue.claim_due(now=T0 + 29, limit=4) == []
+    # The claim script creates a shard's epoch on its first run: none ran.
+    assert set(queue.epochs().values()) == {None}
+
+
+def test_a_bounded_claim_takes_an_expired_lease_in_a_shard_with_nothing_due(
+    redis_client: redis.Redis, settings: Settings
+) -> None:
+    queue = make_queue(redis_client, settings)
+    queue.enqueue(candidate(), now=T0)
+    (held,) = queue.claim_due(now=T0 + 30)
+
+    (taken,) = queue.claim_due(now=T0 + 30 + settings.lease_seconds + 1, limit=1)
+
+    assert taken.namespace == held.namespace
+    assert taken.token > held.token
+
+
+def test_a_bounded_claim_on_the_servers_clock_finds_what_is_due(
+    redis_client: redis.Redis, settings: Settings
+) -> None:
+    queue = make_queue(redis_client, settings)
+    long_ago = queue.server_ms() / 1000 - settings.max_wait_seconds - 1
+    queue.enqueue_many([candidate(f"user{i}") for i in range(3)], now=long_ago)
+
+    claims = queue.claim_due(limit=2)
+
+    assert len(claims) == 2
+
+
 def test_claim_due_respects_claim_limit_per_shard(
     redis_client: redis.Redis, settings: Settings
 ) -> None:

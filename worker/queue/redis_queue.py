@@ -130,8 +130,9 @@ class RedisQueue:
     def claim_due(self, *, now: float | None = None, limit: int | None = None) -> list[Claim]:
         """Lease every due namespace (and every expired lease), up to ``claim_limit`` per shard.
 
-        With ``limit``, at most that many in total, visiting shards in turn (one round trip
-        each); without it, all shards in one pipelined round trip.
+        With ``limit``, at most that many in total, visiting the shards that have work in turn
+        (one round trip each, after one pipelined peek at every shard); without it, all shards
+        in one pipelined round trip.
         """
         now_ms = script_now(now)
         shards = self.settings.queue_shards
@@ -141,13 +142,38 @@ class RedisQueue:
             ]
             return claims_of_shards(self._pipeline(calls))
         claims: list[Claim] = []
-        start = next(self._next_shard)
-        for i in range(shards):
+        for shard in self._ready_shards(next(self._next_shard), now_ms):
             if len(claims) >= limit:
                 break
-            call = self._claim_call((start + i) % shards, now_ms, limit - len(claims), "")
+            call = self._claim_call(shard, now_ms, limit - len(claims), "")
             claims.extend(claims_of(self._call(*call)))
         return claims
+
+    def _ready_shards(self, start: int, now_ms: str | int) -> list[int]:
+        """The shards with a namespace due or a lease expired at ``now_ms`` (``""``: the
+        server's clock), in turn from ``start``.
+
+        One pipelined peek at each shard's earliest due time and lease expiry, so a bounded
+        claim runs the claim script only where there is work, not on every shard in turn (a
+        round trip each). The peek only narrows the visit: the claim script decides on its
+        own clock, and a shard that becomes due after the peek is found by the next sweep.
+        """
+        shards = self.settings.queue_shards
+        order = [(start + i) % shards for i in range(shards)]
+        try:
+            pipe = self.redis.pipeline(transaction=False)
+            for shard in order:
+                pipe.zrange(self.layout.due(shard), 0, 0, withscores=True)
+                pipe.zrange(self.layout.leases(shard), 0, 0, withscores=True)
+            heads = pipe.execute()
+        except REDIS_FAILURES as exc:
+            raise translate(exc, self._where) from exc
+        at = self.server_ms() if now_ms == "" else int(now_ms)
+        return [
+            shard
+            for k, shard in enumerate(order)
+            if any(score <= at for _, score in (*heads[2 * k], *heads[2 * k + 1]))
+        ]
 
     def claim_namespace(self, namespace: str, *, now: float | None = None) -> Claim | None:
         """Lease ``namespace``'s batch now, due or not (reconcile by hand).
