@@ -173,6 +173,31 @@ def test_a_bounded_claim_takes_an_expired_lease_in_a_shard_with_nothing_due(
     assert taken.token > held.token
 
 
+def test_bounded_claims_find_a_namespace_that_became_due_after_an_earlier_claim(
+    redis_client: redis.Redis, settings: Settings
+) -> None:
+    queue = make_queue(redis_client, settings)
+    queue.enqueue(candidate("early"), now=T0)
+    queue.enqueue(candidate("late"), now=T0 + 100)
+
+    first = queue.claim_due(now=T0 + 30, limit=1)
+    queue.ack(first[0], now=T0 + 31)
+    second = queue.claim_due(now=T0 + 130, limit=1)
+
+    assert [c.namespace for c in first + second] == ["user:early", "user:late"]
+
+
+def test_bounded_claims_take_every_due_namespace_once(
+    redis_client: redis.Redis, settings: Settings
+) -> None:
+    queue = make_queue(redis_client, settings)
+    queue.enqueue_many([candidate(f"user{i}") for i in range(25)], now=T0)
+
+    taken = [c.namespace for _ in range(10) for c in queue.claim_due(now=T0 + 30, limit=3)]
+
+    assert sorted(taken) == sorted(f"user:user{i}" for i in range(25))
+
+
 def test_a_bounded_claim_on_the_servers_clock_finds_what_is_due(
     redis_client: redis.Redis, settings: Settings
 ) -> None:

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+import threading
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Final, Literal
 
@@ -95,6 +96,11 @@ class RedisQueue:
         self._max_delay_ms = seconds_to_ms(MAX_RETRY_DELAY_SECONDS)
         # Where a bounded claim_due starts, so a small limit does not always favour shard 0.
         self._next_shard = itertools.count()
+        # The shards the last peek found with work that bounded claims have not drained yet
+        # (see claim_due), and the lock that keeps threads sharing this queue from taking the
+        # same one off twice.
+        self._ready: list[int] = []
+        self._ready_lock = threading.Lock()
 
     # --- hot path ----------------------------------------------------------------------------
     def enqueue(self, candidate: Candidate, *, now: float | None = None) -> str:
@@ -131,8 +137,8 @@ class RedisQueue:
         """Lease every due namespace (and every expired lease), up to ``claim_limit`` per shard.
 
         With ``limit``, at most that many in total, visiting the shards that have work in turn
-        (one round trip each, after one pipelined peek at every shard); without it, all shards
-        in one pipelined round trip.
+        (one round trip each; which shards have work, a pipelined peek at every shard finds,
+        see :meth:`_claim_ready`); without it, all shards in one pipelined round trip.
         """
         now_ms = script_now(now)
         shards = self.settings.queue_shards
@@ -141,12 +147,29 @@ class RedisQueue:
                 self._claim_call(i, now_ms, self.settings.claim_limit, "") for i in range(shards)
             ]
             return claims_of_shards(self._pipeline(calls))
+        with self._ready_lock:
+            return self._claim_ready(now_ms, limit)
+
+    def _claim_ready(self, now_ms: str | int, limit: int) -> list[Claim]:
+        """Bounded claims from the shards a peek found with work, kept across calls: a shard
+        leaves the list once a claim there takes fewer than it asked for (nothing more was
+        due), and a call whose list runs dry peeks again, once. So a worker taking a few
+        claims at a time peeks about once per pass over the shards with work, not per call.
+        """
         claims: list[Claim] = []
-        for shard in self._ready_shards(next(self._next_shard), now_ms):
-            if len(claims) >= limit:
-                break
-            call = self._claim_call(shard, now_ms, limit - len(claims), "")
-            claims.extend(claims_of(self._call(*call)))
+        peeked = False
+        while len(claims) < limit:
+            if not self._ready:
+                if peeked:
+                    break
+                self._ready = self._ready_shards(next(self._next_shard), now_ms)
+                peeked = True
+                continue
+            wanted = limit - len(claims)
+            taken = claims_of(self._call(*self._claim_call(self._ready[0], now_ms, wanted, "")))
+            claims.extend(taken)
+            if len(taken) < wanted:
+                self._ready.pop(0)
         return claims
 
     def _ready_shards(self, start: int, now_ms: str | int) -> list[int]:
