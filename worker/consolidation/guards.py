@@ -47,6 +47,7 @@ from typing import Any, Final
 
 import regex
 
+from worker.consolidation.canonical import canonical, skeleton
 from worker.consolidation.guard_rules import (
     ALL_RULES,
     CREDENTIAL_RULES,
@@ -59,7 +60,7 @@ from worker.consolidation.guard_rules import (
 from worker.consolidation.guard_screen import Screen, any_literal, build_screen, count_digits
 from worker.consolidation.national_ids import REASON as NATIONAL_ID_REASON
 from worker.consolidation.national_ids import national_id
-from worker.consolidation.text import canonical, normalise, skeleton
+from worker.consolidation.text import normalise
 
 __all__ = [
     "ALL_RULES",
