@@ -154,11 +154,18 @@ def _ascii_pass() -> tuple[tuple[Form, re.Pattern[str]], ...]:
     )
 
 
+#: Longest text the ASCII pass is tried on: a longer one (a pasted document) almost always
+#: holds some row's literal, so the pass would only add its searches to the screen's.
+_ASCII_PASS_CHARS: Final = 1000
+
+
 def _rows(forms: dict[Form, tuple[str, ...]], digits: int, ascii_only: bool) -> list[int]:
     """The rows the pre-screen leaves for ``forms`` (``ascii_only``: every form is ASCII)."""
     screen = _screen()
-    if ascii_only and not any(
-        pattern.search(text) for form, pattern in _ascii_pass() for text in forms[form]
+    if (
+        ascii_only
+        and len(forms["shape"][0]) <= _ASCII_PASS_CHARS
+        and not any(pattern.search(text) for form, pattern in _ascii_pass() for text in forms[form])
     ):
         return screen.unscreened_rows(digits)
     return screen.rows(forms, digits)
