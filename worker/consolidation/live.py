@@ -10,6 +10,7 @@ them indexed by these features so a candidate is compared with a few, not all.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -64,3 +65,17 @@ def fuzzy_lengths(norm: Normalised) -> range:
         return range(0)
     spread = min(text.MAX_EDITS, size // 4 + 1)
     return range(max(text.MIN_FUZZY_CHARS, size - spread), size + spread + 1)
+
+
+#: The live entries by the (subject, attribute) slot their frame sets, each list in live order.
+Slots = dict[tuple[str, str], list[LiveEntry]]
+
+
+def slot_index(entries: Iterable[LiveEntry]) -> Slots:
+    """``entries`` by the slot their frame sets, in the order given (one setting none is left
+    out)."""
+    slots: Slots = {}
+    for entry in entries:
+        if (frame := entry.frame) is not None:
+            slots.setdefault(frame.slot(), []).append(entry)
+    return slots

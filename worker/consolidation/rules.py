@@ -48,7 +48,7 @@ from typing import ClassVar, Final
 from worker.consolidation import extract, guards, text
 from worker.consolidation.frames import Frame, frame_of
 from worker.consolidation.ids import EntryIds
-from worker.consolidation.live import FuzzyKey, LiveEntry, fuzzy_key, fuzzy_lengths
+from worker.consolidation.live import FuzzyKey, LiveEntry, fuzzy_key, fuzzy_lengths, slot_index
 from worker.consolidation.semantic import (
     LexicalIndex,
     Similarity,
@@ -179,10 +179,7 @@ class _Merge:
         """The live entries by the slot their frame sets (built on first use, then kept in
         step): in ``live`` order, as if kept from the start."""
         if self._by_slot is None:
-            self._by_slot = {}
-            for entry in self.live.values():
-                if (frame := entry.frame) is not None:
-                    self._by_slot.setdefault(frame.slot(), []).append(entry)
+            self._by_slot = slot_index(self.live.values())
         return self._by_slot
 
     def _drop_live(self, entry: LiveEntry) -> None:
