@@ -194,12 +194,13 @@ def _forget_forms() -> None:
 
 
 def _forget_texts() -> None:
-    """Drop everything kept per text, not only the normal forms: the frames, content terms and
-    paraphrase keys too, as in a worker that has not seen the namespace's entries yet (the
-    tables built once per process, such as the guards' screen, stay)."""
+    """Drop everything kept per text, not only the normal forms: the frames, content terms (and
+    the terms of single tokens) and paraphrase keys too, as in a worker that has not seen the
+    namespace's entries yet (the tables built once per process, such as the guards' screen,
+    stay)."""
     _forget_forms()
     for kept in (frames.frame_of, justify._content, semantic.spaced, semantic.terms,
-                 semantic.paraphrase_key):  # fmt: skip
+                 semantic.token_term, semantic.paraphrase_key):  # fmt: skip
         kept.cache_clear()
 
 

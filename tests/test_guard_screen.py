@@ -69,6 +69,18 @@ def test_the_screened_reason_is_the_full_scans_on_every_corpus_text() -> None:
     assert differ == []
 
 
+def test_the_ascii_pass_leaves_the_rows_the_screen_leaves() -> None:
+    differ = []
+    for text in _TEXTS:
+        forms = guards._forms(text)
+        if not all(shape.isascii() for shape in forms["shape"]):
+            continue
+        digits = max(count_digits(shape) for shape in forms["shape"])
+        if guards._rows(forms, digits, True) != guards._screen().rows(forms, digits):
+            differ.append(text)
+    assert differ == []
+
+
 def test_a_case_twin_spelling_of_a_key_prefix_is_still_searched() -> None:
     text = "my key is \u017fk-abcdefghijklmnop1234"  # long s: regex reads it as s
     assert ALL_RULES[1].pattern.search(text)

@@ -41,7 +41,7 @@ import re
 from dataclasses import dataclass
 from typing import Final, Literal
 
-from worker.consolidation.text import canonical
+from worker.consolidation.canonical import canonical
 
 #: Role prefixes of a turn's lines; only the first two are the user's words.
 _ROLE_LINE: Final = re.compile(r"^\s*(user|human|assistant|ai|system|tool)\s*:\s?(.*)$", re.I)

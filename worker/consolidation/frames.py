@@ -164,8 +164,13 @@ _TRIGGERS: Final = (
 _AGE_STARTS: Final = ("i am ", "i m ", "ich bin ", "my age is ", "j ai ", "tengo ", "мне ")
 
 
+#: The triggers an ASCII text can hold (the others hold a letter outside ASCII).
+_ASCII_TRIGGERS: Final = tuple(word for word in _TRIGGERS if word.isascii())
+
+
 def _may_frame(flat: str) -> bool:
-    return any(word in flat for word in _TRIGGERS) or flat.startswith(_AGE_STARTS)
+    triggers = _ASCII_TRIGGERS if flat.isascii() else _TRIGGERS
+    return any(word in flat for word in triggers) or flat.startswith(_AGE_STARTS)
 
 
 #: Most value terms a frame takes: a longer value carries qualifiers ("a volunteer at the
@@ -264,7 +269,9 @@ def frame_of(raw: str) -> Frame | None:
     """The frame ``raw`` sets, or None when it sets none (see the module notes)."""
     if len(raw) > MAX_SEMANTIC_CHARS:
         return None
-    flat = _JOIN.sub("", spaced(raw))
+    flat = spaced(raw)
+    if not flat.isascii():  # only characters of word-free scripts have spaces to join
+        flat = _JOIN.sub("", flat)
     if not _may_frame(flat) or _NOT_A_CHANGE.search(flat) or _YEAR.search(flat):
         return None
     if Normalised.of(raw).negated:

@@ -2,7 +2,7 @@
 
 Every row names the *form* of the text it runs on (see :mod:`~worker.consolidation.text`):
 
-- ``shape``: :func:`~.text.canonical` text, case kept, punctuation kept — for key and token
+- ``shape``: :func:`~.canonical.canonical` text, case kept, punctuation kept — for key and token
   shapes whose letters and separators matter (``sk_live_``, ``AKIA…``, ``4111.1111.…``);
 - ``folded``: the canonical text case-folded — for ``key: value`` phrases;
 - ``normal``: :func:`~.text.normalise` — words only, for phrases people type ("my pw is …",
@@ -10,10 +10,10 @@ Every row names the *form* of the text it runs on (see :mod:`~worker.consolidati
 - ``compact``: the normal form with its spaces removed — for word-free scripts and the
   multilingual rows.
 
-Each form is also checked with look-alike characters folded everywhere (:func:`~.text.skeleton`),
-so a Cyrillic ``р`` in "раssword" does not hide it. Maintained detectors from ``detect-secrets``
-(:data:`SCANNER_PLUGINS`) run beside these rows on the shape form; the high-entropy and
-base64-wrapped checks are in :mod:`~worker.consolidation.guards`.
+Each form is also checked with look-alike characters folded everywhere
+(:func:`~.canonical.skeleton`), so a Cyrillic ``р`` in "раssword" does not hide it. Maintained
+detectors from ``detect-secrets`` (:data:`SCANNER_PLUGINS`) run beside these rows on the shape form;
+the high-entropy and base64-wrapped checks are in :mod:`~worker.consolidation.guards`.
 """
 
 from __future__ import annotations

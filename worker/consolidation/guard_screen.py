@@ -250,6 +250,15 @@ _ASCII_DIGITS: Final = b"0123456789"
 _DIGIT: Final = regex.compile(r"\d")
 
 
+def any_literal(literals: Iterable[str]) -> re.Pattern[str]:
+    """One pattern found wherever any of ``literals`` is (an empty literal: everywhere; none:
+    nowhere)."""
+    found = set(literals)
+    if "" in found:
+        return re.compile("")
+    return re.compile(_trie(found) or "(?!)")
+
+
 def _trie(literals: Iterable[str]) -> str:
     """A pattern matching, at a position, the longest of ``literals`` found there (a trie: each
     step tries the longer continuation before stopping, so the first match is the longest)."""
@@ -318,6 +327,15 @@ class Screen:
     forms: dict[str, _Form]
     #: Row index → the fewest digits its matches hold.
     digits: tuple[int, ...]
+
+    def literals(self, form: str) -> frozenset[str]:
+        """The literals of ``form``'s rows that an ASCII text can hold (ASCII themselves)."""
+        screen = self.forms.get(form)
+        return frozenset() if screen is None else frozenset(filter(str.isascii, screen.rows))
+
+    def unscreened_rows(self, digits: int) -> list[int]:
+        """:meth:`rows` for texts that hold no literal: the unscreened rows ``digits`` allow."""
+        return sorted(row for row in self.unscreened if self.digits[row] <= digits)
 
     def rows(self, forms: dict[Any, tuple[str, ...]], digits: int) -> list[int]:
         """The rows, in table order, that may match some text of ``forms`` (form → its

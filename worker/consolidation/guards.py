@@ -9,7 +9,8 @@ rule as the plain one. It checks, in order:
 
 1. the rule table (:mod:`~worker.consolidation.guard_rules`), one row per rule with its reason,
    in table order; only the rows a one-search-per-form pre-screen leaves are searched (the
-   literals and digits every match of a row holds, :mod:`~.guard_screen`);
+   literals and digits every match of a row holds, :mod:`~.guard_screen`; an ASCII text is
+   cleared by three searches, one per distinct form);
 2. bare national identity numbers whose check digits pass (:mod:`~.national_ids`), on shapes
    that hold as many digits as a candidate does;
 3. the maintained ``detect-secrets`` plugins listed there;
@@ -46,6 +47,7 @@ from typing import Any, Final
 
 import regex
 
+from worker.consolidation.canonical import canonical, skeleton
 from worker.consolidation.guard_rules import (
     ALL_RULES,
     CREDENTIAL_RULES,
@@ -55,10 +57,10 @@ from worker.consolidation.guard_rules import (
     Form,
     Rule,
 )
-from worker.consolidation.guard_screen import Screen, build_screen, count_digits
+from worker.consolidation.guard_screen import Screen, any_literal, build_screen, count_digits
 from worker.consolidation.national_ids import REASON as NATIONAL_ID_REASON
 from worker.consolidation.national_ids import national_id
-from worker.consolidation.text import canonical, normalise, skeleton
+from worker.consolidation.text import normalise
 
 __all__ = [
     "ALL_RULES",
@@ -82,7 +84,8 @@ _BASE64: Final = regex.compile(r"(?<![A-Za-z0-9+/=_\-])[A-Za-z0-9+/_\-]{12,}={0,
 _DIGIT_RUNS: Final = regex.compile(r"[0-9]+")
 #: The shortest run both :data:`_TOKEN` (20+) and :data:`_BASE64` (12+ of a subset of the same
 #: alphabet) need: a shape without one has no token to weigh and no base64 to decode.
-_RUN_OF_TOKEN: Final = re.compile(r"[A-Za-z0-9+/=_\-]{12}")
+_RUN_LENGTH: Final = 12
+_RUN_OF_TOKEN: Final = re.compile(rf"[A-Za-z0-9+/=_\-]{{{_RUN_LENGTH}}}")
 _HIGH_ENTROPY_REASON: Final = "credential: a long random-looking secret"
 _BASE64_REASON: Final = "credential: a base64-encoded credential"
 #: Decoding depth for base64 inside base64.
@@ -132,20 +135,59 @@ def _screen() -> Screen:
     return build_screen([(r.form, r.pattern) for r in ALL_RULES])
 
 
+@cache
+def _ascii_pass() -> tuple[tuple[Form, re.Pattern[str]], ...]:
+    """Per form searched, one pattern for every literal an ASCII text can hold: three searches
+    that clear an ASCII text of every row's literal (the usual case), where the screen makes
+    one per form and builds the set of rows each finds.
+
+    On ASCII both case-insensitive forms (shape, folded) are looked for in the lower-cased
+    text, which is the folded form: their literals are searched there at once. A text the
+    three leave clear holds no literal of any row, as the screen itself would find.
+    """
+    screen = _screen()
+    cased = screen.literals("shape") | screen.literals("folded")
+    return (
+        ("folded", any_literal(cased)),
+        ("normal", any_literal(screen.literals("normal"))),
+        ("compact", any_literal(screen.literals("compact"))),
+    )
+
+
+#: Longest text the ASCII pass is tried on: a longer one (a pasted document) almost always
+#: holds some row's literal, so the pass would only add its searches to the screen's.
+_ASCII_PASS_CHARS: Final = 1000
+
+
+def _rows(forms: dict[Form, tuple[str, ...]], digits: int, ascii_only: bool) -> list[int]:
+    """The rows the pre-screen leaves for ``forms`` (``ascii_only``: every form is ASCII)."""
+    screen = _screen()
+    if (
+        ascii_only
+        and len(forms["shape"][0]) <= _ASCII_PASS_CHARS
+        and not any(pattern.search(text) for form, pattern in _ascii_pass() for text in forms[form])
+    ):
+        return screen.unscreened_rows(digits)
+    return screen.rows(forms, digits)
+
+
 #: Characters that end a word in prose; a token left with only letters cannot be a key.
 _PROSE_PUNCTUATION: Final = ".,!?;:'\"()[]{}…"
 #: Shortest token any scanner plugin's pattern matches (Slack ``xoxb-`` + 10 is the shortest).
 _MIN_KEY_TOKEN: Final = 10
 
 
-def _may_hold_key(shape: str) -> bool:
+def _may_hold_key(shape: str, tokens: list[str] | None = None) -> bool:
     """A cheap pre-filter for the scanner plugins: every one of them needs a token of 10+
-    characters that is not just letters, or a private-key header."""
+    characters that is not just letters, or a private-key header. ``tokens``: ``shape``
+    split on whitespace, if at hand."""
     if "PRIVATE KEY" in shape or "PuTTY" in shape:
         return True
-    return any(
+    words = shape.split() if tokens is None else tokens
+    # Most prose has no token of 10 characters: one C call says so, before the loop.
+    return max(map(len, words), default=0) >= _MIN_KEY_TOKEN and any(
         len(token) >= _MIN_KEY_TOKEN and not token.strip(_PROSE_PUNCTUATION).isalpha()
-        for token in shape.split()
+        for token in words
     )
 
 
@@ -199,9 +241,10 @@ def _rule_reason(forms: dict[Form, tuple[str, ...]]) -> str | None:
     shapes = forms["shape"]
     # On ASCII, case folding keeps every digit and the normal form only drops characters, so
     # the shapes hold the most digits of any form.
-    every = shapes if all(s.isascii() for s in shapes) else [t for ts in forms.values() for t in ts]
+    ascii_only = all(s.isascii() for s in shapes)
+    every = shapes if ascii_only else [t for ts in forms.values() for t in ts]
     digits = max(count_digits(text) for text in every)
-    for index in _screen().rows(forms, digits):
+    for index in _rows(forms, digits, ascii_only):
         rule = ALL_RULES[index]
         if any(rule.pattern.search(text) for text in forms[rule.form]):
             return rule.reason
@@ -218,11 +261,14 @@ def _check(raw: str, depth: int) -> str | None:
             return NATIONAL_ID_REASON
     runs: list[bool] = []  # per shape: a run of the token alphabet (the last two checks' gate)
     for shape in forms["shape"]:
-        hit = _may_hold_key(shape) and _any_plugin().search(shape)
+        tokens = shape.split()
+        hit = _may_hold_key(shape, tokens) and _any_plugin().search(shape)
         for plugin, reason in _plugins() if hit else ():
             if any(pattern.search(shape) for pattern in plugin.denylist):
                 return reason
-        run = _RUN_OF_TOKEN.search(shape) is not None
+        # A run holds no whitespace, so it lies inside one token: shorter tokens hold none.
+        long_token = max(map(len, tokens), default=0) >= _RUN_LENGTH
+        run = long_token and _RUN_OF_TOKEN.search(shape) is not None
         runs.append(run)
         if run and any(high_entropy(t) for t in _TOKEN.findall(shape)):
             return _HIGH_ENTROPY_REASON

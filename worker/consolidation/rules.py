@@ -46,9 +46,9 @@ from operator import attrgetter
 from typing import ClassVar, Final
 
 from worker.consolidation import extract, guards, text
-from worker.consolidation.frames import Frame, conflict, frame_of
+from worker.consolidation.frames import Frame, frame_of
 from worker.consolidation.ids import EntryIds
-from worker.consolidation.live import FuzzyKey, LiveEntry, fuzzy_key, fuzzy_lengths
+from worker.consolidation.live import FuzzyKey, LiveEntry, fuzzy_key, fuzzy_lengths, slot_index
 from worker.consolidation.semantic import (
     LexicalIndex,
     Similarity,
@@ -138,8 +138,9 @@ class _Merge:
         self.by_terms: dict[frozenset[str], list[LiveEntry]] = {}
         #: BM25 over the live entries, built on first use (only a ``similarity`` needs it).
         self._index: LexicalIndex | None = None
-        #: (subject, attribute) → the live entries setting it, in ``live`` order.
-        self.by_slot: dict[tuple[str, str], list[LiveEntry]] = {}
+        #: (subject, attribute) → the live entries setting it, in ``live`` order; built on first
+        #: use (only a candidate setting a frame needs it), then kept in step.
+        self._by_slot: dict[tuple[str, str], list[LiveEntry]] | None = None
         self.added = 0
         of = text.form_of
         self._add_live(
@@ -154,14 +155,13 @@ class _Merge:
         once per call, not once per entry.
         """
         live, by_text, by_features = self.live, self.by_text, self.by_features
-        by_terms, by_slot, index = self.by_terms, self.by_slot, self._index
+        by_terms, by_slot, index = self.by_terms, self._by_slot, self._index
         seq = self.added
         for entry in entries:
             seq += 1
             entry.seq = seq
             norm, raw = entry.norm, entry.text
             normal = norm.text
-            frame = entry.frame = frame_of(raw)
             live[entry.id] = entry
             by_text.setdefault(normal, []).append(entry)
             alike = by_features.setdefault((norm.numbers, norm.negated), {})  # fuzzy_key
@@ -171,9 +171,16 @@ class _Merge:
                 by_terms.setdefault(terms, []).append(entry)
             if index is not None:
                 index.add(entry.id, raw)
-            if frame is not None:
+            if by_slot is not None and (frame := entry.frame) is not None:
                 by_slot.setdefault(frame.slot(), []).append(entry)
         self.added = seq
+
+    def by_slot(self) -> dict[tuple[str, str], list[LiveEntry]]:
+        """The live entries by the slot their frame sets (built on first use, then kept in
+        step): in ``live`` order, as if kept from the start."""
+        if self._by_slot is None:
+            self._by_slot = slot_index(self.live.values())
+        return self._by_slot
 
     def _drop_live(self, entry: LiveEntry) -> None:
         del self.live[entry.id]
@@ -184,11 +191,11 @@ class _Merge:
                 del self.by_terms[entry.terms]
         if self._index is not None:
             self._index.remove(entry.id)
-        if entry.frame is not None:
-            slot = self.by_slot[entry.frame.slot()]
+        if self._by_slot is not None and (frame := entry.frame) is not None:
+            slot = self._by_slot[frame.slot()]
             slot.remove(entry)
             if not slot:
-                del self.by_slot[entry.frame.slot()]
+                del self._by_slot[frame.slot()]
         same = self.by_text[entry.norm.text]
         same.remove(entry)
         if not same:
@@ -260,17 +267,17 @@ class _Merge:
         frame = frame_of(body)
         # A fuzzy duplicate may be another value of one attribute ("my wife's favourite colour
         # is green" / "… is blue" are a few letters apart): then it is not the same memory.
-        if duplicate is not None and not conflict(duplicate.frame, frame):
+        if duplicate is not None and not duplicate.conflicts_with(frame):
             self.ops.append(Confirm(candidate_ids=[cand.id], entry_id=duplicate.id))
             return None
         path = cand.path or (
             PREFERENCES_PATH if preference or (key or "").startswith("preference.") else FACTS_PATH
         )
         held = [e for e in self.live.values() if e.key == key] if key is not None else []
-        slot = [] if frame is None else self.by_slot.get(frame.slot(), [])
+        slot = [] if frame is None else self.by_slot().get(frame.slot(), [])
         if held:
             # Unkeyed entries giving the same attribute another value go with the key's.
-            held += [e for e in slot if e.key is None and conflict(e.frame, frame)]
+            held += [e for e in slot if e.key is None and e.conflicts_with(frame)]
             what = f"newer value for key {key}"
             return self._supersede(cand, body, key=key, path=path, held=held, what=what)
         same = self._paraphrase_of(body, key, wanted, frame)
@@ -348,7 +355,7 @@ class _Merge:
         wanted_terms = paraphrase_key(body)
         for entry in self.by_terms.get(wanted_terms, ()) if wanted_terms is not None else ():
             comparable = key is None or entry.key is None
-            if comparable and is_paraphrase(entry.text, body) and not conflict(entry.frame, frame):
+            if comparable and is_paraphrase(entry.text, body) and not entry.conflicts_with(frame):
                 return entry
         similarity = self.owner.similarity
         if similarity is None:
@@ -360,7 +367,7 @@ class _Merge:
             if (
                 entry.norm.numbers == wanted.numbers
                 and entry.norm.negated == wanted.negated
-                and not conflict(entry.frame, frame)
+                and not entry.conflicts_with(frame)
                 and similarity(entry.text, body) >= self.owner.similarity_threshold
             ):
                 return entry

@@ -65,6 +65,8 @@ _CYRILLIC_END: Final = regex.compile(r"[аяоеёиыуюйь]+$")
 @lru_cache(maxsize=4096)
 def spaced(text: str) -> str:
     """The normal form with apostrophes as word breaks (``J'habite`` → ``j habite``)."""
+    if text.isascii() and "'" not in text and "`" not in text:
+        return Normalised.of(text).text  # no apostrophe to break on: the (kept) normal form
     return normalise(_APOSTROPHE.sub(" ", text))
 
 
@@ -87,6 +89,26 @@ def stem(word: str) -> str:
     return word
 
 
+#: Tokens whose term is kept: a vocabulary (a namespace's texts repeat their words, so most
+#: tokens of a text are found here), bounded so a stream of novel tokens cannot grow it.
+_KEPT_TOKENS: Final = 16384
+
+
+@lru_cache(maxsize=_KEPT_TOKENS)
+def token_term(token: str) -> str | None:
+    """The content term one token of a spaced normal form gives (None: a function word).
+
+    >>> token_term("sisters"), token_term("the"), token_term("书"), token_term("的")
+    ('sister', None, '书', None)
+    """
+    if WORD_FREE_CHAR.match(token):
+        return None if token in WORD_FREE_STOP else token
+    if token in STOPWORDS:
+        return None
+    word = stem(token)
+    return None if word in STOPWORDS else word
+
+
 @lru_cache(maxsize=4096)
 def terms(text: str) -> tuple[str, ...]:
     """The content terms of ``text``, in order (see the module notes).
@@ -94,16 +116,8 @@ def terms(text: str) -> tuple[str, ...]:
     >>> terms("J'habite à Paris"), terms("我最喜欢的书是三体")
     (('live', 'pari'), ('最', '喜', '欢', '书', '三', '体'))
     """
-    out = []
-    for token in spaced(text).split():
-        if WORD_FREE_CHAR.match(token):
-            if token not in WORD_FREE_STOP:
-                out.append(token)
-        elif token not in STOPWORDS:
-            word = stem(token)
-            if word not in STOPWORDS:
-                out.append(word)
-    return tuple(out)
+    # A term is never empty (a stem keeps a letter), so None is the only value dropped.
+    return tuple(filter(None, map(token_term, spaced(text).split())))
 
 
 def index_terms(text: str) -> list[str]:

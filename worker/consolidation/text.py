@@ -2,13 +2,14 @@
 
 One normal form (:func:`normalise`) is used by everything that compares text: dedupe, confirm,
 forget matching and the guards (:mod:`~worker.consolidation.guards`). It is built from
-:func:`canonical` (NFKC, default-ignorable and zero-width characters removed, look-alike letters
-inside mixed-script words folded to Latin, every decimal digit made ASCII), then case-folded and
-cut into tokens with the ``regex`` module's Unicode properties: a word is letters *with their
-combining marks* (``\\p{L}\\p{M}``, so Devanagari vowel signs and Hebrew points are kept), a
-number is a run of digits, an emoji is a token of its own, and the characters of word-free
-scripts (Han, Hiragana, Katakana, Thai, Lao, Khmer, Myanmar) are one token each, so those
-scripts are compared as character sequences and n-grams rather than as words.
+:func:`~.canonical.canonical` (NFKC, default-ignorable and zero-width characters removed,
+look-alike letters inside mixed-script words folded to Latin, every decimal digit made ASCII),
+then case-folded and cut into tokens with the ``regex`` module's Unicode properties: a word is
+letters *with their combining marks* (``\\p{L}\\p{M}``, so Devanagari vowel signs and Hebrew
+points are kept), a number is a run of digits, an emoji is a token of its own, and the
+characters of word-free scripts (Han, Hiragana, Katakana, Thai, Lao, Khmer, Myanmar) are one
+token each, so those scripts are compared as character sequences and n-grams rather than as
+words.
 
 Two statements are *the same memory* when their normal forms are equal and not empty, or when
 they are nearly equal *and* agree on every number, on negation and on their named entities.
@@ -38,13 +39,14 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections import Counter
-from functools import cache, lru_cache
+from functools import lru_cache
 from itertools import pairwise
 from typing import Final, NamedTuple
 
 import regex
 from rapidfuzz.distance import Indel, Levenshtein
 
+from worker.consolidation.canonical import KEPT_TEXTS, canonical
 from worker.consolidation.lexicon import (
     CJK_NUMERALS,
     NEGATION_MARKERS,
@@ -75,7 +77,6 @@ MIN_TYPO_WORD: Final = 5
 #: Scripts written without spaces between words: each character is one token.
 _WORD_FREE: Final = r"\p{Han}\p{Hiragana}\p{Katakana}\u30fc\p{Thai}\p{Lao}\p{Khmer}\p{Myanmar}"
 
-_IGNORABLE: Final = regex.compile(r"[\p{Default_Ignorable_Code_Point}\p{Cf}\u0640]+")
 _APOSTROPHES: Final = regex.compile(r"['’`ʼ]")
 _TOKEN: Final = regex.compile(
     rf"[{_WORD_FREE}]\p{{M}}*"  # one character of a word-free script, with its marks
@@ -84,7 +85,6 @@ _TOKEN: Final = regex.compile(
     rf"|(?:(?![{_WORD_FREE}])[\p{{L}}\p{{N}}])[\p{{M}}]*"  # a word: letters/digits + marks…
     rf"(?:(?![{_WORD_FREE}])[\p{{L}}\p{{N}}\p{{M}}])*"  # …without word-free characters
 )
-_OTHER_DIGIT: Final = regex.compile(r"(?![0-9])\p{Nd}")
 #: ASCII texts take plain ``re`` patterns and string methods: on ASCII they read exactly as the
 #: Unicode patterns do (a letter or digit is ``[A-Za-z0-9]``, lower case is ``[a-z]``), at a
 #: fraction of the cost per call.
@@ -102,7 +102,6 @@ _ASCII_SENTENCE_END: Final = re.compile(r"[.!?:;\n]")
 _ASCII_WORD: Final = re.compile(r"[A-Za-z0-9]+")
 _HAS_WORD_FREE: Final = regex.compile(rf"[{_WORD_FREE}]")
 _DENSE: Final = regex.compile(rf"[{_WORD_FREE}\p{{Hangul}}]")
-_MIXED_WORD: Final = regex.compile(r"\S*[A-Za-z]\S*")
 _DIGITS: Final = re.compile(r"[0-9]+")
 #: For named entities (cased scripts): capitalised words not at a sentence start.
 _LOWER: Final = regex.compile(r"\p{Ll}")
@@ -111,61 +110,12 @@ _SENTENCE_END: Final = regex.compile(r"[.!?:;\n]")
 _WORD: Final = regex.compile(r"[\p{L}\p{M}\p{N}]+")
 
 
-@cache
-def confusable_table() -> dict[int, str]:
-    """Non-ASCII characters that look like one ASCII letter or digit → that character.
-
-    From the Unicode confusables data shipped with ``confusable-homoglyphs`` (e.g. Cyrillic
-    ``а`` → ``a``, Greek ``ο`` → ``o``); used to fold look-alikes before text is compared.
-    """
-    from confusable_homoglyphs.utils import load
-
-    table: dict[int, str] = {}
-    for char, homoglyphs in load("confusables.json").items():
-        if len(char) != 1 or char.isascii():
-            continue
-        for glyph in homoglyphs:
-            target = glyph["c"]
-            if len(target) == 1 and target.isascii() and target.isalnum():
-                table[ord(char)] = target
-                break
-    return table
-
-
-def skeleton(text: str) -> str:
-    """``text`` with every look-alike character folded to ASCII (the guards' second look)."""
-    if text.isascii():  # the table maps non-ASCII characters only
-        return text
-    return text.translate(confusable_table())
-
-
-#: Texts whose normal forms are kept: the guards and dedupe look at the same candidate.
-_CACHED: Final = 1024
 #: Texts whose :class:`Normalised` forms are kept: a few namespaces' entries (a chat namespace
 #: holds hundreds), so consecutive batches of the same namespaces find them derived.
 _KEPT_FORMS: Final = 8192
 
 
-@lru_cache(maxsize=_CACHED)
-def canonical(text: str) -> str:
-    """The case-preserving first stage of :func:`normalise` (punctuation kept).
-
-    NFKC, default-ignorable/zero-width characters and tatweel removed, decimal digits of every
-    script made ASCII, and look-alikes folded inside words that mix Latin letters with others.
-
-    >>> canonical("４２ и раѕѕword")
-    '42 и password'
-    """
-    if text.isascii():  # NFKC and the rest change nothing in ASCII
-        return text
-    folded = _IGNORABLE.sub("", unicodedata.normalize("NFKC", text))
-    if not folded.isascii():
-        folded = _OTHER_DIGIT.sub(lambda m: str(unicodedata.digit(m.group())), folded)
-        folded = _MIXED_WORD.sub(lambda m: skeleton(m.group()), folded)
-    return folded
-
-
-@lru_cache(maxsize=_CACHED)
+@lru_cache(maxsize=KEPT_TEXTS)
 def normalise(text: str) -> str:
     """Canonical form, case-folded, cut into tokens (see the module notes), space-joined.
 
