@@ -43,6 +43,7 @@ from worker.models import make_candidate
 from worker.queue.redis_queue import RedisQueue
 from worker.runtime.container import build_runtime
 from worker.service.publish import deliver_due
+from worker.service.startup import prepare_merges
 from worker.settings import Settings
 
 USERS: Final = 300
@@ -134,6 +135,7 @@ def _worker(settings: Settings, ready: object, go: object, spent: object) -> Non
     """One worker host: claim a few, merge them, deliver; until nothing is left."""
     runtime = build_runtime(settings)
     queue, pipeline, store = runtime.queue, runtime.pipeline, runtime.store
+    prepare_merges()  # as a consolidate lane does before it takes work
     future = queue.server_ms() / 1000 + 3600  # everything is due (the queue's test hook)
     ready.wait()  # type: ignore[attr-defined]
     go.wait()  # type: ignore[attr-defined]

@@ -172,6 +172,8 @@ def _run_lane(
     from worker.runtime.outage_log import install_outage_filter
     from worker.runtime.summary import quiet_celery
     from worker.scheduling.beat import configure_beat
+    from worker.service.startup import prepare_merges
+    from worker.task_names import CONSOLIDATE_LANE
     from worker.tasks.app import create_app
     from worker.tasks.lanes import LANES, celery_argv
 
@@ -182,6 +184,8 @@ def _run_lane(
     quiet_celery(loglevel)
     app = create_app(settings)
     configure_beat(app, settings)  # as beat sees it: a lane refuses a broken schedule too
+    if lane_name == CONSOLIDATE_LANE:
+        prepare_merges()  # before the pool starts: prefork children inherit what it built
     if settings.metrics_port and not supervised:
         start_metrics_server(settings.metrics_port)
     lane = LANES[lane_name]

@@ -279,6 +279,20 @@ def _check(raw: str, depth: int) -> str | None:
     return None
 
 
+def prepare() -> None:
+    """Build the guards' compiled parts now (the rule screen, its ASCII pass, the secret
+    scanners): most of a second of CPU, once per process, that a consolidating worker spends
+    at its start rather than inside its first batch (their lease clock is running there).
+
+    >>> prepare()
+    >>> violation("I prefer tea") is None
+    True
+    """
+    _screen()
+    _ascii_pass()
+    _any_plugin()
+
+
 #: Verdicts kept: the merge checks each candidate's text, then the plan validation checks the
 #: same text again; a verdict depends on the text alone, so the second check is a lookup.
 _VERDICTS_KEPT: Final = 1024

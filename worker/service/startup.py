@@ -60,6 +60,16 @@ def prepare_queue(queue: RedisQueue) -> Durability:
     return durability
 
 
+def prepare_merges() -> None:
+    """What a consolidating process builds before it takes work: the guards' compiled parts
+    (:func:`worker.consolidation.guards.prepare`), so a worker's first batch costs what the
+    others cost. The guards are imported here: the commands that only check the consolidator
+    never load them."""
+    from worker.consolidation import guards
+
+    guards.prepare()
+
+
 def build_consolidator(settings: Settings) -> Consolidator:
     """The configured consolidator, its chat model built and checked (no network call).
 
