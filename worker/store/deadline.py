@@ -49,7 +49,10 @@ class Watchdog:
             self._live[token] = on_expiry
             heapq.heappush(self._heap, (time.monotonic() + seconds, token))
             self._start()
-            self._wake.notify()
+            # The thread sleeps until the earliest deadline; only a new earliest one (every
+            # transaction's deadline is usually the same length, so rarely) needs it awake.
+            if self._heap[0][1] == token:
+                self._wake.notify()
         try:
             yield
         finally:
