@@ -104,7 +104,7 @@ class World:
     def __init__(self, cfg: Settings, store: MemoryStore, client: redis.Redis) -> None:
         self.cfg = cfg
         self.store = store
-        self.queue = RedisQueue(client, cfg)
+        self.queue = RedisQueue(client, cfg.for_queue)
         self.now = time.time()
 
     def pipeline(self, respond: Responder) -> Pipeline:

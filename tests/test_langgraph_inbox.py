@@ -129,7 +129,7 @@ def test_a_scanned_exchange_and_its_live_capture_are_one_candidate_of_the_assist
     key_prefix: str,
 ) -> None:
     settings = queue_settings(redis_url, key_prefix)  # the served capture's queue settings
-    queue = RedisQueue(redis_client, settings)
+    queue = RedisQueue(redis_client, settings.for_queue)
     user = f"u-{uuid.uuid4().hex[:8]}"
     thread = langgraph_client.threads.create(metadata={"user_id": user})
     run = langgraph_client.runs.create(

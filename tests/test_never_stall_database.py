@@ -166,7 +166,7 @@ def test_a_commit_stuck_on_a_hung_database_loses_its_lease_and_is_fenced_out_whe
     direct_store: MemoryStore,
 ) -> None:
     cfg = settings.model_copy(update={"lease_seconds": 0.6, "max_merge_seconds": 0.3})
-    queue = RedisQueue(redis_client, cfg)  # type: ignore[arg-type]
+    queue = RedisQueue(redis_client, cfg.for_queue)  # type: ignore[arg-type]
     user = "u-" + settings.key_prefix
     candidate = make_candidate(user_id=user, trace_id="t1", text="I prefer green tea")
     queue.enqueue(candidate)
@@ -211,7 +211,7 @@ def test_a_ten_minute_database_outage_dead_letters_nothing_and_heals_by_itself(
     direct_store: MemoryStore,
 ) -> None:
     cfg = settings.model_copy(update={"max_attempts": 3, "outage_retry_max_seconds": 60})
-    queue = RedisQueue(redis_client, cfg)  # type: ignore[arg-type]
+    queue = RedisQueue(redis_client, cfg.for_queue)  # type: ignore[arg-type]
     users = [f"u{i}-{settings.key_prefix}" for i in range(3)]
     for user in users:
         queue.enqueue(make_candidate(user_id=user, trace_id="t1", text="I prefer green tea"))

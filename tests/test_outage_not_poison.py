@@ -31,7 +31,7 @@ class Failing(RulesConsolidator):
 def attempt_many(
     redis_client: redis.Redis, settings: Settings, store: MemoryStore, error: Exception
 ) -> tuple[str, RedisQueue]:
-    queue = RedisQueue(redis_client, settings)
+    queue = RedisQueue(redis_client, settings.for_queue)
     user = "u-" + settings.key_prefix
     queue.enqueue(make_candidate(user_id=user, trace_id="t1", text="I prefer tea"))
     pipeline = Pipeline(queue=queue, store=store, consolidator=Failing(error), settings=settings)

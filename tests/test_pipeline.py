@@ -47,7 +47,7 @@ def store(database_url: str) -> Iterator[MemoryStore]:
 
 @pytest.fixture
 def queue(redis_client: redis.Redis, settings: Settings) -> RedisQueue:
-    return RedisQueue(redis_client, settings)
+    return RedisQueue(redis_client, settings.for_queue)
 
 
 def pipeline_with(

@@ -59,7 +59,7 @@ def deployment(
     )
     client = server.client()
     store = MemoryStore.from_url(settings.effective_database_url, create=True)
-    yield settings, RedisQueue(client, settings), store
+    yield settings, RedisQueue(client, settings.for_queue), store
     store.dispose()
     client.close()
 

@@ -32,7 +32,7 @@ SLACK_MS: Final = 5_000
 def _deploy(redis_client: redis.Redis, settings: Settings) -> RedisQueue:
     """The worker side, having written the deployment's policy at start."""
     policy = {"debounce_seconds": QUIET_MS / 1000, "max_wait_seconds": MAX_WAIT_MS / 1000}
-    queue = RedisQueue(redis_client, settings.model_copy(update=policy))
+    queue = RedisQueue(redis_client, settings.model_copy(update=policy).for_queue)
     queue.publish_policy()
     return queue
 

@@ -73,7 +73,6 @@ class QueueSettings:
     outage_retry_max_seconds: float
     max_batch: int
     claim_limit: int
-    max_text_bytes: int
     allow_evicting_redis: bool
 
 

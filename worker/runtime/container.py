@@ -61,7 +61,7 @@ class Runtime:
 
     @functools.cached_property
     def queue(self) -> RedisQueue:
-        return RedisQueue(self.redis, self.settings)
+        return RedisQueue(self.redis, self.settings.for_queue)
 
     @functools.cached_property
     def store(self) -> MemoryStore:
