@@ -108,7 +108,9 @@ class World:
         self.now = time.time()
 
     def pipeline(self, respond: Responder) -> Pipeline:
-        agent = LLMConsolidator.from_settings(self.cfg, model=ScriptedChatModel(responder=respond))
+        agent = LLMConsolidator.from_settings(
+            self.cfg.for_consolidation, model=ScriptedChatModel(responder=respond)
+        )
         return Pipeline(queue=self.queue, store=self.store, consolidator=agent, settings=self.cfg)
 
     def enqueue(self, user: str, *texts: str) -> set[str]:

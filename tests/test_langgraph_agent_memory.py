@@ -180,7 +180,7 @@ def _merge(queue: RedisQueue, store: MemoryStore, settings: Settings, namespace:
     pipeline = Pipeline(
         queue=queue,
         store=store,
-        consolidator=RulesConsolidator.from_settings(settings),
+        consolidator=RulesConsolidator.from_settings(settings.for_consolidation),
         settings=settings,
         sinks=("langgraph",),
     )

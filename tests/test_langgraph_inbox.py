@@ -65,7 +65,7 @@ def _merge(queue: RedisQueue, store: MemoryStore, cfg: Settings, namespace: str)
     pipeline = Pipeline(
         queue=queue,
         store=store,
-        consolidator=RulesConsolidator.from_settings(cfg),
+        consolidator=RulesConsolidator.from_settings(cfg.for_consolidation),
         settings=cfg,
         sinks=(),
     )

@@ -33,7 +33,7 @@ def _remember(
     pipeline = Pipeline(
         queue=queue,
         store=store,
-        consolidator=RulesConsolidator.from_settings(settings),
+        consolidator=RulesConsolidator.from_settings(settings.for_consolidation),
         settings=settings,
         sinks=(),
     )

@@ -248,7 +248,7 @@ def test_through_the_worker_settings_only_a_valid_plan_is_committed(
                              "extra_body": {"max_tokens": MAX_TOKENS}},
         }
     )  # fmt: skip
-    consolidator = load_consolidator(cfg)
+    consolidator = load_consolidator(cfg.for_consolidation)
     assert isinstance(consolidator, LLMConsolidator)
     assert consolidator.methods == ("function_calling", "json_schema")  # auto, behind a base URL
     queue = RedisQueue(redis_client, cfg.for_queue)

@@ -56,7 +56,7 @@ def pipeline_with(
     return Pipeline(
         queue=queue,
         store=store,
-        consolidator=consolidator or RulesConsolidator.from_settings(settings),  # type: ignore[arg-type]
+        consolidator=consolidator or RulesConsolidator.from_settings(settings.for_consolidation),  # type: ignore[arg-type]
         settings=settings,
         sinks=("files",),
     )
@@ -278,7 +278,7 @@ def test_a_preview_changes_nothing_and_leaves_the_batch_unclaimed(
     settings: Settings,
 ) -> None:
     ids = enqueue(queue, user, "I prefer tea")
-    consolidator = RulesConsolidator.from_settings(settings)
+    consolidator = RulesConsolidator.from_settings(settings.for_consolidation)
     result = preview(
         queue,
         store,

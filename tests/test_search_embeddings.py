@@ -179,7 +179,7 @@ def _consolidate(
     pipeline = Pipeline(
         queue=queue,
         store=store,
-        consolidator=RulesConsolidator.from_settings(settings),
+        consolidator=RulesConsolidator.from_settings(settings.for_consolidation),
         settings=settings,
         embedder=embedder,
     )

@@ -32,7 +32,7 @@ def filled(queue: RedisQueue, store: MemoryStore, settings: Settings, key_prefix
         queue.enqueue(make_candidate(user_id=user, trace_id="t1", text=text, topic="facts"))
     claim = queue.claim_namespace(f"user:{user}")
     assert claim is not None
-    consolidator = RulesConsolidator.from_settings(settings)
+    consolidator = RulesConsolidator.from_settings(settings.for_consolidation)
     p = Pipeline(queue=queue, store=store, consolidator=consolidator, settings=settings)
     assert p.consolidate(claim).outcome == "committed"
     return f"user:{user}"

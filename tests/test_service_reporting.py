@@ -47,7 +47,7 @@ def pipeline(
     queue: RedisQueue, store: MemoryStore, settings: Settings, requests: list[str], **kw: object
 ) -> Pipeline:
     parts: dict[str, object] = {
-        "consolidator": RulesConsolidator.from_settings(settings),
+        "consolidator": RulesConsolidator.from_settings(settings.for_consolidation),
         "sinks": ("files",),
         **kw,
     }

@@ -107,7 +107,7 @@ class Runtime:
     @functools.cached_property
     def consolidator(self) -> Consolidator:
         # Built and checked in one place (package, credentials, base URL): one-line errors.
-        return build_consolidator(self.settings)
+        return build_consolidator(self.settings.for_consolidation)
 
     @functools.cached_property
     def sinks(self) -> dict[str, Sink]:
