@@ -37,7 +37,7 @@ def cfg(settings: Settings, langgraph_url: str) -> Settings:
 
 
 def _inbox_item(client: SyncLangGraphClient, cfg: Settings, user: str, name: str, text: str) -> str:
-    layout = StoreLayout.from_settings(cfg)
+    layout = StoreLayout.from_settings(cfg.for_sinks)
     key = f"{layout.inbox_prefix}t-1/{name}"
     now = datetime.now(UTC).isoformat()
     value = {"content": text, "encoding": "utf-8", "created_at": now, "modified_at": now}

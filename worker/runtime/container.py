@@ -111,7 +111,7 @@ class Runtime:
 
     @functools.cached_property
     def sinks(self) -> dict[str, Sink]:
-        return {sink.name: sink for sink in load_sinks(self.settings)}
+        return {sink.name: sink for sink in load_sinks(self.settings.for_sinks)}
 
     @functools.cached_property
     def gauge_schedule(self) -> GaugeSchedule:
