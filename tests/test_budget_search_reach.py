@@ -34,7 +34,7 @@ def test_entries_left_out_of_a_file_stay_active_and_search_finds_them(
     pipeline = Pipeline(
         queue=queue, store=store,
         consolidator=RulesConsolidator.from_settings(tight.for_consolidation),
-        settings=tight,
+        settings=tight.for_consolidation,
     )  # fmt: skip
     assert pipeline.consolidate(claim).outcome == "committed"
 

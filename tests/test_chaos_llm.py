@@ -111,7 +111,12 @@ class World:
         agent = LLMConsolidator.from_settings(
             self.cfg.for_consolidation, model=ScriptedChatModel(responder=respond)
         )
-        return Pipeline(queue=self.queue, store=self.store, consolidator=agent, settings=self.cfg)
+        return Pipeline(
+            queue=self.queue,
+            store=self.store,
+            consolidator=agent,
+            settings=self.cfg.for_consolidation,
+        )
 
     def enqueue(self, user: str, *texts: str) -> set[str]:
         batch = [make_candidate(user_id=user, trace_id="t", text=t) for t in texts]

@@ -181,7 +181,7 @@ def _merge(queue: RedisQueue, store: MemoryStore, settings: Settings, namespace:
         queue=queue,
         store=store,
         consolidator=RulesConsolidator.from_settings(settings.for_consolidation),
-        settings=settings,
+        settings=settings.for_consolidation,
         sinks=("langgraph",),
     )
     assert pipeline.consolidate(claim).outcome == "committed"

@@ -66,7 +66,7 @@ def _merge(queue: RedisQueue, store: MemoryStore, cfg: Settings, namespace: str)
         queue=queue,
         store=store,
         consolidator=RulesConsolidator.from_settings(cfg.for_consolidation),
-        settings=cfg,
+        settings=cfg.for_consolidation,
         sinks=(),
     )
     assert pipeline.consolidate(claim).outcome == "committed"

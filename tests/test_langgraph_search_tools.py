@@ -34,7 +34,7 @@ def _remember(
         queue=queue,
         store=store,
         consolidator=RulesConsolidator.from_settings(settings.for_consolidation),
-        settings=settings,
+        settings=settings.for_consolidation,
         sinks=(),
     )
     assert pipeline.consolidate(claim).outcome == "committed"

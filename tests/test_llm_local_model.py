@@ -258,7 +258,9 @@ def test_through_the_worker_settings_only_a_valid_plan_is_committed(
     batch = [make_candidate(user_id=user, trace_id="t", text=t) for t in texts]
     for candidate in batch:
         queue.enqueue(candidate)
-    pipeline = Pipeline(queue=queue, store=store, consolidator=consolidator, settings=cfg)
+    pipeline = Pipeline(
+        queue=queue, store=store, consolidator=consolidator, settings=cfg.for_consolidation
+    )
     (claim,) = queue.claim_due(now=time.time() + 10_000)
 
     outcome = pipeline.consolidate(claim).outcome

@@ -140,7 +140,11 @@ def test_reconcile_against_a_hung_database_exits_unavailable(
 
 def make_pipeline(queue: RedisQueue, store: MemoryStore, settings: Settings) -> Pipeline:
     return Pipeline(
-        queue=queue, store=store, consolidator=RulesConsolidator(), settings=settings, sinks=()
+        queue=queue,
+        store=store,
+        consolidator=RulesConsolidator(),
+        settings=settings.for_consolidation,
+        sinks=(),
     )
 
 
@@ -176,7 +180,9 @@ def test_a_commit_stuck_on_a_hung_database_loses_its_lease_and_is_fenced_out_whe
     claim = queue.claim_namespace(ns)
     assert claim is not None
     blocking = BlockingConsolidator()
-    stuck_pipeline = Pipeline(queue=queue, store=stuck_store, consolidator=blocking, settings=cfg)
+    stuck_pipeline = Pipeline(
+        queue=queue, store=stuck_store, consolidator=blocking, settings=cfg.for_consolidation
+    )
     results: list[object] = []
     stuck = threading.Thread(target=lambda: results.append(stuck_pipeline.consolidate(claim)))
     stuck.start()

@@ -57,7 +57,7 @@ def pipeline_with(
         queue=queue,
         store=store,
         consolidator=consolidator or RulesConsolidator.from_settings(settings.for_consolidation),  # type: ignore[arg-type]
-        settings=settings,
+        settings=settings.for_consolidation,
         sinks=("files",),
     )
 

@@ -222,7 +222,7 @@ def test_a_batch_enqueued_after_the_meta_went_and_the_clock_stepped_back_is_merg
     queue: RedisQueue, settings: Settings, tmp_path: Path
 ) -> None:
     store = MemoryStore.from_url(f"sqlite:///{tmp_path / 'ids.sqlite3'}", create=True)
-    pipeline = Pipeline(queue, store, RulesConsolidator(), settings)
+    pipeline = Pipeline(queue, store, RulesConsolidator(), settings.for_consolidation)
     try:
         queue.enqueue(candidate("user:u1", "I prefer tea"), now=T0 + DAY)
         ahead = queue.claim_namespace("user:u1", now=T0 + DAY)

@@ -180,7 +180,7 @@ def _consolidate(
         queue=queue,
         store=store,
         consolidator=RulesConsolidator.from_settings(settings.for_consolidation),
-        settings=settings,
+        settings=settings.for_consolidation,
         embedder=embedder,
     )
     return f"user:{user}", pipeline.consolidate(claim).outcome

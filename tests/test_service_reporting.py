@@ -54,7 +54,7 @@ def pipeline(
     return Pipeline(
         queue=queue,
         store=store,
-        settings=settings,
+        settings=settings.for_consolidation,
         after_commit=lambda: requests.append("deliver"),
         **parts,  # type: ignore[arg-type]
     )

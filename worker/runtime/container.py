@@ -129,7 +129,7 @@ class Runtime:
             queue=self.queue,
             store=self.store,
             consolidator=self.consolidator,
-            settings=self.settings,
+            settings=self.settings.for_consolidation,
             sinks=tuple(self.sinks),
             after_commit=self._after_commit,
             embedder=self.embedder,
