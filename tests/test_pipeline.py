@@ -198,7 +198,7 @@ def test_a_batch_committed_but_not_acknowledged_is_not_merged_twice(
     ids = enqueue(queue, user, "I prefer tea", "I live in Oslo")
     claim = queue.claim_namespace(ns)
     assert claim is not None
-    flaky = AckFailingQueue(redis_client, settings)
+    flaky = AckFailingQueue(redis_client, settings.for_queue)
     assert pipeline_with(flaky, store, settings).consolidate(claim).outcome == "failed"
     versions = version_count(store, ns)
     redelivered = queue.claim_namespace(ns, now=time.time() + 10_000)

@@ -96,7 +96,9 @@ def test_a_user_whose_backlog_is_full_is_set_aside_saying_how_many_went_in(
 ) -> None:  # fmt: skip
     users = _users(2)
     full, other = users
-    limited = queue.__class__(queue.redis, cfg.model_copy(update={"max_pending_per_namespace": 3}))
+    limited = queue.__class__(
+        queue.redis, cfg.model_copy(update={"max_pending_per_namespace": 3}).for_queue
+    )
     limited.publish_policy()
     for i in range(2):
         limited.enqueue(make_candidate(user_id=full, trace_id="t", text=f"Remember {i} holds"))

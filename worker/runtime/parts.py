@@ -9,7 +9,7 @@ A dotted path ``package.module:Name`` names a class with a ``from_settings(setti
 classmethod, or any callable taking the sinks' slice of the settings
 (:class:`~worker.settings.SinkSettings`); either must return a :class:`~worker.sinks.base.Sink`.
 
->>> from worker.settings import Settings, SinkSettings
+>>> from worker.settings import Settings
 >>> [s.name for s in load_sinks(Settings(sinks=["files"], files_dir="mw-files").for_sinks)]
 ['files']
 """
