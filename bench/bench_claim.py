@@ -74,7 +74,7 @@ def _populate(client: redis.Redis, layout: QueueLayout, idle: int, score_ms: int
 
 def _setup(client: redis.Redis, idle: int, now: float) -> Deployment:
     settings = Settings(redis_url=redis_url(), key_prefix=unique_prefix("k"))
-    queue = RedisQueue(client, settings)
+    queue = RedisQueue(client, settings.for_queue)
     candidate = make_candidate(user_id="due-user", trace_id="t1", text="I prefer green tea")
     queue.enqueue(candidate, now=now)
     _populate(client, queue.layout, idle, int((now + 3600) * 1000))

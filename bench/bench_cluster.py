@@ -77,7 +77,7 @@ class Contender:
         )
         self.client = MemoryClient(self.settings)
         self.redis = open_redis(url, timeout=5.0)
-        self.queue = RedisQueue(self.redis, self.settings)
+        self.queue = RedisQueue(self.redis, self.settings.for_queue)
         self.one: list[float] = []
         self.many: list[float] = []
         self.sweep: list[float] = []

@@ -160,7 +160,8 @@ def _measure(database: str, url: str, client: redis.Redis) -> list[str]:
         runtime = build_runtime(settings)
         timed = TimedConsolidator(runtime.consolidator)
         pipeline = Pipeline(queue=runtime.queue, store=runtime.store, consolidator=timed,
-                            settings=settings, sinks=tuple(runtime.sinks))  # fmt: skip
+                            settings=settings.for_consolidation,
+                            sinks=tuple(runtime.sinks))  # fmt: skip
         engine = create_store_engine(url)
         try:
             _pipeline_round(runtime, pipeline, "warm", WARMUP_USERS)

@@ -145,7 +145,7 @@ def ours_duplicates() -> dict[str, int] | str:
             )
         if errors:
             raise errors[0]
-        batch = [c for _, c in RedisQueue(client, settings).pending("user:dup")]
+        batch = [c for _, c in RedisQueue(client, settings.for_queue).pending("user:dup")]
         out = {}
         paths: list[tuple[str, Consolidator]] = [
             ("rules", RulesConsolidator()),

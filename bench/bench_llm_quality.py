@@ -242,7 +242,7 @@ def evaluate(
 def run() -> list[str]:
     """The baseline of ``python -m bench``: the rules consolidator on every stream."""
     settings = Settings()
-    return evaluate(load_consolidator(settings), settings=settings).table()
+    return evaluate(load_consolidator(settings.for_consolidation), settings=settings).table()
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -279,7 +279,10 @@ def main(argv: Sequence[str], *, out: Callable[[str], None] = print) -> int:
         model_kwargs=kwargs, model_timeout_seconds=args.timeout,
     )  # fmt: skip
     report = evaluate(
-        load_consolidator(settings), settings=settings, users=args.users, model=args.model
+        load_consolidator(settings.for_consolidation),
+        settings=settings,
+        users=args.users,
+        model=args.model,
     )
     if args.json:
         out(json.dumps(report.as_json(), indent=2))

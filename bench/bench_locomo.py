@@ -157,7 +157,8 @@ def _replay(runtime: Runtime, work: Workload) -> Counter[str]:
     current = [work.sessions[0].at]
     pipeline = Pipeline(
         queue=runtime.queue, store=runtime.store, consolidator=runtime.consolidator,
-        settings=runtime.settings, sinks=tuple(runtime.sinks), clock=lambda: current[0],
+        settings=runtime.settings.for_consolidation, sinks=tuple(runtime.sinks),
+        clock=lambda: current[0],
     )  # fmt: skip
     totals: Counter[str] = Counter()
 

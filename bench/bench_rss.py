@@ -109,7 +109,7 @@ def _child(config: ChildConfig) -> None:
 
 def _enqueue(config: ChildConfig, count: int) -> None:
     client = redis.Redis.from_url(config.redis_url)
-    queue = RedisQueue(client, _settings(config))
+    queue = RedisQueue(client, _settings(config).for_queue)
     texts = sentences(count, count)
     now = time.time()
     try:

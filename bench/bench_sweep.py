@@ -223,7 +223,7 @@ def measure(namespaces: int, shards: int, config: tuple[str, ...] = ()) -> list[
             queue_shards=shards,
             max_pending_per_namespace=1_000_000,
         )
-        queue = RedisQueue(client, settings)
+        queue = RedisQueue(client, settings.for_queue)
         queue.publish_policy()
         filler = Filler(queue)
         m = Measure(queue, filler)

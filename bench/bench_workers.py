@@ -91,7 +91,7 @@ def _measure(workers: int) -> tuple[float, float, float]:
         )
         client = redis.Redis.from_url(redis_url())
         try:
-            _enqueue(RedisQueue(client, settings), prefix)
+            _enqueue(RedisQueue(client, settings.for_queue), prefix)
             ctx = mp.get_context("spawn")
             go = ctx.Event()
             ready = ctx.Barrier(workers + 1)

@@ -176,7 +176,7 @@ def settings(
 @pytest.fixture
 def queue(redis_client: RedisClient, settings: Settings) -> RedisQueue:
     """The queue under this test's key prefix."""
-    return RedisQueue(redis_client, settings)
+    return RedisQueue(redis_client, settings.for_queue)
 
 
 @pytest.fixture

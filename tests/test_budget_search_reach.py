@@ -32,8 +32,9 @@ def test_entries_left_out_of_a_file_stay_active_and_search_finds_them(
     claim = queue.claim_namespace(f"user:{user}")
     assert claim is not None
     pipeline = Pipeline(
-        queue=queue, store=store, consolidator=RulesConsolidator.from_settings(tight),
-        settings=tight,
+        queue=queue, store=store,
+        consolidator=RulesConsolidator.from_settings(tight.for_consolidation),
+        settings=tight.for_consolidation,
     )  # fmt: skip
     assert pipeline.consolidate(claim).outcome == "committed"
 

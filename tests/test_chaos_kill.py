@@ -150,7 +150,7 @@ def test_sigkilled_workers_neither_lose_nor_duplicate_a_candidate(
     state_dir = tmp_path / "fleet"
     state_dir.mkdir()
     fleet = Fleet(settings_env(chaos_settings), state_dir, forked=True)
-    queue = RedisQueue(chaos_redis.client(), chaos_settings)
+    queue = RedisQueue(chaos_redis.client(), chaos_settings.for_queue)
     queue.publish_policy()  # the deployment's debounce, as its workers write it at start
     enqueued: dict[str, set[str]] = {_namespace(*t): set() for t in TARGETS}
     sent: list[tuple[tuple[str, str | None, str | None], str, str]] = []

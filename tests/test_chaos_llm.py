@@ -104,12 +104,19 @@ class World:
     def __init__(self, cfg: Settings, store: MemoryStore, client: redis.Redis) -> None:
         self.cfg = cfg
         self.store = store
-        self.queue = RedisQueue(client, cfg)
+        self.queue = RedisQueue(client, cfg.for_queue)
         self.now = time.time()
 
     def pipeline(self, respond: Responder) -> Pipeline:
-        agent = LLMConsolidator.from_settings(self.cfg, model=ScriptedChatModel(responder=respond))
-        return Pipeline(queue=self.queue, store=self.store, consolidator=agent, settings=self.cfg)
+        agent = LLMConsolidator.from_settings(
+            self.cfg.for_consolidation, model=ScriptedChatModel(responder=respond)
+        )
+        return Pipeline(
+            queue=self.queue,
+            store=self.store,
+            consolidator=agent,
+            settings=self.cfg.for_consolidation,
+        )
 
     def enqueue(self, user: str, *texts: str) -> set[str]:
         batch = [make_candidate(user_id=user, trace_id="t", text=t) for t in texts]

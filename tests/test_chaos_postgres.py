@@ -80,8 +80,10 @@ def test_a_connection_terminated_mid_commit_leaves_nothing_and_a_retry_commits_o
     redis_client: redis.Redis,
 ) -> None:
     cfg = settings.model_copy(update={"database_url": pg_database_url, "sinks": []})
-    queue = RedisQueue(redis_client, cfg)
-    pipeline = Pipeline(queue=queue, store=store, consolidator=RulesConsolidator(), settings=cfg)
+    queue = RedisQueue(redis_client, cfg.for_queue)
+    pipeline = Pipeline(
+        queue=queue, store=store, consolidator=RulesConsolidator(), settings=cfg.for_consolidation
+    )
     user = "u" + uuid.uuid4().hex[:10]
     ns = f"user:{user}"
     batch = [

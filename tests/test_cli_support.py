@@ -106,7 +106,7 @@ def make_ops(
         yield Ops(
             env=env,
             settings=settings,
-            queue=RedisQueue(client, settings),
+            queue=RedisQueue(client, settings.for_queue),
             store=store,
             redis=client,
             user="u" + uuid.uuid4().hex[:10],

@@ -31,7 +31,7 @@ def client(settings: Settings) -> Iterator[MemoryClient]:
 
 @pytest.fixture
 def queue(redis_client: redis.Redis, settings: Settings) -> RedisQueue:
-    return RedisQueue(redis_client, settings)
+    return RedisQueue(redis_client, settings.for_queue)
 
 
 @pytest.fixture

@@ -27,7 +27,7 @@ async def client(settings: Settings) -> AsyncIterator[AsyncMemoryClient]:
 
 @pytest.fixture
 def queue(redis_client: redis.Redis, settings: Settings) -> RedisQueue:
-    return RedisQueue(redis_client, settings)
+    return RedisQueue(redis_client, settings.for_queue)
 
 
 async def test_async_enqueue_returns_the_id_of_the_queued_candidate(

@@ -80,7 +80,11 @@ class InFlight(threading.Thread):
         self.gate = GatedConsolidator()
         runtime = ops.runtime()
         self.pipeline = Pipeline(
-            ops.queue, ops.store, self.gate, ops.settings, sinks=tuple(runtime.sinks)
+            ops.queue,
+            ops.store,
+            self.gate,
+            ops.settings.for_consolidation,
+            sinks=tuple(runtime.sinks),
         )
         self.claim = claim
         self.result: BatchResult | None = None
@@ -243,7 +247,11 @@ def test_a_delivery_read_before_the_erase_and_landing_after_it_is_taken_back(ops
     claim = ops.queue.claim_namespace(ns)
     assert claim is not None
     Pipeline(
-        ops.queue, ops.store, RulesConsolidator(), ops.settings, sinks=tuple(sinks)
+        ops.queue,
+        ops.store,
+        RulesConsolidator(),
+        ops.settings.for_consolidation,
+        sinks=tuple(sinks),
     ).consolidate(claim)
     # A deliverer picks it up (the PostgreSQL database is shared by the session: only ours) ...
     (item,) = [
@@ -357,9 +365,9 @@ def test_with_the_store_sink_an_ack_from_before_the_erase_trims_nothing_of_the_n
 
     acked = ops.queue.ack(zombie)
     sinks = tuple(ops.runtime().sinks)
-    Pipeline(ops.queue, ops.store, RulesConsolidator(), ops.settings, sinks=sinks).consolidate(
-        successor
-    )
+    Pipeline(
+        ops.queue, ops.store, RulesConsolidator(), ops.settings.for_consolidation, sinks=sinks
+    ).consolidate(successor)
     _publish(ops, ns)
 
     assert acked is False
@@ -421,7 +429,11 @@ def test_with_the_store_sink_a_delivery_landing_after_the_erase_is_taken_back(
     claim = ops.queue.claim_namespace(ns)
     assert claim is not None
     Pipeline(
-        ops.queue, ops.store, RulesConsolidator(), ops.settings, sinks=tuple(sinks)
+        ops.queue,
+        ops.store,
+        RulesConsolidator(),
+        ops.settings.for_consolidation,
+        sinks=tuple(sinks),
     ).consolidate(claim)
     # A deliverer reads it (only ours: the PostgreSQL database is shared by the session) ...
     (item,) = [
@@ -480,7 +492,11 @@ def test_with_the_store_sink_a_timed_out_write_landing_after_forget_is_taken_bac
     claim = ops.queue.claim_namespace(ns)
     assert claim is not None
     Pipeline(
-        ops.queue, ops.store, RulesConsolidator(), ops.settings, sinks=("langgraph",)
+        ops.queue,
+        ops.store,
+        RulesConsolidator(),
+        ops.settings.for_consolidation,
+        sinks=("langgraph",),
     ).consolidate(claim)
     slow, thread = _slow_store_delivery(ops, ns)
     ops("forget", "--user", ops.user, "--yes")
@@ -501,7 +517,11 @@ def test_with_the_store_sink_a_returning_user_keeps_the_new_memory_and_not_the_l
     claim = ops.queue.claim_namespace(ns)
     assert claim is not None
     Pipeline(
-        ops.queue, ops.store, RulesConsolidator(), ops.settings, sinks=("langgraph",)
+        ops.queue,
+        ops.store,
+        RulesConsolidator(),
+        ops.settings.for_consolidation,
+        sinks=("langgraph",),
     ).consolidate(claim)
     slow, thread = _slow_store_delivery(ops, ns)
     ops("forget", "--user", ops.user, "--yes")

@@ -94,8 +94,10 @@ def test_no_entry_ever_appears_outside_its_namespace(
 ) -> None:
     tag = uuid.uuid4().hex[:8]  # fresh ids and keys per example: examples share nothing
     cfg = settings.model_copy(update={"key_prefix": f"{key_prefix}-{tag}", "sinks": []})
-    queue = RedisQueue(redis_client, cfg)
-    pipeline = Pipeline(queue=queue, store=store, consolidator=RulesConsolidator(), settings=cfg)
+    queue = RedisQueue(redis_client, cfg.for_queue)
+    pipeline = Pipeline(
+        queue=queue, store=store, consolidator=RulesConsolidator(), settings=cfg.for_consolidation
+    )
     targets = [
         (scope, user and f"{user}-{tag}", assistant and f"{assistant}-{tag}")
         for scope, user, assistant in TARGETS

@@ -68,7 +68,7 @@ def test_eight_workers_with_zombies_keep_versions_sequential_and_merge_each_cand
     state_dir = tmp_path / "fleet"
     state_dir.mkdir()
     fleet = Fleet(settings_env(cfg), state_dir)
-    queue = RedisQueue(redis_client, cfg)
+    queue = RedisQueue(redis_client, cfg.for_queue)
     enqueued: dict[str, set[str]] = {f"user:{u}": set() for u in USERS}
     started = time.monotonic()
     try:

@@ -180,8 +180,8 @@ def _merge(queue: RedisQueue, store: MemoryStore, settings: Settings, namespace:
     pipeline = Pipeline(
         queue=queue,
         store=store,
-        consolidator=RulesConsolidator.from_settings(settings),
-        settings=settings,
+        consolidator=RulesConsolidator.from_settings(settings.for_consolidation),
+        settings=settings.for_consolidation,
         sinks=("langgraph",),
     )
     assert pipeline.consolidate(claim).outcome == "committed"

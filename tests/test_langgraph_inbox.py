@@ -65,8 +65,8 @@ def _merge(queue: RedisQueue, store: MemoryStore, cfg: Settings, namespace: str)
     pipeline = Pipeline(
         queue=queue,
         store=store,
-        consolidator=RulesConsolidator.from_settings(cfg),
-        settings=cfg,
+        consolidator=RulesConsolidator.from_settings(cfg.for_consolidation),
+        settings=cfg.for_consolidation,
         sinks=(),
     )
     assert pipeline.consolidate(claim).outcome == "committed"
@@ -129,7 +129,7 @@ def test_a_scanned_exchange_and_its_live_capture_are_one_candidate_of_the_assist
     key_prefix: str,
 ) -> None:
     settings = queue_settings(redis_url, key_prefix)  # the served capture's queue settings
-    queue = RedisQueue(redis_client, settings)
+    queue = RedisQueue(redis_client, settings.for_queue)
     user = f"u-{uuid.uuid4().hex[:8]}"
     thread = langgraph_client.threads.create(metadata={"user_id": user})
     run = langgraph_client.runs.create(
@@ -168,7 +168,7 @@ def test_forget_removes_what_the_agents_wrote_to_the_users_inbox(
     _agent_writes(langgraph_client, user, "/memories/inbox/t-1/a.md", "- my cat is called Miso\n")
     assert langgraph_client.store.search_items(list(store_ns))["items"]  # the agent wrote it
 
-    erase(queue, store, {"langgraph": LangGraphStoreSink.from_settings(cfg)}, [namespace],
+    erase(queue, store, {"langgraph": LangGraphStoreSink.from_settings(cfg.for_sinks)}, [namespace],
           now=datetime.now(UTC))  # fmt: skip
     _scan(queue, store, cfg, "t-after-erase")
 

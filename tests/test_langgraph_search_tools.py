@@ -33,8 +33,8 @@ def _remember(
     pipeline = Pipeline(
         queue=queue,
         store=store,
-        consolidator=RulesConsolidator.from_settings(settings),
-        settings=settings,
+        consolidator=RulesConsolidator.from_settings(settings.for_consolidation),
+        settings=settings.for_consolidation,
         sinks=(),
     )
     assert pipeline.consolidate(claim).outcome == "committed"

@@ -95,7 +95,7 @@ def test_an_unknown_method_setting_names_the_variable() -> None:
 
 def test_the_loader_gives_the_agent_the_methods_and_deadline_of_the_settings() -> None:
     settings = Settings(model="openai:local", model_base_url=LOCAL, model_timeout_seconds=7)
-    built = load_consolidator(settings, model=MethodAwareModel())
+    built = load_consolidator(settings.for_consolidation, model=MethodAwareModel())
     assert isinstance(built, LLMConsolidator)
     assert (built.methods, built.timeout_seconds) == (("function_calling", "json_schema"), 7)
 
@@ -211,7 +211,7 @@ def test_base_url_timeout_and_kwargs_reach_the_provider_class() -> None:
         model="openai:local-model", model_base_url=LOCAL, model_timeout_seconds=9,
         model_kwargs={"api_key": "none", "max_retries": 0},
     )  # fmt: skip
-    built = load_consolidator(settings)
+    built = load_consolidator(settings.for_consolidation)
     assert isinstance(built, LLMConsolidator)
     chat: Any = built.model
     assert (chat.openai_api_base, chat.request_timeout, chat.max_retries) == (LOCAL, 9, 0)
@@ -226,14 +226,14 @@ def test_model_kwargs_are_read_as_json_from_the_environment(
 
 def test_model_kwargs_override_the_derived_arguments() -> None:
     settings = Settings(model="openai:m", model_timeout_seconds=9, model_kwargs={"timeout": 1})
-    assert model_arguments(settings)["timeout"] == 1
+    assert model_arguments(settings.for_consolidation)["timeout"] == 1
 
 
 def test_arguments_the_provider_refuses_are_a_configuration_error() -> None:
     pytest.importorskip("langchain_openai")
     settings = Settings(model="openai:m", model_kwargs={"api_key": "none", "max_retries": "lots"})
     with pytest.raises(ConfigurationError, match="MEMWORKER_MODEL_KWARGS"):
-        load_consolidator(settings)
+        load_consolidator(settings.for_consolidation)
 
 
 # --- a rejected plan still costs ---------------------------------------------------------------

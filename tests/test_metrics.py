@@ -186,7 +186,7 @@ def test_enqueue_many_counts_the_accepted_candidates_when_one_is_refused(
 
 
 def test_a_worker_side_enqueue_counts_once(redis_client: redis.Redis, settings: Settings) -> None:
-    queue = RedisQueue(redis_client, settings)
+    queue = RedisQueue(redis_client, settings.for_queue)
     before = enqueued()
 
     queue.enqueue(make_candidate(user_id="u1", trace_id="t", text="tea"), now=T0)
@@ -197,7 +197,7 @@ def test_a_worker_side_enqueue_counts_once(redis_client: redis.Redis, settings: 
 def test_worker_side_enqueue_many_counts_each_candidate(
     redis_client: redis.Redis, settings: Settings
 ) -> None:
-    queue = RedisQueue(redis_client, settings)
+    queue = RedisQueue(redis_client, settings.for_queue)
     before = enqueued()
 
     queue.enqueue_many(
@@ -210,7 +210,9 @@ def test_worker_side_enqueue_many_counts_each_candidate(
 def test_a_worker_side_enqueue_refused_with_backlog_full_is_not_counted(
     redis_client: redis.Redis, settings: Settings
 ) -> None:
-    queue = RedisQueue(redis_client, settings.model_copy(update={"max_pending_per_namespace": 1}))
+    queue = RedisQueue(
+        redis_client, settings.model_copy(update={"max_pending_per_namespace": 1}).for_queue
+    )
     queue.publish_policy()
     queue.enqueue(make_candidate(user_id="u1", trace_id="t", text="one"), now=T0)
     before = enqueued()
@@ -229,7 +231,7 @@ def test_a_worker_side_enqueue_refused_with_backlog_full_is_not_counted(
 def test_a_claim_due_at_t_and_claimed_at_t_plus_2_5_s_observes_2_5_s(
     redis_client: redis.Redis, settings: Settings
 ) -> None:
-    queue = RedisQueue(redis_client, settings)
+    queue = RedisQueue(redis_client, settings.for_queue)
     queue.enqueue(make_candidate(user_id="u1", trace_id="t", text="tea"), now=T0)
     count, total, le_1, le_2_5 = lag_samples()
 

@@ -135,19 +135,19 @@ def test_a_base_url_that_is_not_http_is_refused_before_anything_is_built() -> No
     with pytest.raises(
         ConfigurationError, match=r"MEMWORKER_MODEL_BASE_URL='127\.0\.0\.1:8080/v1'"
     ):
-        build_consolidator(settings)
+        build_consolidator(settings.for_consolidation)
 
 
 def test_a_base_url_with_a_port_that_is_not_a_number_is_refused() -> None:
     settings = Settings(model="openai:local", model_base_url="http://127.0.0.1:80a/v1")
 
     with pytest.raises(ConfigurationError, match="is not an http"):
-        build_consolidator(settings)
+        build_consolidator(settings.for_consolidation)
 
 
 def test_an_unknown_provider_is_named_in_one_line() -> None:
     with pytest.raises(ConfigurationError) as refused:
-        build_consolidator(Settings(model="nosuchprovider:m1"))
+        build_consolidator(Settings(model="nosuchprovider:m1").for_consolidation)
 
     assert "\n" not in str(refused.value)
     assert "MEMWORKER_MODEL='nosuchprovider:m1'" in str(refused.value)
@@ -155,8 +155,10 @@ def test_an_unknown_provider_is_named_in_one_line() -> None:
 
 def test_the_probe_reports_a_refusing_server_as_unavailable(refusing_url: str) -> None:
     with pytest.raises(ModelUnavailable, match="unreachable"):
-        probe_model_server(Settings(model="openai:local", model_base_url=refusing_url))
+        probe_model_server(
+            Settings(model="openai:local", model_base_url=refusing_url).for_consolidation
+        )
 
 
 def test_the_rules_consolidator_needs_no_model_and_no_check() -> None:
-    assert build_consolidator(Settings()).name == "rules"
+    assert build_consolidator(Settings().for_consolidation).name == "rules"

@@ -140,7 +140,11 @@ def test_reconcile_against_a_hung_database_exits_unavailable(
 
 def make_pipeline(queue: RedisQueue, store: MemoryStore, settings: Settings) -> Pipeline:
     return Pipeline(
-        queue=queue, store=store, consolidator=RulesConsolidator(), settings=settings, sinks=()
+        queue=queue,
+        store=store,
+        consolidator=RulesConsolidator(),
+        settings=settings.for_consolidation,
+        sinks=(),
     )
 
 
@@ -166,7 +170,7 @@ def test_a_commit_stuck_on_a_hung_database_loses_its_lease_and_is_fenced_out_whe
     direct_store: MemoryStore,
 ) -> None:
     cfg = settings.model_copy(update={"lease_seconds": 0.6, "max_merge_seconds": 0.3})
-    queue = RedisQueue(redis_client, cfg)  # type: ignore[arg-type]
+    queue = RedisQueue(redis_client, cfg.for_queue)  # type: ignore[arg-type]
     user = "u-" + settings.key_prefix
     candidate = make_candidate(user_id=user, trace_id="t1", text="I prefer green tea")
     queue.enqueue(candidate)
@@ -176,7 +180,9 @@ def test_a_commit_stuck_on_a_hung_database_loses_its_lease_and_is_fenced_out_whe
     claim = queue.claim_namespace(ns)
     assert claim is not None
     blocking = BlockingConsolidator()
-    stuck_pipeline = Pipeline(queue=queue, store=stuck_store, consolidator=blocking, settings=cfg)
+    stuck_pipeline = Pipeline(
+        queue=queue, store=stuck_store, consolidator=blocking, settings=cfg.for_consolidation
+    )
     results: list[object] = []
     stuck = threading.Thread(target=lambda: results.append(stuck_pipeline.consolidate(claim)))
     stuck.start()
@@ -211,7 +217,7 @@ def test_a_ten_minute_database_outage_dead_letters_nothing_and_heals_by_itself(
     direct_store: MemoryStore,
 ) -> None:
     cfg = settings.model_copy(update={"max_attempts": 3, "outage_retry_max_seconds": 60})
-    queue = RedisQueue(redis_client, cfg)  # type: ignore[arg-type]
+    queue = RedisQueue(redis_client, cfg.for_queue)  # type: ignore[arg-type]
     users = [f"u{i}-{settings.key_prefix}" for i in range(3)]
     for user in users:
         queue.enqueue(make_candidate(user_id=user, trace_id="t1", text="I prefer green tea"))

@@ -31,10 +31,12 @@ class Failing(RulesConsolidator):
 def attempt_many(
     redis_client: redis.Redis, settings: Settings, store: MemoryStore, error: Exception
 ) -> tuple[str, RedisQueue]:
-    queue = RedisQueue(redis_client, settings)
+    queue = RedisQueue(redis_client, settings.for_queue)
     user = "u-" + settings.key_prefix
     queue.enqueue(make_candidate(user_id=user, trace_id="t1", text="I prefer tea"))
-    pipeline = Pipeline(queue=queue, store=store, consolidator=Failing(error), settings=settings)
+    pipeline = Pipeline(
+        queue=queue, store=store, consolidator=Failing(error), settings=settings.for_consolidation
+    )
     later = queue.server_ms() / 1000
     for step in range(settings.max_attempts * 3):
         for claim in queue.claim_due(now=later + settings.max_wait_seconds + 3600 * (step + 1)):

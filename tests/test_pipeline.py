@@ -47,7 +47,7 @@ def store(database_url: str) -> Iterator[MemoryStore]:
 
 @pytest.fixture
 def queue(redis_client: redis.Redis, settings: Settings) -> RedisQueue:
-    return RedisQueue(redis_client, settings)
+    return RedisQueue(redis_client, settings.for_queue)
 
 
 def pipeline_with(
@@ -56,8 +56,8 @@ def pipeline_with(
     return Pipeline(
         queue=queue,
         store=store,
-        consolidator=consolidator or RulesConsolidator.from_settings(settings),  # type: ignore[arg-type]
-        settings=settings,
+        consolidator=consolidator or RulesConsolidator.from_settings(settings.for_consolidation),  # type: ignore[arg-type]
+        settings=settings.for_consolidation,
         sinks=("files",),
     )
 
@@ -198,7 +198,7 @@ def test_a_batch_committed_but_not_acknowledged_is_not_merged_twice(
     ids = enqueue(queue, user, "I prefer tea", "I live in Oslo")
     claim = queue.claim_namespace(ns)
     assert claim is not None
-    flaky = AckFailingQueue(redis_client, settings)
+    flaky = AckFailingQueue(redis_client, settings.for_queue)
     assert pipeline_with(flaky, store, settings).consolidate(claim).outcome == "failed"
     versions = version_count(store, ns)
     redelivered = queue.claim_namespace(ns, now=time.time() + 10_000)
@@ -278,7 +278,7 @@ def test_a_preview_changes_nothing_and_leaves_the_batch_unclaimed(
     settings: Settings,
 ) -> None:
     ids = enqueue(queue, user, "I prefer tea")
-    consolidator = RulesConsolidator.from_settings(settings)
+    consolidator = RulesConsolidator.from_settings(settings.for_consolidation)
     result = preview(
         queue,
         store,

@@ -22,7 +22,7 @@ def candidate(text: str = "I prefer tea", user: str = "u1", **kw: str) -> Candid
 
 @pytest.fixture
 def queue(redis_client: redis.Redis, settings: Settings) -> RedisQueue:
-    return RedisQueue(redis_client, settings)
+    return RedisQueue(redis_client, settings.for_queue)
 
 
 def test_mark_due_makes_a_debouncing_namespace_claimable_now(queue: RedisQueue) -> None:
@@ -104,7 +104,9 @@ def test_namespaces_lists_every_known_namespace_once(queue: RedisQueue) -> None:
 def test_enqueue_refuses_past_the_pending_limit(
     redis_client: redis.Redis, settings: Settings
 ) -> None:
-    queue = RedisQueue(redis_client, settings.model_copy(update={"max_pending_per_namespace": 2}))
+    queue = RedisQueue(
+        redis_client, settings.model_copy(update={"max_pending_per_namespace": 2}).for_queue
+    )
     queue.publish_policy()
     queue.enqueue_many([candidate("one"), candidate("two")], now=T0)
 
@@ -114,7 +116,9 @@ def test_enqueue_refuses_past_the_pending_limit(
 
 
 def test_the_pending_limit_is_per_namespace(redis_client: redis.Redis, settings: Settings) -> None:
-    queue = RedisQueue(redis_client, settings.model_copy(update={"max_pending_per_namespace": 1}))
+    queue = RedisQueue(
+        redis_client, settings.model_copy(update={"max_pending_per_namespace": 1}).for_queue
+    )
     queue.publish_policy()
     queue.enqueue(candidate(user="u1"), now=T0)
 
@@ -126,7 +130,9 @@ def test_the_pending_limit_is_per_namespace(redis_client: redis.Redis, settings:
 def test_enqueue_many_refuses_only_the_full_namespace(
     redis_client: redis.Redis, settings: Settings
 ) -> None:
-    queue = RedisQueue(redis_client, settings.model_copy(update={"max_pending_per_namespace": 1}))
+    queue = RedisQueue(
+        redis_client, settings.model_copy(update={"max_pending_per_namespace": 1}).for_queue
+    )
     queue.publish_policy()
     queue.enqueue(candidate(user="u1"), now=T0)
 

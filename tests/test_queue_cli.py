@@ -42,7 +42,7 @@ def env(settings: Settings) -> dict[str, str]:
 
 @pytest.fixture
 def queue(redis_client: redis.Redis, settings: Settings) -> RedisQueue:
-    return RedisQueue(redis_client, settings)
+    return RedisQueue(redis_client, settings.for_queue)
 
 
 def invoke(app: typer.Typer, env: dict[str, str], *args: str) -> tuple[int, str, str]:

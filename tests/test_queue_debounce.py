@@ -20,7 +20,7 @@ def candidate(user: str = "u1", text: str = "I prefer tea", **kw: str) -> Candid
 
 
 def make_queue(redis_client: redis.Redis, settings: Settings) -> RedisQueue:
-    return RedisQueue(redis_client, settings)
+    return RedisQueue(redis_client, settings.for_queue)
 
 
 def test_namespace_is_due_after_the_quiet_period(

@@ -59,7 +59,7 @@ def deployment(
     )
     client = server.client()
     store = MemoryStore.from_url(settings.effective_database_url, create=True)
-    yield settings, RedisQueue(client, settings), store
+    yield settings, RedisQueue(client, settings.for_queue), store
     store.dispose()
     client.close()
 
@@ -67,7 +67,9 @@ def deployment(
 def _merge(queue: RedisQueue, store: MemoryStore, settings: Settings, now: float | None = None):  # type: ignore[no-untyped-def]
     claim = queue.claim_namespace(NS, now=now)
     assert claim is not None
-    return Pipeline(queue, store, RulesConsolidator(), settings).consolidate(claim)
+    return Pipeline(queue, store, RulesConsolidator(), settings.for_consolidation).consolidate(
+        claim
+    )
 
 
 def _commit_from_the_future(queue: RedisQueue, store: MemoryStore, settings: Settings) -> None:

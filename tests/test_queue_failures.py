@@ -23,7 +23,7 @@ def candidate(text: str = "I prefer tea", user: str = "u1") -> Candidate:
 
 @pytest.fixture
 def queue(redis_client: redis.Redis, settings: Settings) -> RedisQueue:
-    return RedisQueue(redis_client, settings)
+    return RedisQueue(redis_client, settings.for_queue)
 
 
 def claim_at(queue: RedisQueue, now: float) -> Claim:
@@ -59,7 +59,8 @@ def test_the_backoff_doubles_with_each_attempt(queue: RedisQueue) -> None:
 
 def test_the_backoff_is_capped_at_an_hour(redis_client: redis.Redis, settings: Settings) -> None:
     queue = RedisQueue(
-        redis_client, settings.model_copy(update={"retry_backoff_seconds": 3000, "max_attempts": 9})
+        redis_client,
+        settings.model_copy(update={"retry_backoff_seconds": 3000, "max_attempts": 9}).for_queue,
     )
     queue.enqueue(candidate(), now=T0)
     queue.fail(claim_at(queue, DUE), "boom", now=DUE)

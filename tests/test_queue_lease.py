@@ -22,7 +22,7 @@ def candidate(text: str = "I prefer tea", user: str = "u1") -> Candidate:
 
 @pytest.fixture
 def queue(redis_client: redis.Redis, settings: Settings) -> RedisQueue:
-    return RedisQueue(redis_client, settings)
+    return RedisQueue(redis_client, settings.for_queue)
 
 
 def claimed(queue: RedisQueue, *texts: str) -> Claim:

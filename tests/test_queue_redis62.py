@@ -55,7 +55,7 @@ def client62(embedded_dir: Path) -> Iterator[redis.Redis]:
 
 @pytest.fixture
 def queue(client62: redis.Redis, settings62: Settings) -> RedisQueue:
-    return RedisQueue(client62, settings62)
+    return RedisQueue(client62, settings62.for_queue)
 
 
 def candidate(text: str = "I prefer tea") -> Candidate:

@@ -60,7 +60,9 @@ def _merge(
 ) -> BatchResult:
     claim = queue.claim_namespace(NS, now=now)
     assert claim is not None
-    return Pipeline(queue, store, RulesConsolidator(), settings).consolidate(claim)
+    return Pipeline(queue, store, RulesConsolidator(), settings.for_consolidation).consolidate(
+        claim
+    )
 
 
 def _enqueue(queue: RedisQueue, label: str, n: int, now: float | None = None) -> list[str]:
@@ -133,7 +135,7 @@ def test_a_redelivered_committed_batch_is_acknowledged_without_a_rollback_alarm(
     claim = queue.claim_namespace(NS)
     assert claim is not None
     entries = queue.read_batch(claim)
-    pipeline = Pipeline(queue, sqlite_store, RulesConsolidator(), settings)
+    pipeline = Pipeline(queue, sqlite_store, RulesConsolidator(), settings.for_consolidation)
     assert pipeline.consolidate(claim).outcome is Outcome.COMMITTED
     rollbacks = metrics.QUEUE_ROLLBACKS._value.get()
 

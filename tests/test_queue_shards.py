@@ -23,7 +23,7 @@ T0 = 1_700_000_000.0
 
 
 def queue_with(redis_client: RedisClient, settings: Settings, shards: int) -> RedisQueue:
-    return RedisQueue(redis_client, settings.model_copy(update={"queue_shards": shards}))
+    return RedisQueue(redis_client, settings.model_copy(update={"queue_shards": shards}).for_queue)
 
 
 def test_a_new_shard_count_is_refused_while_the_old_layout_holds_candidates(

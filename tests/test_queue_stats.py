@@ -222,7 +222,7 @@ def test_a_batch_enqueued_after_the_meta_went_and_the_clock_stepped_back_is_merg
     queue: RedisQueue, settings: Settings, tmp_path: Path
 ) -> None:
     store = MemoryStore.from_url(f"sqlite:///{tmp_path / 'ids.sqlite3'}", create=True)
-    pipeline = Pipeline(queue, store, RulesConsolidator(), settings)
+    pipeline = Pipeline(queue, store, RulesConsolidator(), settings.for_consolidation)
     try:
         queue.enqueue(candidate("user:u1", "I prefer tea"), now=T0 + DAY)
         ahead = queue.claim_namespace("user:u1", now=T0 + DAY)
@@ -242,7 +242,9 @@ def test_a_batch_enqueued_after_the_meta_went_and_the_clock_stepped_back_is_merg
 def test_an_ack_that_leaves_arrivals_makes_room_under_the_backlog_limit(
     redis_client: redis.Redis, settings: Settings
 ) -> None:
-    queue = RedisQueue(redis_client, settings.model_copy(update={"max_pending_per_namespace": 3}))
+    queue = RedisQueue(
+        redis_client, settings.model_copy(update={"max_pending_per_namespace": 3}).for_queue
+    )
     queue.publish_policy()
     queue.enqueue_many([candidate("user:u1", "a"), candidate("user:u1", "b")], now=T0)
     (claim,) = queue.claim_due(now=T0 + 30)

@@ -242,7 +242,7 @@ def test_env_block_is_valid_settings_and_builds_its_model(
     assert [n for n in variables if n.startswith("MEMWORKER_") and n not in known] == []
     if settings.model is not None:
         pytest.importorskip(PROVIDER_PACKAGES[settings.model.partition(":")[0]])
-        assert isinstance(chat_model(settings), BaseChatModel)
+        assert isinstance(chat_model(settings.for_consolidation), BaseChatModel)
     if settings.embeddings:
         from langchain_core.embeddings import Embeddings
 

@@ -70,7 +70,7 @@ def test_the_hot_path_client_enqueues_to_every_master_without_a_redirect_error(
             client.enqueue(user_id=f"u{i}", trace_id="t", text="I prefer tea") for i in range(30)
         ]
 
-    queue = RedisQueue(cluster, cluster_settings)
+    queue = RedisQueue(cluster, cluster_settings.for_queue)
     assert [queue.pending(f"user:u{i}")[0][1].id for i in range(30)] == ids
     assert all(n > 0 for n in keys_per_master(cluster, cluster_settings.key_prefix))
 
@@ -82,7 +82,7 @@ def test_enqueue_many_spans_the_masters_and_keeps_each_users_order(
     with MemoryClient(cluster_settings) as client:
         ids = client.enqueue_many(items)  # type: ignore[arg-type]
 
-    queue = RedisQueue(cluster, cluster_settings)
+    queue = RedisQueue(cluster, cluster_settings.for_queue)
     for user in range(20):
         expected = [ids[i] for i in range(60) if i % 20 == user]
         assert [c.id for _, c in queue.pending(f"user:u{user}")] == expected
@@ -95,7 +95,7 @@ async def test_the_async_client_enqueues_each_users_candidates_in_order(
     async with AsyncMemoryClient(cluster_settings) as client:
         ids = await client.enqueue_many(items)  # type: ignore[arg-type]
 
-    queue = RedisQueue(cluster, cluster_settings)
+    queue = RedisQueue(cluster, cluster_settings.for_queue)
     for user in range(5):
         assert [c.id for _, c in queue.pending(f"user:u{user}")] == ids[user::5]
 
@@ -107,7 +107,7 @@ def test_one_sweep_claims_every_due_namespace_on_every_master(
         client.enqueue_many(
             [{"user_id": f"u{i}", "trace_id": "t", "text": "I prefer tea"} for i in range(USERS)]
         )
-    queue = RedisQueue(cluster, cluster_settings)
+    queue = RedisQueue(cluster, cluster_settings.for_queue)
     later = time.time() + cluster_settings.max_wait_seconds + 1
 
     claims = queue.claim_due(now=later)
@@ -137,7 +137,7 @@ def _move_slot(client: RedisCluster, slot: int) -> None:
 def test_calls_to_a_slot_that_moved_are_followed_to_its_new_master(
     cluster: RedisCluster, cluster_settings: Settings
 ) -> None:
-    queue = RedisQueue(cluster, cluster_settings)
+    queue = RedisQueue(cluster, cluster_settings.for_queue)
     layout = QueueLayout(cluster_settings.key_prefix, cluster_settings.queue_shards)
     with MemoryClient(cluster_settings) as client:
         client.enqueue(user_id="u1", trace_id="t", text="before the move")
@@ -155,7 +155,7 @@ def test_calls_to_a_slot_that_moved_are_followed_to_its_new_master(
 async def test_the_async_client_follows_a_slot_that_moved_to_its_new_master(
     cluster: RedisCluster, cluster_settings: Settings
 ) -> None:
-    queue = RedisQueue(cluster, cluster_settings)
+    queue = RedisQueue(cluster, cluster_settings.for_queue)
     layout = QueueLayout(cluster_settings.key_prefix, cluster_settings.queue_shards)
     async with AsyncMemoryClient(cluster_settings) as client:
         await client.enqueue(user_id="u2", trace_id="t", text="before the move")
@@ -193,7 +193,7 @@ def test_an_evicting_policy_on_one_master_refuses_the_worker_start(
     node.config_set("maxmemory-policy", "allkeys-lru")
     try:
         with pytest.raises(QueueMisconfigured, match="allkeys-lru"):
-            RedisQueue(cluster, cluster_settings).check_durability()
+            RedisQueue(cluster, cluster_settings.for_queue).check_durability()
     finally:
         node.config_set("maxmemory-policy", "noeviction")
 

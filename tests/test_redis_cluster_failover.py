@@ -77,7 +77,7 @@ def test_a_killed_primary_fails_over_and_no_acknowledged_candidate_is_lost(
             assert time.monotonic() < deadline, f"no failover in time; last: {errors[-1:]}"
             time.sleep(0.2)
 
-    queue = RedisQueue(admin, cluster_settings)
+    queue = RedisQueue(admin, cluster_settings.for_queue)
     later = time.time() + cluster_settings.max_wait_seconds + 1
     # Sweeps as the beat sends them: the other nodes may answer CLUSTERDOWN for a moment after
     # the promotion, until they agree the cluster is whole again; a shard refused so is logged,

@@ -43,7 +43,7 @@ def _settings(server: PrivateRedis, **extra: object) -> Settings:
 
 
 def _queue(server: PrivateRedis, **extra: object) -> RedisQueue:
-    return RedisQueue(server.client(), _settings(server, **extra))
+    return RedisQueue(server.client(), _settings(server, **extra).for_queue)
 
 
 def _enqueue(url: str) -> str:

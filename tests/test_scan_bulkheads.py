@@ -37,7 +37,7 @@ def cfg(settings: Settings, langgraph_url: str) -> Settings:
 
 
 def _inbox_item(client: SyncLangGraphClient, cfg: Settings, user: str, name: str, text: str) -> str:
-    layout = StoreLayout.from_settings(cfg)
+    layout = StoreLayout.from_settings(cfg.for_sinks)
     key = f"{layout.inbox_prefix}t-1/{name}"
     now = datetime.now(UTC).isoformat()
     value = {"content": text, "encoding": "utf-8", "created_at": now, "modified_at": now}
@@ -96,7 +96,9 @@ def test_a_user_whose_backlog_is_full_is_set_aside_saying_how_many_went_in(
 ) -> None:  # fmt: skip
     users = _users(2)
     full, other = users
-    limited = queue.__class__(queue.redis, cfg.model_copy(update={"max_pending_per_namespace": 3}))
+    limited = queue.__class__(
+        queue.redis, cfg.model_copy(update={"max_pending_per_namespace": 3}).for_queue
+    )
     limited.publish_policy()
     for i in range(2):
         limited.enqueue(make_candidate(user_id=full, trace_id="t", text=f"Remember {i} holds"))

@@ -179,8 +179,8 @@ def _consolidate(
     pipeline = Pipeline(
         queue=queue,
         store=store,
-        consolidator=RulesConsolidator.from_settings(settings),
-        settings=settings,
+        consolidator=RulesConsolidator.from_settings(settings.for_consolidation),
+        settings=settings.for_consolidation,
         embedder=embedder,
     )
     return f"user:{user}", pipeline.consolidate(claim).outcome

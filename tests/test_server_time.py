@@ -32,7 +32,7 @@ SLACK_MS: Final = 5_000
 def _deploy(redis_client: redis.Redis, settings: Settings) -> RedisQueue:
     """The worker side, having written the deployment's policy at start."""
     policy = {"debounce_seconds": QUIET_MS / 1000, "max_wait_seconds": MAX_WAIT_MS / 1000}
-    queue = RedisQueue(redis_client, settings.model_copy(update=policy))
+    queue = RedisQueue(redis_client, settings.model_copy(update=policy).for_queue)
     queue.publish_policy()
     return queue
 
@@ -133,7 +133,9 @@ def test_a_keyed_update_from_a_slow_host_after_one_from_a_fast_host_wins_by_arri
     claim = queue.claim_namespace("user:u1")
     assert claim is not None
 
-    result = Pipeline(queue, sqlite_store, RulesConsolidator(), settings).consolidate(claim)
+    result = Pipeline(
+        queue, sqlite_store, RulesConsolidator(), settings.for_consolidation
+    ).consolidate(claim)
 
     assert result.outcome is Outcome.COMMITTED
     assert [e.text for e in sqlite_store.load_state("user:u1").entries] == ["I prefer coffee"]

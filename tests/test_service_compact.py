@@ -32,8 +32,10 @@ def filled(queue: RedisQueue, store: MemoryStore, settings: Settings, key_prefix
         queue.enqueue(make_candidate(user_id=user, trace_id="t1", text=text, topic="facts"))
     claim = queue.claim_namespace(f"user:{user}")
     assert claim is not None
-    consolidator = RulesConsolidator.from_settings(settings)
-    p = Pipeline(queue=queue, store=store, consolidator=consolidator, settings=settings)
+    consolidator = RulesConsolidator.from_settings(settings.for_consolidation)
+    p = Pipeline(
+        queue=queue, store=store, consolidator=consolidator, settings=settings.for_consolidation
+    )
     assert p.consolidate(claim).outcome == "committed"
     return f"user:{user}"
 
@@ -50,7 +52,7 @@ def test_a_lowered_budget_evicts_entries_as_a_new_version_of_the_file(
     window = (T0 - timedelta(days=1), T0)
 
     report = compact_files(
-        store, tighter, sinks=(), scope="user", now=T0,
+        store, tighter.for_consolidation, sinks=(), scope="user", now=T0,
         context=RunContext(schedule="nightly", window=window),
     )  # fmt: skip
 
@@ -65,7 +67,7 @@ def test_a_lowered_budget_evicts_entries_as_a_new_version_of_the_file(
 def test_files_within_their_budget_are_left_as_they_are(
     store: MemoryStore, settings: Settings, filled: str
 ) -> None:
-    report = compact_files(store, settings, sinks=(), scope="user", now=T0)
+    report = compact_files(store, settings.for_consolidation, sinks=(), scope="user", now=T0)
 
     assert [v.version for v in store.file_history(filled, "/memories/facts.md")] == [1]
     assert report.evicted == 0

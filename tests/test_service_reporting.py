@@ -47,14 +47,14 @@ def pipeline(
     queue: RedisQueue, store: MemoryStore, settings: Settings, requests: list[str], **kw: object
 ) -> Pipeline:
     parts: dict[str, object] = {
-        "consolidator": RulesConsolidator.from_settings(settings),
+        "consolidator": RulesConsolidator.from_settings(settings.for_consolidation),
         "sinks": ("files",),
         **kw,
     }
     return Pipeline(
         queue=queue,
         store=store,
-        settings=settings,
+        settings=settings.for_consolidation,
         after_commit=lambda: requests.append("deliver"),
         **parts,  # type: ignore[arg-type]
     )

@@ -77,7 +77,7 @@ def test_load_sinks_builds_files_and_langgraph_sinks(tmp_path: Path) -> None:
         sinks=["files", "langgraph"], files_dir=tmp_path, langgraph_url="http://127.0.0.1:1"
     )
 
-    sinks = load_sinks(settings)
+    sinks = load_sinks(settings.for_sinks)
 
     assert [type(s) for s in sinks] == [FilesSink, LangGraphStoreSink]
 
@@ -85,7 +85,7 @@ def test_load_sinks_builds_files_and_langgraph_sinks(tmp_path: Path) -> None:
 def test_load_sinks_builds_a_sink_from_a_dotted_path(tmp_path: Path) -> None:
     settings = Settings(sinks=["worker.sinks.files:FilesSink"], files_dir=tmp_path)
 
-    assert [s.name for s in load_sinks(settings)] == ["files"]
+    assert [s.name for s in load_sinks(settings.for_sinks)] == ["files"]
 
 
 @pytest.mark.parametrize(
@@ -100,4 +100,4 @@ def test_load_sinks_builds_a_sink_from_a_dotted_path(tmp_path: Path) -> None:
 )
 def test_load_sinks_refuses_a_bad_entry(overrides: dict[str, object]) -> None:
     with pytest.raises(ConfigurationError):
-        load_sinks(Settings(**overrides))  # type: ignore[arg-type]
+        load_sinks(Settings(**overrides).for_sinks)  # type: ignore[arg-type]

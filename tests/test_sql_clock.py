@@ -162,7 +162,9 @@ def test_a_worker_a_day_off_commits_rows_stamped_and_due_by_the_databases_clock(
         claim = queue.claim_namespace(f"user:{user}")
         assert claim is not None
         with time_machine.travel(datetime.now().astimezone() + offset, tick=True):
-            Pipeline(queue, store, RulesConsolidator(), settings, sinks=(sink,)).consolidate(claim)
+            Pipeline(
+                queue, store, RulesConsolidator(), settings.for_consolidation, sinks=(sink,)
+            ).consolidate(claim)
         now = store.db_now()
 
         (run,) = store.runs(namespace=f"user:{user}")

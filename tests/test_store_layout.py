@@ -82,7 +82,7 @@ def test_the_sink_refuses_to_start_on_colliding_settings() -> None:
     )
 
     with pytest.raises(ConfigurationError, match=r"MEMWORKER_STORE_NAMESPACE"):
-        LangGraphStoreSink.from_settings(settings)
+        LangGraphStoreSink.from_settings(settings.for_sinks)
 
 
 def test_an_inbox_outside_the_user_route_is_refused() -> None:

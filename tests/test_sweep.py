@@ -22,7 +22,7 @@ def enqueue_for(queue: RedisQueue, users: list[str], now: float) -> None:
 def test_sweep_dispatches_exactly_one_task_per_claimed_namespace(
     redis_client: redis.Redis, settings: Settings
 ) -> None:
-    queue = RedisQueue(redis_client, settings)
+    queue = RedisQueue(redis_client, settings.for_queue)
     now = time.time()
     enqueue_for(queue, ["a", "b", "c"], now)
     dispatched: list[Claim] = []
@@ -36,7 +36,7 @@ def test_sweep_dispatches_exactly_one_task_per_claimed_namespace(
 def test_a_sweep_before_the_quiet_period_dispatches_nothing(
     redis_client: redis.Redis, settings: Settings
 ) -> None:
-    queue = RedisQueue(redis_client, settings)
+    queue = RedisQueue(redis_client, settings.for_queue)
     now = time.time()
     enqueue_for(queue, ["a"], now)
     dispatched: list[Claim] = []
@@ -47,7 +47,7 @@ def test_a_sweep_before_the_quiet_period_dispatches_nothing(
 def test_a_claim_that_cannot_be_dispatched_is_released_for_the_next_sweep(
     redis_client: redis.Redis, settings: Settings
 ) -> None:
-    queue = RedisQueue(redis_client, settings)
+    queue = RedisQueue(redis_client, settings.for_queue)
     now = time.time()
     enqueue_for(queue, ["a"], now)
     due = now + settings.debounce_seconds + 1
@@ -72,7 +72,7 @@ def test_the_task_id_of_a_claim_is_deterministic() -> None:
 def test_a_dispatched_claim_survives_the_task_round_trip_with_its_due_time(
     redis_client: redis.Redis, settings: Settings
 ) -> None:
-    queue = RedisQueue(redis_client, settings)
+    queue = RedisQueue(redis_client, settings.for_queue)
     now = 1_700_000_000.0
     enqueue_for(queue, ["a"], now)
     dispatched: list[Claim] = []

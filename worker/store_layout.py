@@ -49,7 +49,7 @@ from typing import Any, Final
 from worker.constants import INBOX_ROUTE, MEMORY_ROUTE
 from worker.errors import ConfigurationError, InvalidCandidate, SinkError
 from worker.models import Namespace, Scope
-from worker.settings import Settings
+from worker.settings import SinkSettings
 
 #: The default template of each scope (see the module docstring).
 DEFAULT_USER_TEMPLATE: Final = ("{assistant_id}", "{user_id}", "memories")
@@ -190,7 +190,7 @@ class StoreLayout:
             _check_apart((a, self.template(a), shapes[a]), (b, self.template(b), shapes[b]))
 
     @classmethod
-    def from_settings(cls, settings: Settings) -> StoreLayout:
+    def from_settings(cls, settings: SinkSettings) -> StoreLayout:
         """The layout the settings describe; ConfigurationError when it could leak."""
         return cls(
             user=tuple(settings.store_namespace),

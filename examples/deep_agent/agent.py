@@ -92,7 +92,9 @@ def build_agent() -> Any:
         raise StartupError(str(exc)) from None
     model = chat_model(os.environ.get(MODEL_VARIABLE))
     client = memory_client()
-    memory = memory_backend(StoreLayout.from_settings(settings), memory_files=MEMORY_FILES)
+    memory = memory_backend(
+        StoreLayout.from_settings(settings.for_sinks), memory_files=MEMORY_FILES
+    )
     return create_deep_agent(
         model=model,
         tools=make_memory_tools(client),

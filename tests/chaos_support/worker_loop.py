@@ -165,7 +165,11 @@ def main(argv: Sequence[str] = ()) -> int:
     queue = ChaosQueue(runtime.queue, chaos)
     store = ChaosStore(runtime.store, queue, chaos)
     pipeline = Pipeline(
-        queue=queue, store=store, consolidator=runtime.consolidator, settings=settings, sinks=()
+        queue=queue,
+        store=store,
+        consolidator=runtime.consolidator,
+        settings=settings.for_consolidation,
+        sinks=(),
     )
     stopping = False
 

@@ -82,7 +82,7 @@ def approve(approval_id: IdArg, by: ByOpt = None, as_json: JsonOpt = False) -> N
     with operator_session() as runtime:
         done = approve_change(
             runtime.store,
-            runtime.settings,
+            runtime.settings.for_consolidation,
             runtime.sinks,
             approval_id,
             by=by or operator_name(),

@@ -147,7 +147,7 @@ def check_model(runtime: Runtime) -> None:
     from worker.service.startup import probe_model_server
 
     runtime.consolidator  # noqa: B018 - building it is the check
-    probe_model_server(runtime.settings)
+    probe_model_server(runtime.settings.for_consolidation)
 
 
 def _report_json(

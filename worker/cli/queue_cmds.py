@@ -107,7 +107,7 @@ def _status(*, as_json: bool) -> None:
         url = resolve_redis_url(settings)
         client = connect(url, STATUS_TIMEOUT_SECONDS)
         try:
-            queue = RedisQueue(client, settings)
+            queue = RedisQueue(client, settings.for_queue)
             stats = queue.stats()
             store = opened.enter_context(_open_store(settings))  # once, for both reports
             redis_health = queue_health(queue, store)

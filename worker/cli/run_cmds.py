@@ -278,7 +278,7 @@ def _prepare(settings: Settings, *, model: bool = False) -> None:
 
     if model:  # first: a configuration mistake is named before any service is touched
         build_runtime(settings).consolidator  # noqa: B018 - building it is the check
-        probe_model_server(settings)
+        probe_model_server(settings.for_consolidation)
     if settings.database_url is None:
         MemoryStore.from_url(settings.effective_database_url, create=True).dispose()
     runtime = build_runtime(settings)

@@ -8,7 +8,7 @@
 >>> t = datetime(2025, 1, 1, tzinfo=UTC)
 >>> c = make_candidate(user_id="u1", trace_id="t1", text="I prefer tea", now=t)
 >>> plan, applied = consolidate_batch(RulesConsolidator(), NamespaceState("user:u1", 0, None),
-...     [c], now=t, settings=Settings(), current_files={})
+...     [c], now=t, settings=Settings().for_consolidation, current_files={})
 >>> print(applied.files[0].content, end="")
 # Preferences
 <BLANKLINE>
@@ -33,7 +33,8 @@ from worker.values import AppliedPlan, NamespaceState
 
 
 class Limits(Protocol):
-    """The settings a batch is held to; :class:`~worker.settings.Settings` satisfies it."""
+    """The settings a batch is held to; the consolidation slice
+    (:class:`~worker.settings.ConsolidationSettings`) satisfies it."""
 
     @property
     def max_removals_per_run(self) -> int: ...

@@ -72,7 +72,7 @@ from worker.consolidation.types import Invalidate, Operation, Plan, Reject, Supe
 from worker.consolidation.validate import validate_plan
 from worker.errors import ConfigurationError, ConsolidatorError, InvalidModelPlan, ModelUnavailable
 from worker.models import Candidate, Kind
-from worker.settings import Settings
+from worker.settings import ConsolidationSettings
 from worker.values import NamespaceState
 
 log = logging.getLogger(__name__)
@@ -157,7 +157,7 @@ class LLMConsolidator:
 
     @classmethod
     def from_settings(
-        cls, settings: Settings, *, model: BaseChatModel | None = None
+        cls, settings: ConsolidationSettings, *, model: BaseChatModel | None = None
     ) -> LLMConsolidator:
         if model is None:
             raise ConsolidatorError("LLMConsolidator needs a model; set MEMWORKER_MODEL")

@@ -1,7 +1,8 @@
 """Build the configured consolidator at start-up, refusing mismatches before any batch runs.
 
 - ``MEMWORKER_CONSOLIDATOR`` is a dotted path ``package.module:Class``. A class with a
-  ``from_settings(settings, *, model=None)`` classmethod is built through it; otherwise it is
+  ``from_settings(settings, *, model=None)`` classmethod is built through it (``settings`` is
+  the consolidation slice, :class:`~worker.settings.ConsolidationSettings`); otherwise it is
   called with no arguments, or with the model when it needs one.
 - When ``MEMWORKER_MODEL`` (``provider:model``) is set and the consolidator is the default, the
   LLM agent is used with ``init_chat_model(settings.model, **model_arguments(settings))``
@@ -12,7 +13,7 @@
   setting.
 
 >>> from worker.settings import Settings
->>> load_consolidator(Settings()).name
+>>> load_consolidator(Settings().for_consolidation).name
 'rules'
 """
 
@@ -27,7 +28,7 @@ from worker.errors import ConfigurationError
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
 
-    from worker.settings import Settings
+    from worker.settings import ConsolidationSettings
 
 #: The default consolidator; with a model configured it is replaced by the LLM agent.
 DEFAULT_CONSOLIDATOR: Final = "worker.consolidation.rules:RulesConsolidator"
@@ -58,7 +59,7 @@ def import_class(path: str, setting: str) -> type[Any]:
     return cls
 
 
-def model_arguments(settings: Settings) -> dict[str, Any]:
+def model_arguments(settings: ConsolidationSettings) -> dict[str, Any]:
     """Keyword arguments for the provider's chat model class, from the model settings.
 
     ``model_base_url`` becomes ``base_url``; ``model_timeout_seconds`` becomes the provider's
@@ -67,9 +68,9 @@ def model_arguments(settings: Settings) -> dict[str, Any]:
 
     >>> from worker.settings import Settings
     >>> model_arguments(Settings(model="openai:m", model_base_url="http://127.0.0.1:8080/v1",
-    ...     model_timeout_seconds=30, model_kwargs={"api_key": "none"}))
+    ...     model_timeout_seconds=30, model_kwargs={"api_key": "none"}).for_consolidation)
     {'base_url': 'http://127.0.0.1:8080/v1', 'timeout': 30.0, 'api_key': 'none'}
-    >>> model_arguments(Settings(model="ollama:m", model_timeout_seconds=30))
+    >>> model_arguments(Settings(model="ollama:m", model_timeout_seconds=30).for_consolidation)
     {'client_kwargs': {'timeout': 30.0}}
     """
     provider = (settings.model or "").partition(":")[0]
@@ -84,7 +85,7 @@ def model_arguments(settings: Settings) -> dict[str, Any]:
     return arguments
 
 
-def chat_model(settings: Settings) -> BaseChatModel:
+def chat_model(settings: ConsolidationSettings) -> BaseChatModel:
     """``init_chat_model(settings.model, **model_arguments(settings))``.
 
     A missing provider package or arguments the provider refuses are a ConfigurationError.
@@ -104,7 +105,7 @@ def chat_model(settings: Settings) -> BaseChatModel:
 
 
 def load_consolidator(
-    settings: Settings,
+    settings: ConsolidationSettings,
     *,
     model: BaseChatModel | None = None,
     require_turns: bool = False,

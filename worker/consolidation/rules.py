@@ -60,7 +60,7 @@ from worker.consolidation.text import Normalised
 from worker.consolidation.types import Add, Confirm, Invalidate, Operation, Plan, Reject, Supersede
 from worker.constants import FACTS_PATH, MAX_TEXT_BYTES, PREFERENCES_PATH
 from worker.models import Candidate, Kind
-from worker.settings import Settings
+from worker.settings import ConsolidationSettings
 from worker.values import NamespaceState
 
 #: Shortest normalised forget target matched by text (:func:`~.text.weight`: a character of a
@@ -109,7 +109,9 @@ class RulesConsolidator:
         self.similarity_threshold = similarity_threshold
 
     @classmethod
-    def from_settings(cls, settings: Settings, *, model: object | None = None) -> RulesConsolidator:
+    def from_settings(
+        cls, settings: ConsolidationSettings, *, model: object | None = None
+    ) -> RulesConsolidator:
         """Build from settings (``model`` is refused by the loader before this is called)."""
         return cls(
             max_removals=settings.max_removals_per_run, max_text_bytes=settings.max_text_bytes

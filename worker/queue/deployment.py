@@ -30,7 +30,7 @@ from worker.queue.policy import QueuePolicy
 from worker.queue.replies import s
 
 if TYPE_CHECKING:
-    from worker.settings import Settings
+    from worker.settings import QueueSettings
 
 log = logging.getLogger(__name__)
 
@@ -124,7 +124,7 @@ def _layout_in_use(client: RedisClient, layout: QueueLayout) -> int | None:
     return highest + 1 if highest >= 0 else None
 
 
-def publish_policy(client: RedisClient, layout: QueueLayout, settings: Settings) -> None:
+def publish_policy(client: RedisClient, layout: QueueLayout, settings: QueueSettings) -> None:
     """Write the deployment's queue policy into every shard (one pipelined round trip),
     after :func:`check_shards`."""
     check_shards(client, layout)
@@ -190,7 +190,7 @@ def _weakness(value: str) -> tuple[int, str]:
     return (0 if value in EVICTING_POLICIES else 1 if value == "no" else 2, value)
 
 
-def check_durability(client: RedisClient, settings: Settings) -> Durability:
+def check_durability(client: RedisClient, settings: QueueSettings) -> Durability:
     """At worker start: refuse an evicting Redis (unless overridden), log the other risks.
 
     Raises :class:`~worker.errors.QueueMisconfigured` for an ``allkeys-*`` policy unless

@@ -5,7 +5,7 @@ the same call here, so there is one definition of what an enqueue sends.
 
 >>> from worker.models import make_candidate
 >>> from worker.settings import Settings
->>> enc = EnqueueEncoder(Settings(redis_url="redis://x", key_prefix="mw", queue_shards=16))
+>>> enc = EnqueueEncoder(Settings(key_prefix="mw", queue_shards=16).for_queue)
 >>> c = make_candidate(user_id="u1", trace_id="t1", text="I prefer tea")
 >>> _, keys, args = enc.call(c)
 >>> keys[0], args[:2]

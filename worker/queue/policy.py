@@ -13,7 +13,7 @@ The debounce formula itself is ``_lib.lua``'s ``due_at``: due ``quiet`` ms after
 arrival, but no later than ``max_wait`` ms after the first.
 
 >>> from worker.settings import Settings
->>> policy = QueuePolicy.of(Settings(redis_url="redis://x", debounce_seconds=5, queue_shards=4))
+>>> policy = QueuePolicy.of(Settings(debounce_seconds=5, queue_shards=4).for_queue)
 >>> policy.pairs()
 ['quiet', 5000, 'max_wait', 300000, 'max_pending', 10000, 'shards', 4]
 >>> struct.unpack(">4d", policy.packed())
@@ -35,7 +35,7 @@ from worker.constants import (
 )
 
 if TYPE_CHECKING:
-    from worker.settings import Settings
+    from worker.settings import QueueSettings
 
 
 @dataclass(frozen=True)
@@ -52,7 +52,7 @@ class QueuePolicy:
     shards: int
 
     @classmethod
-    def of(cls, settings: Settings) -> QueuePolicy:
+    def of(cls, settings: QueueSettings) -> QueuePolicy:
         """The policy ``settings`` describe (the workers' settings rule the deployment)."""
         return cls(
             quiet=round(settings.debounce_seconds * 1000),

@@ -23,7 +23,7 @@ The clock is the Redis server's: every script reads ``TIME`` itself. Methods tak
 
 Example (needs a Redis server)::
 
-    queue = RedisQueue(redis.Redis(), settings)
+    queue = RedisQueue(redis.Redis(), settings.for_queue)
     queue.enqueue(make_candidate(user_id="u1", trace_id="t1", text="I prefer tea"))
     for claim in queue.claim_due():
         batch = queue.read_batch(claim)      # [(stream id, Candidate), ...]
@@ -59,7 +59,7 @@ from worker.queue.replies import claims_of, claims_of_shards, entries_of, s
 from worker.queue.scripts import SCRIPTS, Args, Call, LuaScript, Value, run_pipeline
 from worker.queue.stats import collect_stats, server_ms
 from worker.queue.types import Claim, DeadLetter, NamespaceQueueState, QueueStats
-from worker.settings import Settings
+from worker.settings import QueueSettings
 
 if TYPE_CHECKING:
     from worker.models import Candidate
@@ -83,7 +83,7 @@ class RedisQueue:
     or a :class:`~redis.cluster.RedisCluster` (see :mod:`worker.queue.connect`).
     """
 
-    def __init__(self, redis: RedisClient, settings: Settings) -> None:
+    def __init__(self, redis: RedisClient, settings: QueueSettings) -> None:
         self.redis = redis
         self.settings = settings
         self.layout = QueueLayout(settings.key_prefix, settings.queue_shards)

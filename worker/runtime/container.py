@@ -61,23 +61,24 @@ class Runtime:
 
     @functools.cached_property
     def queue(self) -> RedisQueue:
-        return RedisQueue(self.redis, self.settings)
+        return RedisQueue(self.redis, self.settings.for_queue)
 
     @functools.cached_property
     def store(self) -> MemoryStore:
         # SQLite (the embedded default, one process) migrates itself; a shared server database
         # is migrated by `memworker db upgrade` (a one-shot job in the compose file), so
         # workers of an older release never race a schema change.
-        url = self.settings.effective_database_url
+        settings = self.settings.for_store
+        url = settings.effective_database_url
         store = MemoryStore.from_url(
             url,
             create=url.startswith("sqlite"),
-            connect_timeout=self.settings.database_connect_timeout_seconds,
-            transaction_timeout=self.settings.database_timeout_seconds,
+            connect_timeout=settings.database_connect_timeout_seconds,
+            transaction_timeout=settings.database_timeout_seconds,
         )
         try:
             # One SELECT when unchanged; a changed configuration rebuilds the index once.
-            store.configure_search(self.settings.text_search_config)
+            store.configure_search(settings.text_search_config)
         except BaseException:
             store.dispose()
             raise
@@ -86,17 +87,16 @@ class Runtime:
     @functools.cached_property
     def embedder(self) -> EntryEmbedder | None:
         """The configured embedding model's embedder, or None (full-text search only)."""
-        spec = self.settings.embeddings
-        embeddings = build_embeddings(
-            spec, timeout_seconds=self.settings.embeddings_timeout_seconds
-        )
+        settings = self.settings.for_store
+        spec = settings.embeddings
+        embeddings = build_embeddings(spec, timeout_seconds=settings.embeddings_timeout_seconds)
         if embeddings is None or spec is None:
             return None
         return EntryEmbedder(
             store=self.store,
             embeddings=embeddings,
             model=spec.strip(),
-            timeout_seconds=self.settings.embeddings_timeout_seconds,
+            timeout_seconds=settings.embeddings_timeout_seconds,
         )
 
     @functools.cached_property
@@ -107,11 +107,11 @@ class Runtime:
     @functools.cached_property
     def consolidator(self) -> Consolidator:
         # Built and checked in one place (package, credentials, base URL): one-line errors.
-        return build_consolidator(self.settings)
+        return build_consolidator(self.settings.for_consolidation)
 
     @functools.cached_property
     def sinks(self) -> dict[str, Sink]:
-        return {sink.name: sink for sink in load_sinks(self.settings)}
+        return {sink.name: sink for sink in load_sinks(self.settings.for_sinks)}
 
     @functools.cached_property
     def gauge_schedule(self) -> GaugeSchedule:
@@ -129,7 +129,7 @@ class Runtime:
             queue=self.queue,
             store=self.store,
             consolidator=self.consolidator,
-            settings=self.settings,
+            settings=self.settings.for_consolidation,
             sinks=tuple(self.sinks),
             after_commit=self._after_commit,
             embedder=self.embedder,

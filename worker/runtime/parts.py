@@ -6,11 +6,11 @@ erase through the protocols of :mod:`worker.sinks.base`. :func:`scan_parts` buil
 source scan reads (:class:`~worker.service.scan.ScanParts`).
 
 A dotted path ``package.module:Name`` names a class with a ``from_settings(settings)``
-classmethod, or any callable taking the :class:`~worker.settings.Settings`; either must return
-a :class:`~worker.sinks.base.Sink`.
+classmethod, or any callable taking the sinks' slice of the settings
+(:class:`~worker.settings.SinkSettings`); either must return a :class:`~worker.sinks.base.Sink`.
 
 >>> from worker.settings import Settings
->>> [s.name for s in load_sinks(Settings(sinks=["files"], files_dir="mw-files"))]
+>>> [s.name for s in load_sinks(Settings(sinks=["files"], files_dir="mw-files").for_sinks)]
 ['files']
 """
 
@@ -23,7 +23,7 @@ from typing import Any
 
 from worker.errors import ConfigurationError
 from worker.service.scan import ScanParts
-from worker.settings import Settings
+from worker.settings import Settings, SinkSettings
 from worker.sinks.base import Sink
 from worker.sinks.files import FilesSink
 from worker.sinks.langgraph_store import LangGraphStoreSink
@@ -31,7 +31,7 @@ from worker.sources.inbox import LangGraphInbox
 from worker.sources.langgraph_threads import LangGraphThreads
 
 
-def load_sinks(settings: Settings) -> list[Sink]:
+def load_sinks(settings: SinkSettings) -> list[Sink]:
     """One sink per entry of ``settings.sinks``, in order; ConfigurationError on a bad entry."""
     sinks: list[Sink] = []
     seen: set[str] = set()
@@ -44,7 +44,7 @@ def load_sinks(settings: Settings) -> list[Sink]:
     return sinks
 
 
-def _build(entry: str, settings: Settings) -> Sink:
+def _build(entry: str, settings: SinkSettings) -> Sink:
     if entry == "files":
         return FilesSink.from_settings(settings)
     if entry == "langgraph":
@@ -70,7 +70,7 @@ def _build(entry: str, settings: Settings) -> Sink:
     )
 
 
-def _import(entry: str) -> Callable[[Settings], object]:
+def _import(entry: str) -> Callable[[SinkSettings], object]:
     module_name, _, attr = entry.partition(":")
     try:
         module = importlib.import_module(module_name)
@@ -87,23 +87,24 @@ def scan_parts(settings: Settings) -> Iterator[ScanParts]:
     """The sources the scan reads, closed afterwards: a LangGraph server's threads when
     ``settings.langgraph_url`` is set, and with the ``langgraph`` sink its store's inbox and
     the agent edits it absorbed."""
-    if not settings.langgraph_url:
+    sources = settings.for_sources
+    if not sources.langgraph_url:
         yield ScanParts()
         return
     from langgraph_sdk import get_sync_client
 
-    client = get_sync_client(url=settings.langgraph_url, api_key=settings.langgraph_api_key)
+    client = get_sync_client(url=sources.langgraph_url, api_key=sources.langgraph_api_key)
     threads = LangGraphThreads(
         client,
-        assistant_key=settings.thread_assistant_key,
-        max_text_bytes=settings.max_text_bytes,
+        assistant_key=sources.thread_assistant_key,
+        max_text_bytes=sources.max_text_bytes,
     )
     if "langgraph" not in settings.sinks:
         yield ScanParts(threads)
         return
-    sink = LangGraphStoreSink.from_settings(settings)
+    sink = LangGraphStoreSink.from_settings(settings.for_sinks)
     try:
-        inbox = LangGraphInbox(sink.client, sink.layout, max_text_bytes=settings.max_text_bytes)
+        inbox = LangGraphInbox(sink.client, sink.layout, max_text_bytes=sources.max_text_bytes)
         yield ScanParts(threads, inbox, sink)
     finally:
         sink.close()

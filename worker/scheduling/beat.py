@@ -50,7 +50,7 @@ from worker.scheduling.heartbeat import (
     write_heartbeat,
 )
 from worker.scheduling.schedules import ScheduleSpec, bundled_schedules_dir, load_schedules
-from worker.settings import Settings
+from worker.settings import LaneSettings, Settings
 from worker.task_names import (
     DELIVER_LANE,
     DELIVER_TASK,
@@ -83,12 +83,12 @@ def configure_beat(app: Celery, settings: Settings) -> None:
     every enabled schedule of ``settings``) and its heartbeat file."""
     app.conf.update(
         beat_scheduler="worker.scheduling.beat:MemworkerScheduler",
-        beat_schedule=beat_schedule(settings),
+        beat_schedule=beat_schedule(settings.for_lanes),
     )
     app.conf[HEARTBEAT_CONF_KEY] = str(settings.data_dir / HEARTBEAT_FILENAME)
 
 
-def beat_schedule(settings: Settings) -> dict[str, dict[str, Any]]:
+def beat_schedule(settings: LaneSettings) -> dict[str, dict[str, Any]]:
     """The sweep and the outbox pass at their intervals, and each enabled schedule's ticks."""
     specs = load_schedules(settings.schedules_dir or bundled_schedules_dir())
     sweep_q = queue_name(settings.key_prefix, SWEEP_LANE)

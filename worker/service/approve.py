@@ -20,7 +20,7 @@ from worker.consolidation.validate import validate_plan
 from worker.errors import InvalidPlan
 from worker.models import Candidate
 from worker.service.publish import DeliveryReport, publish_now
-from worker.settings import Settings
+from worker.settings import ConsolidationSettings
 from worker.sinks.base import Sink
 from worker.store.memory import MemoryStore
 from worker.store.records import ApprovalInfo, CommitResult
@@ -38,7 +38,7 @@ class Approved:
 
 def approve(
     store: MemoryStore,
-    settings: Settings,
+    settings: ConsolidationSettings,
     sinks: Mapping[str, Sink],
     approval_id: int,
     *,
@@ -69,7 +69,7 @@ def applied_approval(
     state: NamespaceState,
     files: dict[str, str],
     *,
-    settings: Settings,
+    settings: ConsolidationSettings,
     now: datetime,
 ) -> AppliedPlan:
     """The stored operation as a one-op plan, re-validated against ``state`` and applied.

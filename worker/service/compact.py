@@ -18,7 +18,7 @@ from datetime import datetime
 from worker.consolidation.apply import compact
 from worker.errors import StaleVersion
 from worker.service.bulkhead import Bulkhead, SetAside
-from worker.settings import Settings
+from worker.settings import ConsolidationSettings
 from worker.store.memory import MemoryStore, RunRecord
 from worker.values import AppliedPlan
 
@@ -49,7 +49,7 @@ class RunContext:
 
 def compact_files(
     store: MemoryStore,
-    settings: Settings,
+    settings: ConsolidationSettings,
     *,
     sinks: Sequence[str],
     scope: str | None,
@@ -74,7 +74,7 @@ def compact_files(
 
 def _compact_one(
     store: MemoryStore,
-    settings: Settings,
+    settings: ConsolidationSettings,
     namespace: str,
     *,
     sinks: Sequence[str],

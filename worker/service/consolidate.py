@@ -48,7 +48,7 @@ from worker.service.batch import BatchResult
 from worker.service.edit_check import EditCheck
 from worker.service.embed import EntryEmbedder
 from worker.service.report import observe_batch, observe_positions
-from worker.settings import Settings
+from worker.settings import ConsolidationSettings
 from worker.store.memory import MemoryStore, RunRecord
 
 log = logging.getLogger(__name__)
@@ -81,7 +81,7 @@ class Pipeline:
     queue: RedisQueue
     store: MemoryStore
     consolidator: Consolidator
-    settings: Settings
+    settings: ConsolidationSettings
     sinks: Sequence[str] = ()
     clock: Callable[[], datetime] | None = None
     after_commit: Callable[[], None] = _nothing
@@ -118,7 +118,10 @@ class Pipeline:
         namespace = claim.namespace
         try:
             with _heartbeat(
-                self.queue, claim, self.settings.lease_seconds, self.settings.max_merge_seconds
+                self.queue,
+                claim,
+                self.queue.settings.lease_seconds,
+                self.settings.max_merge_seconds,
             ) as lease_lost:
                 return self._merge_and_commit(claim, trigger, began, lease_lost)
         except StaleVersion as exc:

@@ -74,7 +74,7 @@ def reconcile_namespace(
             pipeline.settings,
             namespace,
             extra=extra,
-            max_batch=pipeline.settings.max_batch,
+            max_batch=queue.settings.max_batch,
             now=now,
         )
         if result.outcome is Outcome.NOTHING_NEW and not result.skipped:

@@ -13,9 +13,10 @@ code 2); :func:`probe_model_server` then asks the configured server for an answe
 :data:`MODEL_PROBE_SECONDS` (:class:`~worker.errors.ModelUnavailable`, exit code 4).
 
 >>> from worker.settings import Settings
->>> build_consolidator(Settings()).name
+>>> build_consolidator(Settings().for_consolidation).name
 'rules'
->>> build_consolidator(Settings(model="openai:m", model_base_url="localhost:8080"))
+>>> build_consolidator(
+...     Settings(model="openai:m", model_base_url="localhost:8080").for_consolidation)
 Traceback (most recent call last):
 ...
 worker.errors.ConfigurationError: MEMWORKER_MODEL_BASE_URL='localhost:8080' is not an ...
@@ -38,7 +39,7 @@ if TYPE_CHECKING:
     from worker.consolidation.base import Consolidator
     from worker.queue.deployment import Durability
     from worker.queue.redis_queue import RedisQueue
-    from worker.settings import Settings
+    from worker.settings import ConsolidationSettings
 
 #: How long the start-up probe waits for the model server's first answer (any HTTP status).
 #: A server that is up answers a request for its model list in milliseconds; one that accepted
@@ -70,7 +71,7 @@ def prepare_merges() -> None:
     guards.prepare()
 
 
-def build_consolidator(settings: Settings) -> Consolidator:
+def build_consolidator(settings: ConsolidationSettings) -> Consolidator:
     """The configured consolidator, its chat model built and checked (no network call).
 
     Every failure is a one-line :class:`ConfigurationError` naming the setting to fix: the
@@ -88,7 +89,7 @@ def build_consolidator(settings: Settings) -> Consolidator:
         raise type(exc)(one_line(str(exc))) from None
 
 
-def probe_model_server(settings: Settings) -> None:
+def probe_model_server(settings: ConsolidationSettings) -> None:
     """When a model server is configured (``MEMWORKER_MODEL_BASE_URL``), check that it answers
     an HTTP request within :data:`MODEL_PROBE_SECONDS`; :class:`ModelUnavailable` if not.
 
@@ -123,7 +124,7 @@ def probe_model_server(settings: Settings) -> None:
         connection.close()
 
 
-def base_url_parts(settings: Settings) -> tuple[str, str, int, str]:
+def base_url_parts(settings: ConsolidationSettings) -> tuple[str, str, int, str]:
     """``(scheme, host, port, path)`` of ``MEMWORKER_MODEL_BASE_URL``; ConfigurationError
     unless it is an http(s) URL with a host (and a numeric port, when one is given)."""
     url = settings.model_base_url or ""
@@ -149,7 +150,7 @@ def one_line(text: str) -> str:
     return first if len(first) <= MAX_QUOTED else first[: MAX_QUOTED - 1] + "…"
 
 
-def _build_model(settings: Settings) -> BaseChatModel:
+def _build_model(settings: ConsolidationSettings) -> BaseChatModel:
     """The chat model; the provider's own refusal (missing credentials, a bad argument) is a
     one-line ConfigurationError, as a missing package already is."""
     try:
@@ -167,7 +168,7 @@ def _build_model(settings: Settings) -> BaseChatModel:
         ) from None
 
 
-def _require_credentials(settings: Settings, model: Any) -> None:
+def _require_credentials(settings: ConsolidationSettings, model: Any) -> None:
     """Refuse a model whose API key fields are all empty (the provider would refuse every
     call): ``anthropic_api_key`` is read from ``ANTHROPIC_API_KEY``, and so on."""
     fields = [name for name in getattr(type(model), "model_fields", {}) if name.endswith("api_key")]
@@ -176,7 +177,7 @@ def _require_credentials(settings: Settings, model: Any) -> None:
     raise _no_credentials(settings, fields[0].upper())
 
 
-def _no_credentials(settings: Settings, variable: str) -> ConfigurationError:
+def _no_credentials(settings: ConsolidationSettings, variable: str) -> ConfigurationError:
     return ConfigurationError(
         f"MEMWORKER_MODEL={settings.model!r} has no credentials: set {variable}, or give the "
         'key as MEMWORKER_MODEL_KWARGS=\'{"api_key": "..."}\' ("none" for a local server '

@@ -28,10 +28,20 @@ from worker.scheduling.schedules import ScheduleSpec, bundled_schedules_dir, loa
 from worker.service.compact import RunContext, compact_files
 from worker.service.scan import ScanParts, scan_sources
 from worker.service.sweep import drain
-from worker.settings import Settings
+from worker.settings import ConsolidationSettings, LaneSettings
 from worker.store.memory import MemoryStore
 
 log = logging.getLogger(__name__)
+
+
+class TickSettings(Protocol):
+    """The slices of the settings a tick reads: the lanes' (where the schedules are) and the
+    consolidation's (what a compaction is held to)."""
+
+    @property
+    def for_lanes(self) -> LaneSettings: ...
+    @property
+    def for_consolidation(self) -> ConsolidationSettings: ...
 
 
 class TickParts(Protocol):
@@ -39,7 +49,7 @@ class TickParts(Protocol):
     never builds the sinks)."""
 
     @property
-    def settings(self) -> Settings: ...
+    def settings(self) -> TickSettings: ...
 
     @property
     def queue(self) -> RedisQueue: ...
@@ -66,8 +76,8 @@ def run_schedule_tick(
     """Run the fire of ``schedule`` at ``tick`` (its wire form, ISO UTC, as beat sent it),
     exactly once per tick (see the runner)."""
     fired = parse_tick(tick)
-    settings = parts.settings
-    specs = {s.name: s for s in load_schedules(settings.schedules_dir or bundled_schedules_dir())}
+    lanes = parts.settings.for_lanes
+    specs = {s.name: s for s in load_schedules(lanes.schedules_dir or bundled_schedules_dir())}
     if schedule not in specs:
         raise ScheduleError(f"no schedule named {schedule!r}; `memworker schedules` lists them")
     return run_scheduled_tick(
@@ -91,7 +101,7 @@ def action_for(
             return _scan(parts, open_scan, spec, window, now)
         report = compact_files(
             parts.store,
-            parts.settings,
+            parts.settings.for_consolidation,
             sinks=tuple(parts.sinks),
             scope=spec.scope,
             now=window.end,

@@ -34,7 +34,7 @@ from pathlib import Path, PurePosixPath
 
 from worker.errors import InvalidCandidate, SinkError
 from worker.models import Namespace, Scope
-from worker.settings import Settings
+from worker.settings import SinkSettings
 from worker.sinks.base import PublishedFile
 
 #: Second id segment of a user namespace without an assistant (see the module docstring).
@@ -50,7 +50,7 @@ class FilesSink:
         self.root = Path(root)
 
     @classmethod
-    def from_settings(cls, settings: Settings) -> FilesSink:
+    def from_settings(cls, settings: SinkSettings) -> FilesSink:
         """The sink at ``settings.effective_files_dir``."""
         return cls(settings.effective_files_dir)
 

@@ -43,7 +43,7 @@ from langgraph_sdk.errors import LangGraphError, NotFoundError
 
 from worker.errors import ConfigurationError, ExternalEdit, InvalidCandidate, SinkError
 from worker.models import Namespace, Scope
-from worker.settings import Settings
+from worker.settings import SinkSettings
 from worker.sinks.base import PublishedFile
 from worker.store_layout import (
     DEFAULT_USER_TEMPLATE,
@@ -159,7 +159,7 @@ class LangGraphStoreSink:
             self.client = client_or_url
 
     @classmethod
-    def from_settings(cls, settings: Settings) -> LangGraphStoreSink:
+    def from_settings(cls, settings: SinkSettings) -> LangGraphStoreSink:
         """The sink for ``settings.langgraph_url``; ConfigurationError when it is unset or the
         store layout could let two namespaces share a tuple."""
         if not settings.langgraph_url:
