@@ -12,15 +12,14 @@ from pathlib import Path
 import pytest
 
 from worker.hotpath.settings import CLIENT_FIELDS, ClientSettings
-from worker.settings import (
+from worker.settings import Settings, load_settings
+from worker.slices import (
     ConsolidationSettings,
     LaneSettings,
     QueueSettings,
-    Settings,
     SinkSettings,
     SourceSettings,
     StoreSettings,
-    load_settings,
 )
 
 #: Each slice, by the property of Settings that hands it out.

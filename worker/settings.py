@@ -17,10 +17,9 @@ names and types only: its values are always the validated ones of a :class:`Sett
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import fields
 from pathlib import Path
-from typing import Annotated, Any, Literal, TypeVar
+from typing import Annotated, Any, TypeVar
 
 from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
@@ -43,127 +42,15 @@ from worker.constants import (
     MIN_TEXT_BYTES_LIMIT,
 )
 from worker.errors import ConfigurationError
-
-# --- the slices: what each layer is handed ----------------------------------------------------
-# A slice's field has the name of the Settings attribute it copies (a field or a derived
-# property), so :func:`_slice` builds every slice the same way and a test holds each name to
-# Settings. Defaults and bounds live on Settings alone. Secrets (an API key, a provider's keyword
-# arguments) are kept out of a slice's repr, so a logged slice never carries one.
-
-#: How the LLM agent asks for its structured plan (see ``Settings.model_structured_method``).
-StructuredMethod = Literal["auto", "function_calling", "json_schema", "json_mode"]
-
-
-@dataclass(frozen=True, slots=True)
-class QueueSettings:
-    """The queue's slice: its keys, the debounce policy, leases, retries and batch sizes.
-
-    >>> Settings(debounce_seconds=5).for_queue.debounce_seconds
-    5.0
-    """
-
-    key_prefix: str
-    queue_shards: int
-    debounce_seconds: float
-    max_wait_seconds: float
-    max_pending_per_namespace: int
-    lease_seconds: float
-    max_attempts: int
-    retry_backoff_seconds: float
-    outage_retry_max_seconds: float
-    max_batch: int
-    claim_limit: int
-    allow_evicting_redis: bool
-
-
-@dataclass(frozen=True, slots=True)
-class StoreSettings:
-    """The memory store's slice: where it is, its deadlines, its search index.
-
-    >>> Settings(data_dir="/srv/mw").for_store.effective_database_url
-    'sqlite:////srv/mw/memworker.sqlite3'
-    """
-
-    effective_database_url: str
-    database_connect_timeout_seconds: float
-    database_timeout_seconds: float
-    text_search_config: str
-    embeddings: str | None
-    embeddings_timeout_seconds: float
-
-
-@dataclass(frozen=True, slots=True)
-class ConsolidationSettings:
-    """The consolidator's slice: which one, its model, and the limits every plan is held to.
-
-    >>> Settings().for_consolidation.consolidator
-    'worker.consolidation.rules:RulesConsolidator'
-    """
-
-    consolidator: str
-    model: str | None
-    model_token_budget: int
-    model_structured_method: StructuredMethod
-    model_base_url: str | None
-    model_kwargs: Mapping[str, Any] = field(repr=False)
-    model_timeout_seconds: float
-    max_merge_seconds: float
-    max_removals_per_run: int
-    max_text_bytes: int
-    file_budget_bytes: int
-    sensitive_paths: Sequence[str]
-    inbox_route: str
-
-
-@dataclass(frozen=True, slots=True)
-class SinkSettings:
-    """The sinks' slice: which sinks, where they write, and the store layout they publish in.
-
-    >>> Settings().for_sinks.sinks
-    ['files']
-    """
-
-    sinks: Sequence[str]
-    effective_files_dir: Path
-    langgraph_url: str | None
-    langgraph_api_key: str | None = field(repr=False)
-    sink_timeout_seconds: float
-    store_namespace: tuple[str, ...]
-    store_namespace_agent: tuple[str, ...]
-    store_namespace_org: tuple[str, ...]
-    store_routes: Mapping[str, str]
-    inbox_route: str
-    direct_edits: bool
-
-
-@dataclass(frozen=True, slots=True)
-class SourceSettings:
-    """The sources' slice: the LangGraph server whose threads are scanned, and how.
-
-    >>> Settings(thread_assistant_key="graph_id").for_sources.thread_assistant_key
-    'graph_id'
-    """
-
-    langgraph_url: str | None
-    langgraph_api_key: str | None = field(repr=False)
-    thread_assistant_key: str | None
-    max_text_bytes: int
-
-
-@dataclass(frozen=True, slots=True)
-class LaneSettings:
-    """The task lanes' slice (Celery and beat): the broker, queue names, beat's timing.
-
-    >>> Settings(key_prefix="chat").for_lanes.key_prefix
-    'chat'
-    """
-
-    key_prefix: str
-    broker_url: str | None
-    sweep_interval_seconds: float
-    beat_lock_seconds: float
-    schedules_dir: Path | None
-
+from worker.slices import (
+    ConsolidationSettings,
+    LaneSettings,
+    QueueSettings,
+    SinkSettings,
+    SourceSettings,
+    StoreSettings,
+    StructuredMethod,
+)
 
 _Slice = TypeVar("_Slice")
 

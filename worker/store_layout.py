@@ -49,7 +49,7 @@ from typing import Any, Final
 from worker.constants import INBOX_ROUTE, MEMORY_ROUTE
 from worker.errors import ConfigurationError, InvalidCandidate, SinkError
 from worker.models import Namespace, Scope
-from worker.settings import SinkSettings
+from worker.slices import SinkSettings
 
 #: The default template of each scope (see the module docstring).
 DEFAULT_USER_TEMPLATE: Final = ("{assistant_id}", "{user_id}", "memories")

@@ -34,7 +34,7 @@ from worker.values import AppliedPlan, NamespaceState
 
 class Limits(Protocol):
     """The settings a batch is held to; the consolidation slice
-    (:class:`~worker.settings.ConsolidationSettings`) satisfies it."""
+    (:class:`~worker.slices.ConsolidationSettings`) satisfies it."""
 
     @property
     def max_removals_per_run(self) -> int: ...

@@ -72,7 +72,7 @@ from worker.consolidation.types import Invalidate, Operation, Plan, Reject, Supe
 from worker.consolidation.validate import validate_plan
 from worker.errors import ConfigurationError, ConsolidatorError, InvalidModelPlan, ModelUnavailable
 from worker.models import Candidate, Kind
-from worker.settings import ConsolidationSettings
+from worker.slices import ConsolidationSettings
 from worker.values import NamespaceState
 
 log = logging.getLogger(__name__)

@@ -2,7 +2,7 @@
 
 - ``MEMWORKER_CONSOLIDATOR`` is a dotted path ``package.module:Class``. A class with a
   ``from_settings(settings, *, model=None)`` classmethod is built through it (``settings`` is
-  the consolidation slice, :class:`~worker.settings.ConsolidationSettings`); otherwise it is
+  the consolidation slice, :class:`~worker.slices.ConsolidationSettings`); otherwise it is
   called with no arguments, or with the model when it needs one.
 - When ``MEMWORKER_MODEL`` (``provider:model``) is set and the consolidator is the default, the
   LLM agent is used with ``init_chat_model(settings.model, **model_arguments(settings))``
@@ -28,7 +28,7 @@ from worker.errors import ConfigurationError
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
 
-    from worker.settings import ConsolidationSettings
+    from worker.slices import ConsolidationSettings
 
 #: The default consolidator; with a model configured it is replaced by the LLM agent.
 DEFAULT_CONSOLIDATOR: Final = "worker.consolidation.rules:RulesConsolidator"

@@ -60,7 +60,7 @@ from worker.consolidation.text import Normalised
 from worker.consolidation.types import Add, Confirm, Invalidate, Operation, Plan, Reject, Supersede
 from worker.constants import FACTS_PATH, MAX_TEXT_BYTES, PREFERENCES_PATH
 from worker.models import Candidate, Kind
-from worker.settings import ConsolidationSettings
+from worker.slices import ConsolidationSettings
 from worker.values import NamespaceState
 
 #: Shortest normalised forget target matched by text (:func:`~.text.weight`: a character of a

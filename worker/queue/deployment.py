@@ -30,7 +30,7 @@ from worker.queue.policy import QueuePolicy
 from worker.queue.replies import s
 
 if TYPE_CHECKING:
-    from worker.settings import QueueSettings
+    from worker.slices import QueueSettings
 
 log = logging.getLogger(__name__)
 

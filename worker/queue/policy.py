@@ -35,7 +35,7 @@ from worker.constants import (
 )
 
 if TYPE_CHECKING:
-    from worker.settings import QueueSettings
+    from worker.slices import QueueSettings
 
 
 @dataclass(frozen=True)

@@ -59,7 +59,7 @@ from worker.queue.replies import claims_of, claims_of_shards, entries_of, s
 from worker.queue.scripts import SCRIPTS, Args, Call, LuaScript, Value, run_pipeline
 from worker.queue.stats import collect_stats, server_ms
 from worker.queue.types import Claim, DeadLetter, NamespaceQueueState, QueueStats
-from worker.settings import QueueSettings
+from worker.slices import QueueSettings
 
 if TYPE_CHECKING:
     from worker.models import Candidate

@@ -7,7 +7,7 @@ source scan reads (:class:`~worker.service.scan.ScanParts`).
 
 A dotted path ``package.module:Name`` names a class with a ``from_settings(settings)``
 classmethod, or any callable taking the sinks' slice of the settings
-(:class:`~worker.settings.SinkSettings`); either must return a :class:`~worker.sinks.base.Sink`.
+(:class:`~worker.slices.SinkSettings`); either must return a :class:`~worker.sinks.base.Sink`.
 
 >>> from worker.settings import Settings
 >>> [s.name for s in load_sinks(Settings(sinks=["files"], files_dir="mw-files").for_sinks)]
@@ -23,10 +23,11 @@ from typing import Any
 
 from worker.errors import ConfigurationError
 from worker.service.scan import ScanParts
-from worker.settings import Settings, SinkSettings
+from worker.settings import Settings
 from worker.sinks.base import Sink
 from worker.sinks.files import FilesSink
 from worker.sinks.langgraph_store import LangGraphStoreSink
+from worker.slices import SinkSettings
 from worker.sources.inbox import LangGraphInbox
 from worker.sources.langgraph_threads import LangGraphThreads
 

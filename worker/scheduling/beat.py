@@ -50,7 +50,8 @@ from worker.scheduling.heartbeat import (
     write_heartbeat,
 )
 from worker.scheduling.schedules import ScheduleSpec, bundled_schedules_dir, load_schedules
-from worker.settings import LaneSettings, Settings
+from worker.settings import Settings
+from worker.slices import LaneSettings
 from worker.task_names import (
     DELIVER_LANE,
     DELIVER_TASK,

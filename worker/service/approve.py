@@ -20,8 +20,8 @@ from worker.consolidation.validate import validate_plan
 from worker.errors import InvalidPlan
 from worker.models import Candidate
 from worker.service.publish import DeliveryReport, publish_now
-from worker.settings import ConsolidationSettings
 from worker.sinks.base import Sink
+from worker.slices import ConsolidationSettings
 from worker.store.memory import MemoryStore
 from worker.store.records import ApprovalInfo, CommitResult
 from worker.values import AppliedPlan, NamespaceState

@@ -18,7 +18,7 @@ from datetime import datetime
 from worker.consolidation.apply import compact
 from worker.errors import StaleVersion
 from worker.service.bulkhead import Bulkhead, SetAside
-from worker.settings import ConsolidationSettings
+from worker.slices import ConsolidationSettings
 from worker.store.memory import MemoryStore, RunRecord
 from worker.values import AppliedPlan
 

@@ -48,7 +48,7 @@ from worker.service.batch import BatchResult
 from worker.service.edit_check import EditCheck
 from worker.service.embed import EntryEmbedder
 from worker.service.report import observe_batch, observe_positions
-from worker.settings import ConsolidationSettings
+from worker.slices import ConsolidationSettings
 from worker.store.memory import MemoryStore, RunRecord
 
 log = logging.getLogger(__name__)

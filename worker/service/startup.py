@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from worker.consolidation.base import Consolidator
     from worker.queue.deployment import Durability
     from worker.queue.redis_queue import RedisQueue
-    from worker.settings import ConsolidationSettings
+    from worker.slices import ConsolidationSettings
 
 #: How long the start-up probe waits for the model server's first answer (any HTTP status).
 #: A server that is up answers a request for its model list in milliseconds; one that accepted

@@ -28,7 +28,7 @@ from worker.scheduling.schedules import ScheduleSpec, bundled_schedules_dir, loa
 from worker.service.compact import RunContext, compact_files
 from worker.service.scan import ScanParts, scan_sources
 from worker.service.sweep import drain
-from worker.settings import ConsolidationSettings, LaneSettings
+from worker.slices import ConsolidationSettings, LaneSettings
 from worker.store.memory import MemoryStore
 
 log = logging.getLogger(__name__)

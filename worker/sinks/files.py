@@ -34,8 +34,8 @@ from pathlib import Path, PurePosixPath
 
 from worker.errors import InvalidCandidate, SinkError
 from worker.models import Namespace, Scope
-from worker.settings import SinkSettings
 from worker.sinks.base import PublishedFile
+from worker.slices import SinkSettings
 
 #: Second id segment of a user namespace without an assistant (see the module docstring).
 NO_ASSISTANT_DIR = "_default"

@@ -43,8 +43,8 @@ from langgraph_sdk.errors import LangGraphError, NotFoundError
 
 from worker.errors import ConfigurationError, ExternalEdit, InvalidCandidate, SinkError
 from worker.models import Namespace, Scope
-from worker.settings import SinkSettings
 from worker.sinks.base import PublishedFile
+from worker.slices import SinkSettings
 from worker.store_layout import (
     DEFAULT_USER_TEMPLATE,
     DOT_REPLACEMENT,
