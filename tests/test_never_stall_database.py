@@ -23,6 +23,7 @@ from worker.errors import StoreUnavailable
 from worker.models import make_candidate
 from worker.queue.redis_queue import RedisQueue
 from worker.service.consolidate import Pipeline
+from worker.service.startup import prepare_merges
 from worker.settings import Settings
 from worker.store.memory import MemoryStore
 
@@ -169,6 +170,9 @@ def test_a_commit_stuck_on_a_hung_database_loses_its_lease_and_is_fenced_out_whe
     proxy: TcpProxy,
     direct_store: MemoryStore,
 ) -> None:
+    # As a consolidate lane does at its start: the guards' one-off build (most of a second)
+    # must not fall inside the stuck merge's 0.3 s, whichever test runs first.
+    prepare_merges()
     cfg = settings.model_copy(update={"lease_seconds": 0.6, "max_merge_seconds": 0.3})
     queue = RedisQueue(redis_client, cfg.for_queue)  # type: ignore[arg-type]
     user = "u-" + settings.key_prefix
