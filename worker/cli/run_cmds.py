@@ -23,7 +23,7 @@ from rich.console import Console
 from worker.cli.errors import cli_errors
 
 if TYPE_CHECKING:
-    from worker.runtime.supervisor import Child
+    from worker.runtime.supervisor import Child, StopSignals
     from worker.settings import Settings
 
 console = Console(highlight=False)
@@ -56,11 +56,12 @@ def run(
     """Run worker lanes and beat together; with no MEMWORKER_REDIS_URL, on an embedded Redis."""
     from worker.runtime.embedded_redis import embedded_redis
     from worker.runtime.summary import redacted_url
-    from worker.runtime.supervisor import Child
+    from worker.runtime.supervisor import Child, StopSignals
     from worker.settings import load_settings
     from worker.tasks.lanes import LANES
 
-    with cli_errors():
+    # Caught first: a Ctrl-C during start-up must stop it, not be lost in a library's handler.
+    with StopSignals() as signals, cli_errors():
         overrides: dict[str, object] = {"data_dir": data_dir} if data_dir else {}
         settings = load_settings(**overrides)
         settings.data_dir.mkdir(parents=True, exist_ok=True)
@@ -84,6 +85,7 @@ def run(
                 loglevel,
                 env,
                 extra=[Child("beat", beat_argv, env)],
+                signals=signals,
             )
             raise typer.Exit(status)
 
@@ -104,23 +106,27 @@ def worker(
 
     Threads by default: merges wait on the database and the model, not the CPU.
     """
+    from worker.runtime.supervisor import StopSignals
     from worker.settings import load_settings
     from worker.tasks.lanes import parse_lanes
 
+    counts = {"sweep": sweep_concurrency, "consolidate": concurrency}
+    counts["deliver"] = deliver_concurrency
     with cli_errors():
-        settings = load_settings()
         chosen = parse_lanes(lanes)
-        counts = {"sweep": sweep_concurrency, "consolidate": concurrency}
-        counts["deliver"] = deliver_concurrency
-        if len(chosen) == 1:
-            lane = chosen[0]
-            _run_lane(settings, lane.name, counts[lane.name], pool, loglevel, supervised)
+        if len(chosen) == 1:  # Celery's own process, with Celery's own signal handling
+            lane = chosen[0].name
+            _run_lane(load_settings(), lane, counts[lane], pool, loglevel, supervised)
             return
+    # Caught first: a Ctrl-C during start-up must stop it, not be lost in a library's handler.
+    with StopSignals() as signals, cli_errors():
+        settings = load_settings()
         _prepare(settings, model=True)
         names = [c.name for c in chosen]
         shown = {name: counts[name] for name in names}
         _print_summary(settings, shown, f"Redis at {_redis_of(settings)}", pool=pool)
-        raise typer.Exit(_supervise_lanes(settings, names, counts, loglevel, dict(os.environ)))
+        env = dict(os.environ)
+        raise typer.Exit(_supervise_lanes(settings, names, counts, loglevel, env, signals=signals))
 
 
 def beat(loglevel: LoglevelOpt = "INFO", supervised: SupervisedOpt = False) -> None:
@@ -214,6 +220,7 @@ def _supervise_lanes(
     env: dict[str, str],
     *,
     extra: list[Child] | None = None,
+    signals: StopSignals | None = None,
 ) -> int:
     """One child per lane (plus ``extra``); their metrics are collected in one folder and
     served from here."""
@@ -227,7 +234,8 @@ def _supervise_lanes(
     try:
         on_exit = _serve_lane_metrics(settings, env, folder)
         children = [_lane_child(name, counts[name], loglevel, env) for name in names]
-        return supervise([*children, *(extra or [])], on_exit=on_exit, on_poll=watch)
+        everything = [*children, *(extra or [])]
+        return supervise(everything, on_exit=on_exit, on_poll=watch, signals=signals)
     finally:
         shutil.rmtree(folder, ignore_errors=True)  # the lanes' metric files die with them
 

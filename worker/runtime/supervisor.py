@@ -28,7 +28,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import FrameType
-from typing import Final
+from typing import Any, Final
 
 from worker.runtime.lifetime import SUPERVISOR_PID_ENV, die_with_parent
 
@@ -43,6 +43,8 @@ STOP_GRACE_SECONDS: Final = 30.0
 EXIT_INTERRUPTED: Final = 130
 #: Exit status when a child exited on its own (crashed, or refused to start).
 EXIT_CHILD_FAILED: Final = 1
+#: The signals that stop a supervisor and, through it, every child.
+STOP_SIGNALS: Final = (signal.SIGINT, signal.SIGTERM)
 
 
 @dataclass(frozen=True)
@@ -54,38 +56,82 @@ class Child:
     env: Mapping[str, str] = field(default_factory=dict)
 
 
+class StopSignals:
+    """SIGINT and SIGTERM, caught from the moment a supervising command starts until it ends.
+
+    Entered before anything is started (the embedded Redis, the start-up checks), so a signal
+    that arrives during start-up is never lost: it is recorded, and a SIGINT also interrupts
+    the step under way. Library code that swallows the ``KeyboardInterrupt`` cannot undo the
+    record: :func:`supervise` then starts no child and returns at once. Once children run,
+    every signal is forwarded to each of them instead.
+
+    >>> with StopSignals() as signals:
+    ...     signals.received
+    []
+    """
+
+    def __init__(self) -> None:
+        self.received: list[int] = []
+        #: Started children, in order; the handler forwards to them.
+        self.children: list[subprocess.Popen[bytes]] = []
+        self._told: set[tuple[int, int]] = set()
+        self._previous: dict[int, Any] = {}
+
+    def __enter__(self) -> StopSignals:
+        for sig in STOP_SIGNALS:
+            self._previous[sig] = signal.signal(sig, self._handle)
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        for sig, handler in self._previous.items():
+            signal.signal(sig, handler)
+
+    def tell(self, proc: subprocess.Popen[bytes]) -> None:
+        """Forward every signal received so far that ``proc`` has not been sent (a child that
+        was being started when one arrived)."""
+        for signum in dict.fromkeys(self.received):
+            if (proc.pid, signum) not in self._told and proc.poll() is None:
+                self._told.add((proc.pid, signum))
+                proc.send_signal(signum)
+
+    def _handle(self, signum: int, _frame: FrameType | None) -> None:
+        self.received.append(signum)
+        if self.children:
+            for proc in self.children:
+                self.tell(proc)
+        elif signum == signal.SIGINT and len(self.received) == 1:
+            raise KeyboardInterrupt  # start-up: stop the step under way (the record stays)
+
+
 def supervise(
     children: Sequence[Child],
     *,
     on_exit: Callable[[int], None] = lambda _pid: None,
     grace_seconds: float = STOP_GRACE_SECONDS,
     on_poll: Callable[[], None] = lambda: None,
+    signals: StopSignals | None = None,
 ) -> int:
     """Run ``children`` until a signal or one of them exits; return the exit status.
 
     ``on_exit`` is called with each reaped child's pid (e.g. to mark it dead for metrics);
     ``on_poll`` at every look at the children (e.g. to watch the Redis they share).
     ``grace_seconds``: how long a stopping child gets before it and its group are killed.
+    ``signals``: the command's :class:`StopSignals`, entered before its start-up; a stop it
+    already received means no child is started. Without it, signals are caught from here on.
     """
-    stop: list[int] = []
-
-    def forward(signum: int, _frame: FrameType | None) -> None:
-        stop.append(signum)
-        for proc in running:
-            if proc.poll() is None:
-                proc.send_signal(signum)
-
-    running: list[subprocess.Popen[bytes]] = []
-    previous = {s: signal.signal(s, forward) for s in (signal.SIGINT, signal.SIGTERM)}
-    stopping = _Stopping(on_exit, grace_seconds)
-    try:
-        running.extend(_start(child) for child in children)
-        status = _watch(children, running, stop, stopping, on_poll)
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-        _stop_all(running, stopping)
-    return status
+    with contextlib.ExitStack() as stack:
+        caught = signals or stack.enter_context(StopSignals())
+        running = caught.children
+        stopping = _Stopping(on_exit, grace_seconds)
+        try:
+            for child in children:
+                if caught.received:
+                    break
+                running.append(_start(child))
+                caught.tell(running[-1])  # a signal that came while it started
+            return _watch(children, running, caught.received, stopping, on_poll)
+        finally:
+            _stop_all(running, stopping)
 
 
 def _start(child: Child) -> subprocess.Popen[bytes]:
@@ -109,7 +155,7 @@ def _watch(
 ) -> int:
     """Wait for a signal (then for every child) or for one child to exit on its own."""
     while True:
-        for child, proc in zip(children, running, strict=True):
+        for child, proc in zip(children, running, strict=False):  # fewer when a stop came first
             code = proc.poll()
             if code is None:
                 continue
