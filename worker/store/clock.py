@@ -33,10 +33,10 @@ from worker.store.sqltypes import require_utc
 _SQLITE_NOW_FORMAT = "%Y-%m-%d %H:%M:%f"
 
 
-def clock_column(conn: Connection) -> sa.ColumnElement[Any]:
+def clock_column(dialect: str) -> sa.ColumnElement[Any]:
     """The database's clock as a column, to read it with another query (a statement fewer
     than :func:`db_now`); :func:`clock_value` turns what it returns into a datetime."""
-    if conn.dialect.name == "sqlite":
+    if dialect == "sqlite":
         return sa.func.strftime(_SQLITE_NOW_FORMAT, "now", type_=sa.String)
     return sa.func.now()
 
@@ -50,7 +50,7 @@ def clock_value(value: object) -> datetime:
 
 def db_now(conn: Connection) -> datetime:
     """The database server's current time, timezone-aware UTC."""
-    return clock_value(conn.execute(sa.select(clock_column(conn))).scalar_one())
+    return clock_value(conn.execute(sa.select(clock_column(conn.dialect.name))).scalar_one())
 
 
 def resolve(conn: Connection, now: datetime | None, what: str = "now") -> datetime:

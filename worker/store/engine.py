@@ -195,9 +195,14 @@ def _shut_socket(dbapi_connection: Any) -> None:
 
 def dialect_insert(conn: Connection, table: sa.Table) -> Any:
     """The dialect's INSERT (with ``on_conflict_do_nothing`` / ``on_conflict_do_update``)."""
+    return dialect_insert_for(conn.dialect.name, table)
+
+
+def dialect_insert_for(dialect: str, table: sa.Table) -> Any:
+    """:func:`dialect_insert` by the dialect's name (for statements built once per dialect)."""
     # Imported here, from the dialect in use: a store on SQLite never loads PostgreSQL's
     # dialect (a tenth of SQLAlchemy's import), nor one on PostgreSQL SQLite's.
-    if conn.dialect.name == "postgresql":
+    if dialect == "postgresql":
         from sqlalchemy.dialects.postgresql import insert as pg_insert
 
         return pg_insert(table)

@@ -18,9 +18,11 @@ the fence as its version (:func:`erased_version`), and its commit recreates the 
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from collections.abc import Sequence
 from datetime import datetime
+from typing import Any, Final
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
@@ -28,7 +30,8 @@ from sqlalchemy.engine import Connection
 from worker.errors import StaleVersion, StoreRefused
 from worker.namespaces import Namespace
 from worker.store.clock import resolve
-from worker.store.engine import dialect_insert
+from worker.store.engine import dialect_insert, dialect_insert_for
+from worker.store.prebuilt import param
 from worker.store.schema import erase_generations, namespace_fences, namespaces
 
 
@@ -41,11 +44,18 @@ def digest(namespace: str) -> str:
     return hashlib.sha256(f"memworker-fence:{namespace}".encode()).hexdigest()
 
 
+#: Built once (:mod:`worker.store.prebuilt`): every batch and every delivery reads these.
+_ERASED_VERSION: Final = sa.select(namespace_fences.c.version).where(
+    namespace_fences.c.digest == param(namespace_fences.c.digest, "f_digest")
+)
+_GENERATIONS: Final = sa.select(erase_generations.c.digest, erase_generations.c.generation).where(
+    erase_generations.c.digest.in_(param(erase_generations.c.digest, "f_digests", expanding=True))
+)
+
+
 def erased_version(conn: Connection, namespace: str) -> int | None:
     """The version an erase left for ``namespace`` (None: never erased since its last write)."""
-    value = conn.execute(
-        sa.select(namespace_fences.c.version).where(namespace_fences.c.digest == digest(namespace))
-    ).scalar_one_or_none()
+    value = conn.execute(_ERASED_VERSION, {"f_digest": digest(namespace)}).scalar_one_or_none()
     return None if value is None else int(value)
 
 
@@ -60,12 +70,7 @@ def generations(conn: Connection, keys: Sequence[str]) -> dict[str, int]:
     by_digest = {digest(k): k for k in keys}
     found = dict.fromkeys(keys, 0)
     if by_digest:
-        rows = conn.execute(
-            sa.select(erase_generations.c.digest, erase_generations.c.generation).where(
-                erase_generations.c.digest.in_(list(by_digest))
-            )
-        )
-        for d, generation in rows:
+        for d, generation in conn.execute(_GENERATIONS, {"f_digests": list(by_digest)}):
             found[by_digest[d]] = int(generation)
     return found
 
@@ -119,7 +124,6 @@ def advance_at(
     sql_now = now is None and conn.dialect.name == "postgresql"
     if not sql_now:
         now = resolve(conn, now)
-    stamp: object = sa.func.now() if sql_now else now
     ns = Namespace.parse(namespace)
     if expected is not None and expected < 0:
         raise StoreRefused(f"expected_version must be >= 0, got {expected}")
@@ -128,24 +132,15 @@ def advance_at(
         # insert first and save the UPDATE that would match nothing. If the row does exist
         # (or a concurrent first commit holds the key), nothing is inserted and the fenced
         # UPDATE below decides, exactly as before: it only matches a row still at version 0.
-        created = conn.execute(
-            dialect_insert(conn, namespaces)
-            .values(_new_row(ns, namespace, applied_position, stamp, 1))
-            .on_conflict_do_nothing(index_elements=[namespaces.c.key])
-            .returning(namespaces.c.id, namespaces.c.updated_at)
-        ).first()
+        first = _new_row(ns, namespace, applied_position, None if sql_now else now, 1)
+        created = conn.execute(_first_commit(conn.dialect.name, sql_now), first).first()
         if created is not None:
             if erased_version(conn, namespace) is not None:
                 raise _erased(namespace)  # read before an erase; the rollback undoes the insert
             return int(created.id), 1, created.updated_at
-    values: dict[str, object] = {"version": namespaces.c.version + 1, "updated_at": stamp}
-    if applied_position is not None:
-        values["applied_position"] = applied_position
-    stmt = sa.update(namespaces).where(namespaces.c.key == namespace)
-    if expected is not None:
-        stmt = stmt.where(namespaces.c.version == expected)
-    returned = (namespaces.c.id, namespaces.c.version, namespaces.c.updated_at)
-    row = conn.execute(stmt.values(values).returning(*returned)).first()
+    stmt = _advance(expected is not None, applied_position is not None, sql_now)
+    values = {"f_key": namespace, "f_expected": expected, "f_position": applied_position}
+    row = conn.execute(stmt, values if sql_now else values | {"f_now": now}).first()
     if row is not None:
         return int(row.id), int(row.version), row.updated_at
     now = resolve(conn, now)
@@ -171,9 +166,7 @@ def _recreate(
     version = (fence or 0) + 1
     try:
         new_id = conn.execute(
-            sa.insert(namespaces)
-            .values(_new_row(ns, namespace, applied_position, now, version))
-            .returning(namespaces.c.id)
+            _INSERT_NAMESPACE, _new_row(ns, namespace, applied_position, now, version)
         ).scalar_one()
     except sa.exc.IntegrityError:
         # Another transaction created the namespace first.
@@ -185,22 +178,78 @@ def _recreate(
     return int(new_id), version
 
 
+#: The columns of a namespace's first row, each set from the parameter ``n_<column>``.
+_NEW_ROW_COLUMNS: Final = (
+    "key",
+    "scope",
+    "user_id",
+    "assistant_id",
+    "org_id",
+    "version",
+    "applied_position",
+    "created_at",
+    "updated_at",
+)
+
+
 def _new_row(
-    ns: Namespace, namespace: str, applied_position: str | None, now: object, version: int
+    ns: Namespace, namespace: str, applied_position: str | None, now: datetime | None, version: int
 ) -> dict[str, object]:
-    """The row of a namespace's first commit (version 1, or the erase fence plus one);
-    ``now`` is a datetime or the SQL expression of the database's clock."""
-    return {
-        "key": namespace,
-        "scope": ns.scope.value,
-        "user_id": ns.user_id,
-        "assistant_id": ns.assistant_id,
-        "org_id": ns.org_id,
-        "version": version,
-        "applied_position": applied_position,
-        "created_at": now,
-        "updated_at": now,
+    """The parameters of a namespace's first row (version 1, or the erase fence plus one);
+    ``now`` None: the statement reads the database's clock itself."""
+    row: dict[str, object] = {
+        "n_key": namespace,
+        "n_scope": ns.scope.value,
+        "n_user_id": ns.user_id,
+        "n_assistant_id": ns.assistant_id,
+        "n_org_id": ns.org_id,
+        "n_version": version,
+        "n_applied_position": applied_position,
     }
+    if now is not None:
+        row["n_created_at"] = row["n_updated_at"] = now
+    return row
+
+
+def _row_values(sql_now: bool) -> dict[str, Any]:
+    values = {c: param(namespaces.c[c], "n_" + c) for c in _NEW_ROW_COLUMNS}
+    if sql_now:
+        values["created_at"] = values["updated_at"] = sa.func.now()
+    return values
+
+
+#: Built once (:mod:`worker.store.prebuilt`), as the statements below.
+_INSERT_NAMESPACE: Final = (
+    sa.insert(namespaces).values(_row_values(sql_now=False)).returning(namespaces.c.id)
+)
+
+
+@functools.cache
+def _first_commit(dialect: str, sql_now: bool) -> Any:
+    """Insert a namespace's first row unless its key exists (then nothing is returned)."""
+    return (
+        dialect_insert_for(dialect, namespaces)
+        .values(_row_values(sql_now))
+        .on_conflict_do_nothing(index_elements=[namespaces.c.key])
+        .returning(namespaces.c.id, namespaces.c.updated_at)
+    )
+
+
+@functools.cache
+def _advance(fenced: bool, position: bool, sql_now: bool) -> Any:
+    """Bump a namespace's version (only from ``f_expected`` when ``fenced``)."""
+    values: dict[str, Any] = {
+        "version": namespaces.c.version + 1,
+        "updated_at": sa.func.now() if sql_now else param(namespaces.c.updated_at, "f_now"),
+    }
+    if position:
+        values["applied_position"] = param(namespaces.c.applied_position, "f_position")
+    stmt = sa.update(namespaces).where(namespaces.c.key == param(namespaces.c.key, "f_key"))
+    if fenced:
+        stmt = stmt.where(namespaces.c.version == param(namespaces.c.version, "f_expected"))
+    return stmt.values(values).returning(
+        namespaces.c.id, namespaces.c.version, namespaces.c.updated_at
+    )
 
 
 def namespace_id(conn: Connection, namespace: str) -> int | None:
@@ -238,14 +287,9 @@ def take_for_erase(conn: Connection, keys: Sequence[str], *, now: datetime) -> i
     created = 0
     for key in keys:
         ns = Namespace.parse(key)
+        placeholder = _new_row(ns, key, None, now, 0)
         created += (
-            conn.execute(
-                dialect_insert(conn, namespaces)
-                .values(_new_row(ns, key, None, now, 0))
-                .on_conflict_do_nothing(index_elements=[namespaces.c.key])
-                .returning(namespaces.c.id)
-            ).scalar_one_or_none()
-            is not None
+            conn.execute(_first_commit(conn.dialect.name, False), placeholder).first() is not None
         )
         version = conn.execute(
             sa.select(namespaces.c.version).where(namespaces.c.key == key).with_for_update()

@@ -8,15 +8,17 @@ transaction, so a sink can only ever see committed versions.
 from __future__ import annotations
 
 import difflib
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from worker.errors import InvalidPlan
-from worker.store.engine import dialect_insert
+from worker.store.engine import dialect_insert_for
 from worker.store.schema import file_versions, memory_files, outbox
 
 
@@ -128,7 +130,8 @@ def _advance_files(
     # One upsert: a new path is inserted at version 1, an existing one moves up by one. The
     # namespace's fence row lock (taken before any file is written) serialises the writers of
     # a namespace, so no other transaction creates or bumps these paths meanwhile.
-    stmt = dialect_insert(conn, memory_files).values(
+    rows = conn.execute(
+        _advance_statement(conn.dialect.name, set_owner=operator_owned is not None),
         [
             {
                 "namespace_id": namespace_id,
@@ -139,20 +142,26 @@ def _advance_files(
                 "modified_at": now,
             }
             for p in paths
-        ]
-    )
-    bump: dict[str, object] = {
-        "current_version": memory_files.c.current_version + 1,
-        "modified_at": now,
-    }
-    if operator_owned is not None:
-        bump["operator_owned"] = operator_owned
-    rows = conn.execute(
-        stmt.on_conflict_do_update(
-            index_elements=[memory_files.c.namespace_id, memory_files.c.path], set_=bump
-        ).returning(memory_files.c.id, memory_files.c.path, memory_files.c.current_version)
+        ],
     )
     return {row.path: (int(row.id), int(row.current_version)) for row in rows}
+
+
+@functools.cache
+def _advance_statement(dialect: str, *, set_owner: bool) -> Any:
+    """:func:`_advance_files`'s upsert, built once per dialect (:mod:`worker.store.prebuilt`)
+    and run with one parameter set per path; a bumped file takes the new row's time (and,
+    with ``set_owner``, its owner)."""
+    stmt = dialect_insert_for(dialect, memory_files)
+    bump: dict[str, Any] = {
+        "current_version": memory_files.c.current_version + 1,
+        "modified_at": stmt.excluded.modified_at,
+    }
+    if set_owner:
+        bump["operator_owned"] = stmt.excluded.operator_owned
+    return stmt.on_conflict_do_update(
+        index_elements=[memory_files.c.namespace_id, memory_files.c.path], set_=bump
+    ).returning(memory_files.c.id, memory_files.c.path, memory_files.c.current_version)
 
 
 def queue_publish(

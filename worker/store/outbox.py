@@ -34,6 +34,7 @@ from sqlalchemy.engine import Connection
 from worker.errors import MAX_ERROR_CHARS, NotFound
 from worker.store import fence
 from worker.store.clock import resolve
+from worker.store.prebuilt import param
 from worker.store.records import OutboxItem, SinkLag
 from worker.store.schema import file_versions, memory_files, outbox
 
@@ -213,6 +214,38 @@ def _row(conn: Connection, outbox_id: int) -> Any:
     return row
 
 
+#: :func:`mark_delivered`'s statements, built once (:mod:`worker.store.prebuilt`): a
+#: published version is marked by one ``UPDATE … RETURNING`` naming its item, then the item's
+#: older rows are retired.
+_MARK_PUBLISHED: Final = (
+    sa.update(outbox)
+    .where(outbox.c.id == param(outbox.c.id, "o_id"), outbox.c.kind != "erase")
+    .values(
+        delivered_at=param(outbox.c.delivered_at, "o_now"),
+        attempts=outbox.c.attempts + 1,
+        last_error=None,
+        claimed_by=None,
+        claim_expires_at=None,
+    )
+    .returning(outbox.c.id, outbox.c.sink, outbox.c.namespace, outbox.c.path)
+)
+_OLDER_OF_ITEM: Final = sa.and_(
+    outbox.c.sink == param(outbox.c.sink, "o_sink"),
+    outbox.c.namespace == param(outbox.c.namespace, "o_namespace"),
+    outbox.c.path == param(outbox.c.path, "o_path"),
+    outbox.c.id < param(outbox.c.id, "o_id"),
+)
+_DROP_OLDER_ERASES: Final = sa.delete(outbox).where(_OLDER_OF_ITEM, outbox.c.kind == "erase")
+_RETIRE_OLDER: Final = (
+    sa.update(outbox)
+    .where(_OLDER_OF_ITEM, outbox.c.delivered_at.is_(None))
+    .values(
+        delivered_at=param(outbox.c.delivered_at, "o_now"),
+        superseded_by=param(outbox.c.superseded_by, "o_id"),
+    )
+)
+
+
 def mark_delivered(conn: Connection, outbox_id: int, *, now: datetime | None) -> None:
     """Record a delivery and retire older rows of the same item for this sink.
 
@@ -225,33 +258,13 @@ def mark_delivered(conn: Connection, outbox_id: int, *, now: datetime | None) ->
     round trip, fewer per delivery); an erase tombstone, or a row that is gone, is read first.
     """
     now = resolve(conn, now)
-    row = conn.execute(
-        sa.update(outbox)
-        .where(outbox.c.id == outbox_id, outbox.c.kind != "erase")
-        .values(
-            delivered_at=now,
-            attempts=outbox.c.attempts + 1,
-            last_error=None,
-            claimed_by=None,
-            claim_expires_at=None,
-        )
-        .returning(outbox.c.id, outbox.c.sink, outbox.c.namespace, outbox.c.path)
-    ).first()
+    row = conn.execute(_MARK_PUBLISHED, {"o_id": outbox_id, "o_now": now}).first()
     tombstone = row is None
     if row is None:
         row = _row(conn, outbox_id)  # an erase tombstone (NotFound: gone with an erase)
-    same_item = sa.and_(
-        outbox.c.sink == row.sink,
-        outbox.c.namespace == row.namespace,
-        outbox.c.path == row.path,
-        outbox.c.id < row.id,
-    )
-    conn.execute(sa.delete(outbox).where(same_item, outbox.c.kind == "erase"))
-    conn.execute(
-        sa.update(outbox)
-        .where(same_item, outbox.c.delivered_at.is_(None))
-        .values(delivered_at=now, superseded_by=row.id)
-    )
+    item = {"o_sink": row.sink, "o_namespace": row.namespace, "o_path": row.path, "o_id": row.id}
+    conn.execute(_DROP_OLDER_ERASES, item)
+    conn.execute(_RETIRE_OLDER, item | {"o_now": now})
     if not tombstone:
         return  # marked by the first statement
     if row.in_doubt_until is not None and row.in_doubt_until > now:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Any, Final
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
@@ -13,6 +13,10 @@ from worker.outcomes import RUN_OUTCOMES
 from worker.store.records import RUN_TRIGGERS, RunInfo, RunRecord
 from worker.store.schema import runs
 from worker.store.sqltypes import require_utc
+
+#: Built once (:mod:`worker.store.prebuilt`): every batch writes a run. Its values come as
+#: the execution's parameters, one per column.
+_INSERT_RUN: Final = sa.insert(runs).returning(runs.c.id)
 
 
 def insert_run(conn: Connection, run: RunRecord, *, namespace: str | None = None) -> int:
@@ -43,7 +47,7 @@ def insert_run(conn: Connection, run: RunRecord, *, namespace: str | None = None
         "prompt_tokens": run.prompt_tokens,
         "completion_tokens": run.completion_tokens,
     }
-    return int(conn.execute(sa.insert(runs).values(row).returning(runs.c.id)).scalar_one())
+    return int(conn.execute(_INSERT_RUN, row).scalar_one())
 
 
 def list_runs(conn: Connection, *, namespace: str | None, limit: int) -> list[RunInfo]:

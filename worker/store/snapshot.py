@@ -18,6 +18,7 @@ PostgreSQL: ``BEGIN``, the query, ``COMMIT``).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -31,6 +32,7 @@ from worker.store.clock import clock_column, clock_value
 from worker.store.commit import active_entries, ledger_hits, state_from_rows
 from worker.store.fence import digest
 from worker.store.files import with_current_version
+from worker.store.prebuilt import param
 from worker.store.schema import file_versions, memory_files, namespace_fences, namespaces
 from worker.values import NamespaceState
 
@@ -53,10 +55,17 @@ def _head(conn: Connection, namespace: str, *, read_clock: bool) -> Any:
     ``applied_position`` (all None when it has none), its erase fence ``erased`` (None: not
     erased) and, when ``read_clock``, the database's clock ``now``. Read apart, that is up to
     three statements (three round trips on PostgreSQL) for a namespace's first batch."""
+    stmt = _head_statement(conn.dialect.name, read_clock)
+    return conn.execute(stmt, {"s_key": namespace, "s_digest": digest(namespace)}).one()
+
+
+@functools.cache
+def _head_statement(dialect: str, read_clock: bool) -> sa.Select[Any]:
+    """:func:`_head`'s statement, built once per dialect (:mod:`worker.store.prebuilt`)."""
     one = sa.select(sa.literal(1).label("one")).subquery()
     erased = (
         sa.select(namespace_fences.c.version)
-        .where(namespace_fences.c.digest == digest(namespace))
+        .where(namespace_fences.c.digest == param(namespace_fences.c.digest, "s_digest"))
         .scalar_subquery()
     )
     columns: list[sa.ColumnElement[Any]] = [
@@ -66,9 +75,9 @@ def _head(conn: Connection, namespace: str, *, read_clock: bool) -> Any:
         erased.label("erased"),
     ]
     if read_clock:
-        columns.append(clock_column(conn).label("now"))
-    stmt = sa.select(*columns).select_from(one.outerjoin(namespaces, namespaces.c.key == namespace))
-    return conn.execute(stmt).one()
+        columns.append(clock_column(dialect).label("now"))
+    joined = one.outerjoin(namespaces, namespaces.c.key == param(namespaces.c.key, "s_key"))
+    return sa.select(*columns).select_from(joined)
 
 
 def read_snapshot(
