@@ -23,6 +23,7 @@ both see an item as free. Each row is therefore attempted by one deliverer at a 
 
 from __future__ import annotations
 
+import functools
 import zlib
 from collections.abc import Sequence
 from datetime import datetime, timedelta
@@ -56,7 +57,7 @@ def _is_latest() -> sa.ColumnElement[bool]:
     )
 
 
-def _item_is_unclaimed(now: datetime) -> sa.ColumnElement[bool]:
+def _item_is_unclaimed(now: Any) -> sa.ColumnElement[bool]:
     """No row of the same item of the same sink is under a live claim (this one included)."""
     return ~sa.exists().where(
         _newer.c.sink == outbox.c.sink,
@@ -67,7 +68,7 @@ def _item_is_unclaimed(now: datetime) -> sa.ColumnElement[bool]:
     )
 
 
-def _no_erase_in_doubt(now: datetime) -> sa.ColumnElement[bool]:
+def _no_erase_in_doubt(now: Any) -> sa.ColumnElement[bool]:
     """No older erase tombstone of the item still waits for a write in doubt to land: a newer
     version is delivered after that time, so the erased copy can never be the last write."""
     return ~sa.exists().where(
@@ -80,7 +81,8 @@ def _no_erase_in_doubt(now: datetime) -> sa.ColumnElement[bool]:
     )
 
 
-def _due_filter(now: datetime) -> sa.ColumnElement[bool]:
+def _due_filter(now: Any) -> sa.ColumnElement[bool]:
+    """Due at ``now``: a time, or a parameter of a statement built once."""
     return sa.and_(
         outbox.c.delivered_at.is_(None),
         outbox.c.next_attempt_at <= now,
@@ -121,25 +123,49 @@ def claim(
     """
     _serialise_claims(conn, sink)
     now = resolve(conn, now)  # after the lock: the lease starts when the claim is made
-    ids_stmt = (
+    found = conn.execute(
+        _claimable(limit, by_namespace=namespaces is not None),
+        {"c_sink": sink, "c_now": now, "c_namespaces": list(namespaces or ())},
+    )
+    ids = [int(i) for i in found.scalars()]
+    if not ids:
+        return []
+    until = now + lease
+    conn.execute(_CLAIM, {"c_ids": ids, "c_by": claimant[:200], "c_until": until})
+    rows = list(conn.execute(_CLAIMED, {"c_ids": ids}))
+    generation = fence.generations(conn, sorted({r.namespace for r in rows}))
+    return [_item(r, generation[r.namespace]) for r in rows]
+
+
+@functools.lru_cache(maxsize=32)  # limits are a deployment's few settings
+def _claimable(limit: int, *, by_namespace: bool) -> sa.Select[Any]:
+    """:func:`claim`'s search, built once per limit (:mod:`worker.store.prebuilt`)."""
+    now = param(outbox.c.next_attempt_at, "c_now")
+    stmt = (
         sa.select(outbox.c.id)
-        .where(outbox.c.sink == sink, _due_filter(now), _item_is_unclaimed(now))
+        .where(outbox.c.sink == param(outbox.c.sink, "c_sink"), _due_filter(now))
+        .where(_item_is_unclaimed(now))
         .order_by(outbox.c.id)
         .limit(limit)
     )
-    if namespaces is not None:
-        ids_stmt = ids_stmt.where(outbox.c.namespace.in_(list(namespaces)))
-    ids = [int(i) for i in conn.execute(ids_stmt).scalars()]
-    if not ids:
-        return []
-    conn.execute(
-        sa.update(outbox)
-        .where(outbox.c.id.in_(ids))
-        .values(claimed_by=claimant[:200], claim_expires_at=now + lease)
+    if by_namespace:
+        names = param(outbox.c.namespace, "c_namespaces", expanding=True)
+        stmt = stmt.where(outbox.c.namespace.in_(names))
+    return stmt
+
+
+def _claimed_ids() -> Any:
+    return outbox.c.id.in_(param(outbox.c.id, "c_ids", expanding=True))
+
+
+_CLAIM: Final = (
+    sa.update(outbox)
+    .where(_claimed_ids())
+    .values(
+        claimed_by=param(outbox.c.claimed_by, "c_by"),
+        claim_expires_at=param(outbox.c.claim_expires_at, "c_until"),
     )
-    rows = list(conn.execute(_select_items().where(outbox.c.id.in_(ids)).order_by(outbox.c.id)))
-    generation = fence.generations(conn, sorted({r.namespace for r in rows}))
-    return [_item(r, generation[r.namespace]) for r in rows]
+)
 
 
 def release(conn: Connection, outbox_ids: Sequence[int]) -> None:
@@ -404,3 +430,7 @@ def lag(conn: Connection, *, now: datetime | None) -> dict[str, SinkLag]:
         age = max((now - oldest).total_seconds(), 0.0)
         result[sink] = SinkLag(pending=int(count), oldest_age_seconds=age)
     return result
+
+
+#: The rows :func:`claim` took, with their content (built once).
+_CLAIMED: Final = _select_items().where(_claimed_ids()).order_by(outbox.c.id)
