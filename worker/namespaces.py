@@ -71,6 +71,11 @@ def normalise_path(value: str) -> str:
     """
     if not isinstance(value, str):
         raise InvalidCandidate(f"path must be a string, got {type(value).__name__}")
+    return _normalise_path(value)
+
+
+@functools.lru_cache(maxsize=4096)  # a namespace's few paths, checked for every entry of a batch
+def _normalise_path(value: str) -> str:
     raw = value.strip()
     if not raw:
         raise InvalidCandidate("path/topic is empty")
