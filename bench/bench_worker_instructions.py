@@ -176,7 +176,7 @@ def _prepare_guards() -> None:
 
 def _callgrind(state: str) -> None:
     command = ["callgrind_control", "-i", state, str(os.getpid())]
-    subprocess.run(command, capture_output=True, check=True)
+    subprocess.run(command, capture_output=True, check=True, timeout=60)
 
 
 if __name__ == "__main__":

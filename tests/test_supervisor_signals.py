@@ -74,6 +74,32 @@ def test_a_ctrl_c_during_start_up_interrupts_the_step_under_way(tmp_path: Path) 
     assert not marker.exists()
 
 
+def test_a_second_ctrl_c_interrupts_when_the_first_was_swallowed(tmp_path: Path) -> None:
+    marker = tmp_path / "started"
+    done = _supervisor(
+        """
+        import time
+        with StopSignals() as signals:
+            try:
+                os.kill(os.getpid(), signal.SIGINT)
+                for _ in range(1000):
+                    pass
+            except BaseException:
+                pass  # the first is swallowed by a library
+            try:
+                os.kill(os.getpid(), signal.SIGINT)  # the user presses Ctrl-C again
+                time.sleep(30)
+            except KeyboardInterrupt:
+                print("interrupted")
+            sys.exit(supervise([child], signals=signals))
+        """,
+        marker,
+    )
+    assert done.returncode == 130, done.stderr.decode()
+    assert done.stdout.decode().strip() == "interrupted"
+    assert not marker.exists()
+
+
 def test_a_sigterm_during_start_up_lets_the_step_finish_and_starts_no_child(
     tmp_path: Path,
 ) -> None:

@@ -99,7 +99,7 @@ class StopSignals:
         if self.children:
             for proc in self.children:
                 self.tell(proc)
-        elif signum == signal.SIGINT and len(self.received) == 1:
+        elif signum == signal.SIGINT:
             raise KeyboardInterrupt  # start-up: stop the step under way (the record stays)
 
 
