@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from worker.hotpath.settings import CLIENT_FIELDS, ClientSettings
+from worker.queue_policy import QueuePolicy
 from worker.settings import Settings, load_settings
 from worker.slices import (
     ConsolidationSettings,
@@ -40,6 +41,12 @@ EDGE_ONLY = {"redis_url", "data_dir", "database_url", "files_dir", "metrics_port
 DERIVED = {
     "effective_database_url": {"database_url", "data_dir"},
     "effective_files_dir": {"files_dir", "data_dir"},
+    "queue_policy": {
+        "debounce_seconds",
+        "max_wait_seconds",
+        "max_pending_per_namespace",
+        "queue_shards",
+    },
 }
 
 #: Fields more than one layer reads, on purpose: the key prefix names queue keys and task
@@ -93,9 +100,10 @@ def test_a_field_in_several_slices_is_shared_on_purpose() -> None:
 def test_slices_are_frozen_copies_of_the_validated_values() -> None:
     settings = Settings(debounce_seconds=5, max_wait_seconds=60, key_prefix="chat")
     queue = settings.for_queue
-    assert (queue.debounce_seconds, queue.max_wait_seconds, queue.key_prefix) == (5.0, 60.0, "chat")
+    policy = queue.queue_policy
+    assert (policy.quiet, policy.max_wait, queue.key_prefix) == (5000, 60000, "chat")
     with pytest.raises(dataclasses.FrozenInstanceError):
-        queue.debounce_seconds = 1.0  # type: ignore[misc]
+        queue.queue_policy = QueuePolicy(quiet=1000, shards=1)  # type: ignore[misc]
     assert settings.for_queue == queue
 
 
@@ -116,7 +124,8 @@ def test_derived_attributes_reach_their_slices(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("variable", "value", "prop", "field", "expected"),
     [
-        ("MEMWORKER_DEBOUNCE_SECONDS", "7", "for_queue", "debounce_seconds", 7.0),
+        ("MEMWORKER_DEBOUNCE_SECONDS", "7", "for_queue", "queue_policy",
+         QueuePolicy(quiet=7000, shards=256)),
         ("MEMWORKER_CLAIM_LIMIT", "9", "for_queue", "claim_limit", 9),
         ("MEMWORKER_DATABASE_TIMEOUT_SECONDS", "12", "for_store", "database_timeout_seconds", 12.0),
         ("MEMWORKER_MODEL", "openai:m", "for_consolidation", "model", "openai:m"),

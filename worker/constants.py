@@ -66,12 +66,6 @@ EMBEDDED_REDIS_SOCKET_NAME: Final = "redis.sock"
 DEFAULT_KEY_PREFIX: Final = "mw"
 KEY_PREFIX_PATTERN: Final = r"^[A-Za-z0-9_\-]{1,32}$"
 
-#: The release's debounce policy (see ``Settings.debounce_seconds`` and the next two): what a
-#: client sends for the scripts to use until a worker has written the deployment's own.
-DEFAULT_DEBOUNCE_SECONDS: Final = 30.0
-DEFAULT_MAX_WAIT_SECONDS: Final = 300.0
-DEFAULT_MAX_PENDING_PER_NAMESPACE: Final = 10_000
-
 #: Default and bounds of the queue's shard count (see ``Settings.queue_shards``).
 DEFAULT_QUEUE_SHARDS: Final = 256
 MAX_QUEUE_SHARDS: Final = 1024

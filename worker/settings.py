@@ -11,8 +11,8 @@ names and types only: its values are always the validated ones of a :class:`Sett
 >>> s = Settings(redis_url="redis://127.0.0.1:6379/0", debounce_seconds=5)
 >>> s.debounce_seconds
 5.0
->>> s.for_queue.debounce_seconds
-5.0
+>>> s.for_queue.queue_policy.quiet
+5000
 """
 
 from __future__ import annotations
@@ -26,10 +26,7 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 
 from worker.constants import (
     DEFAULT_DATA_DIR,
-    DEFAULT_DEBOUNCE_SECONDS,
     DEFAULT_KEY_PREFIX,
-    DEFAULT_MAX_PENDING_PER_NAMESPACE,
-    DEFAULT_MAX_WAIT_SECONDS,
     DEFAULT_QUEUE_SHARDS,
     DEFAULT_SOCKET_TIMEOUT_SECONDS,
     EMBEDDED_REDIS_SOCKET_NAME,
@@ -42,6 +39,12 @@ from worker.constants import (
     MIN_TEXT_BYTES_LIMIT,
 )
 from worker.errors import ConfigurationError
+from worker.queue_policy import (
+    DEFAULT_MAX_PENDING,
+    DEFAULT_MAX_WAIT_MS,
+    DEFAULT_QUIET_MS,
+    QueuePolicy,
+)
 from worker.slices import (
     ConsolidationSettings,
     LaneSettings,
@@ -108,13 +111,13 @@ class Settings(BaseSettings):
         "workers refuse to start with a new count while the queue holds anything.",
     )
     debounce_seconds: Annotated[float, Field(gt=0)] = Field(
-        default=DEFAULT_DEBOUNCE_SECONDS,
+        default=DEFAULT_QUIET_MS / 1000,
         description="Quiet period: a namespace is due this long after its last candidate, so a "
         "burst of turns in one conversation becomes one batch. The workers' value rules: they "
         "write it into Redis at start.",
     )
     max_wait_seconds: Annotated[float, Field(gt=0)] = Field(
-        default=DEFAULT_MAX_WAIT_SECONDS,
+        default=DEFAULT_MAX_WAIT_MS / 1000,
         description="Cap on debouncing: a namespace is due at most this long after its first "
         "pending candidate, so a chatty user still gets consolidated. The workers' value rules "
         "(written into Redis at start).",
@@ -141,7 +144,7 @@ class Settings(BaseSettings):
         description="Most namespaces one sweep claims per shard.",
     )
     max_pending_per_namespace: Annotated[int, Field(ge=1)] = Field(
-        default=DEFAULT_MAX_PENDING_PER_NAMESPACE,
+        default=DEFAULT_MAX_PENDING,
         description="Backpressure: enqueue refuses (BacklogFull) past this many pending "
         "candidates in one namespace, so one runaway client cannot fill Redis. The workers' value "
         "rules (written into Redis at start).",
@@ -377,6 +380,17 @@ class Settings(BaseSettings):
     @property
     def effective_files_dir(self) -> Path:
         return self.files_dir or (self.data_dir / "files")
+
+    @property
+    def queue_policy(self) -> QueuePolicy:
+        """The debounce and backlog policy these settings give the queue (the workers write
+        it into Redis; see :mod:`worker.queue_policy`)."""
+        return QueuePolicy(
+            quiet=round(self.debounce_seconds * 1000),
+            max_wait=round(self.max_wait_seconds * 1000),
+            max_pending=self.max_pending_per_namespace,
+            shards=self.queue_shards,
+        )
 
     # --- slices: what the edge hands each layer ----------------------------------------------
     @property

@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from worker.queue_policy import QueuePolicy
+
 __all__ = [
     "ConsolidationSettings",
     "LaneSettings",
@@ -35,15 +37,15 @@ class QueueSettings:
     """The queue's slice: its keys, the debounce policy, leases, retries and batch sizes.
 
     >>> from worker.settings import Settings
-    >>> Settings(debounce_seconds=5).for_queue.debounce_seconds
-    5.0
+    >>> Settings(debounce_seconds=5).for_queue.queue_policy.quiet
+    5000
     """
 
     key_prefix: str
     queue_shards: int
-    debounce_seconds: float
-    max_wait_seconds: float
-    max_pending_per_namespace: int
+    #: The debounce and backlog policy (``debounce_seconds``, ``max_wait_seconds``,
+    #: ``max_pending_per_namespace`` and ``queue_shards``), as the scripts read it.
+    queue_policy: QueuePolicy
     lease_seconds: float
     max_attempts: int
     retry_backoff_seconds: float

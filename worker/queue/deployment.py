@@ -26,7 +26,6 @@ from worker.errors import QueueMisconfigured
 from worker.queue.connect import REDIS_FAILURES, RedisClient
 from worker.queue.failures import translate
 from worker.queue.keys import QueueLayout
-from worker.queue.policy import QueuePolicy
 from worker.queue.replies import s
 
 if TYPE_CHECKING:
@@ -128,7 +127,7 @@ def publish_policy(client: RedisClient, layout: QueueLayout, settings: QueueSett
     """Write the deployment's queue policy into every shard (one pipelined round trip),
     after :func:`check_shards`."""
     check_shards(client, layout)
-    items = QueuePolicy.of(settings).pairs()
+    items = settings.queue_policy.pairs()
     pipe = client.pipeline(transaction=False)
     for shard in range(layout.shards):
         pipe.hset(layout.policy(shard), items=items)

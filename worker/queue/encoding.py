@@ -17,7 +17,7 @@ True
 
 The call carries no clock, and no policy of the client's: only its shard count, checked
 against the workers', and the release's default policy, used only until a worker has written
-the deployment's (see :mod:`worker.queue.policy`). The script reads the server's ``TIME`` and
+the deployment's (see :mod:`worker.queue_policy`). The script reads the server's ``TIME`` and
 the deployment's policy (``<prefix>:{sN}:policy``), so a client's clock or settings change
 nothing about when a namespace becomes due. ``now`` exists only as a test hook.
 """
@@ -32,8 +32,8 @@ from worker.errors import BacklogFull, InvalidCandidate, MemworkerError, QueueMi
 from worker.metrics import count_enqueued
 from worker.queue.failures import translate
 from worker.queue.keys import QueueLayout
-from worker.queue.policy import QueuePolicy
 from worker.queue.scripts import SCRIPTS, Call, ScriptCallError, pack_bulk
+from worker.queue_policy import QueuePolicy
 
 if TYPE_CHECKING:
     from worker.models import Candidate
@@ -110,7 +110,7 @@ class EnqueueEncoder:
         self.layout = QueueLayout(settings.key_prefix, settings.queue_shards)
         # The parts of a packed call that never change, packed once: EVALSHA, sha, numkeys,
         # 5 KEYS, then ARGV: `now` (empty unless a test passes it), namespace, id, JSON, and in
-        # `_tail` the shard count and the release's default policy (see worker.queue.policy).
+        # `_tail` the shard count and the release's default policy (see worker.queue_policy).
         self._shards = settings.queue_shards
         self._defaults = QueuePolicy.defaults(settings.queue_shards).packed()
         sha = _ENQUEUE.sha.encode()

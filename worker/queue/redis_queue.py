@@ -54,7 +54,6 @@ from worker.queue.encoding import (
 )
 from worker.queue.failures import translate, where_of
 from worker.queue.keys import QueueLayout
-from worker.queue.policy import QueuePolicy
 from worker.queue.replies import claims_of, claims_of_shards, entries_of, s
 from worker.queue.scripts import SCRIPTS, Args, Call, LuaScript, Value, run_pipeline
 from worker.queue.stats import collect_stats, server_ms
@@ -91,7 +90,7 @@ class RedisQueue:
         self._where = where_of(redis)
         self._lease_ms = seconds_to_ms(settings.lease_seconds)
         #: The workers' policy, sent to the scripts that read it (used where Redis lost it).
-        self._policy = QueuePolicy.of(settings).packed()
+        self._policy = settings.queue_policy.packed()
         self._backoff_ms = seconds_to_ms(settings.retry_backoff_seconds)
         self._max_delay_ms = seconds_to_ms(MAX_RETRY_DELAY_SECONDS)
         # Where a bounded claim_due starts, so a small limit does not always favour shard 0.

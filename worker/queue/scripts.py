@@ -52,7 +52,7 @@ from redis.exceptions import AskError, MovedError, NoScriptError, TryAgainError
 from worker.errors import MemworkerError
 from worker.queue.connect import RedisClient
 from worker.queue.keys import QueueLayout
-from worker.queue.policy import QueuePolicy
+from worker.queue_policy import QueuePolicy
 
 #: One KEYS or ARGV value as sent: a string, an integer (ms, counts, tokens) or bytes.
 Arg = str | int | bytes
@@ -269,7 +269,7 @@ def _load_all() -> dict[str, LuaScript]:
 
 def check_policy_fields(lib: str) -> None:
     """Refuse (at load) a ``_lib.lua`` whose ``policy_of`` (its HMGET) or ``policy_fields``
-    lists other fields, or in another order, than :class:`~worker.queue.policy.QueuePolicy`
+    lists other fields, or in another order, than :class:`~worker.queue_policy.QueuePolicy`
     declares: scripts index the policy by position and take missing values in that order."""
     declared = tuple(f.name for f in fields(QueuePolicy))
     for where, pattern in (
