@@ -13,7 +13,7 @@ import pytest
 
 from worker.hotpath.settings import CLIENT_FIELDS, ClientSettings
 from worker.queue_policy import QueuePolicy
-from worker.settings import Settings, load_settings
+from worker.settings import QUEUE_POLICY_SETTINGS, Settings, load_settings
 from worker.slices import (
     ConsolidationSettings,
     LaneSettings,
@@ -41,12 +41,7 @@ EDGE_ONLY = {"redis_url", "data_dir", "database_url", "files_dir", "metrics_port
 DERIVED = {
     "effective_database_url": {"database_url", "data_dir"},
     "effective_files_dir": {"files_dir", "data_dir"},
-    "queue_policy": {
-        "debounce_seconds",
-        "max_wait_seconds",
-        "max_pending_per_namespace",
-        "queue_shards",
-    },
+    "queue_policy": {setting for setting, _ in QUEUE_POLICY_SETTINGS.values()},
 }
 
 #: Fields more than one layer reads, on purpose: the key prefix names queue keys and task
@@ -151,3 +146,17 @@ def test_the_client_slice_is_built_from_the_same_settings() -> None:
     client = ClientSettings.of(settings)
     assert (client.key_prefix, client.queue_shards) == ("chat", 8)
     assert (settings.for_queue.key_prefix, settings.for_queue.queue_shards) == ("chat", 8)
+
+
+def test_every_queue_policy_field_is_set_by_a_setting() -> None:
+    declared = {f.name for f in dataclasses.fields(QueuePolicy)}
+    assert set(QUEUE_POLICY_SETTINGS) == declared
+    for setting, _ in QUEUE_POLICY_SETTINGS.values():
+        assert setting in Settings.model_fields, setting
+
+
+def test_the_queue_policy_is_the_settings_values_in_its_units() -> None:
+    settings = Settings(debounce_seconds=2.5, max_wait_seconds=9, max_pending_per_namespace=7)
+    assert settings.queue_policy == QueuePolicy(
+        quiet=2500, max_wait=9000, max_pending=7, shards=256
+    )

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import fields
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, Final, TypeVar
 
 from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
@@ -56,6 +56,15 @@ from worker.slices import (
 )
 
 _Slice = TypeVar("_Slice")
+
+#: Each field of the queue policy (:class:`~worker.queue_policy.QueuePolicy`), from the setting
+#: that sets it and the factor to the policy's unit (seconds to ms; counts as they are).
+QUEUE_POLICY_SETTINGS: Final = {
+    "quiet": ("debounce_seconds", 1000),
+    "max_wait": ("max_wait_seconds", 1000),
+    "max_pending": ("max_pending_per_namespace", 1),
+    "shards": ("queue_shards", 1),
+}
 
 
 def _slice(kind: type[_Slice], settings: Settings) -> _Slice:
@@ -386,10 +395,10 @@ class Settings(BaseSettings):
         """The debounce and backlog policy these settings give the queue (the workers write
         it into Redis; see :mod:`worker.queue_policy`)."""
         return QueuePolicy(
-            quiet=round(self.debounce_seconds * 1000),
-            max_wait=round(self.max_wait_seconds * 1000),
-            max_pending=self.max_pending_per_namespace,
-            shards=self.queue_shards,
+            **{
+                field: round(getattr(self, setting) * factor)
+                for field, (setting, factor) in QUEUE_POLICY_SETTINGS.items()
+            }
         )
 
     # --- slices: what the edge hands each layer ----------------------------------------------
