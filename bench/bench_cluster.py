@@ -123,7 +123,7 @@ def run() -> list[str]:
         try:
             for c in contenders:  # connections, script caches, slot map
                 timed(c.enqueue, 100)
-                c.queue.publish_policy()
+                c.queue.admin.publish_policy()
             for _ in range(ROUNDS):
                 for c in contenders:
                     c.round()

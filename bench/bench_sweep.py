@@ -181,7 +181,7 @@ class Measure:
         return _median_ms(self._sweep, self._make_due)
 
     def status_ms(self) -> float:
-        return _median_ms(lambda: self.queue.stats(now=T0 + 1))
+        return _median_ms(lambda: self.queue.admin.stats(now=T0 + 1))
 
     def recount_ms(self) -> float:
         layout = self.queue.layout
@@ -224,7 +224,7 @@ def measure(namespaces: int, shards: int, config: tuple[str, ...] = ()) -> list[
             max_pending_per_namespace=1_000_000,
         )
         queue = RedisQueue(client, settings.for_queue)
-        queue.publish_policy()
+        queue.admin.publish_policy()
         filler = Filler(queue)
         m = Measure(queue, filler)
         filler.fill_to(SMALL)
@@ -237,7 +237,7 @@ def measure(namespaces: int, shards: int, config: tuple[str, ...] = ()) -> list[
         big = (m.sweep_ms(), m.status_ms())
         per_ns = (used_big - used_small) / (namespaces - SMALL)
         own_keys = _sample_bytes(client, queue)
-        stats = queue.stats(now=T0 + 1).scopes["user"]
+        stats = queue.admin.stats(now=T0 + 1).scopes["user"]
         acked_bytes, acked_keys = _acked_leftover(client, queue, filler)
         version = client.info("server")["redis_version"]
 

@@ -151,7 +151,7 @@ def test_sigkilled_workers_neither_lose_nor_duplicate_a_candidate(
     state_dir.mkdir()
     fleet = Fleet(settings_env(chaos_settings), state_dir, forked=True)
     queue = RedisQueue(chaos_redis.client(), chaos_settings.for_queue)
-    queue.publish_policy()  # the deployment's debounce, as its workers write it at start
+    queue.admin.publish_policy()  # the deployment's debounce, as its workers write it at start
     enqueued: dict[str, set[str]] = {_namespace(*t): set() for t in TARGETS}
     sent: list[tuple[tuple[str, str | None, str | None], str, str]] = []
     kills_by_mode: dict[str, int] = {}
@@ -258,7 +258,7 @@ def test_sigkilled_workers_neither_lose_nor_duplicate_a_candidate(
     outcomes = fleet.outcomes()
     audit = audit_store(str(chaos_settings.database_url))
     pending = pending_ids(queue, enqueued)
-    dead = queue.dead_letters()
+    dead = queue.admin.dead_letters()
     total = sum(len(ids) for ids in enqueued.values())
     waited_out = sum(fleet.stderr().count(s) for s in ("sweep failed", "interrupted", "failed:"))
     print(

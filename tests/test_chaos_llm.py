@@ -163,11 +163,11 @@ def test_a_misbehaving_model_is_rejected_dead_lettered_and_retried_after_the_fix
 
     assert outcomes == ["failed"] * (MAX_ATTEMPTS - 1) + ["dead"]
     assert audit_store(str(cfg.database_url)) == before
-    assert {c.id for _, c in world.queue.pending(f"user:{victim}")} == new
-    (dead,) = world.queue.dead_letters()
+    assert {c.id for _, c in world.queue.admin.pending(f"user:{victim}")} == new
+    (dead,) = world.queue.admin.dead_letters()
     assert (dead.namespace, dead.attempts, dead.pending) == (f"user:{victim}", MAX_ATTEMPTS, 2)
 
-    assert world.queue.retry_dead(f"user:{victim}", now=world.now)
+    assert world.queue.admin.retry_dead(f"user:{victim}", now=world.now)
     assert world.run(cooperative) == "committed"
     after = audit_store(str(cfg.database_url))
     assert sorted(after.ledger[f"user:{victim}"]) == sorted(
@@ -175,7 +175,7 @@ def test_a_misbehaving_model_is_rejected_dead_lettered_and_retried_after_the_fix
     )
     assert after.ledger[f"user:{other}"] == before.ledger[f"user:{other}"]
     assert after.active_texts[f"user:{other}"] == ["My cat is called Miso"]
-    assert world.queue.pending(f"user:{victim}") == []
+    assert world.queue.admin.pending(f"user:{victim}") == []
 
 
 @pytest.mark.parametrize("failure", list(PROVIDER_FAILURES))
@@ -193,8 +193,8 @@ def test_a_failing_model_provider_changes_nothing_and_is_retried_until_it_answer
 
     assert outcomes == ["failed"] * (MAX_ATTEMPTS * 3)
     assert audit_store(str(cfg.database_url)) == before
-    assert world.queue.dead_letters() == []
-    assert world.queue.namespace_state(f"user:{victim}").attempts == 0
+    assert world.queue.admin.dead_letters() == []
+    assert world.queue.admin.namespace_state(f"user:{victim}").attempts == 0
     assert world.run(cooperative) == "committed"  # the provider is back: no operator needed
     after = audit_store(str(cfg.database_url))
     assert sorted(after.ledger[f"user:{victim}"]) == sorted(

@@ -107,11 +107,11 @@ def test_a_connection_terminated_mid_commit_leaves_nothing_and_a_retry_commits_o
     assert ns not in audit.ledger
     assert ns not in audit.entry_candidates
     assert not [where for where in audit.file_versions if where[0] == ns]
-    assert {c.id for _, c in queue.pending(ns)} == ids
+    assert {c.id for _, c in queue.admin.pending(ns)} == ids
 
     (retry,) = queue.claim_due(now=time.time() + 2 * LATER)
     assert pipeline.consolidate(retry).outcome == "committed"
     audit = audit_store(pg_database_url)
     assert sorted(audit.ledger[ns]) == sorted(ids)
     assert sorted(audit.entry_candidates[ns]) == sorted(ids)
-    assert queue.pending(ns) == []
+    assert queue.admin.pending(ns) == []

@@ -99,7 +99,9 @@ def test_an_acknowledged_enqueue_survives_kill_9_of_redis_with_appendfsync_alway
         assert server_pid(url) != pid
         client = redis.Redis.from_url(url)
         queue = RedisQueue(client, Settings(redis_url=url, key_prefix=PREFIX).for_queue)
-        stored = {c.id for user in USERS for _, c in queue.pending(f"user:{user}", limit=10**6)}
+        stored = {
+            c.id for user in USERS for _, c in queue.admin.pending(f"user:{user}", limit=10**6)
+        }
         client.close()
     print(f"\nCHAOS redis: {len(acked)} acknowledged enqueues, {len(stored)} after restart")
     assert len(acked) >= BEFORE_KILL

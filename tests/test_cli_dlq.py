@@ -49,7 +49,7 @@ def test_dlq_retry_brings_the_batch_back_and_reconcile_merges_it(ops: Ops) -> No
 
     assert retried.code == 0
     assert merged.json()["namespaces"][0]["outcome"] == "committed"
-    assert ops.queue.namespace_state(ns).pending == 0
+    assert ops.queue.admin.namespace_state(ns).pending == 0
 
 
 def test_dlq_retry_of_a_healthy_namespace_exits_3(ops: Ops) -> None:
@@ -67,8 +67,8 @@ def test_dlq_drop_with_yes_deletes_the_pending_candidates(ops: Ops) -> None:
     ran = ops("dlq", "drop", ns, "--yes")
 
     assert ran.code == 0
-    assert ops.queue.namespace_state(ns).pending == 0
-    assert ops.queue.dead_letters() == []
+    assert ops.queue.admin.namespace_state(ns).pending == 0
+    assert ops.queue.admin.dead_letters() == []
 
 
 def test_dlq_drop_without_an_answer_or_yes_keeps_everything_and_exits_2(ops: Ops) -> None:
@@ -77,7 +77,7 @@ def test_dlq_drop_without_an_answer_or_yes_keeps_everything_and_exits_2(ops: Ops
     ran = ops("dlq", "drop", ns)
 
     assert ran.code == 2
-    assert ops.queue.namespace_state(ns).pending == 1
+    assert ops.queue.admin.namespace_state(ns).pending == 1
 
 
 def test_dlq_drop_of_a_healthy_namespace_exits_3(ops: Ops) -> None:
@@ -86,7 +86,7 @@ def test_dlq_drop_of_a_healthy_namespace_exits_3(ops: Ops) -> None:
     ran = ops("dlq", "drop", f"user:{ops.user}", "--yes")
 
     assert ran.code == 3
-    assert ops.queue.namespace_state(f"user:{ops.user}").pending == 1
+    assert ops.queue.admin.namespace_state(f"user:{ops.user}").pending == 1
 
 
 def test_dlq_with_a_malformed_namespace_exits_2(ops: Ops) -> None:

@@ -16,7 +16,7 @@ def test_dlq_retry_all_brings_every_dead_letter_back(ops: Ops) -> None:
 
     assert ran.code == 0, ran.err
     assert "3 namespace(s) back in the queue" in ran.out
-    assert all(not ops.queue.namespace_state(ns).dead for ns in dead)
+    assert all(not ops.queue.admin.namespace_state(ns).dead for ns in dead)
 
 
 def test_dlq_retry_all_with_an_error_filter_leaves_the_other_dead_letters(ops: Ops) -> None:
@@ -27,8 +27,8 @@ def test_dlq_retry_all_with_an_error_filter_leaves_the_other_dead_letters(ops: O
 
     assert ran.code == 0, ran.err
     assert "1 other dead letter(s) left" in ran.out
-    assert not ops.queue.namespace_state(outage).dead
-    assert ops.queue.namespace_state(poison).dead
+    assert not ops.queue.admin.namespace_state(outage).dead
+    assert ops.queue.admin.namespace_state(poison).dead
 
 
 def test_dlq_retry_needs_a_namespace_or_all(ops: Ops) -> None:

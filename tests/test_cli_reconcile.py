@@ -44,7 +44,7 @@ def test_reconcile_dry_run_changes_nothing_anywhere(ops: Ops) -> None:
     before = (
         ops.store.export_namespace(ns),
         ops.store.runs(namespace=ns),
-        ops.queue.namespace_state(ns),
+        ops.queue.admin.namespace_state(ns),
         ops.redis.zscore(layout.due(layout.shard(ns)), ns),
         ops.redis.hgetall(layout.meta(ns)),
         sorted(p.name for p in ops.files_dir.rglob("*")),
@@ -55,7 +55,7 @@ def test_reconcile_dry_run_changes_nothing_anywhere(ops: Ops) -> None:
     after = (
         ops.store.export_namespace(ns),
         ops.store.runs(namespace=ns),
-        ops.queue.namespace_state(ns),
+        ops.queue.admin.namespace_state(ns),
         ops.redis.zscore(layout.due(layout.shard(ns)), ns),
         ops.redis.hgetall(layout.meta(ns)),
         sorted(p.name for p in ops.files_dir.rglob("*")),
@@ -128,7 +128,7 @@ def test_reconcile_refuses_a_malformed_since_in_one_line(ops: Ops, since: str) -
     assert ran.code == 2
     assert len(ran.err.strip().splitlines()) == 1
     assert "e.g. 30m, 6h, 2d" in ran.err or "positive duration" in ran.err
-    assert ops.queue.namespace_state(f"user:{ops.user}").pending == 1
+    assert ops.queue.admin.namespace_state(f"user:{ops.user}").pending == 1
 
 
 @pytest.mark.parametrize("since", ["99999999w", "521w", "3641d", "87361h", "9" * 5000 + "s"])
@@ -144,7 +144,7 @@ def test_reconcile_refuses_a_since_beyond_the_allowed_range_in_one_line(
     assert "--since" in ran.err
     assert "out of range: give 1s to 520w" in ran.err
     assert "Traceback" not in ran.out + ran.err
-    assert ops.queue.namespace_state(f"user:{ops.user}").pending == 1
+    assert ops.queue.admin.namespace_state(f"user:{ops.user}").pending == 1
 
 
 def test_reconcile_since_takes_the_longest_allowed_duration(ops: Ops) -> None:

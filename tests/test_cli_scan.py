@@ -48,7 +48,7 @@ def test_scan_of_one_user_queues_that_users_conversations_only_and_marks_them_du
     assert ran.code == 0, ran.err
     assert list(report["namespaces"]) == [f"user:{alice}"]
     assert report["namespaces"][f"user:{alice}"] >= 1
-    assert ops.queue.namespace_state(f"user:{alice}").pending >= 1
+    assert ops.queue.admin.namespace_state(f"user:{alice}").pending >= 1
 
 
 @pytest.mark.langgraph

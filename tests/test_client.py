@@ -56,7 +56,7 @@ def test_enqueue_returns_the_id_of_the_queued_candidate(
 ) -> None:
     candidate_id = client.enqueue(user_id="u1", trace_id="req-1", text="I prefer tea")
 
-    assert [c.id for _, c in queue.pending("user:u1")] == [candidate_id]
+    assert [c.id for _, c in queue.admin.pending("user:u1")] == [candidate_id]
 
 
 def test_enqueue_stores_every_argument_on_the_candidate(
@@ -74,7 +74,7 @@ def test_enqueue_stores_every_argument_on_the_candidate(
         source="tool",
     )
 
-    ((_, c),) = queue.pending("user:u1:bot")
+    ((_, c),) = queue.admin.pending("user:u1:bot")
     assert (c.user_id, c.trace_id, c.thread_id, c.text, c.path, c.key, c.source) == (
         "u1",
         "req-1",
@@ -100,19 +100,19 @@ def test_agent_scope_queues_in_the_assistants_namespace(
         user_id="u1", trace_id="t", text="Office closes at 6", scope="agent", assistant_id="bot"
     )
 
-    assert len(queue.pending("agent:bot")) == 1
+    assert len(queue.admin.pending("agent:bot")) == 1
 
 
 def test_org_scope_is_refused_on_the_hot_path(client: MemoryClient, queue: RedisQueue) -> None:
     with pytest.raises(InvalidCandidate, match="read-only for the hot path"):
         client.enqueue(user_id="u1", trace_id="t", text="x", scope="org")
-    assert list(queue.namespaces()) == []
+    assert list(queue.admin.namespaces()) == []
 
 
 def test_an_invalid_candidate_sends_nothing(client: MemoryClient, queue: RedisQueue) -> None:
     with pytest.raises(InvalidCandidate, match="user_id"):
         client.enqueue(user_id="../etc", trace_id="t", text="x")
-    assert list(queue.namespaces()) == []
+    assert list(queue.admin.namespaces()) == []
 
 
 def test_the_text_limit_comes_from_the_settings(settings: Settings) -> None:
@@ -132,8 +132,8 @@ def test_enqueue_many_returns_ids_in_order(client: MemoryClient, queue: RedisQue
         ]
     )
 
-    assert [c.id for _, c in queue.pending("user:u1")] == [ids[0], ids[2]]
-    assert [c.id for _, c in queue.pending("user:u2")] == [ids[1]]
+    assert [c.id for _, c in queue.admin.pending("user:u1")] == [ids[0], ids[2]]
+    assert [c.id for _, c in queue.admin.pending("user:u2")] == [ids[1]]
 
 
 def test_enqueue_many_with_one_invalid_item_sends_nothing(
@@ -146,7 +146,7 @@ def test_enqueue_many_with_one_invalid_item_sends_nothing(
                 {"user_id": "u1", "trace_id": "t", "text": "   "},
             ]
         )
-    assert list(queue.namespaces()) == []
+    assert list(queue.admin.namespaces()) == []
 
 
 def test_enqueue_many_of_nothing_returns_nothing(client: MemoryClient) -> None:
@@ -221,7 +221,7 @@ def test_an_unknown_keyword_is_refused_naming_it_and_sends_nothing(
 ) -> None:
     with pytest.raises(InvalidCandidate, match=r"unknown enqueue field\(s\) 'user'"):
         client.enqueue(user="u1", trace_id="t", text="x")  # type: ignore[call-arg]
-    assert list(queue.namespaces()) == []
+    assert list(queue.admin.namespaces()) == []
 
 
 def test_a_keyword_named_self_is_refused_as_an_unknown_field(
@@ -232,7 +232,7 @@ def test_a_keyword_named_self_is_refused_as_an_unknown_field(
     fields: dict[str, Any] = {"user_id": "u1", "trace_id": "t", "text": "x", "self": 1}
     with pytest.raises(InvalidCandidate, match=r"unknown enqueue field\(s\) 'self'"):
         client.enqueue(**fields)
-    assert list(queue.namespaces()) == []
+    assert list(queue.admin.namespaces()) == []
 
 
 def test_a_missing_required_keyword_is_refused_naming_it(client: MemoryClient) -> None:
@@ -252,7 +252,7 @@ def test_enqueue_many_refuses_an_item_with_an_unknown_field(
         client.enqueue_many(
             [{"user_id": "u1", "trace_id": "t", "text": "x", "now": 0}]  # type: ignore[typeddict-unknown-key]
         )
-    assert list(queue.namespaces()) == []
+    assert list(queue.admin.namespaces()) == []
 
 
 def test_enqueue_many_refuses_an_item_that_is_not_a_dict(client: MemoryClient) -> None:
@@ -275,7 +275,7 @@ def test_enqueue_many_names_the_index_of_its_one_bad_item_and_sends_nothing(
 
     with pytest.raises(InvalidCandidate, match=r"^enqueue_many item 2: text is empty"):
         client.enqueue_many(items)
-    assert list(queue.namespaces()) == []
+    assert list(queue.admin.namespaces()) == []
 
 
 # --- settings: the deployment's, from the edge -------------------------------------------
@@ -301,7 +301,7 @@ def test_without_arguments_the_client_reads_the_deployments_environment(
     with MemoryClient() as client:
         cid = client.enqueue(user_id="u1", trace_id="t1", text="I prefer tea")
 
-    assert [c.id for _, c in queue.pending("user:u1")] == [cid]
+    assert [c.id for _, c in queue.admin.pending("user:u1")] == [cid]
 
 
 def test_without_a_url_the_client_finds_the_embedded_server_of_memworker_data_dir(

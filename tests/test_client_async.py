@@ -35,7 +35,7 @@ async def test_async_enqueue_returns_the_id_of_the_queued_candidate(
 ) -> None:
     candidate_id = await client.enqueue(user_id="u1", trace_id="req-1", text="I prefer tea")
 
-    assert [c.id for _, c in queue.pending("user:u1")] == [candidate_id]
+    assert [c.id for _, c in queue.admin.pending("user:u1")] == [candidate_id]
 
 
 async def test_async_enqueue_many_returns_ids_in_order(
@@ -48,13 +48,13 @@ async def test_async_enqueue_many_returns_ids_in_order(
         ]
     )
 
-    assert [c.id for _, c in queue.pending("user:u1")] == ids
+    assert [c.id for _, c in queue.admin.pending("user:u1")] == ids
 
 
 async def test_async_org_scope_is_refused(client: AsyncMemoryClient, queue: RedisQueue) -> None:
     with pytest.raises(InvalidCandidate, match="read-only for the hot path"):
         await client.enqueue(user_id="u1", trace_id="t", text="x", scope="org")
-    assert list(queue.namespaces()) == []
+    assert list(queue.admin.namespaces()) == []
 
 
 async def test_async_full_backlog_raises_backlog_full(
@@ -93,7 +93,7 @@ async def test_async_enqueue_refuses_an_unknown_keyword_naming_it(
 ) -> None:
     with pytest.raises(InvalidCandidate, match=r"unknown enqueue field\(s\) 'topics'"):
         await client.enqueue(user_id="u1", trace_id="t", text="x", topics="a")  # type: ignore[call-arg]
-    assert list(queue.namespaces()) == []
+    assert list(queue.admin.namespaces()) == []
 
 
 async def test_async_enqueue_refuses_a_keyword_named_self_naming_it(
@@ -102,7 +102,7 @@ async def test_async_enqueue_refuses_a_keyword_named_self_naming_it(
     fields: dict[str, Any] = {"user_id": "u1", "trace_id": "t", "text": "x", "self": 1}
     with pytest.raises(InvalidCandidate, match=r"unknown enqueue field\(s\) 'self'"):
         await client.enqueue(**fields)
-    assert list(queue.namespaces()) == []
+    assert list(queue.admin.namespaces()) == []
 
 
 async def test_async_enqueue_stores_every_argument_on_the_candidate(
@@ -121,7 +121,7 @@ async def test_async_enqueue_stores_every_argument_on_the_candidate(
         source="middleware",
     )
 
-    ((_, c),) = queue.pending("user:u1:bot")
+    ((_, c),) = queue.admin.pending("user:u1:bot")
     assert (c.kind.value, c.path, c.key, c.thread_id, c.source) == (
         "turn",
         "/memories/preferences.md",
@@ -144,7 +144,7 @@ async def test_async_client_without_arguments_reads_the_deployments_environment(
     async with AsyncMemoryClient() as client:
         cid = await client.enqueue(user_id="u1", trace_id="t1", text="I prefer tea")
 
-    assert [c.id for _, c in queue.pending("user:u1")] == [cid]
+    assert [c.id for _, c in queue.admin.pending("user:u1")] == [cid]
 
 
 async def test_async_enqueue_many_names_the_index_of_its_bad_item(
@@ -157,4 +157,4 @@ async def test_async_enqueue_many_names_the_index_of_its_bad_item(
                 {"user_id": "u1", "trace_id": "", "text": "I prefer jazz"},
             ]
         )
-    assert list(queue.namespaces()) == []
+    assert list(queue.admin.namespaces()) == []

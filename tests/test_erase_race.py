@@ -200,7 +200,9 @@ def test_forget_checks_for_a_worker_at_the_moment_of_the_erase_not_before(ops: O
     done = erase(ops.queue, ops.store, ops.runtime().sinks, target.keys, now=_utc_now())
 
     assert done.busy == [ns]
-    assert [c.text for _, c in ops.queue.pending(ns)] == [SECRET]  # left whole, not half-erased
+    assert [c.text for _, c in ops.queue.admin.pending(ns)] == [
+        SECRET
+    ]  # left whole, not half-erased
 
 
 def test_an_ack_from_before_the_erase_cannot_trim_a_batch_claimed_after_it(ops: Ops) -> None:
@@ -216,7 +218,7 @@ def test_an_ack_from_before_the_erase_cannot_trim_a_batch_claimed_after_it(ops: 
 
     assert acked is False
     assert successor.token > zombie.token
-    assert [c.text for _, c in ops.queue.pending(ns)] == ["I prefer short answers"]
+    assert [c.text for _, c in ops.queue.admin.pending(ns)] == ["I prefer short answers"]
 
 
 def test_a_redelivered_batch_of_an_erased_user_writes_nothing(ops: Ops) -> None:

@@ -132,8 +132,8 @@ def test_no_entry_ever_appears_outside_its_namespace(
             now += 3600
             if not consolidate_due():
                 break
-        for dead in queue.dead_letters():
-            queue.retry_dead(dead.namespace, now=now)
+        for dead in queue.admin.dead_letters():
+            queue.admin.retry_dead(dead.namespace, now=now)
         consolidate_due()
 
         audit = audit_store(str(cfg.database_url))

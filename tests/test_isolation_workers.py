@@ -96,7 +96,7 @@ def test_eight_workers_with_zombies_keep_versions_sequential_and_merge_each_cand
         f"\nCHAOS fleet: workers={WORKERS} candidates={CANDIDATES} "
         f"took={time.monotonic() - started:.1f}s outcomes={dict(outcomes)}"
     )
-    assert queue.dead_letters() == []
+    assert queue.admin.dead_letters() == []
     assert version_problems(audit) == []
     for ns, ids in enqueued.items():
         assert duplicates(audit.ledger[ns]) == {}

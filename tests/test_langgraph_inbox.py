@@ -84,7 +84,7 @@ def test_inbox_items_are_merged_once_deduplicated_and_removed_after_the_merge(
     _agent_writes(langgraph_client, user, "/memories/inbox/2026-02-01-t-2.md", "- likes jazz\n")
 
     first = _scan(queue, store, cfg, "scan-1")
-    queued = [c for _, c in queue.pending(namespace)]
+    queued = [c for _, c in queue.admin.pending(namespace)]
     again = _scan(queue, store, cfg, "scan-2")  # before the merge: nothing new, nothing removed
     _merge(queue, store, cfg, namespace)
     after = _scan(queue, store, cfg, "scan-3")
@@ -117,7 +117,7 @@ def test_an_inbox_item_the_agent_rewrote_before_removal_is_read_again_not_remove
     rescan = _scan(queue, store, cfg, "scan-2")
 
     assert (rescan.inbox, rescan.inbox_removed) == (1, 0)
-    assert [c.text for _, c in queue.pending(namespace)] == ["likes opera"]
+    assert [c.text for _, c in queue.admin.pending(namespace)] == ["likes opera"]
 
 
 def test_a_scanned_exchange_and_its_live_capture_are_one_candidate_of_the_assistant(
@@ -145,7 +145,7 @@ def test_a_scanned_exchange_and_its_live_capture_are_one_candidate_of_the_assist
     namespace = f"user:{user}:capture_bot"
 
     scan = _scan(queue, store, cfg, "scan-1")
-    pending = [c for _, c in queue.pending(namespace)]
+    pending = [c for _, c in queue.admin.pending(namespace)]
     _merge(queue, store, cfg, namespace)
 
     assert list(scan.by_namespace) == [namespace]
@@ -173,4 +173,4 @@ def test_forget_removes_what_the_agents_wrote_to_the_users_inbox(
     _scan(queue, store, cfg, "t-after-erase")
 
     assert langgraph_client.store.search_items(list(store_ns))["items"] == []
-    assert queue.namespace_state(namespace).pending == 0  # nothing of the user is read back
+    assert queue.admin.namespace_state(namespace).pending == 0  # nothing of the user is read back

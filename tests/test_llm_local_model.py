@@ -270,9 +270,9 @@ def test_through_the_worker_settings_only_a_valid_plan_is_committed(
     assert all(SECRET not in text and guards.violation(text) is None for text in active)
     if outcome == "committed":
         assert sorted(audit.ledger[f"user:{user}"]) == sorted(c.id for c in batch)
-        assert queue.pending(f"user:{user}") == []
+        assert queue.admin.pending(f"user:{user}") == []
     else:
         assert outcome == "failed"
         assert active == []
         assert f"user:{user}" not in audit.ledger
-        assert {c.id for _, c in queue.pending(f"user:{user}")} == {c.id for c in batch}
+        assert {c.id for _, c in queue.admin.pending(f"user:{user}")} == {c.id for c in batch}

@@ -213,7 +213,7 @@ def test_a_worker_side_enqueue_refused_with_backlog_full_is_not_counted(
     queue = RedisQueue(
         redis_client, settings.model_copy(update={"max_pending_per_namespace": 1}).for_queue
     )
-    queue.publish_policy()
+    queue.admin.publish_policy()
     queue.enqueue(make_candidate(user_id="u1", trace_id="t", text="one"), now=T0)
     before = enqueued()
 

@@ -236,7 +236,7 @@ def test_a_ten_minute_database_outage_dead_letters_nothing_and_heals_by_itself(
     for step in range(60):
         for claim in queue.claim_due(now=start + 10 * step):
             outcomes.append(pipeline.consolidate(claim).outcome)
-    states = [queue.namespace_state(f"user:{u}") for u in users]
+    states = [queue.admin.namespace_state(f"user:{u}") for u in users]
     proxy.start()
     healed = [pipeline.consolidate(c).outcome for c in queue.claim_due(now=start + 601 + 3600)]
     store.dispose()
@@ -245,4 +245,4 @@ def test_a_ten_minute_database_outage_dead_letters_nothing_and_heals_by_itself(
     assert {(s.dead, s.attempts) for s in states} == {(False, 0)}
     assert healed == ["committed"] * 3
     assert [direct_store.load_state(f"user:{u}").version for u in users] == [1, 1, 1]
-    assert queue.dead_letters() == []
+    assert queue.admin.dead_letters() == []

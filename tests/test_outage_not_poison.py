@@ -51,7 +51,7 @@ def test_a_model_provider_outage_never_dead_letters_the_batch(
         redis_client, settings, sqlite_store, ModelUnavailable("provider answered 503")
     )
 
-    state = queue.namespace_state(ns)
+    state = queue.admin.namespace_state(ns)
     assert (state.dead, state.attempts, state.pending) == (False, 0, 1)
     assert "503" in (state.last_error or "")
 
@@ -63,5 +63,5 @@ def test_a_failing_consolidation_is_dead_lettered_after_max_attempts(
         redis_client, settings, sqlite_store, ConsolidatorError("the plan made no sense")
     )
 
-    state = queue.namespace_state(ns)
+    state = queue.admin.namespace_state(ns)
     assert (state.dead, state.attempts) == (True, settings.max_attempts)

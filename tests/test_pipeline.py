@@ -119,7 +119,7 @@ def test_a_claimed_batch_is_committed_once_and_acknowledged(
     result = pipeline_with(queue, store, settings).consolidate(claim)
     assert result.outcome == "committed"
     assert ledger_ids(store, ns) == sorted(ids)
-    assert queue.pending(ns) == []
+    assert queue.admin.pending(ns) == []
     assert "Lisbon" in store.current_files(ns)["/memories/facts.md"]
 
 
@@ -132,7 +132,7 @@ def test_a_consolidator_failure_leaves_every_candidate_pending_and_counts_the_at
     result = pipeline_with(queue, store, settings, ExplodingConsolidator()).consolidate(claim)
     assert result.outcome == "failed"
     assert "timed out" in (result.error or "")
-    assert [c.id for _, c in queue.pending(ns)] == ids
+    assert [c.id for _, c in queue.admin.pending(ns)] == ids
     assert ledger_ids(store, ns) == []
     assert version_count(store, ns) == 0
     assert queue.claim_namespace(ns) is not None  # released for the retry
@@ -149,8 +149,8 @@ def test_an_invalid_plan_is_rejected_and_dead_lettered_after_max_attempts(
         assert claim is not None
         outcomes.append(pipeline.consolidate(claim).outcome)
     assert outcomes == ["failed"] * (settings.max_attempts - 1) + ["dead"]
-    assert [d.namespace for d in queue.dead_letters()] == [ns]
-    assert [c.id for _, c in queue.pending(ns)] == ids
+    assert [d.namespace for d in queue.admin.dead_letters()] == [ns]
+    assert [c.id for _, c in queue.admin.pending(ns)] == ids
     assert version_count(store, ns) == 0
 
 
@@ -173,7 +173,7 @@ def test_a_database_error_inside_the_transaction_writes_nothing(
     assert result.outcome == "failed"
     assert version_count(store, ns) == 0
     assert store.current_files(ns) == {}
-    assert [c.id for _, c in queue.pending(ns)] == ids
+    assert [c.id for _, c in queue.admin.pending(ns)] == ids
     retry = queue.claim_namespace(ns, now=time.time() + 10_000)
     assert retry is not None
     assert pipeline_with(queue, store, settings).consolidate(retry).outcome == "committed"
@@ -208,7 +208,7 @@ def test_a_batch_committed_but_not_acknowledged_is_not_merged_twice(
     assert result.skipped == len(ids)
     assert version_count(store, ns) == versions
     assert ledger_ids(store, ns) == sorted(ids)
-    assert queue.pending(ns) == []
+    assert queue.admin.pending(ns) == []
 
 
 def test_a_zombie_worker_whose_lease_was_taken_over_cannot_duplicate_the_batch(
@@ -222,10 +222,10 @@ def test_a_zombie_worker_whose_lease_was_taken_over_cannot_duplicate_the_batch(
     assert successor.token > zombie.token
     pipeline = pipeline_with(queue, store, settings)
     assert pipeline.consolidate(zombie).outcome == "committed"
-    assert queue.pending(ns) != []  # the zombie's ack was refused: its token is stale
+    assert queue.admin.pending(ns) != []  # the zombie's ack was refused: its token is stale
     assert pipeline.consolidate(successor).outcome == "nothing_new"
     assert ledger_ids(store, ns) == sorted(ids)
-    assert queue.pending(ns) == []
+    assert queue.admin.pending(ns) == []
 
 
 class BarrierConsolidator(RulesConsolidator):
@@ -292,7 +292,7 @@ def test_a_preview_changes_nothing_and_leaves_the_batch_unclaimed(
     assert [f.path for f in result.files] == ["/memories/preferences.md"]
     assert version_count(store, ns) == 0
     assert ledger_ids(store, ns) == []
-    assert [c.id for _, c in queue.pending(ns)] == ids
+    assert [c.id for _, c in queue.admin.pending(ns)] == ids
     assert queue.claim_namespace(ns) is not None  # no lease was taken
 
 

@@ -69,8 +69,8 @@ def test_claim_namespace_leaves_other_namespaces_alone(queue: RedisQueue) -> Non
 def test_purge_namespace_erases_the_pending_candidates(queue: RedisQueue) -> None:
     queue.enqueue_many([candidate("one"), candidate("two")], now=T0)
 
-    assert queue.purge_namespace("user:u1") == 2
-    assert queue.pending("user:u1") == []
+    assert queue.admin.purge_namespace("user:u1") == 2
+    assert queue.admin.pending("user:u1") == []
     assert queue.claim_due(now=T0 + 1000) == []
 
 
@@ -78,18 +78,18 @@ def test_purge_namespace_forgets_the_namespace(queue: RedisQueue) -> None:
     queue.enqueue(candidate(user="u1"), now=T0)
     queue.enqueue(candidate(user="u2"), now=T0)
 
-    queue.purge_namespace("user:u1")
+    queue.admin.purge_namespace("user:u1")
 
-    assert list(queue.namespaces()) == ["user:u2"]
+    assert list(queue.admin.namespaces()) == ["user:u2"]
 
 
 def test_purge_namespace_leaves_other_users_alone(queue: RedisQueue) -> None:
     queue.enqueue(candidate("mine", user="u1"), now=T0)
     queue.enqueue(candidate("theirs", user="u2"), now=T0)
 
-    queue.purge_namespace("user:u1")
+    queue.admin.purge_namespace("user:u1")
 
-    assert [c.text for _, c in queue.pending("user:u2")] == ["theirs"]
+    assert [c.text for _, c in queue.admin.pending("user:u2")] == ["theirs"]
 
 
 def test_namespaces_lists_every_known_namespace_once(queue: RedisQueue) -> None:
@@ -98,7 +98,7 @@ def test_namespaces_lists_every_known_namespace_once(queue: RedisQueue) -> None:
     queue.enqueue(candidate(user="u1", assistant_id="bot"), now=T0)
     queue.enqueue(candidate(scope="agent", assistant_id="bot"), now=T0)
 
-    assert sorted(queue.namespaces()) == ["agent:bot", "user:u1", "user:u1:bot"]
+    assert sorted(queue.admin.namespaces()) == ["agent:bot", "user:u1", "user:u1:bot"]
 
 
 def test_enqueue_refuses_past_the_pending_limit(
@@ -107,24 +107,24 @@ def test_enqueue_refuses_past_the_pending_limit(
     queue = RedisQueue(
         redis_client, settings.model_copy(update={"max_pending_per_namespace": 2}).for_queue
     )
-    queue.publish_policy()
+    queue.admin.publish_policy()
     queue.enqueue_many([candidate("one"), candidate("two")], now=T0)
 
     with pytest.raises(BacklogFull, match=r"user:u1 already has 2 pending candidates \(limit 2\)"):
         queue.enqueue(candidate("three"), now=T0)
-    assert len(queue.pending("user:u1")) == 2
+    assert len(queue.admin.pending("user:u1")) == 2
 
 
 def test_the_pending_limit_is_per_namespace(redis_client: redis.Redis, settings: Settings) -> None:
     queue = RedisQueue(
         redis_client, settings.model_copy(update={"max_pending_per_namespace": 1}).for_queue
     )
-    queue.publish_policy()
+    queue.admin.publish_policy()
     queue.enqueue(candidate(user="u1"), now=T0)
 
     queue.enqueue(candidate(user="u2"), now=T0)
 
-    assert len(queue.pending("user:u2")) == 1
+    assert len(queue.admin.pending("user:u2")) == 1
 
 
 def test_enqueue_many_refuses_only_the_full_namespace(
@@ -133,25 +133,25 @@ def test_enqueue_many_refuses_only_the_full_namespace(
     queue = RedisQueue(
         redis_client, settings.model_copy(update={"max_pending_per_namespace": 1}).for_queue
     )
-    queue.publish_policy()
+    queue.admin.publish_policy()
     queue.enqueue(candidate(user="u1"), now=T0)
 
     with pytest.raises(BacklogFull):
         queue.enqueue_many([candidate(user="u1"), candidate(user="u2")], now=T0)
-    assert len(queue.pending("user:u2")) == 1
+    assert len(queue.admin.pending("user:u2")) == 1
 
 
 def test_pending_lists_candidates_oldest_first_with_a_limit(queue: RedisQueue) -> None:
     queue.enqueue_many([candidate(f"fact {i}") for i in range(5)], now=T0)
 
-    assert [c.text for _, c in queue.pending("user:u1", limit=2)] == ["fact 0", "fact 1"]
+    assert [c.text for _, c in queue.admin.pending("user:u1", limit=2)] == ["fact 0", "fact 1"]
 
 
 def test_stats_count_pending_candidates_per_scope(queue: RedisQueue) -> None:
     queue.enqueue_many([candidate("a"), candidate("b", user="u2")], now=T0)
     queue.enqueue(candidate(scope="agent", assistant_id="bot"), now=T0)
 
-    stats = queue.stats(now=T0)
+    stats = queue.admin.stats(now=T0)
 
     assert {scope: s.pending for scope, s in stats.scopes.items()} == {"agent": 1, "user": 2}
 
@@ -167,7 +167,7 @@ def test_stats_tell_waiting_due_leased_and_dead_namespaces_apart(queue: RedisQue
     queue.enqueue(candidate(user="due"), now=T0 + 50)
     queue.enqueue(candidate(user="waiting"), now=T0 + 90)
 
-    user = queue.stats(now=T0 + 100).scopes["user"]
+    user = queue.admin.stats(now=T0 + 100).scopes["user"]
 
     assert (user.waiting, user.due, user.leased, user.dead) == (1, 1, 1, 1)
 
@@ -176,11 +176,11 @@ def test_stats_report_the_age_of_the_oldest_pending_candidate(queue: RedisQueue)
     queue.enqueue(candidate(user="u1"), now=T0)
     queue.enqueue(candidate(user="u2"), now=T0 + 50)
 
-    assert queue.stats(now=T0 + 100).total.oldest_pending_age == 100.0
+    assert queue.admin.stats(now=T0 + 100).total.oldest_pending_age == 100.0
 
 
 def test_stats_of_an_empty_queue_are_empty(queue: RedisQueue) -> None:
-    stats = queue.stats(now=T0)
+    stats = queue.admin.stats(now=T0)
 
     assert (stats.scopes, stats.total.pending, stats.total.oldest_pending_age) == ({}, 0, None)
 
@@ -191,7 +191,7 @@ def test_acked_candidates_leave_the_pending_count(queue: RedisQueue) -> None:
     queue.enqueue(candidate("c"), now=T0 + 31)
     queue.ack(claim, now=T0 + 32)
 
-    assert queue.stats(now=T0 + 32).total.pending == 1
+    assert queue.admin.stats(now=T0 + 32).total.pending == 1
 
 
 def test_read_batch_refuses_an_entry_of_another_namespace(

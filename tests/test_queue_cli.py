@@ -55,7 +55,7 @@ def test_enqueue_prints_the_id_of_the_queued_candidate(
 ) -> None:
     code, out, _ = invoke(app, env, "enqueue", "--user", "u1", "--trace", "t-1", "I prefer tea")
 
-    ((_, candidate),) = queue.pending("user:u1")
+    ((_, candidate),) = queue.admin.pending("user:u1")
     assert (code, out.strip()) == (0, candidate.id)
     assert (candidate.trace_id, candidate.source) == ("t-1", "cli")
 
@@ -65,7 +65,7 @@ def test_enqueue_without_a_trace_id_generates_and_prints_one(
 ) -> None:
     code, _, err = invoke(app, env, "enqueue", "--user", "u1", "I prefer tea")
 
-    ((_, candidate),) = queue.pending("user:u1")
+    ((_, candidate),) = queue.admin.pending("user:u1")
     assert code == 0
     assert f"trace id: {candidate.trace_id}" in err
 
@@ -78,7 +78,7 @@ def test_enqueue_passes_every_option_on(
         "--kind", "forget", "--topic", "preferences", "--key", "preference.drink", "tea",
     )  # fmt: skip
 
-    ((_, c),) = queue.pending("user:u1:bot")
+    ((_, c),) = queue.admin.pending("user:u1:bot")
     assert (c.kind.value, c.path, c.key, c.thread_id) == (
         "forget",
         "/memories/preferences.md",

@@ -157,7 +157,7 @@ def test_a_bounded_claim_before_anything_is_due_runs_on_no_shard(
 
     assert queue.claim_due(now=T0 + 29, limit=4) == []
     # The claim script creates a shard's epoch on its first run: none ran.
-    assert set(queue.epochs().values()) == {None}
+    assert set(queue.admin.epochs().values()) == {None}
 
 
 def test_a_bounded_claim_takes_an_expired_lease_in_a_shard_with_nothing_due(

@@ -72,7 +72,7 @@ def test_the_backoff_is_capped_at_an_hour(redis_client: redis.Redis, settings: S
 def test_a_batch_is_dead_lettered_after_max_attempts(queue: RedisQueue) -> None:
     fail_until_dead(queue)
 
-    (dead,) = queue.dead_letters()
+    (dead,) = queue.admin.dead_letters()
     assert (dead.namespace, dead.attempts, dead.last_error, dead.pending) == (
         "user:u1",
         3,
@@ -84,7 +84,7 @@ def test_a_batch_is_dead_lettered_after_max_attempts(queue: RedisQueue) -> None:
 def test_a_dead_lettered_batch_keeps_its_candidates(queue: RedisQueue) -> None:
     fail_until_dead(queue)
 
-    assert [c.text for _, c in queue.pending("user:u1")] == ["I prefer tea"]
+    assert [c.text for _, c in queue.admin.pending("user:u1")] == ["I prefer tea"]
 
 
 def test_a_dead_lettered_namespace_is_not_claimed_even_when_new_candidates_arrive(
@@ -95,7 +95,7 @@ def test_a_dead_lettered_namespace_is_not_claimed_even_when_new_candidates_arriv
 
     assert queue.claim_due(now=t + 10_000) == []
     assert queue.claim_namespace("user:u1", now=t + 10_000) is None
-    assert [c.text for _, c in queue.pending("user:u1")] == ["I prefer tea", "newer"]
+    assert [c.text for _, c in queue.admin.pending("user:u1")] == ["I prefer tea", "newer"]
 
 
 def test_a_batch_that_keeps_killing_its_workers_ends_dead_lettered(queue: RedisQueue) -> None:
@@ -105,7 +105,7 @@ def test_a_batch_that_keeps_killing_its_workers_ends_dead_lettered(queue: RedisQ
     claim_at(queue, DUE + 120)
 
     assert queue.claim_due(now=DUE + 180) == []
-    (dead,) = queue.dead_letters()
+    (dead,) = queue.admin.dead_letters()
     assert dead.last_error is not None
     assert "lease expired" in dead.last_error
 
@@ -123,42 +123,42 @@ def test_an_ack_resets_the_attempt_count(queue: RedisQueue) -> None:
 def test_retry_dead_makes_the_namespace_due_now_with_fresh_attempts(queue: RedisQueue) -> None:
     t = fail_until_dead(queue)
 
-    assert queue.retry_dead("user:u1", now=t + 100)
+    assert queue.admin.retry_dead("user:u1", now=t + 100)
     claim = claim_at(queue, t + 100)
-    assert (claim.attempts, queue.dead_letters()) == (0, [])
+    assert (claim.attempts, queue.admin.dead_letters()) == (0, [])
 
 
 def test_retry_dead_of_a_healthy_namespace_returns_false(queue: RedisQueue) -> None:
     queue.enqueue(candidate(), now=T0)
 
-    assert queue.retry_dead("user:u1", now=T0) is False
+    assert queue.admin.retry_dead("user:u1", now=T0) is False
 
 
 def test_drop_dead_deletes_the_pending_candidates(queue: RedisQueue) -> None:
     fail_until_dead(queue)
 
-    assert queue.drop_dead("user:u1") == 1
-    assert (queue.pending("user:u1"), queue.dead_letters()) == ([], [])
+    assert queue.admin.drop_dead("user:u1") == 1
+    assert (queue.admin.pending("user:u1"), queue.admin.dead_letters()) == ([], [])
 
 
 def test_drop_dead_adjusts_the_pending_count(queue: RedisQueue) -> None:
     t = fail_until_dead(queue)
-    queue.drop_dead("user:u1")
+    queue.admin.drop_dead("user:u1")
 
-    assert queue.stats(now=t).total.pending == 0
+    assert queue.admin.stats(now=t).total.pending == 0
 
 
 def test_drop_dead_of_a_healthy_namespace_is_refused(queue: RedisQueue) -> None:
     queue.enqueue(candidate(), now=T0)
 
     with pytest.raises(NotFound, match="not dead-lettered"):
-        queue.drop_dead("user:u1")
-    assert len(queue.pending("user:u1")) == 1
+        queue.admin.drop_dead("user:u1")
+    assert len(queue.admin.pending("user:u1")) == 1
 
 
 def test_after_drop_dead_new_candidates_debounce_normally(queue: RedisQueue) -> None:
     t = fail_until_dead(queue)
-    queue.drop_dead("user:u1")
+    queue.admin.drop_dead("user:u1")
     queue.enqueue(candidate("fresh start"), now=t + 1)
 
     claim = claim_at(queue, t + 31)
@@ -172,7 +172,7 @@ def test_tokens_keep_increasing_after_a_drop(queue: RedisQueue) -> None:
     queue.fail(before, "boom", now=DUE)
     queue.fail(claim_at(queue, DUE + 5), "boom", now=DUE + 5)
     queue.fail(claim_at(queue, DUE + 15), "boom", now=DUE + 15)
-    queue.drop_dead("user:u1")
+    queue.admin.drop_dead("user:u1")
     queue.enqueue(candidate(), now=DUE + 20)
 
     assert claim_at(queue, DUE + 50).token > before.token

@@ -33,7 +33,7 @@ def claimed(queue: RedisQueue, *texts: str) -> Claim:
 
 
 def texts(queue: RedisQueue, namespace: str = "user:u1") -> list[str]:
-    return [c.text for _, c in queue.pending(namespace)]
+    return [c.text for _, c in queue.admin.pending(namespace)]
 
 
 def test_a_claimed_namespace_is_not_claimed_again_while_leased(queue: RedisQueue) -> None:
@@ -187,7 +187,7 @@ def test_fail_with_a_stale_token_is_reported_stale(queue: RedisQueue) -> None:
 
 def test_purge_while_leased_makes_the_holders_ack_stale(queue: RedisQueue) -> None:
     claim = claimed(queue)
-    queue.purge_namespace("user:u1")
+    queue.admin.purge_namespace("user:u1")
 
     assert queue.ack(claim, now=DUE + 1) is False
 

@@ -77,7 +77,7 @@ def test_enqueue_claim_ack_on_the_embedded_server(queue: RedisQueue) -> None:
 
     assert [sid for sid, _ in batch] == ids
     assert queue.ack(claim, now=DUE + 2)
-    assert [c.text for _, c in queue.pending("user:u1")] == ["during the lease"]
+    assert [c.text for _, c in queue.admin.pending("user:u1")] == ["during the lease"]
 
 
 def test_lease_expiry_and_stale_ack_on_the_embedded_server(queue: RedisQueue) -> None:
@@ -97,7 +97,7 @@ def test_dead_letter_and_retry_on_the_embedded_server(queue: RedisQueue) -> None
     (claim,) = queue.claim_due(now=DUE + 5)
 
     assert queue.fail(claim, "boom", now=DUE + 5) == "dead"
-    assert queue.retry_dead("user:u1", now=DUE + 6)
+    assert queue.admin.retry_dead("user:u1", now=DUE + 6)
     assert len(queue.claim_due(now=DUE + 6)) == 1
 
 
@@ -109,7 +109,7 @@ def test_scripts_are_reloaded_after_the_server_forgets_them(
     client62.script_flush()
     queue.enqueue_many([candidate("two")], now=T0)
 
-    assert len(queue.pending("user:u1")) == 2
+    assert len(queue.admin.pending("user:u1")) == 2
 
 
 def test_the_client_finds_the_embedded_server_when_no_url_is_set(
@@ -118,7 +118,7 @@ def test_the_client_finds_the_embedded_server_when_no_url_is_set(
     with MemoryClient(settings62) as client:
         candidate_id = client.enqueue(user_id="u1", trace_id="trace-1", text="I prefer tea")
 
-    assert [c.id for _, c in queue.pending("user:u1")] == [candidate_id]
+    assert [c.id for _, c in queue.admin.pending("user:u1")] == [candidate_id]
 
 
 def test_the_client_reconnects_when_redis_closed_its_pooled_connection(
@@ -129,7 +129,7 @@ def test_the_client_reconnects_when_redis_closed_its_pooled_connection(
         client62.client_kill_filter(_type="normal", skipme=True)  # as a restart would
         client.enqueue(user_id="u1", trace_id="trace-1", text="after")
 
-    assert [c.text for _, c in queue.pending("user:u1")] == ["before", "after"]
+    assert [c.text for _, c in queue.admin.pending("user:u1")] == ["before", "after"]
 
 
 def test_the_client_reloads_the_script_after_the_server_forgets_it(
@@ -140,4 +140,4 @@ def test_the_client_reloads_the_script_after_the_server_forgets_it(
         client62.script_flush()
         client.enqueue_many([{"user_id": "u1", "trace_id": "trace-1", "text": "two"}])
 
-    assert [c.text for _, c in queue.pending("user:u1")] == ["one", "two"]
+    assert [c.text for _, c in queue.admin.pending("user:u1")] == ["one", "two"]

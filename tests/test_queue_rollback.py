@@ -87,7 +87,7 @@ def _roll_back_over_a_commit_from_ahead(
     ahead = time.time() + DAY
     _enqueue(queue, "ahead", 1, now=ahead)
     assert _merge(queue, store, settings, now=ahead).outcome is Outcome.COMMITTED
-    epochs = queue.epochs()
+    epochs = queue.admin.epochs()
     _restore(redis_client, settings.key_prefix, snapshot)
     return epochs
 
@@ -96,7 +96,7 @@ def test_candidates_enqueued_after_redis_was_restored_from_an_older_snapshot_are
     redis_client: RedisClient, settings: Settings, queue: RedisQueue, sqlite_store: MemoryStore
 ) -> None:
     committed_in = _roll_back_over_a_commit_from_ahead(redis_client, settings, queue, sqlite_store)
-    assert queue.epochs() == committed_in  # the restore kept the epoch: no epoch change
+    assert queue.admin.epochs() == committed_in  # the restore kept the epoch: no epoch change
 
     ids = _enqueue(queue, "new", NEW)
     result = _merge(queue, sqlite_store, settings)

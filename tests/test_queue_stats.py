@@ -74,7 +74,7 @@ class Operator:
             "release": lambda: self.settle("release"),
             "extend": lambda: self.settle("extend"),
             "mark_due": lambda: self.queue.mark_due(self.pick(), now=self.now),
-            "retry_dead": lambda: self.queue.retry_dead(self.pick(), now=self.now),
+            "retry_dead": lambda: self.queue.admin.retry_dead(self.pick(), now=self.now),
             "drop_dead": self.drop_dead,
             "purge": self.purge,
             "wait": self.wait,
@@ -115,11 +115,11 @@ class Operator:
 
     def drop_dead(self) -> None:
         with contextlib.suppress(NotFound):
-            self.queue.drop_dead(self.pick())
+            self.queue.admin.drop_dead(self.pick())
 
     def purge(self) -> None:
         with contextlib.suppress(BusyNamespace):
-            self.queue.purge_namespace(self.pick(), now=self.now)
+            self.queue.admin.purge_namespace(self.pick(), now=self.now)
 
     def wait(self) -> None:
         # Past a debounce, a max wait, a retry backoff or a lease's end (60 s), now and then.
@@ -155,7 +155,7 @@ def test_a_parked_namespace_counts_as_leased_not_due(queue: RedisQueue) -> None:
     assert queue.claim_namespace("user:u1", now=T0) is not None
     assert queue.mark_due("user:u1", now=T0)  # parked until the lease ends
 
-    user = queue.stats(now=T0 + 61).scopes["user"]  # the lease has run out, unclaimed
+    user = queue.admin.stats(now=T0 + 61).scopes["user"]  # the lease has run out, unclaimed
 
     assert (user.leased, user.due, user.waiting) == (1, 0, 0)
 
@@ -192,7 +192,7 @@ def test_dropping_a_dead_letter_deletes_its_meta_and_log(
         assert claim is not None
         queue.fail(claim, "boom", now=T0 + attempt)
 
-    queue.drop_dead("user:u1")
+    queue.admin.drop_dead("user:u1")
 
     assert _keys(redis_client, queue, "user:u1") == 0
 
@@ -211,7 +211,7 @@ def test_ids_keep_increasing_after_the_meta_went_and_the_clock_stepped_back(
 
 def test_ids_keep_increasing_after_a_purge_and_the_clock_stepped_back(queue: RedisQueue) -> None:
     first = queue.enqueue(candidate("user:u1"), now=T0 + DAY)
-    queue.purge_namespace("user:u1", now=T0 + DAY)
+    queue.admin.purge_namespace("user:u1", now=T0 + DAY)
 
     later = queue.enqueue(candidate("user:u1", "I moved to Oslo"), now=T0)
 
@@ -245,7 +245,7 @@ def test_an_ack_that_leaves_arrivals_makes_room_under_the_backlog_limit(
     queue = RedisQueue(
         redis_client, settings.model_copy(update={"max_pending_per_namespace": 3}).for_queue
     )
-    queue.publish_policy()
+    queue.admin.publish_policy()
     queue.enqueue_many([candidate("user:u1", "a"), candidate("user:u1", "b")], now=T0)
     (claim,) = queue.claim_due(now=T0 + 30)
     queue.enqueue(candidate("user:u1", "c"), now=T0 + 31)  # 3 pending: the limit

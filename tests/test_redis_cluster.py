@@ -71,7 +71,7 @@ def test_the_hot_path_client_enqueues_to_every_master_without_a_redirect_error(
         ]
 
     queue = RedisQueue(cluster, cluster_settings.for_queue)
-    assert [queue.pending(f"user:u{i}")[0][1].id for i in range(30)] == ids
+    assert [queue.admin.pending(f"user:u{i}")[0][1].id for i in range(30)] == ids
     assert all(n > 0 for n in keys_per_master(cluster, cluster_settings.key_prefix))
 
 
@@ -85,7 +85,7 @@ def test_enqueue_many_spans_the_masters_and_keeps_each_users_order(
     queue = RedisQueue(cluster, cluster_settings.for_queue)
     for user in range(20):
         expected = [ids[i] for i in range(60) if i % 20 == user]
-        assert [c.id for _, c in queue.pending(f"user:u{user}")] == expected
+        assert [c.id for _, c in queue.admin.pending(f"user:u{user}")] == expected
 
 
 async def test_the_async_client_enqueues_each_users_candidates_in_order(
@@ -97,7 +97,7 @@ async def test_the_async_client_enqueues_each_users_candidates_in_order(
 
     queue = RedisQueue(cluster, cluster_settings.for_queue)
     for user in range(5):
-        assert [c.id for _, c in queue.pending(f"user:u{user}")] == ids[user::5]
+        assert [c.id for _, c in queue.admin.pending(f"user:u{user}")] == ids[user::5]
 
 
 def test_one_sweep_claims_every_due_namespace_on_every_master(
@@ -116,7 +116,7 @@ def test_one_sweep_claims_every_due_namespace_on_every_master(
 
     assert sorted(c.namespace for c in claims) == sorted(f"user:u{i}" for i in range(USERS))
     assert queue.claim_due(now=later + cluster_settings.max_wait_seconds) == []
-    assert sum(s.pending for s in queue.stats(now=later).scopes.values()) == 0
+    assert sum(s.pending for s in queue.admin.stats(now=later).scopes.values()) == 0
 
 
 def _move_slot(client: RedisCluster, slot: int) -> None:
@@ -193,7 +193,7 @@ def test_an_evicting_policy_on_one_master_refuses_the_worker_start(
     node.config_set("maxmemory-policy", "allkeys-lru")
     try:
         with pytest.raises(QueueMisconfigured, match="allkeys-lru"):
-            RedisQueue(cluster, cluster_settings.for_queue).check_durability()
+            RedisQueue(cluster, cluster_settings.for_queue).admin.check_durability()
     finally:
         node.config_set("maxmemory-policy", "noeviction")
 

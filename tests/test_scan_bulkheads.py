@@ -82,12 +82,12 @@ def test_a_10001_line_inbox_file_is_set_aside_and_every_other_users_items_are_en
     assert _of(scan, users) == [(f"user:{big}", huge_key)]
     (reason,) = [a.reason for a in scan.set_aside if a.item == huge_key]
     assert f"{HUGE} lines, more than {MAX_INBOX_ITEM_LINES}" in reason
-    assert [len(queue.pending(f"user:{u}")) for u in others] == [2, 2]
-    assert len(queue.pending(f"user:{big}")) == 1  # the small item of the same user went in
+    assert [len(queue.admin.pending(f"user:{u}")) for u in others] == [2, 2]
+    assert len(queue.admin.pending(f"user:{big}")) == 1  # the small item of the same user went in
     assert sqlite_store.get_cursor(CURSOR_SOURCE, f"user:{others[0]}") is not None
     again = _scan(queue, sqlite_store, cfg)  # the dump is still reported, nothing re-enqueued
     assert _of(again, users) == [(f"user:{big}", huge_key)]
-    assert [len(queue.pending(f"user:{u}")) for u in users] == [1, 2, 2]
+    assert [len(queue.admin.pending(f"user:{u}")) for u in users] == [1, 2, 2]
 
 
 def test_a_user_whose_backlog_is_full_is_set_aside_saying_how_many_went_in(
@@ -99,7 +99,7 @@ def test_a_user_whose_backlog_is_full_is_set_aside_saying_how_many_went_in(
     limited = queue.__class__(
         queue.redis, cfg.model_copy(update={"max_pending_per_namespace": 3}).for_queue
     )
-    limited.publish_policy()
+    limited.admin.publish_policy()
     for i in range(2):
         limited.enqueue(make_candidate(user_id=full, trace_id="t", text=f"Remember {i} holds"))
     _inbox_item(langgraph_client, cfg, full, "a.md", "- one\n- two\n- three\n")
@@ -111,6 +111,6 @@ def test_a_user_whose_backlog_is_full_is_set_aside_saying_how_many_went_in(
     (aside,) = [a for a in scan.set_aside if a.namespace == f"user:{full}"]
     assert "1 of 3 candidates were enqueued, the rest refused" in aside.reason
     assert "nothing was enqueued" not in aside.reason
-    assert len(limited.pending(f"user:{other}")) == 1
+    assert len(limited.admin.pending(f"user:{other}")) == 1
     assert sqlite_store.get_cursor(CURSOR_SOURCE, f"user:{other}") is not None
     assert sqlite_store.get_cursor(CURSOR_SOURCE, f"user:{full}") is None  # read again later

@@ -33,7 +33,7 @@ def _deploy(redis_client: redis.Redis, settings: Settings) -> RedisQueue:
     """The worker side, having written the deployment's policy at start."""
     policy = {"debounce_seconds": QUIET_MS / 1000, "max_wait_seconds": MAX_WAIT_MS / 1000}
     queue = RedisQueue(redis_client, settings.model_copy(update=policy).for_queue)
-    queue.publish_policy()
+    queue.admin.publish_policy()
     return queue
 
 
@@ -75,7 +75,7 @@ def test_max_wait_counts_from_the_servers_arrival_of_a_fast_clients_candidate(
 ) -> None:
     queue = _deploy(redis_client, settings)
     skewed_enqueue("+1d", settings, [_fact("I prefer tea")])
-    first = int(queue.pending("user:u1")[0][0].split("-")[0])
+    first = int(queue.admin.pending("user:u1")[0][0].split("-")[0])
 
     # Another arrival 10 s later by the server's clock (the `now` hook stands in for waiting).
     later = make_candidate(user_id="u1", trace_id="t2", text="I like green tea")
@@ -91,7 +91,7 @@ def test_stream_ids_are_the_servers_arrival_times_whatever_the_clients_clock(
     skewed_enqueue("-1d", settings, [_fact("two")])
     now = server_ms(redis_client.time())
 
-    pending = queue.pending("user:u1")
+    pending = queue.admin.pending("user:u1")
     assert [c.text for _, c in pending] == ["one", "two"]
     assert all(now - SLACK_MS <= int(sid.split("-")[0]) <= now for sid, _ in pending)
 
@@ -118,7 +118,7 @@ def test_the_oldest_pending_age_is_measured_on_the_servers_clock(
 ) -> None:
     skewed_enqueue("-1d", settings, [_fact("I prefer tea")])
 
-    age = queue.stats().scopes["user"].oldest_pending_age
+    age = queue.admin.stats().scopes["user"].oldest_pending_age
 
     assert age is not None
     assert 0 <= age < SLACK_MS / 1000

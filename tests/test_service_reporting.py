@@ -135,14 +135,14 @@ def test_sweeps_refresh_the_queue_gauges_once_per_period_not_on_every_sweep(
 
     schedule = GaugeSchedule(every_seconds=3600)
     reads = 0
-    stats = queue.stats
+    stats = queue.admin.stats
 
     def counting_stats(**kwargs):  # type: ignore[no-untyped-def]
         nonlocal reads
         reads += 1
         return stats(**kwargs)
 
-    queue.stats = counting_stats  # type: ignore[method-assign]
+    queue.admin.stats = counting_stats  # type: ignore[method-assign]
     for step in range(5):
         sweep(queue, lambda _claim: None, now=T0 + step, gauges=schedule)
 

@@ -49,7 +49,7 @@ def test_a_scan_with_no_source_configured_enqueues_nothing(
         )
 
     assert (scan.configured, scan.threads, scan.candidates) == (False, 0, ())
-    assert list(queue.namespaces()) == []
+    assert list(queue.admin.namespaces()) == []
 
 
 @pytest.mark.langgraph
@@ -84,5 +84,5 @@ def test_a_thread_a_scan_filtered_out_is_found_by_the_next_scan_that_wants_it(
     [found] = second.by_namespace[f"user:{bob}"]
     assert found.text == "user: I live in Oslo\nassistant: echo: I live in Oslo"
     # Queued (beside the live capture's copy of the same turn, which has the same id).
-    assert found.id in {c.id for _, c in queue.pending(f"user:{bob}")}
-    assert queue.namespace_state(f"user:{bob}").known
+    assert found.id in {c.id for _, c in queue.admin.pending(f"user:{bob}")}
+    assert queue.admin.namespace_state(f"user:{bob}").known

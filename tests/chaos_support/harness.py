@@ -299,12 +299,12 @@ class ChatHost:
 
 def pending_ids(queue: RedisQueue, namespaces_: Iterable[str]) -> dict[str, list[str]]:
     """Namespace → ids of its candidates still in the queue (leased or dead-lettered too)."""
-    return {ns: [c.id for _, c in queue.pending(ns, limit=1_000_000)] for ns in namespaces_}
+    return {ns: [c.id for _, c in queue.admin.pending(ns, limit=1_000_000)] for ns in namespaces_}
 
 
 def queue_settled(queue: RedisQueue, namespaces_: Iterable[str]) -> bool:
     """True when every namespace's log is empty, or it is dead-lettered."""
-    dead = {d.namespace for d in queue.dead_letters()}
+    dead = {d.namespace for d in queue.admin.dead_letters()}
     return all(ns in dead or queue.redis.xlen(queue.layout.log(ns)) == 0 for ns in namespaces_)
 
 

@@ -179,7 +179,7 @@ def main(argv: Sequence[str] = ()) -> int:
 
     signal.signal(signal.SIGTERM, stop)
     _wait_for_redis(runtime.redis)
-    runtime.queue.publish_policy()  # as `memworker worker` does at start
+    runtime.queue.admin.publish_policy()  # as `memworker worker` does at start
     store.load_state("user:warmup")  # connects to the database before declaring readiness
     pid = os.getpid()
     log_path = state_dir / f"{pid}.log"

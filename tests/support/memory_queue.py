@@ -27,9 +27,9 @@ def queued(redis_url: str, key_prefix: str, namespace: str) -> list[Candidate]:
     try:
         return [
             c
-            for _, c in RedisQueue(client, queue_settings(redis_url, key_prefix).for_queue).pending(
-                namespace
-            )
+            for _, c in RedisQueue(
+                client, queue_settings(redis_url, key_prefix).for_queue
+            ).admin.pending(namespace)
         ]
     finally:
         client.close()
@@ -41,6 +41,6 @@ def deploy_policy(redis_url: str, key_prefix: str, **policy: float | int) -> Non
     client = open_redis(redis_url, timeout=5.0)
     try:
         settings = Settings(redis_url=redis_url, key_prefix=key_prefix, **policy)  # type: ignore[arg-type]
-        RedisQueue(client, settings.for_queue).publish_policy()
+        RedisQueue(client, settings.for_queue).admin.publish_policy()
     finally:
         client.close()

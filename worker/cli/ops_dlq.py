@@ -32,7 +32,7 @@ def list_dead(as_json: JsonOpt = False) -> None:
     from rich.table import Table
 
     with operator_session() as runtime:
-        letters = runtime.queue.dead_letters()
+        letters = runtime.queue.admin.dead_letters()
         if as_json:
             print_json(
                 [

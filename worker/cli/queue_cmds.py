@@ -108,7 +108,7 @@ def _status(*, as_json: bool) -> None:
         client = connect(url, STATUS_TIMEOUT_SECONDS)
         try:
             queue = RedisQueue(client, settings.for_queue)
-            stats = queue.stats()
+            stats = queue.admin.stats()
             store = opened.enter_context(_open_store(settings))  # once, for both reports
             redis_health = queue_health(queue, store)
         except (redis.ConnectionError, redis.TimeoutError) as exc:

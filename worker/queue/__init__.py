@@ -10,14 +10,24 @@ import importlib
 from typing import TYPE_CHECKING, Any, Final
 
 if TYPE_CHECKING:
+    from worker.queue.admin import QueueAdmin
     from worker.queue.keys import QueueLayout
     from worker.queue.redis_queue import RedisQueue
     from worker.queue.types import Claim, DeadLetter, QueueStats, ScopeStats
 
-__all__ = ["Claim", "DeadLetter", "QueueLayout", "QueueStats", "RedisQueue", "ScopeStats"]
+__all__ = [
+    "Claim",
+    "DeadLetter",
+    "QueueAdmin",
+    "QueueLayout",
+    "QueueStats",
+    "RedisQueue",
+    "ScopeStats",
+]
 
 #: Where each public name lives.
 _LAZY: Final = {
+    "QueueAdmin": "worker.queue.admin",
     "QueueLayout": "worker.queue.keys",
     "RedisQueue": "worker.queue.redis_queue",
     "Claim": "worker.queue.types",

@@ -29,6 +29,10 @@ Example (needs a Redis server)::
         batch = queue.read_batch(claim)      # [(stream id, Candidate), ...]
         ...                                  # merge, commit (heartbeat: queue.extend(claim))
         queue.ack(claim)                     # or queue.fail(claim, "why")
+
+The operators' side (what is queued, dead letters, purging a namespace, the deployment's
+policy and durability) is ``queue.admin``, a :class:`~worker.queue.admin.QueueAdmin` on the
+same client.
 """
 
 from __future__ import annotations
@@ -36,15 +40,12 @@ from __future__ import annotations
 import itertools
 import logging
 import threading
-from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, Any, Final, Literal
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Final, Literal
 
-import redis
-from redis.cluster import RedisCluster
-
-from worker.errors import MAX_ERROR_CHARS, BusyNamespace, InvalidCandidate, NotFound
+from worker.errors import MAX_ERROR_CHARS, InvalidCandidate
 from worker.metrics import count_enqueued
-from worker.queue import deployment, views
+from worker.queue.admin import QueueAdmin
 from worker.queue.connect import REDIS_FAILURES, RedisClient
 from worker.queue.encoding import (
     EnqueueEncoder,
@@ -52,12 +53,12 @@ from worker.queue.encoding import (
     script_now,
     seconds_to_ms,
 )
-from worker.queue.failures import translate, where_of
+from worker.queue.failures import translate
 from worker.queue.keys import QueueLayout
 from worker.queue.replies import claims_of, claims_of_shards, entries_of, s
-from worker.queue.scripts import SCRIPTS, Args, Call, LuaScript, Value, run_pipeline
-from worker.queue.stats import collect_stats, server_ms
-from worker.queue.types import Claim, DeadLetter, NamespaceQueueState, QueueStats
+from worker.queue.runner import ScriptRunner
+from worker.queue.scripts import SCRIPTS, Call, run_pipeline
+from worker.queue.types import Claim, DeadLetter, QueueStats
 from worker.slices import QueueSettings
 
 if TYPE_CHECKING:
@@ -67,16 +68,14 @@ if TYPE_CHECKING:
 #: a flapping dependency from pushing a user's memories back by days.
 MAX_RETRY_DELAY_SECONDS: Final = 3600.0
 
-#: Page size for SCAN and for pipelined reads over many namespaces.
-SCAN_COUNT: Final = 1000
-
 __all__ = ["Claim", "DeadLetter", "QueueStats", "RedisQueue"]
 
 log = logging.getLogger(__name__)
 
 
 class RedisQueue:
-    """The worker's side of the queue (the hot path's side is :class:`worker.MemoryClient`).
+    """The worker's side of the queue: a namespace batch's lifecycle (the hot path's side is
+    :class:`worker.MemoryClient`, the operators' is :attr:`admin`).
 
     ``redis`` may or may not decode responses; the queue handles both. It may be a single node
     or a :class:`~redis.cluster.RedisCluster` (see :mod:`worker.queue.connect`).
@@ -86,8 +85,11 @@ class RedisQueue:
         self.redis = redis
         self.settings = settings
         self.layout = QueueLayout(settings.key_prefix, settings.queue_shards)
+        self._scripts = ScriptRunner(redis, self.layout)
+        #: The operators' side of this queue: what is queued, dead letters, the deployment.
+        self.admin = QueueAdmin(self._scripts, settings)
         self._encoder = EnqueueEncoder(settings)
-        self._where = where_of(redis)
+        self._where = self._scripts.where
         self._lease_ms = seconds_to_ms(settings.lease_seconds)
         #: The workers' policy, sent to the scripts that read it (used where Redis lost it).
         self._policy = settings.queue_policy.packed()
@@ -145,7 +147,7 @@ class RedisQueue:
             calls = [
                 self._claim_call(i, now_ms, self.settings.claim_limit, "") for i in range(shards)
             ]
-            return claims_of_shards(self._pipeline(calls))
+            return claims_of_shards(self._scripts.pipeline(calls))
         with self._ready_lock:
             return self._claim_ready(now_ms, limit)
 
@@ -165,7 +167,9 @@ class RedisQueue:
                 peeked = True
                 continue
             wanted = limit - len(claims)
-            taken = claims_of(self._call(*self._claim_call(self._ready[0], now_ms, wanted, "")))
+            taken = claims_of(
+                self._scripts.call(*self._claim_call(self._ready[0], now_ms, wanted, ""))
+            )
             claims.extend(taken)
             if len(taken) < wanted:
                 self._ready.pop(0)
@@ -190,7 +194,7 @@ class RedisQueue:
             heads = pipe.execute()
         except REDIS_FAILURES as exc:
             raise translate(exc, self._where) from exc
-        at = self.server_ms() if now_ms == "" else int(now_ms)
+        at = self._scripts.server_ms() if now_ms == "" else int(now_ms)
         return [
             shard
             for k, shard in enumerate(order)
@@ -204,7 +208,7 @@ class RedisQueue:
         that lease ends) or is dead-lettered.
         """
         call = self._claim_call(self.layout.shard(namespace), script_now(now), 1, namespace)
-        claims = claims_of(self._call(*call))
+        claims = claims_of(self._scripts.call(*call))
         return claims[0] if claims else None
 
     def read_batch(self, claim: Claim) -> list[tuple[str, Candidate]]:
@@ -229,7 +233,7 @@ class RedisQueue:
     def extend(self, claim: Claim, *, now: float | None = None) -> bool:
         """Heartbeat: push the lease's expiry to now + lease. False when the lease was lost."""
         return bool(
-            self._run(
+            self._scripts.run(
                 "extend",
                 now=script_now(now),
                 lease_ms=self._lease_ms,
@@ -241,7 +245,7 @@ class RedisQueue:
     def ack(self, claim: Claim, *, now: float | None = None) -> bool:
         """The batch is committed: drop the entries it covered. False for a stale token, or a
         lease that covers other entries than ``claim`` (an ack only trims its own lease's)."""
-        removed = self._run(
+        removed = self._scripts.run(
             "ack",
             now=script_now(now),
             token=claim.token,
@@ -275,143 +279,20 @@ class RedisQueue:
         """Give the lease back without counting an attempt (shutdown); the batch is due now."""
         return self._settle(claim, "release", "", now) == "released"
 
-    # --- operators ---------------------------------------------------------------------------
+    # --- making due ------------------------------------------------------------------------
     def mark_due(self, namespace: str, *, now: float | None = None) -> bool:
         """Make ``namespace`` due now, debounce or not; if leased, due when its lease ends.
 
-        False when it has nothing pending or is dead-lettered (see :meth:`retry_dead`).
+        False when it has nothing pending or is dead-lettered (see
+        :meth:`~worker.queue.admin.QueueAdmin.retry_dead`).
         """
-        return bool(self._run("mark_due", now=script_now(now), namespace=namespace))
-
-    def pending(self, namespace: str, limit: int = 1000) -> list[tuple[str, Candidate]]:
-        """Up to ``limit`` queued candidates of ``namespace``, oldest first (leased ones too)."""
-        return entries_of(self.redis.xrange(self.layout.log(namespace), "-", "+", count=limit))
-
-    def namespace_state(self, namespace: str, *, now: float | None = None) -> NamespaceQueueState:
-        """Pending count, lease and dead-letter state of ``namespace``, in one round trip.
-
-        A snapshot for operators: a worker may claim or ack the namespace right after.
-        Leases are judged by the Redis server's clock (``now`` is a test hook).
-        """
-        return views.namespace_state(self.redis, self.layout, namespace, now)
-
-    def dead_letters(self) -> list[DeadLetter]:
-        """Every dead-lettered namespace, longest dead first."""
-        return views.dead_letters(self.redis, self.layout)
+        return bool(self._scripts.run("mark_due", now=script_now(now), namespace=namespace))
 
     def server_ms(self) -> int:
         """The Redis server's clock (epoch ms): the queue's only clock."""
-        return server_ms(self._call_time())
-
-    def last_issued(self, namespaces: Sequence[str]) -> dict[str, tuple[int, int]]:
-        """The highest stream id issued to each namespace (see :func:`views.last_issued`)."""
-        return views.last_issued(self.redis, self.layout, list(namespaces))
-
-    def epochs(self) -> dict[int, str | None]:
-        """Each shard's queue epoch (None: no claim since Redis started empty)."""
-        return views.epochs(self.redis, self.layout)
-
-    def publish_policy(self) -> None:
-        """Write this deployment's debounce, max wait and backlog limit into Redis, where the
-        enqueue script reads them (worker start; see :mod:`worker.queue.deployment`)."""
-        deployment.publish_policy(self.redis, self.layout, self.settings)
-
-    def cluster_primaries(self) -> int | None:
-        """How many primaries serve the queue when it is a Redis Cluster; None on one node."""
-        if not isinstance(self.redis, RedisCluster):
-            return None
-        return len(self.redis.get_primaries())  # type: ignore[no-untyped-call]
-
-    def check_durability(self) -> deployment.Durability:
-        """Refuse an evicting Redis unless overridden; warn about no AOF (worker start)."""
-        return deployment.check_durability(self.redis, self.settings)
-
-    def durability(self) -> deployment.Durability:
-        """Redis's persistence settings and their risks, for ``memworker status``."""
-        return deployment.read_durability(self.redis)
-
-    def retry_dead(self, namespace: str, *, now: float | None = None) -> bool:
-        """Bring a dead-lettered namespace back with a fresh attempt count; due now.
-
-        False when it is not dead-lettered.
-        """
-        return bool(self._run("dlq_retry", now=script_now(now), namespace=namespace))
-
-    def drop_dead(self, namespace: str) -> int:
-        """Delete a dead-lettered namespace's pending candidates; returns how many.
-
-        Raises :class:`~worker.errors.NotFound` when it is not dead-lettered, so a typo can
-        never drop a healthy namespace's queue.
-        """
-        dropped = int(self._run("dlq_drop", namespace=namespace))
-        if dropped < 0:
-            raise NotFound(
-                f"namespace {namespace} is not dead-lettered, so nothing was dropped; only dead "
-                "letters can be dropped (`memworker status` counts them)"
-            )
-        return dropped
-
-    def purge_namespace(self, namespace: str, *, now: float | None = None) -> int:
-        """Erase everything queued for ``namespace`` (forget a user); returns the count erased.
-
-        Raises :class:`~worker.errors.BusyNamespace` (nothing erased) while a worker holds an
-        unexpired lease on it: the check and the erase are one script, so no claim slips in.
-        """
-        erased = int(self._run("purge", namespace=namespace, now=script_now(now)))
-        if erased < 0:
-            raise BusyNamespace(
-                f"{namespace} is being consolidated by a worker right now; nothing of it was "
-                "erased. Run forget again in a minute, once that batch is done"
-            )
-        return erased
-
-    def namespaces(self) -> Iterator[str]:
-        """Every namespace the queue knows (pending or not), each once, in no order."""
-        seen: set[str] = set()
-        for key in self.redis.scan_iter(match=self.layout.meta_pattern(), count=SCAN_COUNT):
-            ns = self.layout.namespace_of_meta(s(key))
-            if ns is not None and ns not in seen:
-                seen.add(ns)
-                yield ns
-
-    def stats(self, *, now: float | None = None) -> QueueStats:
-        """Per-scope pending candidates, waiting/due/leased/dead namespaces, oldest pending age.
-
-        Redis unreachable or timing out raises redis-py's own error (``memworker status`` words
-        it); any other Redis failure is translated into the error that names it."""
-        try:
-            return collect_stats(self.redis, self.layout, None if now is None else int(now * 1000))
-        except (redis.ConnectionError, redis.TimeoutError):
-            raise
-        except REDIS_FAILURES as exc:
-            raise translate(exc, self._where) from exc
+        return self._scripts.server_ms()
 
     # --- internals ---------------------------------------------------------------------------
-    def _run(self, name: str, **args: Value) -> Any:
-        """Script ``name`` with ``args`` by name, KEYS derived from its ``namespace``."""
-        return self._call(*SCRIPTS[name].bind(self.layout, **args))
-
-    def _call(self, script: LuaScript, keys: Args, args: Args) -> Any:
-        """One script call; a Redis failure raised as the MemworkerError that names it."""
-        try:
-            return script.call(self.redis, keys, args)
-        except REDIS_FAILURES as exc:
-            raise translate(exc, self._where) from exc
-
-    def _pipeline(self, calls: Sequence[Call]) -> list[Any]:
-        """Many script calls in one round trip; per-call errors come back translated."""
-        try:
-            results = run_pipeline(self.redis, calls)
-        except REDIS_FAILURES as exc:
-            raise translate(exc, self._where) from exc
-        return [translate(r, self._where) if isinstance(r, Exception) else r for r in results]
-
-    def _call_time(self) -> Any:
-        try:
-            return self.redis.time()
-        except REDIS_FAILURES as exc:
-            raise translate(exc, self._where) from exc
-
     def _claim_call(self, shard: int, now_ms: str | int, limit: int, namespace: str) -> Call:
         return SCRIPTS["claim"].bind(
             self.layout,
@@ -427,7 +308,7 @@ class RedisQueue:
         )
 
     def _settle(self, claim: Claim, mode: str, error: str, now: float | None) -> str:
-        verdict = self._run(
+        verdict = self._scripts.run(
             "settle",
             now=script_now(now),
             token=claim.token,

@@ -29,11 +29,11 @@ def retry_dead_letters(queue: RedisQueue, *, error_contains: str | None = None) 
     wanted = (error_contains or "").casefold()
     retried: list[str] = []
     left = 0
-    for letter in queue.dead_letters():
+    for letter in queue.admin.dead_letters():
         if wanted and wanted not in (letter.last_error or "").casefold():
             left += 1
             continue
-        if queue.retry_dead(letter.namespace):
+        if queue.admin.retry_dead(letter.namespace):
             retried.append(letter.namespace)
     return Retried(retried, left)
 
@@ -41,23 +41,23 @@ def retry_dead_letters(queue: RedisQueue, *, error_contains: str | None = None) 
 def retry_dead_letter(queue: RedisQueue, namespace: str) -> int:
     """Bring ``namespace`` back with a fresh attempt count, due now; returns its pending
     candidates. :class:`NotFound` when it is not dead-lettered."""
-    if not queue.retry_dead(namespace):
+    if not queue.admin.retry_dead(namespace):
         raise NotFound(
             f"{namespace} is not dead-lettered, so there is nothing to retry; "
             "`memworker dlq list` shows the dead letters"
         )
-    return queue.namespace_state(namespace).pending
+    return queue.admin.namespace_state(namespace).pending
 
 
 def drop_dead_letter(queue: RedisQueue, namespace: str, *, confirm: Callable[[int], None]) -> int:
     """Delete the pending candidates of dead-lettered ``namespace`` for good, once ``confirm``
     (handed their count) returns; returns how many were dropped. :class:`NotFound` when it is
     not dead-lettered (nothing is dropped)."""
-    state = queue.namespace_state(namespace)
+    state = queue.admin.namespace_state(namespace)
     if not state.dead:
         raise NotFound(
             f"{namespace} is not dead-lettered, so nothing was dropped; only dead letters can be "
             "dropped (`memworker dlq list` shows them)"
         )
     confirm(state.pending)
-    return queue.drop_dead(namespace)
+    return queue.admin.drop_dead(namespace)

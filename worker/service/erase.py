@@ -63,7 +63,7 @@ def erase_target(
         keys = every
     else:
         key = Namespace.for_user(user, assistant_id=assistant).key
-        known = key in every or queue.namespace_state(key).known
+        known = key in every or queue.admin.namespace_state(key).known
         keys = [key] if known else []
     return EraseTarget(keys, [k for k in every if k not in keys])
 
@@ -85,7 +85,7 @@ def erase(
     busy: list[str] = []
     for key in keys:
         try:
-            queued[key] = queue.purge_namespace(key)
+            queued[key] = queue.admin.purge_namespace(key)
         except BusyNamespace:
             busy.append(key)
     done = [k for k in keys if k not in busy]
@@ -119,7 +119,7 @@ def _erase_agent_writes(sinks: Mapping[str, Sink], keys: list[str]) -> None:
 
 def _all_of_user(queue: RedisQueue, store: MemoryStore, user: str) -> list[str]:
     found = set(store.namespaces(scope="user", user_id=user))
-    for key in queue.namespaces():
+    for key in queue.admin.namespaces():
         with contextlib.suppress(MemworkerError):
             ns = Namespace.parse(key)
             if ns.scope is Scope.USER and ns.user_id == user:

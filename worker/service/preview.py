@@ -35,7 +35,7 @@ def preview(
     """The batch a claim of ``namespace`` would cover (at most ``max_batch`` queued candidates)
     plus ``extra``, merged: outcome ``dry_run`` with the diffs when something would change,
     ``nothing_new`` when nothing would, ``failed`` with the error when the merge fails."""
-    entries = queue.pending(namespace, limit=max_batch)
+    entries = queue.admin.pending(namespace, limit=max_batch)
     extra_entries = [(AFTER_EVERYTHING, c) for c in extra]
     try:
         merged = merge_entries(

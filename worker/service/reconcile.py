@@ -55,7 +55,7 @@ def reconcile_namespace(
 ) -> Reconciled:
     """Consolidate (or, with ``dry_run``, preview with ``extra`` candidates) ``namespace``."""
     queue = pipeline.queue
-    state = queue.namespace_state(namespace)
+    state = queue.admin.namespace_state(namespace)
     if state.leased:
         return Reconciled(namespace, Outcome.LEASED, note=LEASED_NOTE)
     if state.dead:
@@ -89,7 +89,7 @@ def reconcile_namespace(
             claim = queue.claim_namespace(namespace)
     if claim is None:
         # A worker may have claimed it since we looked: say so rather than "nothing pending".
-        if queue.namespace_state(namespace).leased:
+        if queue.admin.namespace_state(namespace).leased:
             return Reconciled(namespace, Outcome.LEASED, note=LEASED_NOTE)
         return Reconciled(namespace, Outcome.NOTHING_PENDING)
     result = pipeline.consolidate(claim, trigger="reconcile")
@@ -164,7 +164,7 @@ def reconcile_targets(
     namespaces count as known, and a dry run previews its candidates with the queued ones."""
     queue, store = pipeline.queue, pipeline.store
     if target is None:
-        keys = sorted(set(queue.namespaces()) | set(scan.by_namespace if scan else ()))
+        keys = sorted(set(queue.admin.namespaces()) | set(scan.by_namespace if scan else ()))
     else:
         if not (scan and scan.by_namespace.get(target.key)):
             require_known(store, queue, target)
@@ -188,7 +188,7 @@ def require_known(store: MemoryStore, queue: RedisQueue, ns: Namespace) -> None:
     """:class:`NotFound` unless the store has memory for ``ns`` or the queue knows it."""
     if ns.key in store.namespaces(scope=ns.scope.value, user_id=ns.user_id):
         return
-    if queue.namespace_state(ns.key).known:
+    if queue.admin.namespace_state(ns.key).known:
         return
     raise NotFound(
         f"{ns.key} is unknown: it has no memory and nothing queued; check the id "

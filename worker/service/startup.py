@@ -55,8 +55,8 @@ def prepare_queue(queue: RedisQueue) -> Durability:
     """Refuse an evicting Redis (:class:`~worker.errors.QueueMisconfigured`, unless
     ``allow_evicting_redis``), log the other durability risks, then write the policy and
     recount the statistics of shards an earlier release wrote (once: a no-op afterwards)."""
-    durability = queue.check_durability()
-    queue.publish_policy()
+    durability = queue.admin.check_durability()
+    queue.admin.publish_policy()
     rebuild_stats(queue.redis, queue.layout)
     return durability
 

@@ -58,7 +58,7 @@ def sweep(
     # Lag against the clock that set the due times: the Redis server's (``now`` is a test hook).
     metrics.observe_due_lag(claims, to_ms(now) if now is not None else queue.server_ms())
     if gauges is None or gauges.due():
-        metrics.refresh_queue_gauges(queue.stats(now=now).scopes)
+        metrics.refresh_queue_gauges(queue.admin.stats(now=now).scopes)
     return claims
 
 
@@ -70,7 +70,7 @@ def drain(queue: RedisQueue, *, scope: str | None = None) -> int:
     bulkhead = Bulkhead("drain")
     marked = [
         bulkhead.run(ns, lambda n=ns: queue.mark_due(n))  # type: ignore[misc]
-        for ns in queue.namespaces()
+        for ns in queue.admin.namespaces()
         if ns.startswith(prefix)
     ]
     return sum(1 for m in marked if m)

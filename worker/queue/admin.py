@@ -1,0 +1,152 @@
+"""The operators' side of the queue: what is queued, the dead letters, forgetting a
+namespace's queue, and the deployment's facts (policy, durability, epochs, cluster size).
+
+The worker's side, the batch lifecycle (enqueue, claim, read, extend, ack, fail), is
+:class:`~worker.queue.redis_queue.RedisQueue`, which hands this out as ``queue.admin``. Reads
+here are snapshots for people, never decisions; the writes (retry or drop a dead letter, purge
+a namespace) are scripts that check their own preconditions.
+
+Example (needs a Redis server)::
+
+    admin = RedisQueue(redis.Redis(), settings.for_queue).admin
+    admin.stats().pending           # candidates waiting, all scopes
+    for letter in admin.dead_letters():
+        admin.retry_dead(letter.namespace)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Final
+
+import redis
+from redis.cluster import RedisCluster
+
+from worker.errors import BusyNamespace, NotFound
+from worker.queue import deployment, views
+from worker.queue.connect import REDIS_FAILURES
+from worker.queue.encoding import script_now
+from worker.queue.failures import translate
+from worker.queue.replies import entries_of, s
+from worker.queue.runner import ScriptRunner
+from worker.queue.stats import collect_stats
+from worker.queue.types import DeadLetter, NamespaceQueueState, QueueStats
+from worker.slices import QueueSettings
+
+if TYPE_CHECKING:
+    from worker.models import Candidate
+
+#: Page size for SCAN over the namespaces' keys.
+SCAN_COUNT: Final = 1000
+
+
+class QueueAdmin:
+    """What operators (and the worker's start-up and health checks) do with the queue."""
+
+    def __init__(self, scripts: ScriptRunner, settings: QueueSettings) -> None:
+        self._scripts = scripts
+        self.redis = scripts.redis
+        self.layout = scripts.layout
+        self.settings = settings
+
+    # --- what is queued ----------------------------------------------------------------------
+    def pending(self, namespace: str, limit: int = 1000) -> list[tuple[str, Candidate]]:
+        """Up to ``limit`` queued candidates of ``namespace``, oldest first (leased ones too)."""
+        return entries_of(self.redis.xrange(self.layout.log(namespace), "-", "+", count=limit))
+
+    def namespace_state(self, namespace: str, *, now: float | None = None) -> NamespaceQueueState:
+        """Pending count, lease and dead-letter state of ``namespace``, in one round trip.
+
+        A snapshot for operators: a worker may claim or ack the namespace right after.
+        Leases are judged by the Redis server's clock (``now`` is a test hook).
+        """
+        return views.namespace_state(self.redis, self.layout, namespace, now)
+
+    def namespaces(self) -> Iterator[str]:
+        """Every namespace the queue knows (pending or not), each once, in no order."""
+        seen: set[str] = set()
+        for key in self.redis.scan_iter(match=self.layout.meta_pattern(), count=SCAN_COUNT):
+            ns = self.layout.namespace_of_meta(s(key))
+            if ns is not None and ns not in seen:
+                seen.add(ns)
+                yield ns
+
+    def stats(self, *, now: float | None = None) -> QueueStats:
+        """Per-scope pending candidates, waiting/due/leased/dead namespaces, oldest pending age.
+
+        Redis unreachable or timing out raises redis-py's own error (``memworker status`` words
+        it); any other Redis failure is translated into the error that names it."""
+        try:
+            return collect_stats(self.redis, self.layout, None if now is None else int(now * 1000))
+        except (redis.ConnectionError, redis.TimeoutError):
+            raise
+        except REDIS_FAILURES as exc:
+            raise translate(exc, self._scripts.where) from exc
+
+    # --- dead letters and forgetting ---------------------------------------------------------
+    def dead_letters(self) -> list[DeadLetter]:
+        """Every dead-lettered namespace, longest dead first."""
+        return views.dead_letters(self.redis, self.layout)
+
+    def retry_dead(self, namespace: str, *, now: float | None = None) -> bool:
+        """Bring a dead-lettered namespace back with a fresh attempt count; due now.
+
+        False when it is not dead-lettered.
+        """
+        return bool(self._scripts.run("dlq_retry", now=script_now(now), namespace=namespace))
+
+    def drop_dead(self, namespace: str) -> int:
+        """Delete a dead-lettered namespace's pending candidates; returns how many.
+
+        Raises :class:`~worker.errors.NotFound` when it is not dead-lettered, so a typo can
+        never drop a healthy namespace's queue.
+        """
+        dropped = int(self._scripts.run("dlq_drop", namespace=namespace))
+        if dropped < 0:
+            raise NotFound(
+                f"namespace {namespace} is not dead-lettered, so nothing was dropped; only dead "
+                "letters can be dropped (`memworker status` counts them)"
+            )
+        return dropped
+
+    def purge_namespace(self, namespace: str, *, now: float | None = None) -> int:
+        """Erase everything queued for ``namespace`` (forget a user); returns the count erased.
+
+        Raises :class:`~worker.errors.BusyNamespace` (nothing erased) while a worker holds an
+        unexpired lease on it: the check and the erase are one script, so no claim slips in.
+        """
+        erased = int(self._scripts.run("purge", namespace=namespace, now=script_now(now)))
+        if erased < 0:
+            raise BusyNamespace(
+                f"{namespace} is being consolidated by a worker right now; nothing of it was "
+                "erased. Run forget again in a minute, once that batch is done"
+            )
+        return erased
+
+    # --- the deployment ----------------------------------------------------------------------
+    def publish_policy(self) -> None:
+        """Write this deployment's debounce, max wait and backlog limit into Redis, where the
+        enqueue script reads them (worker start; see :mod:`worker.queue.deployment`)."""
+        deployment.publish_policy(self.redis, self.layout, self.settings)
+
+    def check_durability(self) -> deployment.Durability:
+        """Refuse an evicting Redis unless overridden; warn about no AOF (worker start)."""
+        return deployment.check_durability(self.redis, self.settings)
+
+    def durability(self) -> deployment.Durability:
+        """Redis's persistence settings and their risks, for ``memworker status``."""
+        return deployment.read_durability(self.redis)
+
+    def cluster_primaries(self) -> int | None:
+        """How many primaries serve the queue when it is a Redis Cluster; None on one node."""
+        if not isinstance(self.redis, RedisCluster):
+            return None
+        return len(self.redis.get_primaries())  # type: ignore[no-untyped-call]
+
+    def epochs(self) -> dict[int, str | None]:
+        """Each shard's queue epoch (None: no claim since Redis started empty)."""
+        return views.epochs(self.redis, self.layout)
+
+    def last_issued(self, namespaces: Sequence[str]) -> dict[str, tuple[int, int]]:
+        """The highest stream id issued to each namespace (see :func:`views.last_issued`)."""
+        return views.last_issued(self.redis, self.layout, list(namespaces))
