@@ -234,7 +234,7 @@ def test_sigkilled_workers_neither_lose_nor_duplicate_a_candidate(
                     kills += 1
                     kills_by_mode[worker.mode] = kills_by_mode.get(worker.mode, 0) + 1
                 if erased is None and kills >= KILLS // 2:
-                    done = erase(queue, erase_store, {}, [FORGOTTEN], now=datetime.now(UTC))
+                    done = erase(queue.admin, erase_store, {}, [FORGOTTEN], now=datetime.now(UTC))
                     if not done.busy:  # else a worker holds it: try again next round
                         erased, enqueued[FORGOTTEN] = enqueued[FORGOTTEN], set()
                 if erased is not None and refused_while_down is None and kills >= KILLS * 3 // 4:

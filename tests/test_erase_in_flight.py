@@ -81,7 +81,7 @@ class User:
         deliver_due(self.store, {self.sink: sink}, now=now, namespaces=[self.namespace])
 
     def forget(self) -> None:
-        erase(self.queue, self.store, {self.sink: FilesSink(self.root)}, [self.namespace])
+        erase(self.queue.admin, self.store, {self.sink: FilesSink(self.root)}, [self.namespace])
 
     def published(self) -> str | None:
         target = FilesSink(self.root).path_for(self.namespace, PATH)

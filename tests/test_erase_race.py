@@ -193,11 +193,11 @@ def test_a_candidate_enqueued_after_the_erase_is_merged_once(ops: Ops) -> None:
 def test_forget_checks_for_a_worker_at_the_moment_of_the_erase_not_before(ops: Ops) -> None:
     ns = f"user:{ops.user}"
     ops.enqueue(SECRET)
-    target = erase_target(ops.queue, ops.store, ops.user)  # what the prompt showed: not busy
+    target = erase_target(ops.queue.admin, ops.store, ops.user)  # what the prompt showed: not busy
     claim = ops.queue.claim_namespace(ns)  # a worker claims while the operator confirms
     assert claim is not None
 
-    done = erase(ops.queue, ops.store, ops.runtime().sinks, target.keys, now=_utc_now())
+    done = erase(ops.queue.admin, ops.store, ops.runtime().sinks, target.keys, now=_utc_now())
 
     assert done.busy == [ns]
     assert [c.text for _, c in ops.queue.admin.pending(ns)] == [

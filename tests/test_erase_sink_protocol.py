@@ -64,7 +64,7 @@ def test_an_erase_clears_a_third_sinks_agent_writes_before_sql_and_tidies_it_aft
     sink = NotesSink(sqlite_store)
     key = _known(sqlite_store, sink)
 
-    done = erase(queue, sqlite_store, {sink.name: sink}, [key])
+    done = erase(queue.admin, sqlite_store, {sink.name: sink}, [key])
 
     assert sink.files_known_when_writes_went == [FACTS]  # before SQL forgot the namespace
     assert key not in sink.notes
@@ -80,7 +80,7 @@ def test_a_third_sink_that_cannot_clear_agent_writes_stops_the_erase_before_sql(
     key = _known(sqlite_store, sink)
 
     with pytest.raises(SinkError, match=r"nothing was erased from SQL.*notes sink"):
-        erase(queue, sqlite_store, {sink.name: sink}, [key])
+        erase(queue.admin, sqlite_store, {sink.name: sink}, [key])
 
     assert [f.path for f in sqlite_store.list_files(key)] == [FACTS]
     assert key in sink.index

@@ -168,8 +168,8 @@ def test_forget_removes_what_the_agents_wrote_to_the_users_inbox(
     _agent_writes(langgraph_client, user, "/memories/inbox/t-1/a.md", "- my cat is called Miso\n")
     assert langgraph_client.store.search_items(list(store_ns))["items"]  # the agent wrote it
 
-    erase(queue, store, {"langgraph": LangGraphStoreSink.from_settings(cfg.for_sinks)}, [namespace],
-          now=datetime.now(UTC))  # fmt: skip
+    sinks = {"langgraph": LangGraphStoreSink.from_settings(cfg.for_sinks)}
+    erase(queue.admin, store, sinks, [namespace], now=datetime.now(UTC))
     _scan(queue, store, cfg, "t-after-erase")
 
     assert langgraph_client.store.search_items(list(store_ns))["items"] == []

@@ -280,7 +280,7 @@ def test_a_preview_changes_nothing_and_leaves_the_batch_unclaimed(
     ids = enqueue(queue, user, "I prefer tea")
     consolidator = RulesConsolidator.from_settings(settings.for_consolidation)
     result = preview(
-        queue,
+        queue.admin,
         store,
         consolidator,
         settings,

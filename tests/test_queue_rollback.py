@@ -159,10 +159,10 @@ def test_a_redelivered_committed_batch_is_acknowledged_without_a_rollback_alarm(
 def test_status_reports_a_rollback_before_any_batch_runs(
     redis_client: RedisClient, settings: Settings, queue: RedisQueue, sqlite_store: MemoryStore
 ) -> None:
-    assert queue_health(queue, sqlite_store)["rollback"]["detected"] is False
+    assert queue_health(queue.admin, sqlite_store)["rollback"]["detected"] is False
     _roll_back_over_a_commit_from_ahead(redis_client, settings, queue, sqlite_store)
 
-    health = queue_health(queue, sqlite_store)
+    health = queue_health(queue.admin, sqlite_store)
 
     assert health["epoch"]["changed"] is False  # the same epoch: only the positions tell
     assert (health["rollback"]["detected"], health["rollback"]["namespaces"]) == (True, 1)

@@ -281,7 +281,7 @@ def test_shards_written_without_counters_are_recounted_once_at_worker_start(
         queue.fail(claim, "boom", now=T0 + attempt)
     _forget_counters(redis_client, queue)
 
-    prepare_queue(queue)
+    prepare_queue(queue.admin)
     at_ms = int((T0 + 31) * 1000)
 
     assert collect_stats(queue.redis, queue.layout, at_ms) == recount_stats(

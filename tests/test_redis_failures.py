@@ -77,7 +77,7 @@ def test_an_evicting_redis_is_refused_at_worker_start(evicting: PrivateRedis) ->
     queue = _queue(evicting)
 
     with pytest.raises(QueueMisconfigured, match=r"allkeys-lru.*MEMWORKER_ALLOW_EVICTING_REDIS"):
-        prepare_queue(queue)
+        prepare_queue(queue.admin)
     assert evicting.client().keys(f"{PREFIX}:*") == []  # refused before writing anything
 
 
@@ -99,7 +99,7 @@ def test_memworker_worker_refuses_an_evicting_redis_with_exit_2(
 def test_the_explicit_override_starts_on_an_evicting_redis_with_a_warning(
     evicting: PrivateRedis,
 ) -> None:
-    durability = prepare_queue(_queue(evicting, allow_evicting_redis=True))
+    durability = prepare_queue(_queue(evicting, allow_evicting_redis=True).admin)
 
     assert durability.maxmemory_policy == "allkeys-lru"
     assert any("deletes queued candidates" in w for w in durability.warnings)
@@ -112,7 +112,7 @@ def test_a_redis_without_aof_starts_with_a_loud_warning(
         private_redis(rdir, "--appendonly", "no") as server,
         caplog.at_level(logging.WARNING, logger="worker.queue.deployment"),
     ):
-        durability = prepare_queue(_queue(server))
+        durability = prepare_queue(_queue(server).admin)
 
     assert durability.appendonly == "no"
     assert any("without AOF" in r.getMessage() for r in caplog.records)
@@ -121,7 +121,7 @@ def test_a_redis_without_aof_starts_with_a_loud_warning(
 def test_a_redis_with_aof_and_noeviction_starts_without_warnings(rdir: Path) -> None:
     args = ("--appendonly", "yes", "--maxmemory-policy", "noeviction")
     with private_redis(rdir, *args) as server:
-        durability = prepare_queue(_queue(server))
+        durability = prepare_queue(_queue(server).admin)
 
     assert (durability.appendonly, durability.maxmemory_policy) == ("yes", "noeviction")
     assert durability.warnings == []
@@ -129,7 +129,7 @@ def test_a_redis_with_aof_and_noeviction_starts_without_warnings(rdir: Path) -> 
 
 def test_a_managed_redis_that_refuses_config_is_tolerated(rdir: Path) -> None:
     with private_redis(rdir, "--rename-command", "CONFIG", "") as server:
-        durability = prepare_queue(_queue(server))
+        durability = prepare_queue(_queue(server).admin)
 
     assert durability.maxmemory_policy is None
     assert any("refused CONFIG GET" in w for w in durability.warnings)

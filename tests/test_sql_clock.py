@@ -185,7 +185,7 @@ def test_an_erase_on_a_host_a_day_off_queues_tombstones_due_now_by_the_databases
     d = deployment
     keys = [f"user:{u}" for u in d.users]
     with time_machine.travel(datetime.now().astimezone() + offset, tick=True):
-        erase(queue, d.store, {}, keys)
+        erase(queue.admin, d.store, {}, keys)
     now = d.store.db_now()
 
     tombstones = [r for r in d.rows(d.held) if r.kind == "erase"]

@@ -82,13 +82,13 @@ def retry(
         if error_contains is not None and not every:
             raise InvalidOption("--error-contains filters --all; with one NS, drop it")
         if every:
-            done = retry_dead_letters(runtime.queue, error_contains=error_contains)
+            done = retry_dead_letters(runtime.queue.admin, error_contains=error_contains)
             note = f"; {done.left} other dead letter(s) left" if done.left else ""
             console.print(f"{len(done.namespaces)} namespace(s) back in the queue, due now{note}")
             return
         assert namespace is not None
         key = Namespace.parse(namespace).key
-        pending = retry_dead_letter(runtime.queue, key)
+        pending = retry_dead_letter(runtime.queue.admin, key)
         console.print(
             f"{key}: back in the queue with {pending} pending candidate(s), due now "
             f"(or merge it at once: `memworker reconcile --namespace {key}`)"
@@ -106,5 +106,5 @@ def drop(namespace: NamespaceArg, yes: YesOpt = False) -> None:
         def ask(pending: int) -> None:
             confirm(f"Delete the {pending} pending candidate(s) of {key} for good?", yes)
 
-        dropped = drop_dead_letter(runtime.queue, key, confirm=ask)
+        dropped = drop_dead_letter(runtime.queue.admin, key, confirm=ask)
         console.print(f"{key}: dropped {dropped} candidate(s)")

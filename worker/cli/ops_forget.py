@@ -55,7 +55,7 @@ def forget(
         if assistant is not None and all_assistants:
             raise InvalidOption("give --assistant A or --all-assistants, not both")
         target = erase_target(
-            runtime.queue,
+            runtime.queue.admin,
             runtime.store,
             user,
             assistant=assistant,
@@ -67,7 +67,7 @@ def forget(
                 f"user {user} has nothing to forget (no memory, nothing queued); check the id"
             )
         confirm(f"Erase everything memworker holds for {', '.join(keys)}?", yes)
-        done = erase(runtime.queue, runtime.store, runtime.sinks, keys)
+        done = erase(runtime.queue.admin, runtime.store, runtime.sinks, keys)
         delivery = done.delivery
         if done.busy:
             console.print(

@@ -110,7 +110,7 @@ def _status(*, as_json: bool) -> None:
             queue = RedisQueue(client, settings.for_queue)
             stats = queue.admin.stats()
             store = opened.enter_context(_open_store(settings))  # once, for both reports
-            redis_health = queue_health(queue, store)
+            redis_health = queue_health(queue.admin, store)
         except (redis.ConnectionError, redis.TimeoutError) as exc:
             raise _queue_unreadable(url, exc) from None
         finally:

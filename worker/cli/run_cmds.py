@@ -292,7 +292,7 @@ def _prepare(settings: Settings, *, model: bool = False) -> None:
     runtime = build_runtime(settings)
     try:
         runtime.store  # noqa: B018 - opening it checks the schema (SchemaOutOfDate)
-        prepare_queue(runtime.queue)  # refuses an evicting Redis; publishes the queue policy
+        prepare_queue(runtime.queue.admin)  # refuses an evicting Redis; publishes the queue policy
     finally:
         runtime.close()
 

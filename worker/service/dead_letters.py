@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from worker.errors import NotFound
-from worker.queue.redis_queue import RedisQueue
+from worker.queue.admin import QueueAdmin
 
 
 @dataclass(frozen=True)
@@ -23,41 +23,41 @@ class Retried:
     left: int
 
 
-def retry_dead_letters(queue: RedisQueue, *, error_contains: str | None = None) -> Retried:
+def retry_dead_letters(queue: QueueAdmin, *, error_contains: str | None = None) -> Retried:
     """Retry every dead letter, or only those whose last error contains ``error_contains``
     (case-insensitive); each comes back with a fresh attempt count, due now."""
     wanted = (error_contains or "").casefold()
     retried: list[str] = []
     left = 0
-    for letter in queue.admin.dead_letters():
+    for letter in queue.dead_letters():
         if wanted and wanted not in (letter.last_error or "").casefold():
             left += 1
             continue
-        if queue.admin.retry_dead(letter.namespace):
+        if queue.retry_dead(letter.namespace):
             retried.append(letter.namespace)
     return Retried(retried, left)
 
 
-def retry_dead_letter(queue: RedisQueue, namespace: str) -> int:
+def retry_dead_letter(queue: QueueAdmin, namespace: str) -> int:
     """Bring ``namespace`` back with a fresh attempt count, due now; returns its pending
     candidates. :class:`NotFound` when it is not dead-lettered."""
-    if not queue.admin.retry_dead(namespace):
+    if not queue.retry_dead(namespace):
         raise NotFound(
             f"{namespace} is not dead-lettered, so there is nothing to retry; "
             "`memworker dlq list` shows the dead letters"
         )
-    return queue.admin.namespace_state(namespace).pending
+    return queue.namespace_state(namespace).pending
 
 
-def drop_dead_letter(queue: RedisQueue, namespace: str, *, confirm: Callable[[int], None]) -> int:
+def drop_dead_letter(queue: QueueAdmin, namespace: str, *, confirm: Callable[[int], None]) -> int:
     """Delete the pending candidates of dead-lettered ``namespace`` for good, once ``confirm``
     (handed their count) returns; returns how many were dropped. :class:`NotFound` when it is
     not dead-lettered (nothing is dropped)."""
-    state = queue.admin.namespace_state(namespace)
+    state = queue.namespace_state(namespace)
     if not state.dead:
         raise NotFound(
             f"{namespace} is not dead-lettered, so nothing was dropped; only dead letters can be "
             "dropped (`memworker dlq list` shows them)"
         )
     confirm(state.pending)
-    return queue.admin.drop_dead(namespace)
+    return queue.drop_dead(namespace)

@@ -26,7 +26,7 @@ from datetime import datetime
 
 from worker.errors import BusyNamespace, MemworkerError, SinkError
 from worker.models import Namespace, Scope
-from worker.queue.redis_queue import RedisQueue
+from worker.queue.admin import QueueAdmin
 from worker.service.publish import DeliveryReport, publish_now
 from worker.sinks.base import ErasesAgentWrites, Sink, TidiesAfterErase
 from worker.store.memory import MemoryStore
@@ -50,7 +50,7 @@ class Erased:
 
 
 def erase_target(
-    queue: RedisQueue,
+    queue: QueueAdmin,
     store: MemoryStore,
     user: str,
     *,
@@ -63,13 +63,13 @@ def erase_target(
         keys = every
     else:
         key = Namespace.for_user(user, assistant_id=assistant).key
-        known = key in every or queue.admin.namespace_state(key).known
+        known = key in every or queue.namespace_state(key).known
         keys = [key] if known else []
     return EraseTarget(keys, [k for k in every if k not in keys])
 
 
 def erase(
-    queue: RedisQueue,
+    queue: QueueAdmin,
     store: MemoryStore,
     sinks: Mapping[str, Sink],
     keys: list[str],
@@ -85,7 +85,7 @@ def erase(
     busy: list[str] = []
     for key in keys:
         try:
-            queued[key] = queue.admin.purge_namespace(key)
+            queued[key] = queue.purge_namespace(key)
         except BusyNamespace:
             busy.append(key)
     done = [k for k in keys if k not in busy]
@@ -117,9 +117,9 @@ def _erase_agent_writes(sinks: Mapping[str, Sink], keys: list[str]) -> None:
             ) from exc
 
 
-def _all_of_user(queue: RedisQueue, store: MemoryStore, user: str) -> list[str]:
+def _all_of_user(queue: QueueAdmin, store: MemoryStore, user: str) -> list[str]:
     found = set(store.namespaces(scope="user", user_id=user))
-    for key in queue.admin.namespaces():
+    for key in queue.namespaces():
         with contextlib.suppress(MemworkerError):
             ns = Namespace.parse(key)
             if ns.scope is Scope.USER and ns.user_id == user:

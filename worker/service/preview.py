@@ -15,14 +15,14 @@ from worker.consolidation.engine import Limits
 from worker.errors import MemworkerError
 from worker.models import Candidate
 from worker.outcomes import Outcome
-from worker.queue.redis_queue import RedisQueue
+from worker.queue.admin import QueueAdmin
 from worker.queue.types import AFTER_EVERYTHING
 from worker.service.batch import BatchResult, merge_entries
 from worker.store.memory import MemoryStore
 
 
 def preview(
-    queue: RedisQueue,
+    queue: QueueAdmin,
     store: MemoryStore,
     consolidator: Consolidator,
     limits: Limits,
@@ -35,7 +35,7 @@ def preview(
     """The batch a claim of ``namespace`` would cover (at most ``max_batch`` queued candidates)
     plus ``extra``, merged: outcome ``dry_run`` with the diffs when something would change,
     ``nothing_new`` when nothing would, ``failed`` with the error when the merge fails."""
-    entries = queue.admin.pending(namespace, limit=max_batch)
+    entries = queue.pending(namespace, limit=max_batch)
     extra_entries = [(AFTER_EVERYTHING, c) for c in extra]
     try:
         merged = merge_entries(

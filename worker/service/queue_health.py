@@ -17,7 +17,7 @@ from worker.queue.beat_lock import beat_holder
 from worker.queue.types import applied_stream_position, epoch_of
 
 if TYPE_CHECKING:
-    from worker.queue.redis_queue import RedisQueue
+    from worker.queue.admin import QueueAdmin
 
 #: Recently committed namespaces compared; enough to notice a lost Redis, cheap to read.
 EPOCH_SAMPLE: Final = 500
@@ -29,9 +29,9 @@ class CommittedPositions(Protocol):
     def recent_positions(self, limit: int = ...) -> list[tuple[str, str]]: ...
 
 
-def queue_health(queue: RedisQueue, store: CommittedPositions) -> dict[str, Any]:
+def queue_health(queue: QueueAdmin, store: CommittedPositions) -> dict[str, Any]:
     """Durability settings plus ``epoch``: namespaces whose last commit was in another epoch."""
-    epochs = queue.admin.epochs()
+    epochs = queue.epochs()
     stale, same = [], {}
     for namespace, position in store.recent_positions(EPOCH_SAMPLE):
         recorded = epoch_of(position)
@@ -39,7 +39,7 @@ def queue_health(queue: RedisQueue, store: CommittedPositions) -> dict[str, Any]
             stale.append(namespace)
         elif recorded is not None:
             same[namespace] = applied_stream_position(position)
-    issued = queue.admin.last_issued(list(same))
+    issued = queue.last_issued(list(same))
     rolled_back = [ns for ns, applied in same.items() if applied > issued[ns]]
     epoch: dict[str, Any] = {
         "changed": bool(stale),
@@ -59,9 +59,9 @@ def queue_health(queue: RedisQueue, store: CommittedPositions) -> dict[str, Any]
             "committed are gone; nothing enqueued since is skipped"
         )
     return {
-        "durability": queue.admin.durability().as_dict(),
+        "durability": queue.durability().as_dict(),
         "epoch": epoch,
         "rollback": rollback,
         "beat": beat_holder(queue.redis, queue.settings.key_prefix),
-        "cluster_primaries": queue.admin.cluster_primaries(),
+        "cluster_primaries": queue.cluster_primaries(),
     }

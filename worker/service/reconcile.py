@@ -68,7 +68,7 @@ def reconcile_namespace(
         )
     if dry_run:
         result = preview(
-            queue,
+            queue.admin,
             pipeline.store,
             pipeline.consolidator,
             pipeline.settings,

@@ -37,8 +37,8 @@ if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
 
     from worker.consolidation.base import Consolidator
+    from worker.queue.admin import QueueAdmin
     from worker.queue.deployment import Durability
-    from worker.queue.redis_queue import RedisQueue
     from worker.slices import ConsolidationSettings
 
 #: How long the start-up probe waits for the model server's first answer (any HTTP status).
@@ -51,12 +51,12 @@ MODEL_PROBE_SECONDS: Final = 3.0
 MAX_QUOTED: Final = 300
 
 
-def prepare_queue(queue: RedisQueue) -> Durability:
+def prepare_queue(queue: QueueAdmin) -> Durability:
     """Refuse an evicting Redis (:class:`~worker.errors.QueueMisconfigured`, unless
     ``allow_evicting_redis``), log the other durability risks, then write the policy and
     recount the statistics of shards an earlier release wrote (once: a no-op afterwards)."""
-    durability = queue.admin.check_durability()
-    queue.admin.publish_policy()
+    durability = queue.check_durability()
+    queue.publish_policy()
     rebuild_stats(queue.redis, queue.layout)
     return durability
 
