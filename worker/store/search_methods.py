@@ -75,16 +75,6 @@ class SearchMethods:
 
         return self._snapshot_read("searching " + namespace, run)
 
-    def search_entry_ids(
-        self, namespace: str, query: str, *, limit: int
-    ) -> tuple[tuple[int, int], list[str]]:
-        """:meth:`vectors_fingerprint` and the ids of :meth:`search_entries`' entries, best
-        first, read in one snapshot without reading the entries: a hybrid search reads only
-        the few it returns, through :meth:`entries_by_id`, which checks again that each is
-        active."""
-        found = self.search_and_read(namespace, query, limit=limit, choose=lambda _m, _i: None)
-        return found.fingerprint, found.entry_ids
-
     def search_and_read(
         self,
         namespace: str,
@@ -93,7 +83,8 @@ class SearchMethods:
         limit: int,
         choose: Callable[[tuple[int, int], list[str]], Sequence[str] | None],
     ) -> SearchRead:
-        """:meth:`search_entry_ids`, then, in the same snapshot, the active entries of
+        """:meth:`vectors_fingerprint` and the ids of :meth:`search_entries`' entries, best
+        first, read in one snapshot; then, in the same snapshot, the active entries of
         ``namespace`` among the ids ``choose(fingerprint, ids)`` returns, in its order (None:
         none are read). A hybrid search ranks in ``choose`` when the vectors it keeps are
         those of this fingerprint: one transaction per query instead of two, and what it
