@@ -13,7 +13,7 @@ import importlib
 import sys
 from typing import TYPE_CHECKING, Any, Final
 
-from worker import __version__
+from worker.cli.version import version_line
 
 if TYPE_CHECKING:
     from worker.cli.root import COMMAND_MODULES, app, app_for
@@ -25,15 +25,6 @@ VERSION_ARGS: Final = ["--version"]
 
 #: What :mod:`worker.cli.root` provides, loaded on first use.
 _LAZY: Final = ("COMMAND_MODULES", "app", "app_for")
-
-
-def version_line() -> str:
-    """What ``memworker --version`` prints.
-
-    >>> version_line().split()[0]
-    'memworker'
-    """
-    return f"memworker {__version__}"
 
 
 def main() -> None:

@@ -13,8 +13,8 @@ from typing import Annotated
 
 import typer
 
-from worker.cli.app import version_line
 from worker.cli.help import MemworkerGroup
+from worker.cli.version import version_line
 
 
 def _new_app() -> typer.Typer:
