@@ -17,6 +17,7 @@ from sqlalchemy.engine import Connection
 
 from worker.errors import NotFound
 from worker.store import commit as _commit
+from worker.store import snapshot as _snapshot
 from worker.store.records import ApprovalInfo, CommitResult, RunRecord
 from worker.store.schema import approvals, candidate_ledger, namespaces
 from worker.store.sqltypes import require_utc
@@ -90,8 +91,8 @@ def apply_approved(
 ) -> tuple[ApprovalInfo, CommitResult]:
     """Approve ``approval_id`` and commit its operation as a new version, fenced like a merge."""
     info = decide(conn, approval_id, approve=True, by=by, now=now)
-    state = _commit.load_state(conn, info.namespace)
-    applied = build(info, state, _commit.current_files(conn, info.namespace))
+    state = _snapshot.load_state(conn, info.namespace)
+    applied = build(info, state, _snapshot.current_files(conn, info.namespace))
     result = _commit.commit_batch(
         conn,
         namespace=info.namespace,

@@ -107,7 +107,7 @@ class MemoryStore(DeliveryMethods, ProgressMethods, ApprovalMethods, SearchMetho
     # --- state and commit ------------------------------------------------------------------
     def load_state(self, namespace: str) -> NamespaceState:
         """Active entries, version (0 when new), applied position and read-only paths."""
-        return self._read("loading " + namespace, lambda c: _commit.load_state(c, namespace))
+        return self._read("loading " + namespace, lambda c: _snapshot.load_state(c, namespace))
 
     def snapshot(
         self, namespace: str, candidate_ids: Iterable[str], *, read_clock: bool = False
@@ -123,12 +123,12 @@ class MemoryStore(DeliveryMethods, ProgressMethods, ApprovalMethods, SearchMetho
 
     def current_files(self, namespace: str) -> dict[str, str]:
         """Path → current content of each file of ``namespace``."""
-        return self._read("reading files", lambda c: _commit.current_files(c, namespace))
+        return self._read("reading files", lambda c: _snapshot.current_files(c, namespace))
 
     def already_recorded(self, namespace: str, candidate_ids: Iterable[str]) -> set[str]:
         """Which of ``candidate_ids`` the ledger of ``namespace`` already holds."""
         ids = list(candidate_ids)
-        return self._read("ledger lookup", lambda c: _commit.already_recorded(c, namespace, ids))
+        return self._read("ledger lookup", lambda c: _snapshot.already_recorded(c, namespace, ids))
 
     def commit_batch(
         self,

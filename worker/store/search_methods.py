@@ -17,9 +17,9 @@ from sqlalchemy.engine import Connection
 from worker.models import Namespace
 from worker.store import fence, search_index
 from worker.store import vectors as _vectors
-from worker.store.commit import entry_from_row
 from worker.store.schema import entries
 from worker.store.search_text import query_terms
+from worker.store.snapshot import entry_from_row
 from worker.store.vectors import Embedded, PendingText
 from worker.values import Entry
 
