@@ -40,8 +40,9 @@ import redis
 
 from bench._support import verdict
 from worker.models import make_candidate
+from worker.queue.evalsha import run_pipeline
 from worker.queue.redis_queue import RedisQueue
-from worker.queue.scripts import SCRIPTS, Call, run_pipeline
+from worker.queue.scripts import SCRIPTS, Call
 from worker.queue.stats import recount_stats
 from worker.queue_policy import QueuePolicy
 from worker.runtime.embedded_redis import find_redis_server

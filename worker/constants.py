@@ -78,3 +78,8 @@ MAX_TEXT_BYTES_LIMIT: Final = 1_048_576
 #: largest one accepted.
 DEFAULT_SOCKET_TIMEOUT_SECONDS: Final = 0.25
 MAX_SOCKET_TIMEOUT_SECONDS: Final = 30.0
+
+#: ``maxmemory-policy`` values that may evict keys without a TTL, i.e. the queue's own keys:
+#: the workers refuse to start on them and the hot path to enqueue. ``volatile-*`` only evicts
+#: keys with an expiry, and no queue key has one.
+EVICTING_POLICIES: Final = frozenset({"allkeys-lru", "allkeys-lfu", "allkeys-random"})

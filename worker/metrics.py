@@ -18,10 +18,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from threading import Thread
-from typing import Final, Protocol
-from wsgiref.simple_server import WSGIServer
+from typing import TYPE_CHECKING, Final, Protocol
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
+
+if TYPE_CHECKING:  # the server module (http.server) is the exporter's, not the hot path's
+    from wsgiref.simple_server import WSGIServer
 
 from worker.namespaces import Scope
 

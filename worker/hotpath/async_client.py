@@ -12,19 +12,18 @@ from collections.abc import Iterable
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self
 
-from typing_extensions import Unpack
-
 from worker.enqueue import EnqueueFields
+from worker.hotpath.async_pool import AsyncHotPool
 from worker.hotpath.builder import CandidateBuilder
-from worker.hotpath.cluster_pool import AsyncClusterHotPool
-from worker.hotpath.connection import HOTPATH_MAX_CONNECTIONS, unavailable
-from worker.hotpath.pool import AsyncHotPool
+from worker.hotpath.connection import HOTPATH_FAILURES, HOTPATH_MAX_CONNECTIONS, unavailable
 from worker.hotpath.settings import ClientSettings, client_settings
 from worker.queue.address import is_cluster_url, resolve_redis_url
-from worker.queue.connect import REDIS_FAILURES
 from worker.queue.scripts import SCRIPTS
 
 if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
+    from worker.hotpath.cluster_pool import AsyncClusterHotPool
     from worker.settings import Settings
 
 _ENQUEUE = SCRIPTS["enqueue"]
@@ -44,7 +43,12 @@ class AsyncMemoryClient:
         self.settings = client_settings() if settings is None else ClientSettings.of(settings)
         self.url = resolve_redis_url(self.settings)
         self._timeout = self.settings.socket_timeout_seconds
-        pool = AsyncClusterHotPool if is_cluster_url(self.url) else AsyncHotPool
+        pool: type[AsyncHotPool | AsyncClusterHotPool] = AsyncHotPool
+        if is_cluster_url(self.url):
+            # Imported for a cluster only: a client of one Redis never loads redis-py.
+            from worker.hotpath.cluster_pool import AsyncClusterHotPool
+
+            pool = AsyncClusterHotPool
         self._pool: AsyncHotPool | AsyncClusterHotPool = pool(
             self.url,
             self._timeout,
@@ -68,7 +72,7 @@ class AsyncMemoryClient:
         candidate = builder.candidate(fields)
         try:
             result = await self._pool.run_one(_ENQUEUE, builder.call(candidate))
-        except REDIS_FAILURES as exc:
+        except HOTPATH_FAILURES as exc:
             raise unavailable(self.url, exc, self._timeout) from exc
         return builder.check_one(candidate, result)
 
@@ -80,7 +84,7 @@ class AsyncMemoryClient:
             return []
         try:
             results = await self._pool.run_script(_ENQUEUE, self._builder.calls(candidates))
-        except REDIS_FAILURES as exc:
+        except HOTPATH_FAILURES as exc:
             raise unavailable(self.url, exc, self._timeout) from exc
         return self._builder.check(candidates, results)
 

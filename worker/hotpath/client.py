@@ -31,18 +31,17 @@ from collections.abc import Iterable
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self
 
-from typing_extensions import Unpack
-
 from worker.enqueue import EnqueueFields
 from worker.hotpath.builder import CandidateBuilder
-from worker.hotpath.connection import HOTPATH_MAX_CONNECTIONS, unavailable
+from worker.hotpath.connection import HOTPATH_FAILURES, HOTPATH_MAX_CONNECTIONS, unavailable
 from worker.hotpath.pool import HotPool
 from worker.hotpath.settings import ClientSettings, client_settings
 from worker.queue.address import is_cluster_url, resolve_redis_url
-from worker.queue.connect import REDIS_FAILURES
 from worker.queue.scripts import SCRIPTS
 
 if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
     from worker.hotpath.cluster_pool import ClusterHotPool
     from worker.settings import Settings
 
@@ -74,7 +73,7 @@ class MemoryClient:
         self._timeout = self.settings.socket_timeout_seconds
         pool: type[HotPool | ClusterHotPool] = HotPool
         if is_cluster_url(self.url):
-            # Imported for a cluster only: a client of one Redis never loads the cluster pool.
+            # Imported for a cluster only: a client of one Redis never loads redis-py.
             from worker.hotpath.cluster_pool import ClusterHotPool
 
             pool = ClusterHotPool
@@ -111,7 +110,7 @@ class MemoryClient:
         candidate = builder.candidate(fields)
         try:
             result = self._pool.run_one(_ENQUEUE, builder.call(candidate))
-        except REDIS_FAILURES as exc:
+        except HOTPATH_FAILURES as exc:
             raise unavailable(self.url, exc, self._timeout) from exc
         return builder.check_one(candidate, result)
 
@@ -127,7 +126,7 @@ class MemoryClient:
             return []
         try:
             results = self._pool.run_script(_ENQUEUE, self._builder.calls(candidates))
-        except REDIS_FAILURES as exc:
+        except HOTPATH_FAILURES as exc:
             raise unavailable(self.url, exc, self._timeout) from exc
         return self._builder.check(candidates, results)
 

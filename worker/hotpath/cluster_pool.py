@@ -4,13 +4,13 @@ The single-node pools write packed ``EVALSHA`` calls straight to one socket. On 
 call must reach the primary owning its slot: these pools keep one lean pool per primary and
 route by the slot map of redis-py's cluster client. What a node redirects (``MOVED``/``ASK``
 during a resharding or failover) or cannot answer is unpacked (the call is our own, fixed
-layout) and sent again through that client (:func:`worker.queue.scripts.run_pipeline`, or
+layout) and sent again through that client (:func:`worker.queue.evalsha.run_pipeline`, or
 ``redis.asyncio.RedisCluster``), which follows the redirection and refreshes the map. Every
 call still waits at most the socket timeout per attempt, and a failover that outlasts the
 client's attempts raises a connection error, which the client turns into
 :class:`~worker.errors.QueueUnavailable`.
 
->>> from worker.queue.scripts import pack_command
+>>> from worker.queue.resp import pack_command
 >>> unpack_call(pack_command(b"EVALSHA", b"abc", b"1", b"k", b"v"))
 (['k'], [b'v'])
 """
@@ -19,7 +19,9 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from typing import Any, TypeVar
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any, Final, TypeVar
 
 import redis
 from redis.asyncio.cluster import ClusterNode as AsyncClusterNode
@@ -31,13 +33,44 @@ from redis.crc import key_slot
 from redis.exceptions import NoScriptError
 
 from worker.errors import QueueUnavailable
-from worker.hotpath.pool import AsyncHotPool, HotPool
+from worker.hotpath.async_pool import AsyncHotPool
+from worker.hotpath.pool import HotPool
 from worker.queue.address import ClusterAddress, redacted
 from worker.queue.connect import open_redis
-from worker.queue.scripts import RESEND, Call, LuaScript, run_pipeline, unreachable
+from worker.queue.evalsha import RESEND, run_pipeline, unreachable
+from worker.queue.failures import translate
+from worker.queue.resp import ReplyError
+from worker.queue.scripts import Call, LuaScript
 
 #: A per-primary pool: :class:`HotPool` or :class:`AsyncHotPool`.
 Pool = TypeVar("Pool", HotPool, AsyncHotPool)
+
+#: Error replies of a node that did not run the call: the cluster client sends it again.
+_REDIRECTS: Final = frozenset({"MOVED", "ASK", "TRYAGAIN"})
+
+
+def _resend(reply: Any) -> bool:
+    """A reply meaning "ask the cluster again": a node's redirection, or a stand-in for a
+    node that could not be reached (:func:`~worker.queue.evalsha.unreachable`)."""
+    if isinstance(reply, ReplyError):
+        return reply.code in _REDIRECTS
+    return isinstance(reply, RESEND)
+
+
+@contextmanager
+def _hot_failures(url: str) -> Iterator[None]:
+    """What the cluster client raises, as the single-node pools raise it: a timeout or a lost
+    connection as the built-in error (the client words those), anything else named."""
+    try:
+        yield
+    except redis.TimeoutError as exc:
+        raise TimeoutError(str(exc)) from exc
+    except redis.ConnectionError as exc:
+        if isinstance(exc, redis.AuthenticationError):
+            raise translate(exc, redacted(url)) from exc
+        raise ConnectionError(str(exc)) from exc
+    except (redis.RedisError, redis.RedisClusterException) as exc:
+        raise translate(exc, redacted(url)) from exc
 
 
 def unpack_call(packed: bytes) -> tuple[list[str], list[bytes]]:
@@ -120,6 +153,10 @@ class ClusterHotPool(_Routing):
             return self._client
 
     def run_script(self, script: LuaScript, calls: list[bytes]) -> list[Any]:
+        with _hot_failures(self._url):
+            return self._run(script, calls)
+
+    def _run(self, script: LuaScript, calls: list[bytes]) -> list[Any]:
         nodes = self._connected().nodes_manager
         with self._lock:
             pools = [self._node_pool(nodes, call, HotPool) for call in calls]
@@ -127,14 +164,14 @@ class ClusterHotPool(_Routing):
         for pool, indexes in _grouped(pools):
             try:
                 replies = pool.run_script(script, [calls[i] for i in indexes])
-            except (redis.ConnectionError, redis.TimeoutError):
+            except OSError:
                 # The node went away (a failover?): the cluster client finds its successor.
                 # A call that had reached it runs twice: the candidate then sits twice under
                 # one id, which consolidation merges once (as the single-node pool's retry).
                 replies = unreachable(len(indexes))
             for i, reply in zip(indexes, replies, strict=True):
                 results[i] = reply
-        again = [i for i, r in enumerate(results) if isinstance(r, RESEND)]
+        again = [i for i, r in enumerate(results) if _resend(r)]
         if again:
             unpacked: list[Call] = [(script, *unpack_call(calls[i])) for i in again]
             for i, reply in zip(again, run_pipeline(self._connected(), unpacked), strict=True):
@@ -178,15 +215,16 @@ class AsyncClusterHotPool(_Routing):
         """One pipeline per node, the nodes concurrently; per-call errors come back as
         values. (A namespace's calls stay in order: they share a node and its pipeline.)"""
         try:
-            return await self._run(script, calls)
+            await self._client.initialize()  # once; later calls return at once
         except redis.RedisClusterException as exc:  # no node answered the slot-map request
             raise QueueUnavailable(
                 f"no node of the Redis Cluster {redacted(self._url)} answered ({exc}); start "
                 "the cluster or fix the seed nodes in MEMWORKER_REDIS_URL"
             ) from None
+        with _hot_failures(self._url):
+            return await self._run(script, calls)
 
     async def _run(self, script: LuaScript, calls: list[bytes]) -> list[Any]:
-        await self._client.initialize()  # once; later calls return at once
         nodes = self._client.nodes_manager
         pools = [self._node_pool(nodes, call, AsyncHotPool) for call in calls]
         results: list[Any] = [None] * len(calls)
@@ -194,14 +232,14 @@ class AsyncClusterHotPool(_Routing):
         async def on_node(pool: AsyncHotPool, indexes: list[int]) -> None:
             try:
                 replies = await pool.run_script(script, [calls[i] for i in indexes])
-            except (redis.ConnectionError, redis.TimeoutError):  # as in ClusterHotPool
+            except OSError:  # as in ClusterHotPool
                 replies = unreachable(len(indexes))
             for i, reply in zip(indexes, replies, strict=True):
                 results[i] = reply
 
         await asyncio.gather(*(on_node(pool, indexes) for pool, indexes in _grouped(pools)))
         for i, reply in enumerate(results):  # in order: a namespace's ids follow its arrivals
-            if isinstance(reply, RESEND):
+            if _resend(reply):
                 results[i] = await self._one(script, *unpack_call(calls[i]))
         return results
 

@@ -35,9 +35,9 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
+from worker.constants import EVICTING_POLICIES
 from worker.errors import QueueMisconfigured
-from worker.queue.deployment import EVICTING_POLICIES
-from worker.queue.scripts import pack_command
+from worker.queue.resp import pack_command
 
 log = logging.getLogger(__name__)
 

@@ -24,6 +24,7 @@ from typing import Final
 
 from worker.queue.connect import REDIS_FAILURES, RedisClient
 from worker.queue.encoding import seconds_to_ms
+from worker.queue.evalsha import call_script
 from worker.queue.failures import translate, where_of
 from worker.queue.scripts import SCRIPTS, Value
 
@@ -134,7 +135,7 @@ class BeatLock:
                 "mode": mode,
                 "dead": dead,
             }
-            reply = script.call(self.client, *script.order({"lock": self.key}, args))
+            reply = call_script(self.client, script, *script.order({"lock": self.key}, args))
         except REDIS_FAILURES as exc:
             raise translate(exc, where_of(self.client)) from exc
         holder = reply[1] if len(reply) > 1 and reply[1] else None

@@ -27,7 +27,7 @@ from worker.errors import QueueUnavailable
 from worker.queue.address import ClusterAddress, is_cluster_url, redacted
 
 #: A client of the queue's Redis: a single node or a cluster (the same commands either way,
-#: except that a cluster refuses pipelined scripts; see :func:`worker.queue.scripts.run_pipeline`).
+#: except that a cluster refuses pipelined scripts; see :func:`worker.queue.evalsha.run_pipeline`).
 RedisClient: TypeAlias = redis.Redis | RedisCluster
 
 #: What a call to the queue's Redis can raise: redis-py's errors, and (on a cluster) its

@@ -17,11 +17,12 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any
 
 import redis
 from redis.cluster import RedisCluster
 
+from worker.constants import EVICTING_POLICIES
 from worker.errors import QueueMisconfigured
 from worker.queue.connect import REDIS_FAILURES, RedisClient
 from worker.queue.failures import translate
@@ -32,10 +33,6 @@ if TYPE_CHECKING:
     from worker.slices import QueueSettings
 
 log = logging.getLogger(__name__)
-
-#: ``maxmemory-policy`` values that may evict keys without a TTL, i.e. the queue's own keys.
-#: ``volatile-*`` only evicts keys with an expiry, and no queue key has one.
-EVICTING_POLICIES: Final = frozenset({"allkeys-lru", "allkeys-lfu", "allkeys-random"})
 
 
 @dataclass(frozen=True)

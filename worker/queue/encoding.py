@@ -32,7 +32,8 @@ from worker.errors import BacklogFull, InvalidCandidate, MemworkerError, QueueMi
 from worker.metrics import count_enqueued
 from worker.queue.failures import translate
 from worker.queue.keys import QueueLayout
-from worker.queue.scripts import SCRIPTS, Call, ScriptCallError, pack_bulk
+from worker.queue.resp import pack_bulk
+from worker.queue.scripts import SCRIPTS, Call, ScriptCallError
 from worker.queue_policy import QueuePolicy
 
 if TYPE_CHECKING:

@@ -1,24 +1,31 @@
 """Every Redis failure as a :class:`~worker.errors.MemworkerError` that says what to do.
 
 redis-py raises its own exceptions, and a script's error reply comes back as a bare
-``ResponseError``; callers of the queue (the hot path above all) only ever see this module's
-translation, so one ``except MemworkerError`` covers Redis too.
+``ResponseError``; the hot path's own connections (:mod:`worker.hotpath.wire`) raise
+``OSError`` and return error replies as :class:`~worker.queue.resp.ReplyError` values.
+Callers of the queue (the hot path above all) only ever see this module's translation, so
+one ``except MemworkerError`` covers Redis too.
 
+This module does not import redis-py: an exception of redis-py can only exist once redis-py
+is loaded, so its classes are looked up among the loaded modules (the hot path of one Redis
+never loads it, and an import here would cost it ~0.2 s).
+
+>>> from worker.queue.resp import ReplyError
+>>> type(translate(ReplyError("OOM command not allowed"), "redis://x")).__name__
+'QueueOutOfMemory'
+>>> type(translate(ReplyError("MOVED 3999 10.0.0.2:6379"), "redis://x")).__name__
+'QueueMisconfigured'
 >>> import redis
 >>> type(translate(redis.ResponseError("OOM command not allowed"), "redis://x")).__name__
 'QueueOutOfMemory'
->>> type(translate(redis.ResponseError("MOVED 3999 10.0.0.2:6379"), "redis://x")).__name__
-'QueueMisconfigured'
 """
 
 from __future__ import annotations
 
 import re
+import sys
+from types import ModuleType
 from typing import Any, Final
-
-import redis
-from redis import exceptions as rx
-from redis.exceptions import NoScriptError
 
 from worker.errors import (
     MemworkerError,
@@ -34,21 +41,45 @@ _CODES: Final = re.compile(
     r"(?:^|[\s:-])(OOM|READONLY|NOAUTH|WRONGPASS|NOPERM|MOVED|ASK|CLUSTERDOWN|CROSSSLOT)\b"
 )
 
-#: redis-py exception classes that stand for those codes (it strips the code off the message).
+#: redis-py exception classes (by name in ``redis.exceptions``) that stand for those codes
+#: (it strips the code off the message).
 _CLASSES: Final = (
-    (rx.AuthenticationError, "NOAUTH"),
-    (rx.OutOfMemoryError, "OOM"),
-    (rx.ReadOnlyError, "READONLY"),
-    (rx.ClusterDownError, "CLUSTERDOWN"),
-    (rx.MovedError, "MOVED"),
-    (rx.AskError, "ASK"),
-    (rx.ClusterCrossSlotError, "CROSSSLOT"),
+    ("AuthenticationError", "NOAUTH"),
+    ("OutOfMemoryError", "OOM"),
+    ("ReadOnlyError", "READONLY"),
+    ("ClusterDownError", "CLUSTERDOWN"),
+    ("MovedError", "MOVED"),
+    ("AskError", "ASK"),
+    ("ClusterCrossSlotError", "CROSSSLOT"),
 )
 
 
+def _redis_py() -> ModuleType | None:
+    """redis-py's exceptions module when redis-py is loaded (else no exception is one of it)."""
+    return sys.modules.get("redis.exceptions")
+
+
+def _is(exc: BaseException, name: str) -> bool:
+    rx = _redis_py()
+    return rx is not None and isinstance(exc, getattr(rx, name))
+
+
+def is_timeout(exc: BaseException) -> bool:
+    """A call that got no answer in time (the hot path's sockets, or redis-py's)."""
+    return isinstance(exc, TimeoutError) or _is(exc, "TimeoutError")
+
+
+def is_unreachable(exc: BaseException) -> bool:
+    """A connection refused, reset or lost (not a refused password: redis-py counts that as
+    a connection error, yet it is a configuration to fix)."""
+    if _is(exc, "AuthenticationError"):
+        return False
+    return isinstance(exc, OSError) or _is(exc, "ConnectionError")
+
+
 def _code(exc: BaseException) -> str | None:
-    for cls, code in _CLASSES:
-        if isinstance(exc, cls):
+    for name, code in _CLASSES:
+        if _is(exc, name):
             return code
     found = _CODES.search(str(exc))
     return found.group(1) if found else None
@@ -87,7 +118,7 @@ def translate(exc: BaseException, where: str) -> MemworkerError:
             "covered. Nothing was written by this call; retry once `redis-cli --cluster check` "
             "reports every slot covered"
         )
-    if isinstance(exc, rx.RedisClusterException) and not isinstance(exc, rx.ResponseError):
+    if _is(exc, "RedisClusterException") and not _is(exc, "ResponseError"):
         return QueueUnavailable(
             f"the Redis Cluster {where} could not serve the call ({message}); nothing was "
             "written by it. Check the cluster (`redis-cli --cluster check`) and retry"
@@ -98,17 +129,17 @@ def translate(exc: BaseException, where: str) -> MemworkerError:
             "nothing was written. For a Redis Cluster use a cluster URL: "
             "MEMWORKER_REDIS_URL=redis+cluster://host1:6379,host2:6379"
         )
-    if isinstance(exc, NoScriptError):
+    if _is(exc, "NoScriptError") or str(exc).startswith("NOSCRIPT"):
         return QueueUnavailable(
             f"Redis at {where} lost the queue's scripts again right after loading them "
             f"({message}); something keeps running SCRIPT FLUSH or restarting Redis. Nothing "
             "was written; retry once that stops"
         )
-    if isinstance(exc, redis.TimeoutError):
+    if is_timeout(exc):
         return QueueUnavailable(
             f"Redis at {where} did not answer in time ({message}); retry later or check its load"
         )
-    if isinstance(exc, redis.ConnectionError | OSError):
+    if is_unreachable(exc):
         return QueueUnavailable(
             f"Redis at {where} is unreachable ({message}); start Redis or fix MEMWORKER_REDIS_URL"
         )

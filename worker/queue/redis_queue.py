@@ -53,11 +53,12 @@ from worker.queue.encoding import (
     script_now,
     seconds_to_ms,
 )
+from worker.queue.evalsha import call_script, run_pipeline
 from worker.queue.failures import translate
 from worker.queue.keys import QueueLayout
 from worker.queue.replies import claims_of, claims_of_shards, entries_of, s
 from worker.queue.runner import ScriptRunner
-from worker.queue.scripts import SCRIPTS, Call, run_pipeline
+from worker.queue.scripts import SCRIPTS, Call
 from worker.queue.types import Claim, DeadLetter, QueueStats
 from worker.slices import QueueSettings
 
@@ -111,7 +112,7 @@ class RedisQueue:
         """
         script, keys, args = self._encoder.call(candidate, now)
         try:
-            stream_id = s(script.call(self.redis, keys, args))
+            stream_id = s(call_script(self.redis, script, keys, args))
         except REDIS_FAILURES as exc:
             raise enqueue_error(candidate.namespace, exc, self._where) from None
         count_enqueued(candidate.namespace)

