@@ -17,9 +17,11 @@ from typing import Any
 import pytest
 import redis
 
+from tests.support.memory_queue import deploy_policy
 from tests.support.private_redis import PrivateRedis, private_redis
+from tests.support.waiting import wait_for
 from worker import AsyncMemoryClient, ConfigurationError, MemoryClient, QueueUnavailable
-from worker.errors import QueueMisconfigured
+from worker.errors import BacklogFull, QueueMisconfigured
 from worker.hotpath.wire import NodeAddress
 from worker.queue.resp import ProtocolError, ReplyBuffer, ReplyError, pack_command
 
@@ -152,6 +154,70 @@ def test_an_acl_user_in_the_url_logs_in_as_that_user(rdir: Path) -> None:
         with pytest.raises(QueueMisconfigured, match="refused our credentials") as refused:
             _enqueue(f"unix://app:wrong@{server.sock}")
         assert "wrong" not in str(refused.value)
+
+
+# --- a reply that comes too late ---------------------------------------------------------
+
+
+def _log_length(server: PrivateRedis) -> int:
+    with server.client() as admin:
+        (log,) = admin.scan_iter(match=f"{PREFIX}:*:log")
+        return int(admin.xlen(log))
+
+
+def _other_clients(server: PrivateRedis) -> int:
+    with server.client() as admin:
+        return len(admin.client_list()) - 1
+
+
+def _late_reply_case(server: PrivateRedis, enqueue: Any) -> None:
+    """Enqueue once; pause Redis's writes so the second enqueue times out; unpause. Redis then
+    runs the second late or drops it with its closed connection; either way every later
+    enqueue must get its own answer: the namespace (limit 2) refuses exactly once it is full.
+    Had the timed-out socket gone back to the pool, the next enqueue would read the second's
+    late "queued" reply instead of its own refusal, and return an id."""
+    deploy_policy(server.url, PREFIX, max_pending_per_namespace=2)
+    enqueue("first")
+    with server.client() as admin:
+        admin.execute_command("CLIENT", "PAUSE", 30_000, "WRITE")
+        try:
+            with pytest.raises(QueueUnavailable, match=r"did not answer within 0\.5 s"):
+                enqueue("second")
+        finally:
+            admin.execute_command("CLIENT", "UNPAUSE")
+    wait_for(lambda: _other_clients(server) == 0, "Redis to be done with the timed-out socket", 10)
+    if _log_length(server) == 1:  # dropped: one more fills the namespace
+        enqueue("third")
+    assert _log_length(server) == 2
+    with pytest.raises(BacklogFull, match=r"already has 2 pending candidates \(limit 2\)"):
+        enqueue("fourth")
+
+
+def test_a_reply_that_came_after_the_timeout_is_never_read_as_the_next_ones(rdir: Path) -> None:
+    with (
+        private_redis(rdir) as server,
+        MemoryClient.from_url(server.url, key_prefix=PREFIX, socket_timeout_seconds=0.5) as client,
+    ):
+        _late_reply_case(server, lambda text: client.enqueue(user_id="u1", trace_id="t", text=text))
+
+
+def test_the_async_client_never_reads_a_late_reply_as_the_next_ones(rdir: Path) -> None:
+    with private_redis(rdir) as server:
+        loop = asyncio.new_event_loop()
+        client = AsyncMemoryClient.from_url(
+            server.url, key_prefix=PREFIX, socket_timeout_seconds=0.5
+        )
+        try:
+
+            def enqueue(text: str) -> str:
+                return loop.run_until_complete(
+                    client.enqueue(user_id="u1", trace_id="t", text=text)
+                )
+
+            _late_reply_case(server, enqueue)
+        finally:
+            loop.run_until_complete(client.aclose())
+            loop.close()
 
 
 # --- TLS ---------------------------------------------------------------------------------
