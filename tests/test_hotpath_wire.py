@@ -13,12 +13,14 @@ import textwrap
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 import redis
 
 from tests.support.memory_queue import deploy_policy
 from tests.support.private_redis import PrivateRedis, private_redis
+from tests.support.tcp_proxy import TcpProxy, proxied
 from tests.support.waiting import wait_for
 from worker import AsyncMemoryClient, ConfigurationError, MemoryClient, QueueUnavailable
 from worker.errors import BacklogFull, QueueMisconfigured
@@ -218,6 +220,49 @@ def test_the_async_client_never_reads_a_late_reply_as_the_next_ones(rdir: Path) 
         finally:
             loop.run_until_complete(client.aclose())
             loop.close()
+
+
+# --- a reply that trickles in --------------------------------------------------------------
+
+
+@pytest.fixture
+def trickling(single_redis_url: str) -> Iterator[tuple[TcpProxy, str]]:
+    """A proxy to the test Redis, and the URL through it (the proxy relays at once until told
+    to trickle)."""
+    parts = urlsplit(single_redis_url)
+    if parts.scheme != "redis" or parts.hostname is None:
+        pytest.skip("the trickling proxy needs the test Redis on TCP")
+    with proxied(parts.hostname, parts.port or 6379) as proxy:
+        yield proxy, f"redis://127.0.0.1:{proxy.port}{parts.path}"
+    _drop_prefix(single_redis_url)
+
+
+def test_a_reply_trickling_in_within_each_read_timeout_still_ends_at_the_deadline(
+    trickling: tuple[TcpProxy, str],
+) -> None:
+    proxy, url = trickling
+    with MemoryClient.from_url(url, key_prefix=PREFIX, socket_timeout_seconds=0.5) as client:
+        client.enqueue(user_id="u1", trace_id="t", text="at full speed")  # connects, probes
+        proxy.trickle(0.1)  # every byte well within 0.5 s; a reply of ~20 bytes, 2 s
+        with pytest.raises(QueueUnavailable, match=r"did not answer within 0\.5 s"):
+            client.enqueue(user_id="u1", trace_id="t", text="trickled")
+
+
+def test_the_async_client_ends_a_trickling_reply_at_the_deadline(
+    trickling: tuple[TcpProxy, str],
+) -> None:
+    proxy, url = trickling
+
+    async def run() -> None:
+        async with AsyncMemoryClient.from_url(
+            url, key_prefix=PREFIX, socket_timeout_seconds=0.5
+        ) as client:
+            await client.enqueue(user_id="u1", trace_id="t", text="at full speed")
+            proxy.trickle(0.1)
+            with pytest.raises(QueueUnavailable, match=r"did not answer within 0\.5 s"):
+                await client.enqueue(user_id="u1", trace_id="t", text="trickled")
+
+    asyncio.run(run())
 
 
 # --- TLS ---------------------------------------------------------------------------------

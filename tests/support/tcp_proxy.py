@@ -7,6 +7,9 @@ or stop (a dependency that is down), then bring back.
   deadline gets the caller out.
 * ``stop()``: the listening socket is closed and live connections are reset (connection
   refused from then on), as with a crashed server.
+* ``trickle(seconds)``: what the server sends reaches the client one byte at a time,
+  ``seconds`` apart (``trickle(None)``: at once again): a dependency that answers, each byte
+  in time, the whole too late.
 * ``thaw()`` / ``start()`` undo them; buffered bytes flow again after a thaw.
 """
 
@@ -33,6 +36,7 @@ class TcpProxy:
         self.target = (target_host, target_port)
         self._frozen = threading.Event()
         self._closing = threading.Event()
+        self._trickle: float | None = None
         self._conns: list[socket.socket] = []
         self._lock = threading.Lock()
         self._listener: socket.socket | None = None
@@ -45,6 +49,9 @@ class TcpProxy:
 
     def thaw(self) -> None:
         self._frozen.clear()
+
+    def trickle(self, seconds_per_byte: float | None) -> None:
+        self._trickle = seconds_per_byte
 
     def stop(self) -> None:
         """Refuse new connections and reset the live ones."""
@@ -113,10 +120,20 @@ class TcpProxy:
                     data = source.recv(CHUNK)
                     if not data:
                         raise OSError("closed")
-                    peers[source].sendall(data)
+                    self._send(peers[source], data, slowly=source is b)
         for sock in (a, b):
             with contextlib.suppress(OSError):
                 sock.close()
+
+    def _send(self, to: socket.socket, data: bytes, *, slowly: bool) -> None:
+        """Relay ``data``; from the server (``slowly``) byte by byte while trickling."""
+        delay = self._trickle if slowly else None
+        if delay is None:
+            to.sendall(data)
+            return
+        for i in range(len(data)):
+            to.sendall(data[i : i + 1])
+            self._closing.wait(delay)
 
 
 @contextlib.contextmanager

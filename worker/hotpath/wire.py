@@ -25,6 +25,7 @@ from __future__ import annotations
 import socket
 import ssl
 from dataclasses import dataclass, field
+from time import monotonic
 from typing import Final
 from urllib.parse import parse_qs, unquote, urlsplit
 
@@ -141,9 +142,10 @@ def refused(replies: list[Reply]) -> None:
 class Connection:
     """A blocking connection; used by one thread at a time (the pool hands it out)."""
 
-    __slots__ = ("_replies", "_sock")
+    __slots__ = ("_replies", "_sock", "_timeout")
 
     def __init__(self, address: NodeAddress, timeout: float, tls: ssl.SSLContext | None) -> None:
+        self._timeout = timeout
         if address.path is not None:
             sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
             sock.settimeout(timeout)
@@ -169,13 +171,26 @@ class Connection:
                 raise
 
     def round_trip(self, packed: bytes, replies: int) -> list[Reply]:
-        """Send ``packed`` and read ``replies`` replies (a timeout or a closed socket raises;
-        the caller then closes this connection)."""
+        """Send ``packed`` and read ``replies`` (at least one) replies, all of it within the
+        timeout: a reply trickling in byte by byte, each within the socket's timeout, still
+        ends at the deadline. A timeout or a closed socket raises; the caller then closes
+        this connection."""
+        started = monotonic()
         sock, buffer = self._sock, self._replies
-        sock.sendall(packed)
-        while (out := buffer.take(replies)) is None:
-            buffer.feed(sock.recv(READ_CHUNK))
-        return out
+        sock.sendall(packed)  # the socket's timeout bounds the whole send (Python >= 3.5)
+        buffer.feed(sock.recv(READ_CHUNK))  # one read holds every reply, nearly always
+        if (out := buffer.take(replies)) is not None:
+            return out
+        try:
+            while (out := buffer.take(replies)) is None:
+                left = started + self._timeout - monotonic()
+                if left <= 0:
+                    raise TimeoutError(f"no whole reply from Redis within {self._timeout:g} s")
+                sock.settimeout(left)
+                buffer.feed(sock.recv(READ_CHUNK))
+            return out
+        finally:
+            sock.settimeout(self._timeout)
 
     def close(self) -> None:
         self._replies.clear()
