@@ -338,7 +338,7 @@ def test_a_server_certificate_no_trusted_ca_signed_is_refused(
     tls_redis: tuple[PrivateRedis, int],
 ) -> None:
     server, port = tls_redis
-    with pytest.raises(QueueUnavailable, match="CERTIFICATE_VERIFY_FAILED"):
+    with pytest.raises(QueueMisconfigured, match=r"CERTIFICATE_VERIFY_FAILED.*ssl_ca_certs"):
         _enqueue(f"rediss://127.0.0.1:{port}/0")
     assert _queued_plain(server) == []
 
