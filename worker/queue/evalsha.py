@@ -78,6 +78,10 @@ def _send_node(client: redis.Redis, calls: Sequence[Call]) -> list[Any]:
 RESEND: Final = (MovedError, AskError, TryAgainError)
 
 
+#: What one call sent again through the cluster client may fail with, kept as its result.
+_CALL_FAILURES: Final = (redis.ResponseError, redis.ConnectionError, redis.TimeoutError)
+
+
 def unreachable(count: int) -> list[Exception]:
     """Stand-in replies for ``count`` calls whose node could not be reached: sent again."""
     return [TryAgainError("node unreachable")] * count
@@ -108,6 +112,9 @@ def _send_cluster(client: RedisCluster, calls: Sequence[Call]) -> list[Any]:
             script, keys, args = calls[i]
             try:
                 results[i] = call_script(client, script, keys, args)
-            except redis.ResponseError as exc:
+            except (*_CALL_FAILURES, redis.RedisClusterException) as exc:
+                # This call's failure, as a value: raising would lose the others' results,
+                # such as the leases other shards of a sweep just granted. A node still down
+                # mid-failover fails only the calls of its slots.
                 results[i] = exc
     return results
