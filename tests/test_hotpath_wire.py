@@ -25,7 +25,10 @@ from tests.support.waiting import wait_for
 from worker import AsyncMemoryClient, ConfigurationError, MemoryClient, QueueUnavailable
 from worker.errors import BacklogFull, QueueMisconfigured
 from worker.hotpath.wire import NodeAddress
+from worker.queue.connect import open_redis
+from worker.queue.redis_queue import RedisQueue
 from worker.queue.resp import ProtocolError, ReplyBuffer, ReplyError, pack_command
+from worker.settings import Settings
 
 PREFIX = "wire"
 
@@ -133,8 +136,9 @@ def _enqueue(url: str, **settings: Any) -> str:
         return c.enqueue(user_id="u1", trace_id="t", text="I prefer tea")
 
 
-def _queued(server: PrivateRedis, db: int = 0) -> list[bytes]:
-    client = redis.Redis(unix_socket_path=str(server.sock), db=db, password="pw")
+def _queued(server: PrivateRedis, db: int = 0, password: str | None = None) -> list[bytes]:
+    """The namespaces' logs under the test's prefix, read over the server's socket."""
+    client = redis.Redis(unix_socket_path=str(server.sock), db=db, password=password)
     try:
         return sorted(client.scan_iter(match=f"{PREFIX}:*:log"))
     finally:
@@ -144,15 +148,15 @@ def _queued(server: PrivateRedis, db: int = 0) -> list[bytes]:
 def test_the_database_of_a_unix_socket_url_is_the_one_written(rdir: Path) -> None:
     with private_redis(rdir, "--requirepass", "pw") as server:
         _enqueue(f"unix://:pw@{server.sock}?db=3")
-        assert _queued(server, db=3)
-        assert not _queued(server, db=0)
+        assert _queued(server, db=3, password="pw")
+        assert not _queued(server, db=0, password="pw")
 
 
 def test_an_acl_user_in_the_url_logs_in_as_that_user(rdir: Path) -> None:
     user = ("app", "on", ">s3cret", "~wire:*", "+@all")  # may touch the queue's keys only
     with private_redis(rdir, "--requirepass", "pw", "--user", *user) as server:
         _enqueue(f"unix://app:s3cret@{server.sock}")
-        assert _queued(server)
+        assert _queued(server, password="pw")
         with pytest.raises(QueueMisconfigured, match="refused our credentials") as refused:
             _enqueue(f"unix://app:wrong@{server.sock}")
         assert "wrong" not in str(refused.value)
@@ -331,12 +335,7 @@ def test_a_rediss_url_enqueues_over_tls_verified_against_its_ca(
 ) -> None:
     server, port = tls_redis
     _enqueue(f"rediss://127.0.0.1:{port}/0?ssl_ca_certs={rdir / 'ca.crt'}")
-    assert len(_queued_plain(server)) == 1
-
-
-def _queued_plain(server: PrivateRedis) -> list[bytes]:
-    with server.client() as client:
-        return sorted(client.scan_iter(match=f"{PREFIX}:*:log"))
+    assert len(_queued(server)) == 1
 
 
 def test_a_server_certificate_no_trusted_ca_signed_is_refused(
@@ -345,7 +344,21 @@ def test_a_server_certificate_no_trusted_ca_signed_is_refused(
     server, port = tls_redis
     with pytest.raises(QueueMisconfigured, match=r"CERTIFICATE_VERIFY_FAILED.*ssl_ca_certs"):
         _enqueue(f"rediss://127.0.0.1:{port}/0")
-    assert _queued_plain(server) == []
+    assert _queued(server) == []
+
+
+def test_the_workers_name_an_untrusted_certificate_as_the_client_does(
+    tls_redis: tuple[PrivateRedis, int],
+) -> None:
+    _, port = tls_redis
+    url = f"rediss://127.0.0.1:{port}/0"
+    client = open_redis(url, timeout=2.0)
+    try:
+        queue = RedisQueue(client, Settings(redis_url=url, key_prefix=PREFIX).for_queue)
+        with pytest.raises(QueueMisconfigured, match=r"CERTIFICATE_VERIFY_FAILED.*ssl_ca_certs"):
+            queue.claim_due()
+    finally:
+        client.close()
 
 
 def test_ssl_cert_reqs_none_connects_without_verifying(
@@ -353,7 +366,7 @@ def test_ssl_cert_reqs_none_connects_without_verifying(
 ) -> None:
     server, port = tls_redis
     _enqueue(f"rediss://127.0.0.1:{port}/0?ssl_cert_reqs=none")
-    assert len(_queued_plain(server)) == 1
+    assert len(_queued(server)) == 1
 
 
 def test_the_async_client_enqueues_over_tls(
@@ -367,7 +380,7 @@ def test_the_async_client_enqueues_over_tls(
             return await client.enqueue(user_id="u1", trace_id="t", text="I prefer tea")
 
     asyncio.run(enqueue())
-    assert len(_queued_plain(server)) == 1
+    assert len(_queued(server)) == 1
 
 
 def test_a_plain_redis_url_to_a_tls_port_fails_within_the_timeout(
@@ -382,6 +395,7 @@ def test_a_plain_redis_url_to_a_tls_port_fails_within_the_timeout(
     ("url", "named"),
     [
         ("rediss://cache:6380/0?ssl_cert_reqs=maybe", "ssl_cert_reqs is 'maybe'"),
+        ("rediss://cache:6380/0?ssl_check_hostname=sure", "ssl_check_hostname is 'sure'"),
         ("redis://cache:6379/0?ssl_ca_certs=/ca.crt", "does not apply ssl_ca_certs"),
         ("redis://cache:6379/zero", "the database is a number"),
     ],

@@ -13,10 +13,9 @@ use :mod:`worker.hotpath.pool` over their own sockets (:mod:`worker.hotpath.wire
 
 from __future__ import annotations
 
-import ssl
 from typing import Final
 
-from worker.errors import MemworkerError, QueueMisconfigured, QueueUnavailable
+from worker.errors import MemworkerError, QueueUnavailable
 from worker.queue.address import redacted
 from worker.queue.failures import is_timeout, is_unreachable, translate
 from worker.queue.resp import ReplyError
@@ -34,18 +33,10 @@ HOTPATH_FAILURES: Final = (OSError, ReplyError)
 
 
 def unavailable(url: str, exc: Exception, timeout: float) -> MemworkerError:
-    """The :class:`QueueUnavailable` for a connection error or timeout talking to ``url``, the
-    :class:`QueueMisconfigured` for a failed TLS handshake (an untrusted certificate); any
-    other Redis error (a refused password, a read-only replica…) as
-    :func:`~worker.queue.failures.translate` names it."""
+    """The :class:`QueueUnavailable` for a connection error or timeout talking to ``url``;
+    any other Redis error (a refused password, a failed TLS handshake, a read-only
+    replica…) as :func:`~worker.queue.failures.translate` names it."""
     where = redacted(url)
-    if isinstance(exc, ssl.SSLError):  # before OSError: it is one, but Redis is up
-        return QueueMisconfigured(
-            f"Redis at {where} failed the TLS handshake ({exc}); nothing was enqueued. If "
-            "the server's certificate is signed by a CA of your own, give it as ssl_ca_certs "
-            "in the URL (rediss://host:6380/0?ssl_ca_certs=/path/ca.crt); check that the "
-            "URL's host is a name the certificate holds"
-        )
     if is_timeout(exc):
         return QueueUnavailable(
             f"Redis at {where} did not answer within {timeout:g} s; the candidate may not have "

@@ -45,6 +45,12 @@ _CERT_REQS: Final = {
     "optional": ssl.CERT_OPTIONAL,
     "none": ssl.CERT_NONE,
 }
+_FALSE: Final = ("false", "0", "no")
+#: The TLS options that take one of a few words, and those words.
+_TLS_CHOICES: Final = {
+    "ssl_cert_reqs": tuple(_CERT_REQS),
+    "ssl_check_hostname": ("true", "1", "yes", *_FALSE),
+}
 
 
 @dataclass(frozen=True)
@@ -89,11 +95,13 @@ class NodeAddress:
                 f"{', '.join(sorted(_TLS_OPTIONS))}; its timeout is "
                 "MEMWORKER_SOCKET_TIMEOUT_SECONDS. Remove the other options from the URL"
             )
-        if tls and options.get("ssl_cert_reqs", "required") not in _CERT_REQS:
-            raise ConfigurationError(
-                f"Redis URL {redacted(url)!r} cannot be used: ssl_cert_reqs is "
-                f"{options['ssl_cert_reqs']!r}; use required, optional or none"
-            )
+        for name, allowed_values in _TLS_CHOICES.items():
+            given = options.get(name)
+            if given is not None and given.lower() not in allowed_values:
+                raise ConfigurationError(
+                    f"Redis URL {redacted(url)!r} cannot be used: {name} is {given!r}; use "
+                    f"{' or '.join(allowed_values)}"
+                )
         return cls(
             host=parts.hostname or "localhost",
             port=port or DEFAULT_REDIS_PORT,
@@ -113,8 +121,8 @@ class NodeAddress:
         context = ssl.create_default_context(cafile=o.get("ssl_ca_certs"))
         if "ssl_certfile" in o:
             context.load_cert_chain(o["ssl_certfile"], o.get("ssl_keyfile"))
-        reqs = _CERT_REQS[o.get("ssl_cert_reqs", "required")]
-        check = o.get("ssl_check_hostname", "true").lower() not in ("false", "0", "no")
+        reqs = _CERT_REQS[o.get("ssl_cert_reqs", "required").lower()]
+        check = o.get("ssl_check_hostname", "true").lower() not in _FALSE
         context.check_hostname = check and reqs != ssl.CERT_NONE
         context.verify_mode = reqs
         return context

@@ -23,6 +23,7 @@ never loads it, and an import here would cost it ~0.2 s).
 from __future__ import annotations
 
 import re
+import ssl
 import sys
 from types import ModuleType
 from typing import Any, Final
@@ -70,11 +71,21 @@ def is_timeout(exc: BaseException) -> bool:
 
 
 def is_unreachable(exc: BaseException) -> bool:
-    """A connection refused, reset or lost (not a refused password: redis-py counts that as
-    a connection error, yet it is a configuration to fix)."""
-    if _is(exc, "AuthenticationError"):
+    """A connection refused, reset or lost (not a refused password or a failed TLS handshake:
+    redis-py counts those as connection errors, yet Redis answered, and the configuration is
+    what to fix)."""
+    if _is(exc, "AuthenticationError") or tls_failure(exc) is not None:
         return False
     return isinstance(exc, OSError) or _is(exc, "ConnectionError")
+
+
+def tls_failure(exc: BaseException) -> ssl.SSLError | None:
+    """The TLS error behind ``exc``: itself (the hot path's sockets), or the one redis-py's
+    connection error was raised while handling."""
+    for found in (exc, exc.__cause__, exc.__context__):
+        if isinstance(found, ssl.SSLError):
+            return found
+    return None
 
 
 def _code(exc: BaseException) -> str | None:
@@ -94,6 +105,14 @@ def translate(exc: BaseException, where: str) -> MemworkerError:
     if isinstance(exc, MemworkerError):
         return exc
     message = str(exc)
+    tls = tls_failure(exc)
+    if tls is not None:
+        return QueueMisconfigured(
+            f"Redis at {where} failed the TLS handshake ({tls}); nothing was written. If the "
+            "server's certificate is signed by a CA of your own, give it as ssl_ca_certs in "
+            "the URL (rediss://host:6380/0?ssl_ca_certs=/path/ca.crt); check that the URL's "
+            "host is a name the certificate holds"
+        )
     code = _code(exc)
     if code in ("NOAUTH", "WRONGPASS", "NOPERM"):
         return QueueMisconfigured(
