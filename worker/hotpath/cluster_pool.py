@@ -38,7 +38,7 @@ from worker.hotpath.pool import HotPool
 from worker.queue.address import ClusterAddress, redacted
 from worker.queue.connect import open_redis
 from worker.queue.evalsha import RESEND, run_pipeline, unreachable
-from worker.queue.failures import translate
+from worker.queue.failures import is_unreachable, translate
 from worker.queue.resp import ReplyError
 from worker.queue.scripts import Call, LuaScript
 
@@ -66,7 +66,7 @@ def _hot_failures(url: str) -> Iterator[None]:
     except redis.TimeoutError as exc:
         raise TimeoutError(str(exc)) from exc
     except redis.ConnectionError as exc:
-        if isinstance(exc, redis.AuthenticationError):
+        if not is_unreachable(exc):  # a refused password or TLS handshake: Redis answered
             raise translate(exc, redacted(url)) from exc
         raise ConnectionError(str(exc)) from exc
     except (redis.RedisError, redis.RedisClusterException) as exc:
