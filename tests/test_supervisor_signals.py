@@ -74,6 +74,41 @@ def test_a_ctrl_c_during_start_up_interrupts_the_step_under_way(tmp_path: Path) 
     assert not marker.exists()
 
 
+def test_a_ctrl_c_inside_generated_code_during_start_up_exits_130_under_python_m(
+    tmp_path: Path,
+) -> None:
+    # Run as `python -m`, as `memworker run` and its lanes are: after a plain KeyboardInterrupt
+    # crossed code run from a string, CPython 3.11 ends such a process by SIGINT (-2) although
+    # the command exited 130.
+    (tmp_path / "startup_step.py").write_text(
+        textwrap.dedent(
+            """
+            import sys
+            from worker.runtime.supervisor import Child, StopSignals, supervise
+            child = Child("lane", [sys.executable, "-c", f"open({sys.argv[1]!r}, 'w').close()"])
+            with StopSignals() as signals:
+                try:  # a library building a class from source text when Ctrl-C comes
+                    exec("import os, signal, time\\nos.kill(os.getpid(), signal.SIGINT)\\n"
+                         "time.sleep(30)")
+                except KeyboardInterrupt:
+                    print("interrupted")
+                sys.exit(supervise([child], signals=signals))
+            """
+        )
+    )
+    marker = tmp_path / "started"
+    done = subprocess.run(
+        [sys.executable, "-m", "startup_step", str(marker)],
+        capture_output=True,
+        timeout=DEADLINE_SECONDS,
+        check=False,
+        cwd=tmp_path,
+    )
+    assert done.returncode == 130, done.stderr.decode()
+    assert done.stdout.decode().strip() == "interrupted"
+    assert not marker.exists()
+
+
 def test_a_second_ctrl_c_interrupts_when_the_first_was_swallowed(tmp_path: Path) -> None:
     marker = tmp_path / "started"
     done = _supervisor(

@@ -47,6 +47,18 @@ EXIT_CHILD_FAILED: Final = 1
 STOP_SIGNALS: Final = (signal.SIGINT, signal.SIGTERM)
 
 
+class StartupInterrupted(KeyboardInterrupt):
+    """The Ctrl-C that stops a supervising command's start-up, raised in the step under way.
+
+    Caught wherever a ``KeyboardInterrupt`` is (Typer turns it into exit status 130). It has a
+    type of its own because CPython 3.11 remembers a plain ``KeyboardInterrupt`` that passes
+    through code run from a string (``exec``/``eval`` of source text, as ``namedtuple``,
+    ``dataclasses`` and SQLAlchemy do while they build classes): ``python -m`` then ends the
+    process by SIGINT after it exited 130, with no traceback. The check compares the exact
+    type, so a subclass is never remembered.
+    """
+
+
 @dataclass(frozen=True)
 class Child:
     """One process to run: a name for logs, its command line and its environment."""
@@ -100,7 +112,7 @@ class StopSignals:
             for proc in self.children:
                 self.tell(proc)
         elif signum == signal.SIGINT:
-            raise KeyboardInterrupt  # start-up: stop the step under way (the record stays)
+            raise StartupInterrupted  # start-up: stop the step under way (the record stays)
 
 
 def supervise(
