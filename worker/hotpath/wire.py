@@ -37,6 +37,11 @@ from worker.queue.resp import Reply, ReplyBuffer, ReplyError, pack_command
 #: probe's ``INFO memory`` about a kilobyte.
 READ_CHUNK: Final = 65536
 
+#: How long a send may take and the first read still get the whole timeout: the call then ends
+#: at most this late. Setting a socket's timeout is two system calls, which the common case
+#: (a send that returns at once) does not pay.
+SEND_SLACK_SECONDS: Final = 0.001
+
 _TLS_OPTIONS: Final = frozenset(
     {"ssl_cert_reqs", "ssl_ca_certs", "ssl_certfile", "ssl_keyfile", "ssl_check_hostname"}
 )
@@ -181,17 +186,19 @@ class Connection:
     def round_trip(self, packed: bytes, replies: int) -> list[Reply]:
         """Send ``packed`` and read ``replies`` (at least one) replies, all of it within the
         timeout: a reply trickling in byte by byte, each within the socket's timeout, still
-        ends at the deadline. A timeout or a closed socket raises; the caller then closes
-        this connection."""
-        started = monotonic()
+        ends at the deadline, and so does one whose send waited (a large payload the server
+        was slow to take). A timeout or a closed socket raises; the caller then closes this
+        connection."""
+        deadline = monotonic() + self._timeout
         sock, buffer = self._sock, self._replies
         sock.sendall(packed)  # the socket's timeout bounds the whole send (Python >= 3.5)
-        buffer.feed(sock.recv(READ_CHUNK))  # one read holds every reply, nearly always
-        if (out := buffer.take(replies)) is not None:
-            return out
+        if deadline - monotonic() > self._timeout - SEND_SLACK_SECONDS:  # the send did not wait
+            buffer.feed(sock.recv(READ_CHUNK))  # one read holds every reply, nearly always
+            if (out := buffer.take(replies)) is not None:
+                return out
         try:
             while (out := buffer.take(replies)) is None:
-                left = started + self._timeout - monotonic()
+                left = deadline - monotonic()
                 if left <= 0:
                     raise TimeoutError(f"no whole reply from Redis within {self._timeout:g} s")
                 sock.settimeout(left)
