@@ -13,7 +13,8 @@ import pytest
 
 from worker.hotpath.settings import CLIENT_FIELDS, ClientSettings
 from worker.queue_policy import QueuePolicy
-from worker.settings import QUEUE_POLICY_SETTINGS, Settings, load_settings
+from worker.settings import QUEUE_POLICY_SETTINGS, Settings
+from worker.settings_load import load_settings
 from worker.slices import (
     ConsolidationSettings,
     LaneSettings,

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Annotated, Any, Final, TypeVar
 
 from pydantic import Field, field_validator, model_validator
-from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from worker.constants import (
     DEFAULT_DATA_DIR,
@@ -38,7 +38,6 @@ from worker.constants import (
     MAX_TEXT_BYTES_LIMIT,
     MIN_TEXT_BYTES_LIMIT,
 )
-from worker.errors import ConfigurationError
 from worker.queue_policy import (
     DEFAULT_MAX_PENDING,
     DEFAULT_MAX_WAIT_MS,
@@ -427,42 +426,3 @@ class Settings(BaseSettings):
     @property
     def for_lanes(self) -> LaneSettings:
         return _slice(LaneSettings, self)
-
-
-class _ExplicitSettings(Settings):
-    """Settings from constructor arguments only: a library constructor reads no environment."""
-
-    @classmethod
-    def settings_customise_sources(
-        cls,
-        settings_cls: type[BaseSettings],
-        init_settings: PydanticBaseSettingsSource,
-        env_settings: PydanticBaseSettingsSource,
-        dotenv_settings: PydanticBaseSettingsSource,
-        file_secret_settings: PydanticBaseSettingsSource,
-    ) -> tuple[PydanticBaseSettingsSource, ...]:
-        return (init_settings,)
-
-
-def explicit_settings(**values: Any) -> Settings:
-    """Settings from ``values`` alone, the environment unread (pydantic's ``ValidationError``
-    for a bad or unknown one).
-
-    >>> explicit_settings(redis_url="redis://cache:6379/0").key_prefix
-    'mw'
-    """
-    return _ExplicitSettings(**values)
-
-
-def load_settings(**overrides: object) -> Settings:
-    """Build settings from the environment (the edge), turning validation errors into one line."""
-    from pydantic import ValidationError
-
-    try:
-        return Settings(**overrides)  # type: ignore[arg-type]
-    except ValidationError as exc:
-        problems = "; ".join(
-            f"MEMWORKER_{'_'.join(str(p) for p in e['loc']).upper()}: {e['msg']}"
-            for e in exc.errors()
-        )
-        raise ConfigurationError(f"invalid configuration: {problems}") from None
