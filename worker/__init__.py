@@ -10,8 +10,7 @@ True
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from worker.errors import (
     BacklogFull,
@@ -22,6 +21,7 @@ from worker.errors import (
     Unavailable,
     UsageError,
 )
+from worker.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from worker.hotpath.async_client import AsyncMemoryClient
@@ -41,13 +41,10 @@ __all__ = [
     "UsageError",
 ]
 
-_LAZY = {
-    "MemoryClient": "worker.hotpath.client",
-    "AsyncMemoryClient": "worker.hotpath.async_client",
-}
-
-
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module 'worker' has no attribute {name!r}")
+__getattr__ = lazy_exports(
+    __name__,
+    {
+        "MemoryClient": "worker.hotpath.client",
+        "AsyncMemoryClient": "worker.hotpath.async_client",
+    },
+)

@@ -6,8 +6,9 @@ loads the synchronous client only, not the asyncio one as well.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING
+
+from worker.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from worker.hotpath.async_client import AsyncMemoryClient
@@ -17,14 +18,11 @@ if TYPE_CHECKING:
 __all__ = ["AsyncMemoryClient", "EnqueueFields", "MemoryClient"]
 
 #: Where each public name lives.
-_LAZY: Final = {
-    "AsyncMemoryClient": "worker.hotpath.async_client",
-    "MemoryClient": "worker.hotpath.client",
-    "EnqueueFields": "worker.models",
-}
-
-
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module 'worker.hotpath' has no attribute {name!r}")
+__getattr__ = lazy_exports(
+    __name__,
+    {
+        "AsyncMemoryClient": "worker.hotpath.async_client",
+        "MemoryClient": "worker.hotpath.client",
+        "EnqueueFields": "worker.models",
+    },
+)

@@ -15,9 +15,14 @@ from typing import TYPE_CHECKING, Any, Self
 from worker.enqueue import EnqueueFields
 from worker.hotpath.async_pool import AsyncHotPool
 from worker.hotpath.builder import CandidateBuilder
-from worker.hotpath.connection import HOTPATH_FAILURES, HOTPATH_MAX_CONNECTIONS, unavailable
+from worker.hotpath.connection import (
+    HOTPATH_FAILURES,
+    HOTPATH_MAX_CONNECTIONS,
+    open_pool,
+    unavailable,
+)
 from worker.hotpath.settings import ClientSettings, client_settings
-from worker.queue.address import is_cluster_url, resolve_redis_url
+from worker.queue.address import resolve_redis_url
 from worker.queue.scripts import SCRIPTS
 
 if TYPE_CHECKING:
@@ -27,6 +32,13 @@ if TYPE_CHECKING:
     from worker.settings import Settings
 
 _ENQUEUE = SCRIPTS["enqueue"]
+
+
+def _cluster_pool() -> type[AsyncClusterHotPool]:
+    """Imported for a cluster only (see :func:`~worker.hotpath.connection.open_pool`)."""
+    from worker.hotpath.cluster_pool import AsyncClusterHotPool
+
+    return AsyncClusterHotPool
 
 
 class AsyncMemoryClient:
@@ -43,17 +55,8 @@ class AsyncMemoryClient:
         self.settings = client_settings() if settings is None else ClientSettings.of(settings)
         self.url = resolve_redis_url(self.settings)
         self._timeout = self.settings.socket_timeout_seconds
-        pool: type[AsyncHotPool | AsyncClusterHotPool] = AsyncHotPool
-        if is_cluster_url(self.url):
-            # Imported for a cluster only: a client of one Redis never loads redis-py.
-            from worker.hotpath.cluster_pool import AsyncClusterHotPool
-
-            pool = AsyncClusterHotPool
-        self._pool: AsyncHotPool | AsyncClusterHotPool = pool(
-            self.url,
-            self._timeout,
-            max_connections,
-            allow_evicting=self.settings.allow_evicting_redis,
+        self._pool: AsyncHotPool | AsyncClusterHotPool = open_pool(
+            self.settings, self.url, max_connections, AsyncHotPool, _cluster_pool
         )
         self._builder = CandidateBuilder(self.settings, self.url)
 

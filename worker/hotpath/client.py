@@ -33,10 +33,15 @@ from typing import TYPE_CHECKING, Any, Self
 
 from worker.enqueue import EnqueueFields
 from worker.hotpath.builder import CandidateBuilder
-from worker.hotpath.connection import HOTPATH_FAILURES, HOTPATH_MAX_CONNECTIONS, unavailable
+from worker.hotpath.connection import (
+    HOTPATH_FAILURES,
+    HOTPATH_MAX_CONNECTIONS,
+    open_pool,
+    unavailable,
+)
 from worker.hotpath.pool import HotPool
 from worker.hotpath.settings import ClientSettings, client_settings
-from worker.queue.address import is_cluster_url, resolve_redis_url
+from worker.queue.address import resolve_redis_url
 from worker.queue.scripts import SCRIPTS
 
 if TYPE_CHECKING:
@@ -48,6 +53,13 @@ if TYPE_CHECKING:
 __all__ = ["ClientSettings", "MemoryClient", "client_settings"]
 
 _ENQUEUE = SCRIPTS["enqueue"]
+
+
+def _cluster_pool() -> type[ClusterHotPool]:
+    """Imported for a cluster only (see :func:`~worker.hotpath.connection.open_pool`)."""
+    from worker.hotpath.cluster_pool import ClusterHotPool
+
+    return ClusterHotPool
 
 
 class MemoryClient:
@@ -71,17 +83,8 @@ class MemoryClient:
         self.settings = client_settings() if settings is None else ClientSettings.of(settings)
         self.url = resolve_redis_url(self.settings)
         self._timeout = self.settings.socket_timeout_seconds
-        pool: type[HotPool | ClusterHotPool] = HotPool
-        if is_cluster_url(self.url):
-            # Imported for a cluster only: a client of one Redis never loads redis-py.
-            from worker.hotpath.cluster_pool import ClusterHotPool
-
-            pool = ClusterHotPool
-        self._pool: HotPool | ClusterHotPool = pool(
-            self.url,
-            self._timeout,
-            max_connections,
-            allow_evicting=self.settings.allow_evicting_redis,
+        self._pool: HotPool | ClusterHotPool = open_pool(
+            self.settings, self.url, max_connections, HotPool, _cluster_pool
         )
         self._builder = CandidateBuilder(self.settings, self.url)
 

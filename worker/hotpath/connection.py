@@ -13,14 +13,21 @@ use :mod:`worker.hotpath.pool` over their own sockets (:mod:`worker.hotpath.wire
 
 from __future__ import annotations
 
-from typing import Final
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from worker.errors import MemworkerError, QueueUnavailable
-from worker.queue.address import redacted
+from worker.queue.address import is_cluster_url, redacted
 from worker.queue.failures import is_timeout, is_unreachable, translate
 from worker.queue.resp import ReplyError
 
-__all__ = ["HOTPATH_FAILURES", "HOTPATH_MAX_CONNECTIONS", "redacted", "unavailable"]
+if TYPE_CHECKING:
+    from worker.hotpath.settings import ClientSettings
+
+__all__ = ["HOTPATH_FAILURES", "HOTPATH_MAX_CONNECTIONS", "open_pool", "redacted", "unavailable"]
+
+_Single = TypeVar("_Single")
+_Cluster = TypeVar("_Cluster")
 
 #: Most sockets one client process opens. Each enqueue holds a connection for one round trip
 #: (~50 µs), so 32 serves thousands of concurrent requests; past it callers wait (at most the
@@ -30,6 +37,25 @@ HOTPATH_MAX_CONNECTIONS: Final = 32
 #: What a hot-path pool raises for Redis: a problem on the wire, or a refused handshake or
 #: script load (a cluster pool raises these too, for what its cluster client raised).
 HOTPATH_FAILURES: Final = (OSError, ReplyError)
+
+
+def open_pool(
+    settings: ClientSettings,
+    url: str,
+    max_connections: int,
+    single: Callable[..., _Single],
+    cluster: Callable[[], Callable[..., _Cluster]],
+) -> _Single | _Cluster:
+    """A client's pool for Redis at ``url``: ``single`` for one server, else the class that
+    ``cluster()`` imports, so that a client of one Redis never loads redis-py (the cluster
+    pools use its slot map). Both get the client's timeout and eviction override."""
+    pool: Callable[..., Any] = cluster() if is_cluster_url(url) else single
+    return pool(  # type: ignore[no-any-return]
+        url,
+        settings.socket_timeout_seconds,
+        max_connections,
+        allow_evicting=settings.allow_evicting_redis,
+    )
 
 
 def unavailable(url: str, exc: Exception, timeout: float) -> MemworkerError:

@@ -6,8 +6,9 @@ The names below are imported on first use (PEP 562): the hot path reads
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING
+
+from worker.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from worker.queue.admin import QueueAdmin
@@ -26,18 +27,15 @@ __all__ = [
 ]
 
 #: Where each public name lives.
-_LAZY: Final = {
-    "QueueAdmin": "worker.queue.admin",
-    "QueueLayout": "worker.queue.keys",
-    "RedisQueue": "worker.queue.redis_queue",
-    "Claim": "worker.queue.types",
-    "DeadLetter": "worker.queue.types",
-    "QueueStats": "worker.queue.types",
-    "ScopeStats": "worker.queue.types",
-}
-
-
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module 'worker.queue' has no attribute {name!r}")
+__getattr__ = lazy_exports(
+    __name__,
+    {
+        "QueueAdmin": "worker.queue.admin",
+        "QueueLayout": "worker.queue.keys",
+        "RedisQueue": "worker.queue.redis_queue",
+        "Claim": "worker.queue.types",
+        "DeadLetter": "worker.queue.types",
+        "QueueStats": "worker.queue.types",
+        "ScopeStats": "worker.queue.types",
+    },
+)
