@@ -38,6 +38,7 @@ from worker.constants import (
     MAX_TEXT_BYTES_LIMIT,
     MIN_TEXT_BYTES_LIMIT,
 )
+from worker.lazy import lazy_exports
 from worker.queue_policy import (
     DEFAULT_MAX_PENDING,
     DEFAULT_MAX_WAIT_MS,
@@ -55,6 +56,13 @@ from worker.slices import (
 )
 
 _Slice = TypeVar("_Slice")
+
+#: The edge's builders live in :mod:`worker.settings_load` (they import this module); the old
+#: ``from worker.settings import load_settings`` of earlier releases keeps working.
+__getattr__ = lazy_exports(
+    __name__,
+    {"load_settings": "worker.settings_load", "explicit_settings": "worker.settings_load"},
+)
 
 #: Each field of the queue policy (:class:`~worker.queue_policy.QueuePolicy`), from the setting
 #: that sets it and the factor to the policy's unit (seconds to ms; counts as they are).
