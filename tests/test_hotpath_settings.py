@@ -20,7 +20,7 @@ from worker.hotpath.settings import (
     client_settings,
 )
 from worker.settings import Settings
-from worker.settings_load import explicit_settings
+from worker.settings_explicit import explicit_settings
 
 #: Environment spellings of each client field: plain ones the quick check takes, and unusual
 #: or invalid ones that go to Settings.

@@ -25,8 +25,7 @@ from worker.errors import (
     InvalidPlan,
     ModelUnavailable,
 )
-from worker.settings import Settings
-from worker.settings_load import load_settings
+from worker.settings import Settings, load_settings
 
 FACTS = "/memories/facts.md"
 LOCAL = "http://127.0.0.1:8080/v1"

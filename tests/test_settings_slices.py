@@ -13,8 +13,7 @@ import pytest
 
 from worker.hotpath.settings import CLIENT_FIELDS, ClientSettings
 from worker.queue_policy import QueuePolicy
-from worker.settings import QUEUE_POLICY_SETTINGS, Settings
-from worker.settings_load import load_settings
+from worker.settings import QUEUE_POLICY_SETTINGS, Settings, load_settings
 from worker.slices import (
     ConsolidationSettings,
     LaneSettings,
@@ -161,10 +160,3 @@ def test_the_queue_policy_is_the_settings_values_in_its_units() -> None:
     assert settings.queue_policy == QueuePolicy(
         quiet=2500, max_wait=9000, max_pending=7, shards=256
     )
-
-
-def test_the_loaders_are_still_importable_from_worker_settings_as_in_earlier_releases() -> None:
-    from worker import settings, settings_load
-
-    assert settings.load_settings is settings_load.load_settings
-    assert settings.explicit_settings is settings_load.explicit_settings

@@ -38,7 +38,7 @@ from worker.constants import (
     MAX_TEXT_BYTES_LIMIT,
     MIN_TEXT_BYTES_LIMIT,
 )
-from worker.lazy import lazy_exports
+from worker.errors import ConfigurationError
 from worker.queue_policy import (
     DEFAULT_MAX_PENDING,
     DEFAULT_MAX_WAIT_MS,
@@ -56,13 +56,6 @@ from worker.slices import (
 )
 
 _Slice = TypeVar("_Slice")
-
-#: The edge's builders live in :mod:`worker.settings_load` (they import this module); the old
-#: ``from worker.settings import load_settings`` of earlier releases keeps working.
-__getattr__ = lazy_exports(
-    __name__,
-    {"load_settings": "worker.settings_load", "explicit_settings": "worker.settings_load"},
-)
 
 #: Each field of the queue policy (:class:`~worker.queue_policy.QueuePolicy`), from the setting
 #: that sets it and the factor to the policy's unit (seconds to ms; counts as they are).
@@ -434,3 +427,17 @@ class Settings(BaseSettings):
     @property
     def for_lanes(self) -> LaneSettings:
         return _slice(LaneSettings, self)
+
+
+def load_settings(**overrides: object) -> Settings:
+    """Build settings from the environment (the edge), turning validation errors into one line."""
+    from pydantic import ValidationError
+
+    try:
+        return Settings(**overrides)  # type: ignore[arg-type]
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"MEMWORKER_{'_'.join(str(p) for p in e['loc']).upper()}: {e['msg']}"
+            for e in exc.errors()
+        )
+        raise ConfigurationError(f"invalid configuration: {problems}") from None

@@ -33,7 +33,7 @@ from worker.errors import MemworkerError
 from worker.hotpath.client import MemoryClient
 from worker.integrations.capture import MemoryCaptureMiddleware, make_memory_tools
 from worker.integrations.deepagents import memory_backend
-from worker.settings_load import load_settings
+from worker.settings import load_settings
 from worker.store_layout import StoreLayout
 
 #: The environment variable naming the agent's chat model (not memworker's own MEMWORKER_MODEL,

@@ -44,7 +44,7 @@ from worker.errors import Unavailable
 from worker.queue.redis_queue import Claim, RedisQueue
 from worker.runtime.container import build_runtime
 from worker.service.consolidate import Pipeline
-from worker.settings_load import load_settings
+from worker.settings import load_settings
 from worker.store.memory import MemoryStore
 
 STAGES: Final = ("claimed", "read", "merged", "in_commit", "committed", "acked")

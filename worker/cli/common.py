@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 def open_runtime() -> Iterator[Runtime]:
     """Settings from the environment (this is the edge) and the wired parts; closed after."""
     from worker.runtime.container import build_runtime
-    from worker.settings_load import load_settings
+    from worker.settings import load_settings
 
     runtime = build_runtime(load_settings())
     try:

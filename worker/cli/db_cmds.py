@@ -27,7 +27,7 @@ DatabaseUrl = Annotated[
 
 
 def _url(database_url: str | None) -> str:
-    from worker.settings_load import load_settings
+    from worker.settings import load_settings
 
     return database_url or load_settings().effective_database_url
 

@@ -62,7 +62,7 @@ def enqueue(
 ) -> None:
     """Queue one candidate memory, as the chat service would; prints its id."""
     from worker.hotpath.client import MemoryClient
-    from worker.settings_load import load_settings
+    from worker.settings import load_settings
 
     with cli_errors():
         trace_id = trace or f"cli-{uuid.uuid4().hex[:16]}"
@@ -100,7 +100,7 @@ def _status(*, as_json: bool) -> None:
     from worker.queue.connect import open_redis
     from worker.queue.redis_queue import RedisQueue
     from worker.service.queue_health import queue_health
-    from worker.settings_load import load_settings
+    from worker.settings import load_settings
 
     with cli_errors(), contextlib.ExitStack() as opened:
         settings = load_settings()

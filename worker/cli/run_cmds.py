@@ -57,7 +57,7 @@ def run(
     from worker.runtime.embedded_redis import embedded_redis
     from worker.runtime.summary import redacted_url
     from worker.runtime.supervisor import Child, StopSignals
-    from worker.settings_load import load_settings
+    from worker.settings import load_settings
     from worker.tasks.lanes import LANES
 
     # Caught first: a Ctrl-C during start-up must stop it, not be lost in a library's handler.
@@ -107,7 +107,7 @@ def worker(
     Threads by default: merges wait on the database and the model, not the CPU.
     """
     from worker.runtime.supervisor import StopSignals
-    from worker.settings_load import load_settings
+    from worker.settings import load_settings
     from worker.tasks.lanes import parse_lanes
 
     counts = {"sweep": sweep_concurrency, "consolidate": concurrency}
@@ -140,7 +140,7 @@ def beat(loglevel: LoglevelOpt = "INFO", supervised: SupervisedOpt = False) -> N
         BEAT_REDIS_WATCHED_CONF_KEY,
         configure_beat,
     )
-    from worker.settings_load import load_settings
+    from worker.settings import load_settings
     from worker.tasks.app import create_app
 
     with cli_errors():

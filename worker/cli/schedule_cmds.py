@@ -57,7 +57,7 @@ def schedules(
     from rich.table import Table
 
     from worker.scheduling.schedules import bundled_schedules_dir, load_schedules
-    from worker.settings_load import load_settings
+    from worker.settings import load_settings
 
     with cli_errors():
         settings = load_settings()

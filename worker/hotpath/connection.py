@@ -14,7 +14,7 @@ use :mod:`worker.hotpath.pool` over their own sockets (:mod:`worker.hotpath.wire
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Final, TypeVar
+from typing import TYPE_CHECKING, Final, TypeVar
 
 from worker.errors import MemworkerError, QueueUnavailable
 from worker.queue.address import is_cluster_url, redacted
@@ -49,13 +49,11 @@ def open_pool(
     """A client's pool for Redis at ``url``: ``single`` for one server, else the class that
     ``cluster()`` imports, so that a client of one Redis never loads redis-py (the cluster
     pools use its slot map). Both get the client's timeout and eviction override."""
-    pool: Callable[..., Any] = cluster() if is_cluster_url(url) else single
-    return pool(  # type: ignore[no-any-return]
-        url,
-        settings.socket_timeout_seconds,
-        max_connections,
-        allow_evicting=settings.allow_evicting_redis,
-    )
+    args = (url, settings.socket_timeout_seconds, max_connections)
+    evicting = settings.allow_evicting_redis
+    if is_cluster_url(url):
+        return cluster()(*args, allow_evicting=evicting)
+    return single(*args, allow_evicting=evicting)
 
 
 def unavailable(url: str, exc: Exception, timeout: float) -> MemworkerError:

@@ -208,7 +208,7 @@ def _validated(given: dict[str, Any], *, from_env: bool) -> ClientSettings:
     :class:`ConfigurationError` naming every bad field."""
     from pydantic import ValidationError
 
-    from worker.settings_load import explicit_settings
+    from worker.settings_explicit import explicit_settings
 
     try:
         return ClientSettings.of(explicit_settings(**given))
