@@ -41,13 +41,15 @@ from bench._support import delete_prefix, redis_url, unique_prefix
 
 HERE: Final = Path(__file__).resolve().parent.parent
 
+#: The console script's entry point, as ``python -c`` code: ``console`` (releases before it
+#: had ``main`` as their entry point, which a ``--baseline`` checkout may be).
+_ENTRY: Final = "from worker.cli import app\ngetattr(app, 'console', app.main)()"
+
 #: What each subject runs, as ``python -c``; the CLI ones call the console script's entry point.
 SUBJECTS: Final = {
-    "--version": "import sys; sys.argv = ['memworker', '--version']\n"
-    "from worker.cli.app import main\nmain()",
+    "--version": "import sys; sys.argv = ['memworker', '--version']\n" + _ENTRY,
     "import MemoryClient": "from worker import MemoryClient",
-    "status": "import sys; sys.argv = ['memworker', 'status']\n"
-    "from worker.cli.app import main\nmain()",
+    "status": "import sys; sys.argv = ['memworker', 'status']\n" + _ENTRY,
 }
 
 #: Seconds the worker gets to report its three lanes ready.

@@ -5,6 +5,10 @@ and health check, and building the Typer app (Typer, Rich, every command's modul
 several times what printing a version line does. Every other command line goes to the app,
 which prints the same line for ``--version`` among other options. ``app`` and ``app_for``
 are loaded on first use (PEP 562), so importing this module imports neither.
+
+The console script is :func:`console`: :func:`main`, then the process ends at once instead of
+tearing the interpreter down (:mod:`worker.cli.quick_exit`). :func:`main` itself raises
+``SystemExit`` like any Typer app, for code that runs a command in-process.
 """
 
 from __future__ import annotations
@@ -13,12 +17,13 @@ import importlib
 import sys
 from typing import TYPE_CHECKING, Any, Final
 
+from worker.cli.quick_exit import end_process
 from worker.cli.version import version_line
 
 if TYPE_CHECKING:
     from worker.cli.root import COMMAND_MODULES, app, app_for
 
-__all__ = ["COMMAND_MODULES", "app", "app_for", "main", "version_line"]
+__all__ = ["COMMAND_MODULES", "app", "app_for", "console", "main", "version_line"]
 
 #: The command line answered without building the app.
 VERSION_ARGS: Final = ["--version"]
@@ -27,8 +32,19 @@ VERSION_ARGS: Final = ["--version"]
 _LAZY: Final = ("COMMAND_MODULES", "app", "app_for")
 
 
+def console() -> None:
+    """The ``memworker`` console script (and ``python -m worker``): :func:`main`, then
+    :func:`~worker.cli.quick_exit.end_process` with its status."""
+    try:
+        main()
+    except SystemExit as done:
+        end_process(done.code)
+    end_process(0)
+
+
 def main() -> None:
-    """Console-script entry point."""
+    """Run the command line ``sys.argv[1:]``: a Typer app's ``SystemExit`` ends it, except for
+    ``--version``, which returns."""
     args = sys.argv[1:]
     if args == VERSION_ARGS:
         sys.stdout.write(version_line() + "\n")
