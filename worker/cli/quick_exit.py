@@ -33,7 +33,7 @@ import sys
 import threading
 from typing import Final, NoReturn
 
-#: CPython's exit status when flushing standard output fails at exit.
+#: CPython's exit status when flushing standard output or error fails at exit.
 FLUSH_FAILED_STATUS: Final = 120
 
 
