@@ -55,8 +55,13 @@ def exit_status(code: object) -> int:
 def other_threads_alive() -> bool:
     """Whether a thread the interpreter would wait for at exit is still running.
 
+    >>> go = threading.Event()
+    >>> waiting = threading.Thread(target=go.wait)
+    >>> waiting.start()
     >>> other_threads_alive()
-    False
+    True
+    >>> go.set()
+    >>> waiting.join()
     """
     main = threading.main_thread()
     return any(t is not main and not t.daemon and t.is_alive() for t in threading.enumerate())
