@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import re
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -134,3 +134,19 @@ def test_a_naive_creation_time_is_refused() -> None:
 
 def test_a_malformed_namespace_is_refused() -> None:
     refused(entry(namespace="user:u{1}"), re.escape("namespace 'user:u{1}'"))
+
+
+def test_an_entry_with_an_event_time_decodes_to_the_same_candidate() -> None:
+    c = make_candidate(
+        user_id="u1", trace_id="t1", text="Tea", occurred_at=T0 - timedelta(days=3), now=T0
+    )
+
+    assert decode_candidate(c.model_dump_json(), STREAM_ID) == c
+
+
+def test_a_naive_event_time_is_refused() -> None:
+    refused(entry(occurred_at="2025-01-01T09:00:00"), "occurred_at must be timezone-aware")
+
+
+def test_an_event_time_after_the_creation_time_is_refused() -> None:
+    refused(entry(occurred_at="2025-01-02T12:00:00Z"), "cannot lie in the future")

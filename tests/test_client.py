@@ -6,6 +6,7 @@ import contextlib
 import os
 import socket
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
@@ -374,3 +375,25 @@ def test_a_url_with_a_bad_option_raises_configuration_error() -> None:
 def _log_key(client: redis.Redis) -> bytes:
     (key,) = client.scan_iter(match="*:log")
     return bytes(key)
+
+
+def test_enqueue_stores_when_it_was_said_on_the_candidate(
+    client: MemoryClient, queue: RedisQueue
+) -> None:
+    said = datetime(2025, 3, 1, 9, 30, tzinfo=timezone(timedelta(hours=1)))
+
+    client.enqueue(user_id="u1", trace_id="t", text="I moved to Lyon", occurred_at=said)
+
+    ((_, c),) = queue.admin.pending("user:u1")
+    assert (c.occurred_at, c.said_at) == (said, said)
+    assert c.created_at > said
+
+
+def test_an_event_time_in_the_future_is_refused_and_sends_nothing(
+    client: MemoryClient, queue: RedisQueue
+) -> None:
+    later = datetime.now(UTC) + timedelta(hours=1)
+
+    with pytest.raises(InvalidCandidate, match="cannot lie in the future"):
+        client.enqueue(user_id="u1", trace_id="t", text="x", occurred_at=later)
+    assert list(queue.admin.namespaces()) == []

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import socket
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -158,3 +159,14 @@ async def test_async_enqueue_many_names_the_index_of_its_bad_item(
             ]
         )
     assert list(queue.admin.namespaces()) == []
+
+
+async def test_async_enqueue_stores_when_it_was_said_on_the_candidate(
+    client: AsyncMemoryClient, queue: RedisQueue
+) -> None:
+    said = datetime(2025, 3, 1, 9, 30, tzinfo=UTC)
+
+    await client.enqueue(user_id="u1", trace_id="t", text="I moved to Lyon", occurred_at=said)
+
+    ((_, c),) = queue.admin.pending("user:u1")
+    assert c.occurred_at == said

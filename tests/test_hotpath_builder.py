@@ -9,7 +9,7 @@ exactly what ``make_candidate`` would have produced.
 from __future__ import annotations
 
 import uuid
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
 from hypothesis import given
@@ -20,6 +20,7 @@ from worker.models import EnqueueFields, build_candidate, validate_enqueue
 from worker.queue.encoding import EnqueueEncoder, decode_candidate
 from worker.settings import Settings
 
+HOUR = timedelta(hours=1)
 SETTINGS = Settings(redis_url="redis://cache:6379/0", key_prefix="mw", queue_shards=16)
 IDS = st.from_regex(r"[A-Za-z0-9][A-Za-z0-9_.@-]{0,20}", fullmatch=True)
 #: Any text a candidate may hold: non-ASCII, quotes, backslashes, control characters, …
@@ -28,6 +29,12 @@ TEXTS = st.text(
 ).filter(lambda t: t.strip() != "")
 TIMES = st.datetimes(
     min_value=datetime(2000, 1, 1), max_value=datetime(2100, 1, 1), timezones=st.just(UTC)
+)
+#: Event times as callers pass them: any offset (stored in UTC), before the creation times drawn.
+OCCURRED = st.datetimes(
+    min_value=datetime(1990, 1, 1),
+    max_value=datetime(1999, 12, 31),
+    timezones=st.sampled_from([UTC, timezone(timedelta(hours=5, minutes=30)), timezone(-HOUR)]),
 )
 
 
@@ -45,6 +52,7 @@ def enqueue_fields(draw: st.DrawFn) -> dict[str, Any]:
     fields["key"] = draw(st.none() | st.sampled_from(["preference.language", "a-b_c"]))
     fields["source"] = draw(st.sampled_from(["hot_path", "middleware", "tool"]))
     fields["idempotency_key"] = draw(st.text(min_size=1, max_size=20))
+    fields["occurred_at"] = draw(st.none() | OCCURRED)
     return fields
 
 
@@ -54,7 +62,7 @@ def test_the_stored_json_is_byte_for_byte_what_the_model_writes(
 ) -> None:
     model = build_candidate(fields, now=created)
 
-    written = stored_json(model.id, validate_enqueue(fields), created)
+    written = stored_json(model.id, validate_enqueue(fields, now=created), created)
 
     assert written == model.model_dump_json().encode()
 

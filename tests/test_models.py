@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from worker.constants import MAX_OCCURRED_AT_SKEW
 from worker.errors import InvalidCandidate
 from worker.models import Candidate, make_candidate
 
@@ -234,3 +235,50 @@ def test_operators_build_org_candidates_with_org_id_outside_the_hot_path_fields(
 def test_a_source_outside_the_known_integrations_is_refused() -> None:
     with pytest.raises(InvalidCandidate, match="source 'webhook' is not one of"):
         build(source="webhook")
+
+
+def test_the_event_time_is_stored_in_utc() -> None:
+    c = build(
+        now=datetime(2025, 1, 2, tzinfo=UTC),
+        occurred_at=datetime(2025, 1, 1, 12, tzinfo=timezone(timedelta(hours=2))),
+    )
+
+    assert c.occurred_at == datetime(2025, 1, 1, 10, tzinfo=UTC)
+    assert c.occurred_at.utcoffset() == timedelta(0)
+
+
+def test_a_candidate_is_said_when_it_occurred() -> None:
+    c = build(now=datetime(2025, 1, 2, tzinfo=UTC), occurred_at=datetime(2025, 1, 1, tzinfo=UTC))
+
+    assert c.said_at == datetime(2025, 1, 1, tzinfo=UTC)
+
+
+def test_a_candidate_without_an_event_time_is_said_when_it_was_created() -> None:
+    c = build(now=datetime(2025, 1, 2, tzinfo=UTC))
+
+    assert (c.occurred_at, c.said_at) == (None, datetime(2025, 1, 2, tzinfo=UTC))
+
+
+def test_a_naive_event_time_is_refused() -> None:
+    with pytest.raises(InvalidCandidate, match="occurred_at must be timezone-aware"):
+        build(occurred_at=datetime(2025, 1, 1))
+
+
+def test_an_event_time_that_is_not_a_datetime_is_refused() -> None:
+    with pytest.raises(InvalidCandidate, match="occurred_at must be timezone-aware"):
+        build(occurred_at="2025-01-01T00:00:00Z")
+
+
+def test_an_event_time_after_the_creation_time_is_refused() -> None:
+    now = datetime(2025, 1, 1, 12, tzinfo=UTC)
+
+    with pytest.raises(InvalidCandidate, match=r"occurred_at .* cannot lie in the future"):
+        build(now=now, occurred_at=now + MAX_OCCURRED_AT_SKEW + timedelta(seconds=1))
+
+
+def test_an_event_time_within_the_clock_skew_allowance_is_kept() -> None:
+    now = datetime(2025, 1, 1, 12, tzinfo=UTC)
+
+    c = build(now=now, occurred_at=now + MAX_OCCURRED_AT_SKEW)
+
+    assert c.occurred_at == now + MAX_OCCURRED_AT_SKEW

@@ -7,7 +7,7 @@ from worker.consolidation.apply import apply_plan
 from worker.consolidation.ids import created_ids
 from worker.consolidation.render import entry_line, pointer_line
 from worker.consolidation.types import Add, Confirm, Invalidate, Plan, Reject, Supersede
-from worker.models import Candidate
+from worker.models import Candidate, make_candidate
 from worker.values import AppliedPlan, Entry, NamespaceState
 
 FACTS = "/memories/facts.md"
@@ -45,6 +45,27 @@ def test_new_entry_carries_provenance_and_times() -> None:
     (new,) = apply(plan, [C1]).new_entries
     assert (new.candidate_ids, new.trace_ids, new.key) == ((C1.id,), ("trace-u1",), "pet")
     assert (new.valid_from, new.created_at, new.last_confirmed_at) == (at(1), NOW, NOW)
+
+
+def test_a_new_entry_is_valid_from_when_its_candidate_was_said() -> None:
+    said = make_candidate(
+        user_id="u1", trace_id="t", text="I moved to Lyon", occurred_at=at(-60), now=at(1)
+    )
+    plan = Plan(ops=[Add(candidate_ids=[said.id], path=FACTS, text="I moved to Lyon")])
+
+    (new,) = apply(plan, [said]).new_entries
+
+    assert (new.valid_from, new.created_at) == (at(-60), NOW)
+
+
+def test_a_new_entry_is_valid_from_its_earliest_candidates_event_time() -> None:
+    late = make_candidate(user_id="u1", trace_id="t", text="Lyon", occurred_at=at(-30), now=at(1))
+    early = make_candidate(user_id="u1", trace_id="t", text="Lyon", occurred_at=at(-90), now=at(2))
+    plan = Plan(ops=[Add(candidate_ids=[late.id, early.id], path=FACTS, text="Lyon")])
+
+    (new,) = apply(plan, [late, early]).new_entries
+
+    assert new.valid_from == at(-90)
 
 
 def test_confirmation_counts_and_touches_last_confirmed() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from datetime import timedelta
 from pathlib import Path
 from typing import Final
 
@@ -25,6 +26,12 @@ INBOX_ROUTE: Final = MEMORY_ROUTE + "inbox/"
 #: import (the deployment's own inbox route is added where settings are at hand). One place,
 #: so every entry refuses the same paths (:func:`worker.namespaces.reserved_prefix`).
 RESERVED_PREFIXES: Final = (INBOX_ROUTE,)
+
+#: How far a candidate's ``occurred_at`` (when it was said) may lie after its ``created_at``
+#: (when it was enqueued): the caller's clock and the client's may disagree by a little, so a
+#: few minutes are let through; more is a wrong time zone or a made-up time, refused on enqueue
+#: and on decode rather than let a future event time win every merge.
+MAX_OCCURRED_AT_SKEW: Final = timedelta(minutes=5)
 
 #: Largest candidate text in UTF-8 bytes unless the deployment sets ``MEMWORKER_MAX_TEXT_BYTES``
 #: (the one default every entry point, source and consolidator falls back on): a conversation

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterable
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import (
     Any,
     Final,
@@ -30,7 +30,15 @@ from typing import (
 
 from worker.constants import CANDIDATE_ID_NAMESPACE, MAX_TEXT_BYTES
 from worker.errors import InvalidCandidate
-from worker.fields import Kind, Source, validate_key, validate_kind, validate_source, validate_text
+from worker.fields import (
+    Kind,
+    Source,
+    validate_key,
+    validate_kind,
+    validate_occurred_at,
+    validate_source,
+    validate_text,
+)
 from worker.namespaces import (
     Namespace,
     Scope,
@@ -67,6 +75,7 @@ class StoredCandidate(TypedDict):
     key: str | None
     text: str
     created_at: datetime
+    occurred_at: datetime | None
     source: Source
 
 
@@ -87,8 +96,8 @@ class EnqueueFields(TypedDict):
 
     ``user_id``, ``trace_id`` and ``text`` are required (``user_id`` may be ``None`` in agent
     scope); the others default to: ``kind="fact"``, ``scope="user"``, ``source="hot_path"``,
-    and ``None`` for ``topic``, ``key``, ``assistant_id``, ``thread_id`` and
-    ``idempotency_key``.
+    and ``None`` for ``topic``, ``key``, ``assistant_id``, ``thread_id``, ``idempotency_key``
+    and ``occurred_at``.
 
     >>> sorted(REQUIRED_ENQUEUE_FIELDS)
     ['text', 'trace_id', 'user_id']
@@ -116,6 +125,10 @@ class EnqueueFields(TypedDict):
     scope: NotRequired[str]
     #: Which integration produced the candidate (default ``hot_path``).
     source: NotRequired[Source]
+    #: When it was said (timezone-aware), if earlier than the enqueue: a replayed import, a
+    #: scanned thread or a delayed capture. Merging decides by it (``Candidate.said_at``); at
+    #: most ``MAX_OCCURRED_AT_SKEW`` after the enqueue, default: the enqueue time.
+    occurred_at: NotRequired[datetime | None]
 
 
 #: The fields of :class:`EnqueueFields` in declaration order, and as a set: any other keyword
@@ -166,10 +179,12 @@ def validate_enqueue(
     max_text_bytes: int = MAX_TEXT_BYTES,
     allow_org: bool = False,
     org_id: str | None = None,
+    now: datetime | None = None,
 ) -> EnqueueValues:
     """Every check of :func:`~worker.models.build_candidate` but the idempotency key's (which
     :func:`candidate_id_for` makes), in the same order; shared with the hot-path clients,
-    which build the stored form directly from it.
+    which build the stored form directly from it. ``now`` is the candidate's creation time,
+    which ``occurred_at`` may not lie after (default: the current time).
 
     >>> validate_enqueue({"user_id": "u1", "trace_id": "t1", "text": " tea "}).stored["text"]
     'tea'
@@ -200,6 +215,9 @@ def validate_enqueue(
         refuse_reserved(path, f"topic {topic!r}")
     key = validate_key(fields.get("key"))
     source = validate_source(fields.get("source", "hot_path"))
+    occurred_at = fields.get("occurred_at")
+    if occurred_at is not None:
+        occurred_at = validate_occurred_at(occurred_at, now or datetime.now(UTC))
     stored = {
         "namespace": namespace.key,
         "user_id": user_id,
@@ -209,6 +227,7 @@ def validate_enqueue(
         "path": path,
         "key": key,
         "text": text,
+        "occurred_at": occurred_at,
         "source": source,
     }
     return EnqueueValues(namespace, fields.get("idempotency_key"), stored)

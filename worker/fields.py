@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Final, Literal, get_args
 
-from worker.constants import KEY_PATTERN
+from worker.constants import KEY_PATTERN, MAX_OCCURRED_AT_SKEW
 from worker.errors import InvalidCandidate
 from worker.namespaces import normalise_path
 
@@ -112,6 +112,30 @@ def validate_time(value: datetime, what: str) -> datetime:
     if not isinstance(value, datetime) or value.tzinfo is None:
         raise InvalidCandidate(f"{what} must be timezone-aware")
     return value.astimezone(UTC)
+
+
+def validate_occurred_at(value: datetime | None, created_at: datetime) -> datetime | None:
+    """``value`` (when the candidate was said) in UTC, or ``None``; a naive time is refused, and
+    so is one more than :data:`~worker.constants.MAX_OCCURRED_AT_SKEW` after ``created_at``
+    (when it was enqueued): an event cannot have happened after it was reported, and a future
+    event time would win every later merge.
+
+    >>> t = datetime(2025, 1, 1, 12, tzinfo=UTC)
+    >>> validate_occurred_at(datetime(2025, 1, 1, 9, tzinfo=UTC), t).isoformat()
+    '2025-01-01T09:00:00+00:00'
+    """
+    if value is None:
+        return None
+    occurred = validate_time(value, "occurred_at")
+    ahead = occurred - created_at
+    if ahead > MAX_OCCURRED_AT_SKEW:
+        raise InvalidCandidate(
+            f"occurred_at {occurred.isoformat()} is {ahead} after the candidate was created "
+            f"({created_at.isoformat()}); an event time cannot lie in the future (at most "
+            f"{MAX_OCCURRED_AT_SKEW} of clock skew is allowed): pass when it was said, "
+            "timezone-aware"
+        )
+    return occurred
 
 
 def validate_stored_path(value: str | None) -> str | None:

@@ -41,6 +41,7 @@ from worker.fields import (
     Source,
     validate_key,
     validate_kind,
+    validate_occurred_at,
     validate_source,
     validate_stored_path,
     validate_text,
@@ -90,6 +91,7 @@ class Candidate(BaseModel):
     key: str | None = None
     text: str
     created_at: datetime
+    occurred_at: datetime | None = None
     source: Source = "hot_path"
 
     # The same checks as make_candidate (the text size limit aside: it is the deployment's),
@@ -135,6 +137,16 @@ class Candidate(BaseModel):
     def _created_at_is_aware(cls, value: datetime) -> datetime:
         return validate_time(value, "created_at")
 
+    @field_validator("occurred_at")
+    @classmethod
+    def _occurred_at_is_aware(cls, value: datetime | None) -> datetime | None:
+        return None if value is None else validate_time(value, "occurred_at")
+
+    @model_validator(mode="after")
+    def _occurred_before_created(self) -> Self:
+        validate_occurred_at(self.occurred_at, self.created_at)
+        return self
+
     @model_validator(mode="after")
     def _user_id_fits_namespace(self) -> Self:
         ns = Namespace.parse(self.namespace)
@@ -147,6 +159,14 @@ class Candidate(BaseModel):
     @property
     def ns(self) -> Namespace:
         return Namespace.parse(self.namespace)
+
+    @property
+    def said_at(self) -> datetime:
+        """The event time: when it was said (``occurred_at``) if the caller knew, else when it
+        was enqueued (``created_at``). Merging decides by it, not by arrival order, so a
+        replayed or late candidate does not overrule what was said after it; a new entry's
+        ``valid_from`` is its candidates' earliest ``said_at``."""
+        return self.created_at if self.occurred_at is None else self.occurred_at
 
 
 def _same_fields_as_stored() -> None:
@@ -201,7 +221,9 @@ def build_candidate(
     >>> build_candidate({"user_id": "u1", "trace_id": "t1", "text": "tea"}).namespace
     'user:u1'
     """
-    v = validate_enqueue(fields, max_text_bytes=max_text_bytes, allow_org=allow_org, org_id=org_id)
     created = validate_time(now, "now") if now is not None else datetime.now(UTC)
+    v = validate_enqueue(
+        fields, max_text_bytes=max_text_bytes, allow_org=allow_org, org_id=org_id, now=created
+    )
     cid = candidate_id_for(v.namespace, v.idempotency_key)
     return Candidate.model_construct(id=cid, created_at=created, **v.stored)

@@ -116,7 +116,9 @@ class _Applier:
         return ids, tuple(dict.fromkeys((*traces, *new_traces)))[-MAX_PROVENANCE:]
 
     def _valid_from(self, cids: Sequence[str]) -> datetime:
-        times = [self.cands[c].created_at for c in cids if c in self.cands]
+        """When the entry became true: its earliest candidate's event time (``said_at``: when
+        it was said, not when it arrived); the entry's ``created_at`` is the commit time."""
+        times = [self.cands[c].said_at for c in cids if c in self.cands]
         return min(times) if times else self.now
 
     # --- operations ----------------------------------------------------------------------

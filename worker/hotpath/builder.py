@@ -66,9 +66,20 @@ def random_id() -> str:
     return f"{value:032x}"
 
 
+def iso_utc(value: datetime) -> str:
+    """A UTC time as ``model_dump_json`` writes it: ISO 8601 with ``Z`` for the UTC offset.
+
+    >>> iso_utc(datetime(2025, 1, 1, 9, 30, tzinfo=UTC))
+    '2025-01-01T09:30:00Z'
+    """
+    when = value.isoformat()
+    return when[:-6] + "Z" if when.endswith("+00:00") else when
+
+
 def _json_of(name: str, annotation: Any) -> str:
     """The expression writing the stored value ``s[name]`` of a field of type ``annotation``
-    as JSON, as ``model_dump_json`` does: strings, string enums and literals, or ``None``."""
+    as JSON, as ``model_dump_json`` does: strings, string enums and literals, UTC datetimes
+    (validated into UTC on enqueue), or ``None``."""
     value = f's["{name}"]'  # double quotes: the generated f-string is in single ones
     union = isinstance(annotation, UnionType)
     types = [t for t in get_args(annotation) if t is not NoneType] if union else [annotation]
@@ -77,10 +88,12 @@ def _json_of(name: str, annotation: Any) -> str:
         text = f"q({value}.value)"
     elif kind is str or get_origin(kind) is Literal:
         text = f"q({value})"
+    elif kind is datetime:
+        text = f"q(t({value}))"
     else:
         raise TypeError(
-            f"Candidate.{name} is a {annotation!r}; the hot path writes strings, string enums "
-            "and literals (or None): teach worker.hotpath.builder._json_of this type"
+            f"Candidate.{name} is a {annotation!r}; the hot path writes strings, string enums, "
+            "literals and datetimes (or None): teach worker.hotpath.builder._json_of this type"
         )
     return f'("null" if {value} is None else {text})' if union else text
 
@@ -101,12 +114,10 @@ def _compile_writer() -> Callable[[str, EnqueueValues, datetime], bytes]:
     source = (
         "def stored_json(cid, v, created_at):\n"
         "    s = v.stored\n"
-        "    when = created_at.isoformat()\n"
-        "    if when.endswith('+00:00'):  # pydantic writes UTC as Z\n"
-        "        when = when[:-6] + 'Z'\n"
+        "    when = t(created_at)\n"
         f"    return f'{{{{{','.join(items)}}}}}'.encode()\n"
     )
-    scope: dict[str, Any] = {"q": encode_basestring}
+    scope: dict[str, Any] = {"q": encode_basestring, "t": iso_utc}
     # Only names and type-derived expressions of our own model go into the source.
     exec(compile(source, "<stored_json>", "exec"), scope)
     writer: Callable[[str, EnqueueValues, datetime], bytes] = scope["stored_json"]
@@ -142,10 +153,11 @@ class CandidateBuilder:
 
     def candidate(self, fields: EnqueueFields) -> HotCandidate:
         """One enqueue's fields validated into a candidate (the dict is read, not copied)."""
-        v = validate_enqueue(fields, max_text_bytes=self.max_text_bytes)
+        now = datetime.now(UTC)
+        v = validate_enqueue(fields, max_text_bytes=self.max_text_bytes, now=now)
         key = v.idempotency_key
         cid = random_id() if key is None else candidate_id_for(v.namespace, key)
-        return HotCandidate(v.stored["namespace"], cid, stored_json(cid, v, datetime.now(UTC)))
+        return HotCandidate(v.stored["namespace"], cid, stored_json(cid, v, now))
 
     def candidates(self, items: Iterable[EnqueueFields]) -> list[HotCandidate]:
         """Every item validated into a candidate; the first invalid one raises, naming its
