@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import socket
+from datetime import UTC, datetime
 
 import pytest
 import redis
@@ -85,6 +86,38 @@ def test_enqueue_passes_every_option_on(
         "preference.drink",
         "th-1",
     )
+
+
+def test_enqueue_passes_when_it_was_said_on(
+    app: typer.Typer, env: dict[str, str], queue: RedisQueue
+) -> None:
+    code, _, _ = invoke(
+        app, env, "enqueue", "--user", "u1", "--occurred-at", "2025-03-01T09:30:00+01:00", "tea"
+    )
+
+    ((_, c),) = queue.admin.pending("user:u1")
+    assert (code, c.occurred_at) == (0, datetime(2025, 3, 1, 8, 30, tzinfo=UTC))
+
+
+def test_enqueue_refuses_an_event_time_without_an_offset(
+    app: typer.Typer, env: dict[str, str], queue: RedisQueue
+) -> None:
+    code, _, err = invoke(
+        app, env, "enqueue", "--user", "u1", "--occurred-at", "2025-03-01T09:30:00", "tea"
+    )
+
+    assert code == 2
+    assert err.startswith("error: --occurred-at '2025-03-01T09:30:00' has no UTC offset")
+    assert list(queue.admin.namespaces()) == []
+
+
+def test_enqueue_refuses_an_event_time_that_is_not_iso_8601(
+    app: typer.Typer, env: dict[str, str]
+) -> None:
+    code, _, err = invoke(app, env, "enqueue", "--user", "u1", "--occurred-at", "yesterday", "x")
+
+    assert code == 2
+    assert err.startswith("error: --occurred-at 'yesterday' is not an ISO 8601 time")
 
 
 def test_enqueue_with_an_invalid_id_prints_one_line_and_exits_2(

@@ -18,7 +18,7 @@ import typer
 from worker.cli.common import collector_paused
 from worker.cli.console import make_console
 from worker.cli.errors import cli_errors, stderr
-from worker.errors import MemworkerError, QueueUnavailable
+from worker.errors import InvalidOption, MemworkerError, QueueUnavailable
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -59,12 +59,21 @@ def enqueue(
     ] = None,
     thread: Annotated[str | None, typer.Option("--thread", help="Conversation thread id.")] = None,
     scope: Annotated[str, typer.Option("--scope", help="user or agent.")] = "user",
+    occurred_at: Annotated[
+        str | None,
+        typer.Option(
+            "--occurred-at",
+            help="When it was said, ISO 8601 with an offset, e.g. 2025-03-01T09:30:00Z "
+            "(default: now).",
+        ),
+    ] = None,
 ) -> None:
     """Queue one candidate memory, as the chat service would; prints its id."""
     from worker.hotpath.client import MemoryClient
     from worker.settings import load_settings
 
     with cli_errors():
+        said = None if occurred_at is None else _parse_occurred_at(occurred_at)
         trace_id = trace or f"cli-{uuid.uuid4().hex[:16]}"
         with MemoryClient(load_settings()) as client:
             candidate_id = client.enqueue(
@@ -78,10 +87,28 @@ def enqueue(
                 thread_id=thread,
                 scope=scope,
                 source="cli",
+                occurred_at=said,
             )
         stdout.print(candidate_id)
         if trace is None:
             stderr.print(f"trace id: {trace_id}")
+
+
+def _parse_occurred_at(text: str) -> datetime:
+    """``--occurred-at`` as a timezone-aware time; a time without an offset is refused rather
+    than read as local time (the worker and the caller may sit in different zones)."""
+    try:
+        value = datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise InvalidOption(
+            f"--occurred-at {text!r} is not an ISO 8601 time; e.g. 2025-03-01T09:30:00Z"
+        ) from None
+    if value.tzinfo is None:
+        raise InvalidOption(
+            f"--occurred-at {text!r} has no UTC offset; add one, e.g. {text.strip()}Z or "
+            f"{text.strip()}+01:00"
+        )
+    return value
 
 
 def status(
