@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from datetime import datetime
+from datetime import datetime, timedelta
 
 import pytest
 from langgraph_sdk.client import SyncLangGraphClient
@@ -76,3 +76,21 @@ def test_a_scanned_turn_has_the_id_the_capture_middleware_gave_it(
     ]
 
     assert [c.id for c in scanned] == [c.id for c in queued(redis_url, key_prefix, f"user:{user}")]
+
+
+def test_a_scanned_turn_is_said_when_its_thread_state_was_written(
+    langgraph_client: SyncLangGraphClient, key_prefix: str
+) -> None:
+    user = "u-said-" + uuid.uuid4().hex[:8]
+    thread_id = _converse(langgraph_client, key_prefix, user, "I moved to Lyon")
+    end = _updated_at(langgraph_client, thread_id)
+    state = langgraph_client.threads.get_state(thread_id)
+    written = datetime.fromisoformat(str(state["created_at"]))
+    later = end + timedelta(days=2)
+    start = end - timedelta(minutes=1)
+
+    found = scan_threads(langgraph_client, start, end, cursors=InMemoryCursorStore(), now=later)
+
+    (turn,) = [c for c in found if c.thread_id == thread_id]
+
+    assert (turn.occurred_at, turn.said_at, turn.created_at) == (written, written, later)

@@ -5,7 +5,10 @@ by ``updated_at`` descending and pages until it passes the window start. It keep
 updated in ``(window_start, window_end]`` (and matching the metadata filter), reads each
 thread's ``values["messages"]``, cuts them into exchanges (user input + final assistant reply,
 tool traffic ignored; see :mod:`worker.exchanges`) and makes one ``turn``
-candidate per complete exchange after the thread's cursor.
+candidate per complete exchange after the thread's cursor. Each candidate's ``occurred_at`` is
+the thread state's time (its checkpoint's ``created_at``, else the thread's ``updated_at``; never
+after the scan): messages carry no time of their own, and the exchanges were said by then, not
+when the scan found them.
 
 Ids are deterministic: idempotency key ``thread:<thread_id>:<message id>`` (the final reply's
 id), the key the capture middleware uses too — a turn captured live and found again by a scan
@@ -205,6 +208,7 @@ def collect_threads(
                 assistant_id=thread_assistant,
                 trace_id=str(run_id) if run_id else scan_trace,
                 now=moment,
+                occurred_at=_state_time(state, thread, moment),
                 max_text_bytes=max_text_bytes,
             )
         except InvalidCandidate as exc:
@@ -265,6 +269,7 @@ def _thread_candidates(
     assistant_id: str | None,
     trace_id: str,
     now: datetime,
+    occurred_at: datetime,
     max_text_bytes: int,
 ) -> tuple[list[Candidate], str | None]:
     """Candidates for the complete exchanges, and the id of the last message they cover."""
@@ -290,6 +295,7 @@ def _thread_candidates(
                 source="thread_scan",
                 max_text_bytes=max_text_bytes,
                 now=now,
+                occurred_at=occurred_at,
             )
         )
     return candidates, last_id
@@ -305,6 +311,13 @@ def _assistant_of(thread: Mapping[str, Any], key: str | None) -> str | None:
     except InvalidCandidate:
         logger.info("thread scan: thread %s names no valid assistant", thread.get("thread_id"))
         return None
+
+
+def _state_time(state: Mapping[str, Any], thread: Mapping[str, Any], now: datetime) -> datetime:
+    """When the thread's messages were said by: its state's checkpoint time, else the thread's
+    last update, and never after ``now`` (the server's clock may run ahead of ours)."""
+    value = state.get("created_at") or thread["updated_at"]
+    return min(_parse_time(value), now)
 
 
 def _mapping(value: object) -> Mapping[str, Any]:
