@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from pathlib import Path
 
 from tests.test_cli_support import Ops, ops
@@ -101,3 +102,14 @@ def test_export_of_an_unknown_user_exits_3(ops: Ops) -> None:
 
     assert ran.code == 3
     assert "has no memory to export" in ran.err
+
+
+def test_export_shows_when_an_entry_was_said_and_when_it_was_committed(ops: Ops) -> None:
+    said = datetime(2025, 3, 1, 9, 30, tzinfo=UTC)
+    ops.enqueue("I moved to Lyon", occurred_at=said)
+    ops("reconcile", "--user", ops.user)
+
+    (entry,) = json.loads(ops("export", "--user", ops.user).out)["entries"]
+
+    assert datetime.fromisoformat(entry["valid_from"]) == said
+    assert datetime.fromisoformat(entry["created_at"]) > said
