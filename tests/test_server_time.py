@@ -6,6 +6,7 @@ behind; the worker side sends no clock either (every script reads Redis ``TIME``
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
 from typing import Final
 
 import redis
@@ -17,6 +18,7 @@ from worker.models import make_candidate
 from worker.outcomes import Outcome
 from worker.queue.redis_queue import RedisQueue
 from worker.queue.stats import server_ms
+from worker.queue.types import arrived
 from worker.service.consolidate import Pipeline
 from worker.settings import Settings
 from worker.store.memory import MemoryStore
@@ -151,3 +153,26 @@ def test_before_any_worker_wrote_the_policy_the_settings_defaults_apply(
 
     quiet_ms = float(defaults["debounce_seconds"].default) * 1000
     assert _due_ms(queue, "user:u1") == at * 1000 + quiet_ms
+
+
+def test_an_event_time_after_the_servers_arrival_counts_as_said_on_arrival(
+    queue: RedisQueue,
+) -> None:
+    ahead = datetime.now(UTC) + timedelta(days=1)  # a host a day fast, saying "just now"
+    queue.enqueue(
+        make_candidate(user_id="u1", trace_id="t", text="x", now=ahead, occurred_at=ahead)
+    )
+
+    (candidate,) = arrived(queue.admin.pending("user:u1"))
+
+    assert candidate.occurred_at == candidate.created_at
+    assert candidate.said_at <= datetime.now(UTC)
+
+
+def test_an_event_time_before_the_servers_arrival_is_kept(queue: RedisQueue) -> None:
+    said = datetime(2025, 3, 1, 9, 30, tzinfo=UTC)
+    queue.enqueue(make_candidate(user_id="u1", trace_id="t", text="x", occurred_at=said))
+
+    (candidate,) = arrived(queue.admin.pending("user:u1"))
+
+    assert candidate.said_at == said

@@ -146,7 +146,9 @@ def arrived(entries: Sequence[tuple[str, Candidate]]) -> list[Candidate]:
     stamping the server's arrival time there makes that the queue's arrival order, so a chat
     host whose clock runs fast or slow cannot make its value win or lose. The client's own
     stamp stays in the queue's log entry. Entries without a stream id (a preview's extra
-    candidates) keep theirs.
+    candidates) keep theirs. An ``occurred_at`` (the caller's event time, which merging goes
+    by) after the arrival is taken as the arrival: nothing was said after it reached the
+    queue, so a fast host's event times cannot win over later arrivals either.
     """
     out = []
     for sid, candidate in entries:
@@ -156,7 +158,10 @@ def arrived(entries: Sequence[tuple[str, Candidate]]) -> list[Candidate]:
         ms, seq = stream_position(sid)
         # The id's sequence number as microseconds keeps arrivals of one millisecond in order.
         at = EPOCH + timedelta(milliseconds=ms, microseconds=min(seq, MAX_SEQ_MICROS))
-        out.append(candidate.model_copy(update={"created_at": at}))
+        update: dict[str, datetime] = {"created_at": at}
+        if candidate.occurred_at is not None and candidate.occurred_at > at:
+            update["occurred_at"] = at
+        out.append(candidate.model_copy(update=update))
     return out
 
 
