@@ -120,6 +120,23 @@ def test_an_inbox_item_the_agent_rewrote_before_removal_is_read_again_not_remove
     assert [c.text for _, c in queue.admin.pending(namespace)] == ["likes opera"]
 
 
+def test_an_inbox_line_is_said_when_the_agent_last_wrote_its_item(
+    langgraph_client: SyncLangGraphClient, queue: RedisQueue, store: MemoryStore, cfg: Settings
+) -> None:
+    user = f"u-{uuid.uuid4().hex[:8]}"
+    namespace = f"user:{user}:{HELPER_ASSISTANT}"
+    _agent_writes(langgraph_client, user, "/memories/inbox/t-1/a.md", "- likes jazz\n")
+    item = langgraph_client.store.get_item(
+        list(StoreLayout().namespace_for(namespace)), key="/inbox/t-1/a.md"
+    )
+    written = datetime.fromisoformat(str(item["updated_at"]))
+
+    _scan(queue, store, cfg, "scan-1")
+
+    ((_, candidate),) = queue.admin.pending(namespace)
+    assert candidate.occurred_at == written.astimezone(UTC)
+
+
 def test_a_scanned_exchange_and_its_live_capture_are_one_candidate_of_the_assistant(
     langgraph_client: SyncLangGraphClient,
     redis_client: redis.Redis,

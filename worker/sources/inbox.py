@@ -11,7 +11,9 @@ the caller to act on in order (at-least-once, never lost):
 
 1. ``candidates``: one ``fact`` per line of each new or changed inbox item (bullets and
    headings stripped), source ``inbox``, its thread as provenance, ids deterministic in
-   (namespace, key, content hash, line) — a re-read of the same item adds nothing;
+   (namespace, key, content hash, line) — a re-read of the same item adds nothing; each is
+   ``occurred_at`` the item's last write (its ``updated_at``, never after the scan), since
+   the lines were said by then, not when the scan found them;
 2. ``cursor_updates``: per namespace, the items consumed (key → content hash and candidate
    ids); record them only after the candidates are enqueued;
 3. ``removable``: items consumed by an earlier scan whose candidates the caller confirms are
@@ -25,7 +27,7 @@ import logging
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, Final, Protocol
 
 import httpx
@@ -95,7 +97,7 @@ class LangGraphInbox:
             raw = cursors.get_cursor(CURSOR_SOURCE, namespace.key)
             consumed: dict[str, dict[str, Any]] = json.loads(raw) if raw else {}
             updates = dict(consumed)
-            for key, content in _inbox_items(self.client, store_ns, prefix, PAGE_SIZE):
+            for key, content, written in _inbox_items(self.client, store_ns, prefix, PAGE_SIZE):
                 sha = content_sha256(content)
                 seen = consumed.get(key)
                 if seen is not None and seen.get("sha256") == sha:
@@ -110,6 +112,7 @@ class LangGraphInbox:
                     content=content,
                     sha=sha,
                     now=now,
+                    written=written,
                     trace_id=trace_id,
                     max_text_bytes=self.max_text_bytes,
                 )
@@ -176,10 +179,12 @@ def _candidates(
     content: str,
     sha: str,
     now: datetime,
+    written: datetime | None,
     trace_id: str,
     max_text_bytes: int,
 ) -> list[Candidate]:
     thread_id = thread_of(relative)
+    said = None if written is None else min(written, now)  # the store's clock may run ahead
     found: list[Candidate] = []
     for index, line in enumerate(inbox_lines(content)):
         try:
@@ -194,11 +199,25 @@ def _candidates(
                     source="inbox",
                     max_text_bytes=max_text_bytes,
                     now=now,
+                    occurred_at=said,
                 )
             )
         except InvalidCandidate as exc:
             logger.warning("inbox %s%s: a line was left out: %s", namespace.key, key, exc)
     return found
+
+
+def _written_at(value: object) -> datetime | None:
+    """A store item's ``updated_at`` as an aware time (naive: UTC); ``None`` if unreadable.
+
+    >>> _written_at("2026-01-05T09:30:00+00:00").isoformat(), _written_at(None)
+    ('2026-01-05T09:30:00+00:00', None)
+    """
+    try:
+        moment = value if isinstance(value, datetime) else datetime.fromisoformat(str(value))
+    except ValueError:
+        return None
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
 def _namespaces(client: Any, page_size: int) -> Iterator[tuple[str, ...]]:
@@ -215,8 +234,9 @@ def _namespaces(client: Any, page_size: int) -> Iterator[tuple[str, ...]]:
 
 def _inbox_items(
     client: Any, store_ns: tuple[str, ...], prefix: str, page_size: int
-) -> Iterator[tuple[str, str]]:
-    """(key, content) of the inbox items directly in ``store_ns`` (not in deeper namespaces)."""
+) -> Iterator[tuple[str, str, datetime | None]]:
+    """(key, content, last write) of the inbox items directly in ``store_ns`` (not in deeper
+    namespaces); the last write is ``None`` when the item carries no readable time."""
     offset = 0
     while True:
         page = client.store.search_items(list(store_ns), limit=page_size, offset=offset)
@@ -228,7 +248,7 @@ def _inbox_items(
             value = item.get("value")
             raw = value.get("content") if isinstance(value, Mapping) else None
             if isinstance(raw, str | list):
-                yield key, item_content(value)
+                yield key, item_content(value), _written_at(item.get("updated_at"))
         if len(items) < page_size:
             return
         offset += page_size
