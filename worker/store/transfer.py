@@ -220,8 +220,8 @@ def import_namespace(
     Namespace.parse(key)
     if fence.namespace_id(conn, key) is not None:
         raise StoreRefused(
-            f"{key} already has memory; erase it first (`memworker forget`) or import into "
-            "another namespace"
+            f"{key} already has memory; erase it first (`memworker forget`, then import with "
+            "--restore-erased) or import into another namespace"
         )
     was_erased = erased_namespaces(conn, key, doc.namespace)
     if was_erased and not restore_erased:
