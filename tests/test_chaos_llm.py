@@ -1,15 +1,17 @@
 """Experiment: the LLM consolidation path misbehaving, end to end through the real pipeline.
 
 The model raises, times out, or answers with schema-valid but destructive plans (invalidate
-everything, refer to another namespace's entries, write outside ``/memories/``). Every such
-batch is rejected without writing anything, keeps its candidates, is dead-lettered after
-``max_attempts``, and commits normally once the model is fixed and the batch retried from the
-dead-letter set.
+everything, refer to another namespace's entries, write outside ``/memories/``), or with an
+answer cut off (mid-string while marked finished, without its closing brackets, or ended by
+the length limit). Every such batch is rejected without writing anything, keeps its
+candidates, is dead-lettered after ``max_attempts`` with the reason, and commits normally once
+the model is fixed and the batch retried from the dead-letter set.
 """
 
 from __future__ import annotations
 
 import html
+import json
 import re
 import time
 import uuid
@@ -21,7 +23,7 @@ import redis
 from langchain_core.messages import AIMessage, BaseMessage
 
 from tests.chaos_support.harness import audit_store
-from tests.support.scripted_model import ScriptedChatModel, plan_reply
+from tests.support.scripted_model import JsonTextModel, plan_reply
 from worker.consolidation.llm import LLMConsolidator
 from worker.models import make_candidate
 from worker.queue.redis_queue import RedisQueue
@@ -108,8 +110,9 @@ class World:
         self.now = time.time()
 
     def pipeline(self, respond: Responder) -> Pipeline:
+        # A model answering the JSON-text methods as providers' integrations parse them.
         agent = LLMConsolidator.from_settings(
-            self.cfg.for_consolidation, model=ScriptedChatModel(responder=respond)
+            self.cfg.for_consolidation, model=JsonTextModel(responder=respond)
         )
         return Pipeline(
             queue=self.queue,
@@ -200,3 +203,68 @@ def test_a_failing_model_provider_changes_nothing_and_is_retried_until_it_answer
     assert sorted(after.ledger[f"user:{victim}"]) == sorted(
         before.ledger[f"user:{victim}"] + list(new)
     )
+
+
+def json_plan(messages: list[BaseMessage]) -> str:
+    """The whole JSON answer a cooperative model writes in ``json_mode``: every candidate
+    added, the last one with a key."""
+    ops: list[dict[str, object]] = [
+        {"op": "add", "candidates": [c], "path": FACTS, "text": t}
+        for c, t in shown(messages, "candidate")
+    ]
+    ops[-1]["key"] = "preference.drink"
+    return json.dumps({"ops": ops})
+
+
+def answered(cut: Callable[[str], str], **ended: str) -> Responder:
+    """A ``json_mode`` answer: the cooperative plan passed through ``cut``, ended as ``ended``."""
+
+    def respond(messages: list[BaseMessage]) -> AIMessage:
+        return AIMessage(
+            cut(json_plan(messages)), response_metadata=ended or {"finish_reason": "stop"}
+        )
+
+    return respond
+
+
+#: Answers cut off, each a valid plan once a lenient parser completes it; and the reason the
+#: dead letter must give. The last candidate is "I prefer green tea" (key preference.drink).
+CUT_ANSWERS: Final[dict[str, tuple[Responder, str]]] = {
+    "cut inside a string, marked stop": (
+        answered(lambda plan: plan[: plan.rindex("I prefer") + 5]), "not one complete JSON"),
+    "without its closing brackets": (answered(lambda plan: plan[:-2]), "not one complete JSON"),
+    "a string field cut": (
+        answered(lambda plan: plan[: plan.rindex("preference.drink") + 14]),
+        "not one complete JSON"),
+    "finish_reason length": (
+        answered(lambda plan: plan, finish_reason="length"), "cut off at its length limit"),
+    "stop_reason length": (
+        answered(lambda plan: plan, stop_reason="length"), "cut off at its length limit"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("answer", list(CUT_ANSWERS))
+def test_an_answer_cut_off_commits_nothing_and_is_dead_lettered_with_the_reason(
+    answer: str, cfg: Settings, store: MemoryStore, redis_client: redis.Redis
+) -> None:
+    world = World(cfg.model_copy(update={"model_structured_method": "json_mode"}), store,
+                  redis_client)  # fmt: skip
+    victim = "v" + uuid.uuid4().hex[:8]
+    before = audit_store(str(cfg.database_url))
+    new = world.enqueue(victim, "I play the cello", "I prefer green tea")
+    respond, reason = CUT_ANSWERS[answer]
+
+    outcomes = [world.run(respond) for _ in range(MAX_ATTEMPTS)]
+
+    assert outcomes == ["failed"] * (MAX_ATTEMPTS - 1) + ["dead"]
+    assert audit_store(str(cfg.database_url)) == before
+    (dead,) = world.queue.admin.dead_letters()
+    assert (dead.namespace, dead.pending) == (f"user:{victim}", 2)
+    assert reason in (dead.last_error or "")
+
+    assert world.queue.admin.retry_dead(f"user:{victim}", now=world.now)
+    assert world.run(answered(lambda plan: plan)) == "committed"
+    assert set(audit_store(str(cfg.database_url)).ledger[f"user:{victim}"]) == new
+    assert world.queue.admin.pending(f"user:{victim}") == []
+    assert {e.text for e in store.load_state(f"user:{victim}").entries} == {
+        "I play the cello", "I prefer green tea"}  # fmt: skip

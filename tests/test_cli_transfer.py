@@ -65,7 +65,7 @@ def test_import_into_a_namespace_with_memory_exits_2_and_writes_nothing(
     assert ops.store.export_namespace(f"user:{ops.user}") == before
 
 
-def test_an_erased_user_can_be_imported_again_above_the_erase_fence(
+def test_an_erased_user_restored_on_purpose_is_imported_above_the_erase_fence(
     ops: Ops, tmp_path: Path
 ) -> None:
     _history(ops)
@@ -75,7 +75,7 @@ def test_an_erased_user_can_be_imported_again_above_the_erase_fence(
     before = ops.store.load_state(ns).version
     ops("forget", "--user", ops.user, "--yes")
 
-    ran = ops("import", str(exported))
+    ran = ops("import", str(exported), "--restore-erased")
 
     assert ran.code == 0, ran.err
     assert "green tea" in ops.store.current_files(ns)["/memories/preferences.md"]

@@ -111,6 +111,12 @@ class StoreRefused(StoreError, UsageError):
     invalid import document, a database URL it cannot use); nothing was written."""
 
 
+class ErasedNamespace(StoreRefused):
+    """An import would bring back a namespace that was erased (``memworker forget``); nothing
+    was written. Erase is final: restoring it takes the operator's explicit word
+    (``--restore-erased``)."""
+
+
 class SinkError(Unavailable):
     """A sink could not deliver a committed version; the outbox retries it."""
 

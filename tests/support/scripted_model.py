@@ -4,7 +4,8 @@ It answers from a queue of scripted replies (an ``AIMessage``, a plan given as a
 arguments, or an exception to raise), or from a ``responder`` function of the prompt; it records
 every prompt with its tags and metadata, and reports ``usage_metadata`` (the scripted one, or
 ``count_tokens_approximately`` of prompt and reply) like a real provider. ``bind_tools`` makes
-``with_structured_output`` work as it does for tool-calling providers.
+``with_structured_output`` work as it does for tool-calling providers; :class:`JsonTextModel`
+answers the JSON-text methods the way providers' integrations parse them.
 
 >>> from langchain_core.messages import HumanMessage
 >>> model = ScriptedChatModel(replies=[AIMessage("hi")])
@@ -17,14 +18,16 @@ every prompt with its tags and metadata, and reports ``usage_metadata`` (the scr
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from operator import itemgetter
 from typing import Any
 
 from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel, LanguageModelInput
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.messages.utils import count_tokens_approximately
+from langchain_core.output_parsers import PydanticOutputParser
 from langchain_core.outputs import ChatGeneration, ChatResult
-from langchain_core.runnables import Runnable
+from langchain_core.runnables import Runnable, RunnableMap, RunnablePassthrough
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import Field
 
@@ -98,3 +101,25 @@ class ScriptedChatModel(BaseChatModel):
                 }
             )
         return ChatResult(generations=[ChatGeneration(message=reply)])
+
+
+class JsonTextModel(ScriptedChatModel):
+    """A scripted model whose ``json_mode``/``json_schema`` answers are JSON text in the reply's
+    content, parsed by LangChain's ``PydanticOutputParser`` exactly as ``ChatAnthropic``
+    (``json_schema``) and ``ChatOpenAI`` (``json_mode``) chain it; ``function_calling`` stays a
+    tool call."""
+
+    def with_structured_output(  # type: ignore[override]
+        self, schema: Any, *, include_raw: bool = False, method: str = "function_calling"
+    ) -> Runnable[Any, Any]:
+        if method == "function_calling":
+            return super().with_structured_output(schema, include_raw=include_raw)
+        parser: PydanticOutputParser[Any] = PydanticOutputParser(pydantic_object=schema)
+        if not include_raw:
+            return self | parser
+        parsed = RunnablePassthrough.assign(
+            parsed=itemgetter("raw") | parser, parsing_error=lambda _: None
+        ).with_fallbacks(
+            [RunnablePassthrough.assign(parsed=lambda _: None)], exception_key="parsing_error"
+        )
+        return RunnableMap(raw=self) | parsed

@@ -6,6 +6,11 @@ writing anything — its shape, and then as a merge would (:mod:`worker.service.
 are the rendering of their entries, guards, entry ids, versions) — then writes it in one
 transaction into a namespace that has no memory yet, and publishes the files. Exporting the
 imported namespace gives the same bytes.
+
+Erase is final for import too: a document of a namespace that was erased here (``memworker
+forget``), or one imported into such a namespace, is refused naming it, unless the operator
+passes ``--restore-erased``; the import then says that it restored an erased namespace, and
+what it brought back.
 """
 
 from __future__ import annotations
@@ -30,7 +35,7 @@ from worker.cli.ops_support import (
     operator_session,
     publish,
 )
-from worker.errors import InvalidOption, StoreRefused
+from worker.errors import ErasedNamespace, InvalidOption, StoreRefused
 
 
 def register(app: typer.Typer) -> None:
@@ -72,12 +77,20 @@ def import_(
         str | None,
         typer.Option("--namespace", help="Import under this namespace instead of the file's."),
     ] = None,
+    restore_erased: Annotated[
+        bool,
+        typer.Option(
+            "--restore-erased",
+            help="Bring back a namespace that was erased (`memworker forget`); without it, "
+            "importing an erased namespace is refused: erase is final.",
+        ),
+    ] = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Validate an export document, then write it in one transaction and publish its files."""
     from worker.models import Namespace
     from worker.service.transfer import import_document
-    from worker.store.transfer import parse_document
+    from worker.store.transfer import describe_erased, parse_document
 
     with operator_session() as runtime:
         data = _load(file)
@@ -90,13 +103,20 @@ def import_(
         if key in runtime.store.namespaces(scope=ns.scope.value, user_id=ns.user_id):
             raise InvalidOption(
                 f"{key} already has memory; nothing was imported. Erase it first "
-                "(`memworker forget`) or import under another --namespace"
+                "(`memworker forget`, then import with --restore-erased) or import under another "
+                "--namespace"
             )
+        erased = runtime.store.erased_namespaces(key, doc.namespace)
+        if erased and not restore_erased:
+            raise InvalidOption(_refused_erased(file, describe_erased(erased)))
         try:
             doc, result, dropped = import_document(
                 runtime.store, data, namespace=key, sinks=tuple(runtime.sinks),
                 now=runtime.store.db_now(), reserved=(runtime.settings.inbox_route,),
+                restore_erased=restore_erased,
             )  # fmt: skip
+        except ErasedNamespace as exc:  # erased between the check and the write
+            raise InvalidOption(f"{file}: {exc}") from None
         except StoreRefused as exc:
             raise InvalidOption(f"{file}: {exc}; fix the document and import it again") from None
         delivery = publish(runtime, [key])
@@ -106,19 +126,33 @@ def import_(
                     "namespace": key,
                     "version": result.version,
                     "files": [{"path": p, "versions": n} for p, n in result.files],
+                    "entries": len(doc.entries),
+                    "ledger_rows": len(doc.ledger),
+                    "pending_approvals": len(doc.approvals),
+                    "restored_erased": erased,
                     "published": delivery.delivered,
                     "dropped_ledger_rows": dropped,
                 }
             )
             return
+        if erased:
+            console.print(f"restoring erased data (--restore-erased): {describe_erased(erased)}")
         versions = sum(n for _, n in result.files)
         console.print(
             f"imported {key}: {len(result.files)} file(s), {versions} version(s), "
-            f"{len(doc.entries)} entries, {len(doc.ledger)} ledger row(s)"
+            f"{len(doc.entries)} entries, {len(doc.ledger)} ledger row(s), "
+            f"{len(doc.approvals)} pending approval(s)"
         )
         for reason in dropped:
             console.print(f"dropped {reason}")
         console.print(describe_delivery(delivery, runtime))
+
+
+def _refused_erased(file: Path, erased: str) -> str:
+    return (
+        f"{file}: {erased}: erase is final, so nothing was imported. To bring it back on "
+        "purpose, import again with --restore-erased"
+    )
 
 
 def _load(file: Path) -> dict[str, Any]:

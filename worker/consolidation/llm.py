@@ -9,8 +9,10 @@ Flow for a batch:
    serially; each sees the state the previous chunks produced. Of a large memory the prompt
    shows only the entries the chunk can touch (:mod:`~worker.consolidation.focus`).
 3. Per chunk: ONE call of ``model.with_structured_output(ConsolidationPlan, include_raw=True)``,
-   tagged ``["memworker", "consolidation"]`` with the namespace in metadata. The answer's short
-   ids are translated back (an unknown short id is a problem) and the plan is checked with
+   tagged ``["memworker", "consolidation"]`` with the namespace in metadata. The plan is read
+   strictly from the raw answer (:func:`~worker.consolidation.answer.strict_plan`: an answer
+   cut off, filtered or incomplete is a problem, never completed); its short ids are translated
+   back (an unknown short id is a problem) and the plan is checked with
    :func:`~worker.consolidation.validate.validate_plan`. On any problem, ONE repair call gets
    the problem list; if that fails too, :class:`~worker.errors.InvalidModelPlan` (an
    :class:`~worker.errors.InvalidPlan` carrying the calls and tokens spent) is raised and the
@@ -56,7 +58,9 @@ from worker.consolidation import focus, guards
 from worker.consolidation.answer import (
     ConsolidationPlan,
     PlanOp,  # noqa: F401 - part of the answer's schema, named here with it
+    UnusableAnswer,
     schema_hint,
+    strict_plan,
     translate,
 )
 from worker.consolidation.apply import advance, apply_plan
@@ -368,15 +372,11 @@ class _Run:
                 ) from exc
         raw = result.get("raw") if isinstance(result, dict) else None
         self._count(messages, raw)
-        parsed = result.get("parsed") if isinstance(result, dict) else None
-        if not isinstance(parsed, ConsolidationPlan):
-            error = result.get("parsing_error") if isinstance(result, dict) else None
-            detail = f": {str(error)[:300]}" if error else ""
-            return [], [
-                "the answer did not match the ConsolidationPlan schema" + detail
-                + "; answer with one ConsolidationPlan holding all operations"
-            ]  # fmt: skip
-        return translate(parsed, ids)
+        try:  # from the raw answer, strictly: LangChain's parsers complete a cut-off one
+            plan = strict_plan(raw)
+        except UnusableAnswer as exc:
+            return [], [str(exc)]
+        return translate(plan, ids)
 
     def _invoke(self, messages: list[BaseMessage]) -> Any:
         """The structured call, under the consolidator's deadline.

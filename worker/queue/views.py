@@ -24,7 +24,7 @@ def namespace_state(
 ) -> NamespaceQueueState:
     """See :meth:`worker.queue.redis_queue.RedisQueue.namespace_state`."""
     pipe = client.pipeline(transaction=False)
-    pipe.hmget(layout.meta(namespace), "token", "lease_until", "dead", "attempts")
+    pipe.hmget(layout.meta(namespace), "token", "lease_until", "dead", "attempts", "lease_from")
     pipe.hget(layout.meta(namespace), "last_error")
     pipe.xlen(layout.log(namespace))
     pipe.exists(layout.meta(namespace), layout.log(namespace))
@@ -32,7 +32,7 @@ def namespace_state(
     if not clustered:  # a cluster refuses keyless commands in a pipeline
         pipe.time()
     try:
-        (token, lease_until, dead, attempts), last_error, pending, exists, *t = pipe.execute()
+        (token, until, dead, attempts, since), last_error, pending, exists, *t = pipe.execute()
         if clustered:
             t = [client.time()]
     except REDIS_FAILURES as exc:
@@ -42,11 +42,30 @@ def namespace_state(
         namespace=namespace,
         known=bool(exists),
         pending=int(pending),
-        leased=token is not None and int(lease_until or 0) > at_ms,
+        leased=token is not None and lease_holds(at_ms, since, until),
         dead=dead is not None,
         attempts=int(attempts or 0),
         last_error=s(last_error) if last_error is not None else None,
     )
+
+
+def lease_holds(now_ms: int, since: bytes | str | None, until: bytes | str | None) -> bool:
+    """Whether a lease term from ``since`` to ``until`` (ms) still holds at ``now_ms``: the
+    queue scripts' rule (``_sets.lua``'s ``lease_holds``), which survives a step of the
+    server's clock. A lease without ``since`` (set before it was recorded) holds until
+    ``until``.
+
+    >>> lease_holds(1_000, b"900", b"1100"), lease_holds(1_100, b"900", b"1100")
+    (True, False)
+    >>> lease_holds(690, b"900", b"1100"), lease_holds(710, b"900", b"1100")  # stepped back
+    (False, True)
+    """
+    if until is None:
+        return False
+    end = int(until)
+    if now_ms >= end:
+        return False
+    return since is None or now_ms >= 2 * int(since) - end
 
 
 def dead_letters(client: RedisClient, layout: QueueLayout) -> list[DeadLetter]:

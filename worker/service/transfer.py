@@ -233,8 +233,11 @@ def import_document(
     sinks: Sequence[str],
     now: datetime,
     reserved: Sequence[str] = (),
+    restore_erased: bool = False,
 ) -> tuple[NamespaceDoc, CommitResult, list[str]]:
     """Validate ``data`` completely, then write it; :class:`StoreRefused` names every problem.
+    A namespace that was erased is brought back only with ``restore_erased``
+    (:class:`~worker.errors.ErasedNamespace` otherwise: erase is final).
 
     Returns the document as written (its ledger only the rows it backs, see
     :func:`backed_ledger`), the commit, and the reason each dropped ledger row was dropped.
@@ -250,4 +253,7 @@ def import_document(
     rows = list(data["ledger"])
     written = {**data, "ledger": [rows[i] for i in kept]}
     doc = doc.model_copy(update={"ledger": [doc.ledger[i] for i in kept]})
-    return doc, store.import_namespace(written, namespace=key, sinks=sinks, now=now), dropped
+    result = store.import_namespace(
+        written, namespace=key, sinks=sinks, now=now, restore_erased=restore_erased
+    )
+    return doc, result, dropped

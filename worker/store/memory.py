@@ -284,10 +284,21 @@ class MemoryStore(DeliveryMethods, ProgressMethods, ApprovalMethods, SearchMetho
         now: datetime,
         namespace: str | None = None,
         sinks: Sequence[str] = (),
+        restore_erased: bool = False,
     ) -> CommitResult:
-        """Validate an export document, then write it in one transaction."""
+        """Validate an export document, then write it in one transaction; a namespace that was
+        erased is brought back only with ``restore_erased`` (else
+        :class:`~worker.errors.ErasedNamespace`)."""
         doc = _transfer.parse_document(data)
         return self._write(
             "import",
-            lambda c: _transfer.import_namespace(c, doc, namespace=namespace, sinks=sinks, now=now),
+            lambda c: _transfer.import_namespace(
+                c, doc, namespace=namespace, sinks=sinks, now=now, restore_erased=restore_erased
+            ),
+        )
+
+    def erased_namespaces(self, *keys: str) -> dict[str, int]:
+        """Each of ``keys`` that was ever erased here, with how many times."""
+        return self._read(
+            "reading erase generations", lambda c: _transfer.erased_namespaces(c, *keys)
         )

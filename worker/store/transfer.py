@@ -16,7 +16,7 @@ import sqlalchemy as sa
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationError
 from sqlalchemy.engine import Connection
 
-from worker.errors import InvalidCandidate, NotFound, StoreRefused
+from worker.errors import ErasedNamespace, InvalidCandidate, NotFound, StoreRefused
 from worker.models import Namespace, normalise_path
 from worker.namespaces import refuse_reserved
 from worker.store import fence, search_index
@@ -205,15 +205,29 @@ def import_namespace(
     namespace: str | None,
     sinks: Sequence[str],
     now: datetime,
+    restore_erased: bool = False,
 ) -> CommitResult:
-    """Write ``doc`` into ``namespace`` (default: the document's), which must have no memory."""
+    """Write ``doc`` into ``namespace`` (default: the document's), which must have no memory.
+
+    Erase is final for import too: when the target namespace, or the one the document was
+    exported from, was ever erased here (its erase generation, which outlives the user's
+    return, is above 0), the import is refused with :class:`ErasedNamespace` unless
+    ``restore_erased``. An export taken before a ``forget`` would otherwise bring the user
+    back, pending approvals included, without a word.
+    """
     now = require_utc(now, "now")
     key = namespace or doc.namespace
     Namespace.parse(key)
     if fence.namespace_id(conn, key) is not None:
         raise StoreRefused(
-            f"{key} already has memory; erase it first (`memworker forget`) or import into "
-            "another namespace"
+            f"{key} already has memory; erase it first (`memworker forget`, then import with "
+            "--restore-erased) or import into another namespace"
+        )
+    was_erased = erased_namespaces(conn, key, doc.namespace)
+    if was_erased and not restore_erased:
+        raise ErasedNamespace(
+            f"{describe_erased(was_erased)}: erase is final, so nothing was imported. To bring "
+            "it back on purpose, import again with --restore-erased (restore_erased=True)"
         )
     # An erased namespace keeps its fence: the import starts above it, so a commit that read
     # the namespace before the erase still fails as stale.
@@ -257,6 +271,22 @@ def import_namespace(
     )
     return CommitResult(
         version=version, run_id=run_id, files=tuple(written), outbox_ids=tuple(outbox_ids)
+    )
+
+
+def erased_namespaces(conn: Connection, *keys: str) -> dict[str, int]:
+    """Each of ``keys`` that was ever erased here, with how many times."""
+    return {k: g for k, g in fence.generations(conn, list(dict.fromkeys(keys))).items() if g}
+
+
+def describe_erased(erased: Mapping[str, int]) -> str:
+    """``erased`` for a message, e.g. ``user:u1 was erased (1 time)``.
+
+    >>> describe_erased({"user:u1": 1, "user:u2": 2})
+    'user:u1 was erased (1 time) and user:u2 was erased (2 times)'
+    """
+    return " and ".join(
+        f"{k} was erased ({n} time{'s' if n != 1 else ''})" for k, n in sorted(erased.items())
     )
 
 

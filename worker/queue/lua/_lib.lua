@@ -9,6 +9,9 @@
 --                which no script ever deletes, so a token is never issued twice in one epoch
 --   token        fence of the current lease (unset: not leased)
 --   lease_until  ms when the current lease expires unless extended
+--   lease_from   ms when the current lease term began (its claim, or its last heartbeat):
+--                with lease_until, what _sets.lua's lease_holds() needs to survive a step
+--                of the server's clock
 --   covered      id of the last log entry the current lease covers
 --   count        how many log entries the current lease covers
 --   attempts     failed (or abandoned) attempts of the current batch

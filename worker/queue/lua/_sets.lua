@@ -43,6 +43,28 @@ local function restore_first(log, meta)
   return first, oldest
 end
 
+-- Whether a lease term that began at `from` and runs until `till` (ms, both the server's
+-- clock when they were set) still holds at `now`: while the clock reads within
+-- [from - (till - from), till). The server's clock is a wall clock, and an NTP step moves it.
+-- * Stepped back: `now` reads earlier than the term's own start. A clock read more than one
+--   lease length before that start can only come from a step back; how much time really
+--   passed since is unknown, so the lease no longer vouches for its holder and is claimable
+--   at once (a live holder's next heartbeat would have restarted the term on the new
+--   timeline, and restarts it if it comes first). Without this rule a worker that died just
+--   before a one-hour step back kept its namespace for an hour. A smaller step back delays
+--   the takeover by at most its own size, under a lease length.
+-- * Stepped forward: the lease expires early and is taken over while its holder may still be
+--   working. That only costs duplicate work: the new holder's token is higher, the old
+--   holder's heartbeats and ack are refused, and its commit is fenced in SQL (the namespace's
+--   version and the unique ledger), so a batch still merges once.
+-- A lease set before `lease_from` existed (nil) holds until `till`, as it did then.
+local function lease_holds(now, from, till)
+  if till == nil or now >= till then
+    return false
+  end
+  return from == nil or now >= from - (till - from)
+end
+
 -- Membership changes of the due, leases and dead sets, counted in the stats hash. `leased`:
 -- the namespace holds a lease (token set in meta, which is exactly membership of the leases
 -- set), for the parked count. Counters move only when membership does (ZADD/ZREM say so).

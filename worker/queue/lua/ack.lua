@@ -34,8 +34,8 @@ local removed = before - redis.call('XLEN', KEYS[1])
 if removed > 0 then
   redis.call('HINCRBY', KEYS[5], scope_of(ns), -removed)
 end
-redis.call('HDEL', KEYS[2], 'token', 'lease_until', 'covered', 'count', 'attempts', 'outages',
-  'last_error')
+redis.call('HDEL', KEYS[2], 'token', 'lease_until', 'lease_from', 'covered', 'count', 'attempts',
+  'outages', 'last_error')
 lease_rem(KEYS[4], KEYS[3], KEYS[5], ns)
 
 local first, oldest = restore_first(KEYS[1], KEYS[2])

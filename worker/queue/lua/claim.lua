@@ -10,7 +10,7 @@
 -- KEYS[5]  epoch   <prefix>:{sN}:epoch   this shard's identity; created here when missing
 -- KEYS[6]  policy  <prefix>:{sN}:policy  the deployment's queue policy
 -- ARGV[1]   now           (ms), or "" for the server's TIME (only tests send a value)
--- ARGV[2]   lease_ms      lease length
+-- ARGV[2]   lease_ms      lease length (a lease records its term: lease_from, lease_until)
 -- ARGV[3]   max_batch     entries one claim covers, at most
 -- ARGV[4]   limit         most claims made
 -- ARGV[5]   max_attempts  attempts before dead-lettering
@@ -29,9 +29,13 @@
 -- the expiry (lease_until) of an expired lease taken over, or now for a namespace claimed by
 -- name before it was due. Claim time minus it is the due lag.
 --
--- Candidates: expired leases (crash recovery without a reaper) and namespaces due by now.
--- A leased namespace is parked (due again when its lease ends); an expired lease counts as a
--- failed attempt, so a batch that keeps killing its workers ends up dead-lettered.
+-- Candidates: expired leases (crash recovery without a reaper), leases that no longer hold
+-- because the server's clock stepped back past their start (_sets.lua's lease_holds; found as
+-- the leases whose expiry lies more than one lease length ahead, furthest first), and
+-- namespaces due by now. A leased namespace is parked (due again when its lease ends); a lease
+-- taken over counts as a failed attempt, so a batch that keeps killing its workers ends up
+-- dead-lettered. A lease taken over after a step back reports `now` as its due time (its
+-- expiry lies ahead).
 
 local now = server_now(ARGV[1])
 local lease_ms = tonumber(ARGV[2])
@@ -41,6 +45,8 @@ local max_attempts = tonumber(ARGV[5])
 local base = ARGV[6]
 local stats = base .. 'stats'
 local EXPIRED = 'lease expired: the worker holding it stopped heartbeating (crashed or stuck)'
+local STEPPED = 'lease given up: the Redis server clock stepped back past its start (an NTP ' ..
+  'step?), so the time its holder has been silent is unknown'
 
 local epoch = redis.call('GET', KEYS[5])
 if not epoch then
@@ -61,7 +67,7 @@ end
 local function try_claim(ns, due)
   local meta = base .. 'ns:' .. ns .. ':meta'
   local log = base .. 'ns:' .. ns .. ':log'
-  local m = redis.call('HMGET', meta, 'token', 'lease_until', 'dead', 'attempts')
+  local m = redis.call('HMGET', meta, 'token', 'lease_until', 'dead', 'attempts', 'lease_from')
   local attempts = tonumber(m[4]) or 0
   if m[3] then
     due_rem(KEYS[1], stats, ns, m[1] ~= nil)
@@ -70,15 +76,20 @@ local function try_claim(ns, due)
   end
   if m[1] then
     local lease_until = tonumber(m[2]) or 0
-    if lease_until > now then
+    if lease_holds(now, tonumber(m[5]), lease_until) then
       due_add(KEYS[1], stats, ns, lease_until, true)
       return nil
     end
-    -- Claimable again since its lease expired (its earlier due time was already claimed).
-    due = lease_until
+    -- Claimable again since its lease expired, or stopped holding when the clock stepped
+    -- back (its earlier due time was already claimed).
+    local why = EXPIRED
+    if lease_until > now then
+      why = STEPPED
+    end
+    due = math.min(lease_until, now)
     attempts = attempts + 1
-    redis.call('HDEL', meta, 'token', 'lease_until', 'covered', 'count')
-    redis.call('HSET', meta, 'attempts', attempts, 'last_error', EXPIRED)
+    redis.call('HDEL', meta, 'token', 'lease_until', 'lease_from', 'covered', 'count')
+    redis.call('HSET', meta, 'attempts', attempts, 'last_error', why)
     lease_rem(KEYS[2], KEYS[1], stats, ns)
     if attempts >= max_attempts then
       redis.call('HSET', meta, 'dead', now)
@@ -109,8 +120,8 @@ local function try_claim(ns, due)
   end
   local token = redis.call('INCR', KEYS[4])
   local lease_until = now + lease_ms
-  redis.call('HSET', meta, 'token', token, 'lease_until', lease_until, 'covered', covered,
-    'count', count)
+  redis.call('HSET', meta, 'token', token, 'lease_until', lease_until, 'lease_from', now,
+    'covered', covered, 'count', count)
   -- Arrivals from now on form the next batch, with their own debounce window.
   redis.call('HDEL', meta, 'first')
   due_rem(KEYS[1], stats, ns, false)
@@ -136,6 +147,17 @@ if ARGV[7] ~= '' then
 else
   for _, ns in ipairs(redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now, 'LIMIT', 0, limit)) do
     visit(ns)
+  end
+  -- A lease that expires more than one lease length from now began after now: the clock
+  -- stepped back since. Visited when its own term says it no longer holds (a worker with a
+  -- longer lease setting is left alone).
+  local ahead = redis.call('ZREVRANGEBYSCORE', KEYS[2], '+inf', '(' .. (now + lease_ms),
+    'LIMIT', 0, limit)
+  for _, ns in ipairs(ahead) do
+    local l = redis.call('HMGET', base .. 'ns:' .. ns .. ':meta', 'lease_from', 'lease_until')
+    if not lease_holds(now, tonumber(l[1]), tonumber(l[2])) then
+      visit(ns)
+    end
   end
   local ready = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'WITHSCORES', 'LIMIT', 0, limit)
   for i = 1, #ready, 2 do

@@ -1,4 +1,7 @@
--- extend: heartbeat; move a lease's expiry to now + lease length if the token still holds it.
+-- extend: heartbeat; start a new lease term, from now to now + lease length, if the token still
+-- holds the lease. The term's start is recorded (lease_from), so a lease survives a step of
+-- the server's clock (see _sets.lua's lease_holds): a heartbeat after a step back restarts the
+-- term on the new timeline.
 --
 -- uses _lib.lua (prepended when loaded)
 --
@@ -14,8 +17,9 @@
 if redis.call('HGET', KEYS[1], 'token') ~= ARGV[3] then
   return 0
 end
-local lease_until = server_now(ARGV[1]) + tonumber(ARGV[2])
-redis.call('HSET', KEYS[1], 'lease_until', lease_until)
+local now = server_now(ARGV[1])
+local lease_until = now + tonumber(ARGV[2])
+redis.call('HSET', KEYS[1], 'lease_until', lease_until, 'lease_from', now)
 -- XX: only moves the expiry of a member (the token holds the lease, so it is one); never
 -- adds one, so the leased count in the stats hash stays exact.
 redis.call('ZADD', KEYS[2], 'XX', lease_until, ARGV[4])

@@ -12,16 +12,17 @@
 -- ARGV[1]   namespace     its key
 -- ARGV[2]   now           (ms), or "" for the server's TIME (only tests send a value)
 --
--- Returns the number of candidates erased, or -1 (nothing erased) when a worker holds an
--- unexpired lease on the namespace: checked and erased in one step, so no claim slips in
+-- Returns the number of candidates erased, or -1 (nothing erased) when a worker holds a lease
+-- on the namespace that still holds (_sets.lua's lease_holds: unexpired, and not begun after a
+-- step back of the server's clock): checked and erased in one step, so no claim slips in
 -- between. A worker whose lease expired finds its token gone: its ack and heartbeats are
 -- refused, and its commit is refused by the SQL fence the erase takes. The shard's fence
 -- counter (<prefix>:{sN}:fence) is not touched, so tokens are never issued twice, and the
 -- last stream id raises the shard's id floor, so ids are never issued twice either.
 
 local ns = ARGV[1]
-local m = redis.call('HMGET', KEYS[2], 'token', 'lease_until')
-if m[1] and (tonumber(m[2]) or 0) > server_now(ARGV[2]) then
+local m = redis.call('HMGET', KEYS[2], 'token', 'lease_until', 'lease_from')
+if m[1] and lease_holds(server_now(ARGV[2]), tonumber(m[3]), tonumber(m[2]) or 0) then
   return -1
 end
 local n = redis.call('XLEN', KEYS[1])

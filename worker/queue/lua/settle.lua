@@ -31,7 +31,7 @@ local stats = shard_key(KEYS[3], 'due', 'stats')
 if redis.call('HGET', KEYS[2], 'token') ~= ARGV[2] then
   return 'stale'
 end
-redis.call('HDEL', KEYS[2], 'token', 'lease_until', 'covered', 'count')
+redis.call('HDEL', KEYS[2], 'token', 'lease_until', 'lease_from', 'covered', 'count')
 lease_rem(KEYS[4], KEYS[3], stats, ns)
 local first = restore_first(KEYS[1], KEYS[2])
 
