@@ -119,7 +119,7 @@ def consolidate_batch(
     problems = validate_plan(
         state, batch, plan,
         max_removals=settings.max_removals_per_run, max_text_bytes=settings.max_text_bytes,
-        reserved=(settings.inbox_route,),
+        reserved=(settings.inbox_route,), meaning=getattr(consolidator, "meaning", None),
     )  # fmt: skip
     if problems:
         raise InvalidPlan(problems)

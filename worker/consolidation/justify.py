@@ -8,16 +8,19 @@ names. One of them must be:
 
 - a ``forget`` candidate (one with a ``key`` forgets only entries of that key);
 - a candidate with the entry's ``key`` (a newer value for the slot);
-- a candidate that carries a replacement related to the entry: the supersede's own text, or an
-  ``add``/``supersede`` the same candidate backs in this plan, shares a content word with the
-  entry (a contradiction: "I live in Rome" retires "I live in Paris"), or sets the same
-  single-valued attribute of the same person (:mod:`worker.consolidation.frames`: "I moved to
-  Berlin" retires "I live in Paris").
+- a candidate that carries a replacement about the same thing as the entry: the supersede's
+  own text, or an ``add``/``supersede`` the same candidate backs in this plan, shares a content
+  word with the entry (a contradiction in the same words: "I live in Rome" retires "I live in
+  Paris"), sets the same attribute of the same person in a wording the rules know
+  (:mod:`worker.consolidation.frames`: "I moved to Berlin" retires "I live in Paris"), or, by
+  meaning (:class:`~worker.consolidation.meaning.Meaning`, in any language),
+  restates it or gives the same single-valued attribute of the user ("nos hemos mudado a
+  Bilbao" retires "vivo en Valencia"); or a correction ("sorry, I meant 43") of an entry
+  holding a number it names.
 
-"Related" is lexical on purpose (:func:`related`): content words of four letters or more, cut
-to their first five letters so "lives" meets "live", or character pairs of word-free scripts.
-It cannot prove a contradiction; it makes an unrelated rewrite impossible, and the removal cap
-bounds the rest.
+"Related" cannot prove a contradiction; it makes an unrelated rewrite impossible (a replacement
+about something else, or of a multi-valued fact such as a pet or an allergy, is refused), and
+the removal cap bounds the rest.
 
 >>> related("I live in Paris", "I live in Rome"), related("I have a dog", "I prefer tea")
 (True, False)
@@ -34,6 +37,7 @@ from functools import lru_cache
 from typing import Final
 
 from worker.consolidation.frames import frame_of
+from worker.consolidation.meaning import CORRECTION, Meaning, numbers_of
 from worker.consolidation.text import normalise
 from worker.consolidation.types import Add, Invalidate, Operation, Supersede
 from worker.fields import Kind
@@ -85,13 +89,21 @@ def _syllabic(token: str) -> bool:
     )
 
 
-def related(a: str, b: str) -> bool:
-    """True when ``a`` and ``b`` share a content stem, or set the same attribute of the same
-    person (see the module notes)."""
+def related(a: str, b: str, meaning: Meaning | None = None) -> bool:
+    """True when ``a`` and ``b`` share a content stem, or (by ``meaning``, texts prepared) are
+    about the same thing (see the module notes)."""
     if not _content(a).isdisjoint(_content(b)):
         return True
     first, second = frame_of(a), frame_of(b)
-    return first is not None and second is not None and first.slot() == second.slot()
+    if first is not None and second is not None and first.slot() == second.slot():
+        return True
+    if meaning is None:
+        return False
+    if meaning.about_the_same(a, b):
+        return True
+    kind = meaning.kind(b)
+    named = set(numbers_of(b))
+    return kind is not None and kind.name == CORRECTION and bool(named & set(numbers_of(a)))
 
 
 def replacements(plan_ops: Sequence[Operation]) -> dict[str, list[str]]:
@@ -110,6 +122,7 @@ def removal_problem(
     old: Entry,
     candidates: Mapping[str, Candidate],
     written: Mapping[str, list[str]],
+    meaning: Meaning | None = None,
 ) -> str | None:
     """Why ``op`` may not retire the existing entry ``old``; ``None`` when a candidate it names
     justifies it (see the module notes)."""
@@ -124,7 +137,9 @@ def removal_problem(
         if old.key is not None and cand.key == old.key:
             return None
         texts = [op.text] if isinstance(op, Supersede) else written.get(cid, [])
-        if any(related(old.text, t) for t in texts):
+        if meaning is not None and cand.kind is Kind.FACT and related(old.text, cand.text, meaning):
+            return None
+        if any(related(old.text, t, meaning) for t in texts):
             return None
     return (
         f"{label}: retires entry {op.entry_id}, but no candidate it names justifies that; an "

@@ -1,24 +1,31 @@
-"""The rules consolidator: deterministic merging without a model (the default).
+"""The rules consolidator: deterministic merging without a chat model (the default).
 
-For each candidate, oldest first (``created_at``, then id):
+For each candidate, oldest first by when it was said (``occurred_at``, else arrival), then id:
 
 - ``fact``: rejected if a guard trips (:mod:`~worker.consolidation.guards`) or it is too long;
   a normalised or fuzzy duplicate of an active entry (:func:`~.text.is_near_duplicate`)
   *confirms* that entry; a ``key`` already held by an active entry *supersedes* it (newer wins,
-  the old entry stays in history; a candidate older than the held value is rejected as stale).
-  Otherwise, meaning decides (:mod:`~worker.consolidation.semantic`,
-  :mod:`~worker.consolidation.frames`): a *paraphrase* of one of its lexically nearest entries
-  (the same content terms, numbers, negation and names; or, when a ``similarity`` is given,
-  one at least ``similarity_threshold`` alike that sets no conflicting frame) confirms it; a
-  statement setting the same single-valued attribute of the same subject as active entries
-  ("I live in Paris" … "I moved to Berlin") supersedes those whose value differs, or confirms
-  the one with the same value; anything else is added. An entry is only ever retired by a
-  statement whose frame conflicts with its own: an uncertain case adds.
+  the old entry stays in history; a candidate said before the held value is rejected as stale).
+  Otherwise the wordings the rules know decide first (:mod:`~worker.consolidation.frames`:
+  "I live in Paris" … "I moved to Berlin" supersedes; "my sister lives in Berlin", "I worked at
+  Globex in 2010" or "I don't live in Berlin" retire nothing), then meaning decides
+  (:mod:`~worker.consolidation.meaning`, when a model is at hand, as it is by default) for
+  every other wording in any language: a *restatement* of one of its nearest entries, by vector
+  and by words, confirms it ("I own a cat" / "I've got a cat"); a *correction* ("sorry, I meant 43")
+  supersedes the statement it corrects; a statement of a *single-valued* attribute of the user
+  (where one lives, works, one's job, age, partner, diet, name …) supersedes the active
+  entries giving the same attribute ("I'm based in Glasgow" … "nos hemos mudado a Bilbao"),
+  unless it was said before them (then it is rejected as stale: event time decides, not
+  arrival); anything else is added. A multi-valued fact (likes, pets, relatives, allergies,
+  trips) is never retired by another, and an uncertain case adds.
 - ``forget``: invalidates the active entries holding its ``key``, or else those whose text
   contains the forget target on word boundaries (:func:`~.extract.forget_target`) or nearly
   equals it; nothing matching is a reject ("nothing to forget").
 - ``turn``: the explicit statements of its user lines (:mod:`~worker.consolidation.extract`) go
   through the two rules above; a turn with none is rejected ("no explicit statement").
+
+Without a meaning model (``MEMWORKER_EMBEDDINGS=none``) only duplicates, keys and forgets
+merge: restatements and new values in other words are added beside the old ones.
 
 Routing: the candidate's ``path`` if given; else ``/memories/preferences.md`` for keys starting
 ``preference.`` and preference-like statements ("I prefer …", "call me …"); else
@@ -49,6 +56,7 @@ from worker.consolidation import extract, guards, text
 from worker.consolidation.frames import Frame, frame_of
 from worker.consolidation.ids import EntryIds
 from worker.consolidation.live import FuzzyKey, LiveEntry, fuzzy_key, fuzzy_lengths, slot_index
+from worker.consolidation.meaning import CORRECTION, Meaning, numbers_of
 from worker.consolidation.semantic import (
     LexicalIndex,
     Similarity,
@@ -68,9 +76,19 @@ from worker.values import NamespaceState
 #: so it only works through a ``key``.
 MIN_FORGET_CHARS: Final = 4
 
-#: Oldest first, then by id: the order entries go live and candidates are taken in (one C
-#: call per item, not a Python key function).
+#: Oldest first, then by id: the order existing entries go live in (one C call per item, not a
+#: Python key function).
 _BY_AGE: Final = attrgetter("created_at", "id")
+
+#: Nearest entries a candidate is compared with by meaning for a restatement, by vector and
+#: again by words (BM25): a restatement is among the nearest by either; a few more cover ties.
+MEANING_NEIGHBOURS: Final = 8
+
+
+def said_order(item: Candidate) -> tuple[datetime, datetime, str]:
+    """Candidates in the order they were said (event time, then arrival, then id)."""
+    return (item.said_at, item.created_at, item.id)
+
 
 #: Defaults when built without settings; the same values as the Settings defaults.
 DEFAULT_MAX_REMOVALS: Final = 20
@@ -96,9 +114,12 @@ class RulesConsolidator:
         max_text_bytes: int = MAX_TEXT_BYTES,
         similarity: Similarity | None = None,
         similarity_threshold: float = DEFAULT_SIMILARITY_THRESHOLD,
+        meaning: Meaning | None = None,
     ) -> None:
-        """``similarity``: an optional extra paraphrase test (e.g. embeddings' cosine), pure and
-        deterministic like the rest of a merge; the rules alone never need it."""
+        """``similarity``: an optional extra paraphrase test, pure and deterministic like the
+        rest of a merge. ``meaning``: vectors to decide restatements, corrections and
+        single-valued attributes by (see the module notes); without it, only duplicates, keys,
+        forgets and the known wordings merge."""
         if not 0.0 < similarity_threshold <= 1.0:
             raise ValueError(
                 f"similarity_threshold is {similarity_threshold}; give a share in (0, 1]"
@@ -107,14 +128,21 @@ class RulesConsolidator:
         self.max_text_bytes = max_text_bytes
         self.similarity = similarity
         self.similarity_threshold = similarity_threshold
+        self.meaning = meaning
 
     @classmethod
     def from_settings(
-        cls, settings: ConsolidationSettings, *, model: object | None = None
+        cls,
+        settings: ConsolidationSettings,
+        *,
+        model: object | None = None,
+        meaning: Meaning | None = None,
     ) -> RulesConsolidator:
         """Build from settings (``model`` is refused by the loader before this is called)."""
         return cls(
-            max_removals=settings.max_removals_per_run, max_text_bytes=settings.max_text_bytes
+            max_removals=settings.max_removals_per_run,
+            max_text_bytes=settings.max_text_bytes,
+            meaning=meaning,
         )
 
     def merge(self, state: NamespaceState, batch: Sequence[Candidate], *, now: datetime) -> Plan:
@@ -144,6 +172,9 @@ class _Merge:
         #: use (only a candidate setting a frame needs it), then kept in step.
         self._by_slot: dict[tuple[str, str], list[LiveEntry]] | None = None
         self.added = 0
+        self.meaning = owner.meaning
+        #: The statements of each ``turn`` candidate, extracted once.
+        self.statements: dict[str, list[extract.Statement]] = {}
         of = text.form_of
         self._add_live(
             LiveEntry(e.id, e.path, e.text, e.key, e.valid_from, True, of(e.text)) for e in ordered
@@ -211,13 +242,28 @@ class _Merge:
                 del self.by_features[features]
 
     def run(self, batch: Sequence[Candidate]) -> Plan:
-        seen: set[str] = set()
-        for cand in sorted(batch, key=_BY_AGE):
-            if cand.id in seen:  # a redelivered copy of the same candidate: one account
-                continue
-            seen.add(cand.id)
+        # A redelivered copy of the same candidate: one account (the first copy's).
+        unique = list({c.id: c for c in reversed(batch)}.values())
+        ordered = sorted(unique, key=said_order)
+        if self.meaning is not None:
+            self._prepare(ordered)
+        for cand in ordered:
             self._candidate(cand)
         return Plan(ops=self.ops)
+
+    def _prepare(self, batch: Sequence[Candidate]) -> None:
+        """Every text this merge compares by meaning, embedded in one call before it starts
+        (raises :class:`~worker.errors.ModelUnavailable` when the model cannot: the batch
+        waits, like for any unavailable dependency)."""
+        assert self.meaning is not None
+        texts = [e.text for e in self.live.values()]
+        for cand in batch:
+            if cand.kind is Kind.TURN:
+                found = self.statements[cand.id] = extract.extract_statements(cand.text)
+                texts += [st.text for st in found if st.kind != "forget"]
+            elif cand.kind is Kind.FACT:
+                texts.append(cand.text.strip())
+        self.meaning.prepare(texts)
 
     # --- per candidate -------------------------------------------------------------------
     def _candidate(self, cand: Candidate) -> None:
@@ -236,7 +282,9 @@ class _Merge:
                 self._reject(cand, reason)
 
     def _turn(self, cand: Candidate) -> None:
-        statements = extract.extract_statements(cand.text)
+        statements = self.statements.get(cand.id)
+        if statements is None:
+            statements = extract.extract_statements(cand.text)
         if not statements:
             self._reject(cand, "no explicit statement in the user's lines")
             return
@@ -296,6 +344,10 @@ class _Merge:
             if conflicting:
                 what = f"newer value for {frame.attribute} of {frame.subject}"
                 return self._supersede(cand, body, key=key, path=path, held=conflicting, what=what)
+        if self.meaning is not None:
+            decided = self._by_meaning(cand, body, key=key, path=path, wanted=wanted, frame=frame)
+            if not isinstance(decided, _Undecided):
+                return decided
         self.ops.append(Add(candidate_ids=[cand.id], path=path, text=body, key=key))
         self._created(cand, path, body, key, wanted)
         return None
@@ -304,7 +356,7 @@ class _Merge:
         self, cand: Candidate, path: str, body: str, key: str | None, wanted: Normalised
     ) -> None:
         new_id = self.ids.next(cand.id)
-        self._add_live((LiveEntry(new_id, path, body, key, cand.created_at, False, wanted),))
+        self._add_live((LiveEntry(new_id, path, body, key, cand.said_at, False, wanted),))
 
     def _supersede(
         self,
@@ -317,16 +369,19 @@ class _Merge:
         what: str,
     ) -> str | None:
         """Retire ``held`` for ``body``: the newest is superseded, the rest invalidated."""
-        newest = max(held, key=lambda e: (e.valid_from, e.id))
-        if cand.created_at < newest.valid_from:
+        newest = max(held, key=lambda e: (e.valid_from, e.seq))
+        if cand.said_at < newest.valid_from:
             subject = f"key {key}" if key is not None else "that attribute"
-            return f"stale: the entry for {subject} is newer than this candidate"
+            return (
+                f"stale: the entry for {subject} is newer than this candidate (said "
+                f"{newest.valid_from.isoformat()}; this one {cand.said_at.isoformat()})"
+            )
         existing = sum(e.existing for e in held)
         if self.removals + existing > self.owner.max_removals:
             return _over_cap(self.owner.max_removals)
         self.removals += existing
         reason = f"superseded: {what}"
-        for old in sorted(held, key=lambda e: (e.valid_from, e.id)):
+        for old in sorted(held, key=lambda e: (e.valid_from, e.seq)):
             if old is not newest:
                 self.ops.append(Invalidate(candidate_ids=[cand.id], entry_id=old.id, reason=reason))
             self._drop_live(old)
@@ -337,6 +392,87 @@ class _Merge:
         # A supersede without a key keeps the replaced entry's (apply does the same).
         self._created(cand, path, body, key if key is not None else newest.key, Normalised.of(body))
         return None
+
+    # --- by meaning ------------------------------------------------------------------------
+    def _by_meaning(
+        self,
+        cand: Candidate,
+        body: str,
+        *,
+        key: str | None,
+        path: str,
+        wanted: Normalised,
+        frame: Frame | None,
+    ) -> str | None | _Undecided:
+        """Confirm a restatement, apply a correction or supersede the same single-valued
+        attribute, by meaning; :data:`_UNDECIDED` when none applies (the statement is added).
+
+        What the known wordings tell apart is never merged by meaning: another person or
+        attribute (two frames of different slots), another polarity ("I don't …")."""
+        assert self.meaning is not None
+        restated = self._restatement_of(body, key, wanted, frame)
+        if restated is not None:
+            self.ops.append(Confirm(candidate_ids=[cand.id], entry_id=restated.id))
+            return None
+        kind = self.meaning.kind(body)
+        if kind is None or not kind.single:
+            return _UNDECIDED
+        if kind.name == CORRECTION:
+            return self._correct(cand, body, key=key)
+        same = [
+            e
+            for e in self._comparable(key)
+            if self.meaning.same_attribute(e.text, body)
+            and e.norm.negated == wanted.negated
+            and not _framed_apart(e, frame)
+        ]
+        if not same:
+            return _UNDECIDED
+        what = f"newer value of {kind.about}"
+        return self._supersede(cand, body, key=key, path=path, held=same, what=what)
+
+    def _comparable(self, key: str | None) -> list[LiveEntry]:
+        """The live entries a candidate of ``key`` may confirm or retire by meaning."""
+        return [e for e in self.live.values() if key is None or e.key is None]
+
+    def _restatement_of(
+        self, body: str, key: str | None, wanted: Normalised, frame: Frame | None
+    ) -> LiveEntry | None:
+        """The nearest live entry ``body`` restates in other words, if any: among the
+        :data:`MEANING_NEIGHBOURS` nearest by vector and as many nearest by words."""
+        assert self.meaning is not None
+        comparable = self._comparable(key)
+        if not comparable:
+            return None
+        near = self.meaning.nearest(body, [e.text for e in comparable], MEANING_NEIGHBOURS)
+        ids = {e.id for e in comparable}
+        worded = [i for i, _ in self.index().nearest(body, MEANING_NEIGHBOURS) if i in ids]
+        seen: set[str] = set()
+        for entry in [*(comparable[i] for i in near), *(self.live[i] for i in worded)]:
+            if entry.id in seen:
+                continue
+            seen.add(entry.id)
+            if (
+                self.meaning.restates(entry.text, body)
+                and entry.norm.negated == wanted.negated
+                and not entry.conflicts_with(frame)
+            ):
+                return entry
+        return None
+
+    def _correct(self, cand: Candidate, body: str, *, key: str | None) -> str | None | _Undecided:
+        """A correction ("sorry, I meant 43") supersedes the latest statement said before it
+        that it can correct: one holding a number when it names one, else the latest. Where
+        it swaps one number for another, the entry keeps its words with the number fixed."""
+        said = [e for e in self._comparable(key) if e.valid_from <= cand.said_at]
+        if numbers_of(body):
+            said = [e for e in said if numbers_of(e.text)]
+        if not said:
+            return _UNDECIDED
+        target = max(said, key=lambda e: (e.valid_from, e.seq))
+        fixed = corrected(target.text, body)
+        what = "corrected by the user"
+        return self._supersede(cand, fixed, key=key, path=target.path, held=[target], what=what)
 
     def index(self) -> LexicalIndex:
         """The BM25 index of the live entries (built on first use, then kept in step)."""
@@ -441,6 +577,38 @@ class _Merge:
             )
             self._drop_live(entry)
         return None
+
+
+class _Undecided:
+    """What :meth:`_Merge._by_meaning` answers when meaning decides nothing."""
+
+
+_UNDECIDED: Final = _Undecided()
+
+
+def _framed_apart(entry: LiveEntry, frame: Frame | None) -> bool:
+    """The known wordings set different slots (another person, another attribute, the past)."""
+    return frame is not None and (other := entry.frame) is not None and other.slot() != frame.slot()
+
+
+def corrected(old: str, correction: str) -> str:
+    """``old`` with the number the ``correction`` replaces swapped for the new one, when the
+    correction names exactly one new number and ``old`` holds one to replace; else the
+    correction's own words.
+
+    >>> corrected("I'm 34.", "sorry, typo, I meant 43")
+    "I'm 43."
+    >>> corrected("I'm 34.", "Sorry, 43 not 34")
+    "I'm 43."
+    >>> corrected("I live in Valencia.", "actually it's Bilbao")
+    "actually it's Bilbao"
+    """
+    held, given = numbers_of(old), numbers_of(correction)
+    new = [n for n in given if n not in held]
+    replaced = [n for n in held if n in given] or list(held)
+    if len(new) == 1 and len(set(replaced)) == 1:
+        return old.replace(replaced[0], new[0])
+    return correction.strip()
 
 
 def _over_cap(limit: int) -> str:

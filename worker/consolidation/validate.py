@@ -31,6 +31,7 @@ from collections.abc import Collection, Sequence
 from worker.consolidation import guards
 from worker.consolidation.ids import created_ids
 from worker.consolidation.justify import removal_problem, replacements
+from worker.consolidation.meaning import Meaning
 from worker.consolidation.types import Add, Confirm, Invalidate, Operation, Plan, Reject, Supersede
 from worker.constants import KEY_PATTERN
 from worker.errors import InvalidCandidate
@@ -48,6 +49,7 @@ def validate_plan(
     max_text_bytes: int,
     reserved: Collection[str] = (),
     justify: bool = True,
+    meaning: Meaning | None = None,
 ) -> list[str]:
     """Every problem of ``plan`` for ``batch`` against ``state``; empty when it is valid.
 
@@ -59,6 +61,8 @@ def validate_plan(
     batch_ids = {c.id for c in batch}
     by_id = {c.id: c for c in batch}
     written = replacements(plan.ops)
+    if justify and meaning is not None:
+        meaning.prepare(_compared_texts(state, batch, plan))
     entries = {e.id: e for e in state.entries}
     for cand in batch:
         if cand.namespace != state.namespace:
@@ -83,7 +87,8 @@ def validate_plan(
                     gone.add(op.entry_id)
                     removals += op.entry_id in existing
                     if justify and op.entry_id in existing:
-                        problem = removal_problem(label, op, entries[op.entry_id], by_id, written)
+                        old = entries[op.entry_id]
+                        problem = removal_problem(label, op, old, by_id, written, meaning)
                         problems += [problem] if problem else []
             elif op.entry_id in gone or op.entry_id in existing:
                 problems.append(f"{label}: entry {op.entry_id} is no longer active")
@@ -157,3 +162,13 @@ def _content(
     if op.key is not None and not KEY_PATTERN.fullmatch(op.key):
         problems.append(f"{label}: key {op.key!r} must match [a-z0-9][a-z0-9_.-]*")
     return problems
+
+
+def _compared_texts(state: NamespaceState, batch: Sequence[Candidate], plan: Plan) -> list[str]:
+    """The texts the trust check compares by meaning: each retired entry's, the candidates'
+    and the texts the plan writes (embedded in one call before the check)."""
+    retired = {op.entry_id for op in plan.ops if isinstance(op, Invalidate | Supersede)}
+    texts = [e.text for e in state.entries if e.id in retired]
+    texts += [c.text for c in batch]
+    texts += [op.text for op in plan.ops if isinstance(op, Add | Supersede)]
+    return texts

@@ -34,6 +34,11 @@ from pydantic import ValidationError
 from worker.errors import ConfigurationError
 from worker.runtime.local_embeddings import LocalEmbeddings
 
+#: The embeddings a deployment gets without a setting: the multilingual model shipped in the
+#: default install, so merging decides by meaning out of the box.
+DEFAULT_EMBEDDINGS: Final = "local:multilingual-e5-small"
+#: What turns embeddings off (``MEMWORKER_EMBEDDINGS=none``): merging and search by words only.
+NO_EMBEDDINGS: Final = "none"
 #: The provider name of the models shipped in packages.
 LOCAL_PROVIDER: Final = "local"
 #: Deadline of one call to a remote provider. Embedding a batch is a short request; past

@@ -1,0 +1,319 @@
+"""Does the memory say what is true today? Update stories merged batch by batch, then scored.
+
+``bench/data/update_stories.jsonl`` holds short stories of one user each (moves, job changes,
+corrections, preference flips, diets, pets, relatives; in English, German, Spanish, French,
+Chinese, Japanese, Hindi, Portuguese and mixed), split by story into a development half (the
+thresholds of :mod:`worker.consolidation.meaning` are chosen on it) and a test half (reported,
+never tuned on). Each item may say which earlier items it ``replaces`` (a new value of the same
+attribute), which one it ``restates`` (the same thing in other words), or that it was said
+``days_before`` it arrived and is ``stale_on_arrival``.
+
+Each story's batches go through the same merge → validate → apply the worker runs, into an
+in-memory state; the score reads which candidate made each active entry (its provenance):
+
+- **stale visible**: a replaced (or stale-on-arrival) statement still has its own active entry;
+- **paraphrases twice**: a restatement and what it restates both have active entries;
+- **facts lost**: a statement that should stay (nothing replaced it) has no entry of its own
+  and was not merged into the one it restates (``current`` lost and ``distinct`` lost apart).
+
+Modes: ``rules`` (the default set-up: rules with the default meaning model), ``rules-nomeaning``
+(``MEMWORKER_EMBEDDINGS=none``), ``perfect`` (the LLM consolidator with a scripted model that
+answers the correct plan: the ceiling the pipeline leaves a perfect model), and each with
+``+150`` unrelated facts already held. ``python -m bench updates --mode rules --split test``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from worker.consolidation.apply import advance
+from worker.consolidation.base import Consolidator
+from worker.consolidation.engine import consolidate_batch
+from worker.consolidation.meaning import Meaning
+from worker.consolidation.rules import RulesConsolidator
+from worker.errors import BatchFailed
+from worker.models import Candidate, make_candidate
+from worker.settings import Settings
+from worker.values import Entry, NamespaceState
+
+DATA = Path(__file__).parent / "data" / "update_stories.jsonl"
+#: When the first batch arrives; each later batch a day after the one before.
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+STEP = timedelta(days=1)
+#: Unrelated facts a user already holds in the ``+150`` modes.
+HELD = 150
+
+
+@dataclass(frozen=True)
+class Item:
+    text: str
+    replaces: tuple[str, ...] = ()
+    restates: str | None = None
+    days_before: int = 0
+    stale_on_arrival: bool = False
+
+
+@dataclass(frozen=True)
+class Story:
+    id: str
+    lang: str
+    split: str
+    type: str
+    batches: tuple[tuple[Item, ...], ...]
+
+    @property
+    def items(self) -> list[Item]:
+        return [item for batch in self.batches for item in batch]
+
+
+def load(path: Path = DATA) -> list[Story]:
+    stories = []
+    for line in path.read_text("utf-8").splitlines():
+        raw = json.loads(line)
+        batches = tuple(
+            tuple(
+                Item(
+                    text=i["text"],
+                    replaces=tuple(i.get("replaces", ())),
+                    restates=i.get("restates"),
+                    days_before=int(i.get("days_before", 0)),
+                    stale_on_arrival=bool(i.get("stale_on_arrival", False)),
+                )
+                for i in batch
+            )
+            for batch in raw["batches"]
+        )
+        stories.append(Story(raw["id"], raw["lang"], raw["split"], raw["type"], batches))
+    return stories
+
+
+@dataclass
+class Score:
+    stories: int = 0
+    candidates: int = 0
+    stale_total: int = 0
+    stale_visible: int = 0
+    paraphrase_total: int = 0
+    paraphrase_twice: int = 0
+    current_total: int = 0
+    current_lost: int = 0
+    distinct_total: int = 0
+    distinct_lost: int = 0
+    failed_batches: int = 0
+    unshown: int = 0
+    unshown_total: int = 0
+    cpu_seconds: float = 0.0
+    misses: list[str] = field(default_factory=list)
+
+    def add(self, other: Score) -> None:
+        for name, value in vars(other).items():
+            if name == "misses":
+                self.misses += value
+            else:
+                setattr(self, name, getattr(self, name) + value)
+
+    def row(self) -> dict[str, Any]:
+        def pct(a: int, b: int) -> str:
+            return f"{a}/{b} ({100 * a / b:.0f} %)" if b else "-"
+
+        per_second = self.candidates / self.cpu_seconds if self.cpu_seconds else 0.0
+        return {
+            "stale visible": pct(self.stale_visible, self.stale_total),
+            "paraphrases twice": pct(self.paraphrase_twice, self.paraphrase_total),
+            "current lost": pct(self.current_lost, self.current_total),
+            "distinct lost": pct(self.distinct_lost, self.distinct_total),
+            "unshown": pct(self.unshown, self.unshown_total),
+            "failed batches": self.failed_batches,
+            "candidates/s (CPU)": f"{per_second:.0f}",
+        }
+
+
+Factory = Callable[[Story], Consolidator]
+
+
+def held_facts(n: int) -> list[str]:
+    """``n`` unrelated facts a user already holds (varied, so none is a paraphrase of another)."""
+    things = ["stamps", "coins", "vinyl records", "postcards", "comics", "old maps", "seashells"]
+    places = ["a lake", "the coast", "the hills", "an old mill", "a market", "a museum"]
+    out = []
+    for i in range(n):
+        kind = i % 3
+        if kind == 0:
+            out.append(f"I keep {i + 3} {things[i % len(things)]} in box number {i}.")
+        elif kind == 1:
+            out.append(f"On trip {i} I saw {places[i % len(places)]} near milestone {i * 7}.")
+        else:
+            out.append(f"Recipe card {i} says to bake for {20 + i % 40} minutes.")
+    return out
+
+
+def score_story(
+    story: Story, consolidator: Consolidator, settings: Settings, *, held: int = 0
+) -> Score:
+    """Merge one story's batches in order and score the memory they leave."""
+    score = Score(stories=1)
+    user = story.id.replace("_", "-")[:60]
+    state = NamespaceState(f"user:{user}", 0, None, entries=_held_entries(user, held))
+    cid: dict[str, str] = {}
+    now = T0
+    for b, batch in enumerate(story.batches):
+        now += STEP
+        cands: list[Candidate] = []
+        for i, item in enumerate(batch):
+            arrived = now + timedelta(seconds=i)
+            c = make_candidate(
+                user_id=user, trace_id=f"t-{user}", text=item.text,
+                idempotency_key=f"{story.id}-{b}-{i}", now=arrived,
+            )  # fmt: skip
+            if item.days_before:
+                c = _said(c, arrived - timedelta(days=item.days_before))
+            cid[item.text] = c.id
+            cands.append(c)
+        score.candidates += len(cands)
+        began = time.process_time()
+        try:
+            _plan, applied = consolidate_batch(
+                consolidator, state, cands, now=now, settings=settings.for_consolidation,
+                current_files={},
+            )  # fmt: skip
+        except BatchFailed as exc:
+            score.failed_batches += 1
+            score.misses.append(f"{story.id} batch {b + 1}: {exc}"[:200])
+            continue
+        finally:
+            score.cpu_seconds += time.process_time() - began
+        state = advance(state, applied)
+    _judge(story, state, cid, score)
+    return score
+
+
+def _said(c: Candidate, when: datetime) -> Candidate:
+    """``c`` said at ``when`` (its event time), if candidates carry one."""
+    if "occurred_at" in type(c).model_fields:
+        return c.model_copy(update={"occurred_at": when})
+    return c
+
+
+def _held_entries(user: str, n: int) -> tuple[Entry, ...]:
+    t = T0 - timedelta(days=30)
+    return tuple(
+        Entry(id=f"held-{i}", path="/memories/facts.md", text=text, valid_from=t, created_at=t,
+              last_confirmed_at=t, candidate_ids=(f"held-{i}",))
+        for i, text in enumerate(held_facts(n))
+    )  # fmt: skip
+
+
+def _judge(story: Story, state: NamespaceState, cid: dict[str, str], score: Score) -> None:
+    active = [e for e in state.entries if e.active]
+    own = {e.candidate_ids[0] for e in active if e.candidate_ids}
+    merged = {c for e in active for c in e.candidate_ids}
+    replaced = {old for item in story.items for old in item.replaces}
+    pairs = {item.text: item.restates for item in story.items if item.restates}
+    restated = set(pairs.values())
+    for item in story.items:
+        visible = cid[item.text] in own
+        if item.text in replaced or item.stale_on_arrival:
+            score.stale_total += 1
+            if visible:
+                score.stale_visible += 1
+                score.misses.append(f"{story.id}: stale visible: {item.text}")
+            continue
+        if item.restates is not None:
+            score.paraphrase_total += 1
+            other = pairs[item.text]
+            assert other is not None
+            if visible and cid[other] in own:
+                score.paraphrase_twice += 1
+                score.misses.append(f"{story.id}: twice: {item.text} | {other}")
+        partner = {item.restates} if item.restates else set()
+        partner |= {t for t, r in pairs.items() if r == item.text}
+        kept = visible or any(cid[p] in own for p in partner)
+        if item.replaces:
+            score.current_total += 1
+            if not kept:
+                score.current_lost += 1
+                score.misses.append(f"{story.id}: current lost: {item.text}")
+        else:
+            score.distinct_total += 1
+            if not kept:
+                score.distinct_lost += 1
+                score.misses.append(f"{story.id}: lost: {item.text}")
+
+
+def rules_factory(meaning: Meaning | None) -> Factory:
+    consolidator = RulesConsolidator(meaning=meaning)
+    return lambda story: consolidator
+
+
+def evaluate(
+    stories: Sequence[Story], factory: Factory, *, held: int = 0
+) -> tuple[Score, dict[str, Score]]:
+    settings = Settings()
+    total, by_lang = Score(), {}
+    for story in stories:
+        s = score_story(story, factory(story), settings, held=held)
+        total.add(s)
+        by_lang.setdefault(story.lang, Score()).add(s)
+    return total, by_lang
+
+
+def default_meaning() -> Meaning:
+    from worker.runtime.embeddings import DEFAULT_EMBEDDINGS, build_embeddings
+
+    embeddings = build_embeddings(DEFAULT_EMBEDDINGS)
+    assert embeddings is not None
+    return Meaning(embeddings)
+
+
+def _perfect(meaning: Meaning) -> Factory:
+    from bench.updates_perfect import perfect_factory
+
+    return perfect_factory(meaning)
+
+
+def _modes() -> dict[str, tuple[Callable[[], Factory], int]]:
+    return {
+        "rules": (lambda: rules_factory(default_meaning()), 0),
+        "rules+150": (lambda: rules_factory(default_meaning()), HELD),
+        "rules-nomeaning": (lambda: rules_factory(None), 0),
+        "perfect": (lambda: _perfect(default_meaning()), 0),
+        "perfect+150": (lambda: _perfect(default_meaning()), HELD),
+    }
+
+
+def report(modes: Sequence[str], splits: Sequence[str], *, misses: bool = False) -> list[str]:
+    stories = load()
+    lines = []
+    known = _modes()
+    for mode in modes:
+        build, held = known[mode]
+        factory = build()
+        for split in splits:
+            chosen = [s for s in stories if split == "all" or s.split == split]
+            total, by_lang = evaluate(chosen, factory, held=held)
+            lines.append(f"{mode:16} {split:4} {len(chosen)} stories: {total.row()}")
+            if misses:
+                lines += [f"    {m}" for m in total.misses]
+    return lines
+
+
+def run() -> list[str]:
+    return report(["rules", "rules-nomeaning", "perfect", "perfect+150"], ["dev", "test"])
+
+
+def main(argv: Sequence[str]) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench updates")
+    parser.add_argument("--mode", action="append", choices=sorted(_modes()))
+    parser.add_argument("--split", action="append", choices=["dev", "test", "all"])
+    parser.add_argument("--misses", action="store_true", help="print every miss")
+    args = parser.parse_args(argv)
+    for line in report(args.mode or ["rules"], args.split or ["dev"], misses=args.misses):
+        print(line)
+    return 0

@@ -1,0 +1,404 @@
+"""Meaning: whether two memories are about the same thing, decided by vectors, in any language.
+
+Every place that asks "is this about the same thing?" asks it here, the same way: the rules
+consolidator (a restatement confirms, a new value of a single-valued attribute supersedes), the
+LLM prompt's choice of entries (:mod:`~worker.consolidation.focus`) and the trust check on a
+model's plan (:mod:`~worker.consolidation.justify`).
+
+- **One vector per text.** :meth:`Meaning.prepare` embeds the texts a merge will compare in
+  one call to the model, under one deadline, before the merge starts; the merge itself then
+  only reads vectors, so it stays pure and deterministic. Vectors are cached per process by
+  text (:class:`CachingEmbeddings`), and the same cache serves the search index, so a
+  candidate's text is embedded once.
+- **Kinds of statement** (:data:`ATTRIBUTES_FILE`): where one lives, one's employer, job, age,
+  partner, diet, name … are *single-valued* (a new value retires the old); likes, pets,
+  relatives, allergies, trips … are *multi-valued* (never retired by another statement).
+  A text's kind is the kind whose described examples, in many languages, it lies nearest to
+  (:meth:`Meaning.kind`): not a regular expression over a few wordings, so "home these days is
+  Leeds", "nos hemos mudado a Bilbao" and "我搬到上海了" are all where one lives.
+- **Restatement**: two texts whose vectors are nearly the same and which hold the same numbers
+  (:meth:`Meaning.restates`).
+
+Thresholds are chosen on the development half of the update stories in ``bench/`` and reported
+on the other half (``python -m bench updates``).
+
+>>> m = Meaning(HashEmbeddings())
+>>> m.prepare(["I have 2 cats", "I have 3 cats"])
+>>> round(m.similarity("I have 2 cats", "I have 2 cats"), 6)
+1.0
+>>> m.restates("I have 2 cats", "I have 3 cats")  # other numbers: never the same thing
+False
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from functools import cached_property
+from importlib import resources
+from typing import Final, TypeVar
+
+import numpy as np
+import regex
+from langchain_core.embeddings import Embeddings
+
+from worker.errors import ModelUnavailable
+
+#: The described kinds of statement, shipped with the package.
+ATTRIBUTES_FILE: Final = "attributes.json"
+#: Texts whose vectors one process keeps (384 floats each: 20,000 are about 30 MB): a worker
+#: serves many namespaces, and a namespace's entries are compared again at its next batch.
+CACHE_TEXTS: Final = 20_000
+#: Examples of a kind that a text is compared with: the mean of its nearest three, so one odd
+#: example neither makes nor breaks a kind.
+NEAREST_EXAMPLES: Final = 3
+#: Deadline for embedding one merge's texts, in all (not per call): past it the batch waits
+#: for the model like for any unavailable dependency.
+DEFAULT_DEADLINE_SECONDS: Final = 60.0
+#: Longest text compared by meaning: a memory is a sentence or two; a longer text is compared
+#: by its words only (its vector would average too much to say what it is about).
+MAX_MEANING_CHARS: Final = 400
+
+T = TypeVar("T")
+
+#: The kind of statement that corrects the one before it (its own rule in the consolidator).
+CORRECTION: Final = "correction"
+
+_NUMBER: Final = regex.compile(r"\p{Nd}+(?:[.,]\p{Nd}+)?")
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """The cut-offs of :class:`Meaning`'s answers (chosen on the development half of the
+    update stories, see the module notes)."""
+
+    #: Cosine at or above which two texts with the same numbers say the same thing.
+    restate: float = 0.96
+    #: Least nearness (centred cosine, mean of the nearest examples) for a text to be of a kind.
+    kind_score: float = 0.22
+    #: How much nearer a text must be to its kind than to the next kind.
+    kind_margin: float = 0.015
+    #: How far along the user → someone-else direction a text must lie to be about someone
+    #: else (0 is half-way between the example pairs' two sides).
+    someone_else: float = 0.06
+    #: Least cosine of two texts of one single-valued kind for one to retire the other (two
+    #: favourites of different things are one kind, but far apart).
+    same_attribute: float = 0.78
+
+
+@dataclass(frozen=True)
+class Kind:
+    """One kind of statement (see :data:`ATTRIBUTES_FILE`)."""
+
+    name: str
+    single: bool
+    about: str
+
+
+@dataclass(frozen=True)
+class Bank:
+    """The described kinds and their example texts, in file order."""
+
+    kinds: tuple[Kind, ...]
+    examples: tuple[str, ...]
+    #: Index into ``kinds`` of each example.
+    labels: tuple[int, ...]
+    #: The same statements about the user and about someone else, in pairs.
+    subject_pairs: tuple[tuple[str, str], ...] = ()
+
+    @classmethod
+    def load(cls) -> Bank:
+        raw = json.loads(resources.files(__package__).joinpath(ATTRIBUTES_FILE).read_text("utf-8"))
+        kinds, examples, labels = [], [], []
+        for i, item in enumerate(raw["classes"]):
+            kinds.append(Kind(item["name"], bool(item["single"]), item["about"]))
+            examples += item["examples"]
+            labels += [i] * len(item["examples"])
+        pairs = tuple((a, b) for a, b in raw["subject_pairs"]["pairs"])
+        return cls(tuple(kinds), tuple(examples), tuple(labels), pairs)
+
+    @property
+    def digest(self) -> str:
+        """What the examples' vectors depend on (the texts), to know a stored matrix is theirs."""
+        texts = [*self.examples, *(t for pair in self.subject_pairs for t in pair)]
+        return hashlib.sha256("\n".join(texts).encode()).hexdigest()[:16]
+
+
+class CachingEmbeddings(Embeddings):
+    """``inner`` with its document vectors kept per text (an LRU of :data:`CACHE_TEXTS`).
+
+    Shared by the consolidation (which embeds every candidate before merging) and the search
+    index (which stores entry vectors after the commit), so a text is embedded once.
+    """
+
+    def __init__(self, inner: Embeddings, *, capacity: int = CACHE_TEXTS) -> None:
+        self.inner = inner
+        self.capacity = capacity
+        self._cache: OrderedDict[str, list[float]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def cached(self, text: str) -> list[float] | None:
+        with self._lock:
+            vector = self._cache.get(text)
+            if vector is not None:
+                self._cache.move_to_end(text)
+            return vector
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        missing = list(dict.fromkeys(t for t in texts if self.cached(t) is None))
+        fresh = self.inner.embed_documents(missing) if missing else []
+        found: dict[str, list[float]] = dict(zip(missing, fresh, strict=True))
+        with self._lock:
+            for text, vector in found.items():
+                self._cache[text] = vector
+                self._cache.move_to_end(text)
+            while len(self._cache) > self.capacity:
+                self._cache.popitem(last=False)
+        return [found[t] if t in found else self._vector_of(t) for t in texts]
+
+    def _vector_of(self, text: str) -> list[float]:
+        vector = self.cached(text)
+        if vector is None:  # evicted between the two looks: embed it again
+            vector = self.inner.embed_documents([text])[0]
+        return vector
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.inner.embed_query(text)
+
+    def __getattr__(self, name: str) -> object:  # model_name, dimension of the inner model
+        return getattr(self.inner, name)
+
+
+class HashEmbeddings(Embeddings):
+    """A deterministic stand-in that hashes character trigrams (no model): for doctests and
+    for code paths that only need vectors to exist. It knows nothing of meaning."""
+
+    dimension: Final = 64
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return [self._one(t) for t in texts]
+
+    def embed_query(self, text: str) -> list[float]:
+        return self._one(text)
+
+    def _one(self, text: str) -> list[float]:
+        vector = np.zeros(self.dimension)
+        low = f"  {text.lower()}  "
+        for i in range(len(low) - 2):
+            digest = hashlib.blake2b(low[i : i + 3].encode(), digest_size=2).digest()
+            vector[int.from_bytes(digest) % self.dimension] += 1.0
+        return list(vector / (np.linalg.norm(vector) or 1.0))
+
+
+class Meaning:
+    """Vectors of texts and what they say about two texts (see the module notes)."""
+
+    def __init__(
+        self,
+        embeddings: Embeddings,
+        *,
+        thresholds: Thresholds | None = None,
+        deadline_seconds: float = DEFAULT_DEADLINE_SECONDS,
+        bank: Bank | None = None,
+    ) -> None:
+        self.embeddings = (
+            embeddings
+            if isinstance(embeddings, CachingEmbeddings)
+            else CachingEmbeddings(embeddings)
+        )
+        self.thresholds = thresholds or Thresholds()
+        self.deadline_seconds = deadline_seconds
+        self.bank = bank or Bank.load()
+        self._unit: dict[str, np.ndarray] = {}
+        self._kinds: dict[str, Kind | None] = {}
+
+    # --- vectors ---------------------------------------------------------------------------
+    def prepare(self, texts: Iterable[str]) -> None:
+        """Embed the ``texts`` not known yet, in one call under the deadline; raise
+        :class:`ModelUnavailable` when the model fails or runs past it (the batch waits)."""
+        wanted = [t for t in dict.fromkeys(texts) if t not in self._unit and _comparable(t)]
+        if not wanted:
+            return
+        vectors = _within(
+            lambda: self.embeddings.embed_documents(wanted), self.deadline_seconds, "embedding"
+        )
+        for text, vector in zip(wanted, vectors, strict=True):
+            unit = _unit(vector)
+            if unit is not None:  # a vector that is not finite or is zero says nothing
+                self._unit[text] = unit
+        if len(self._unit) > CACHE_TEXTS:
+            for old in list(self._unit)[: len(self._unit) - CACHE_TEXTS]:
+                del self._unit[old]
+
+    def vector(self, text: str) -> np.ndarray | None:
+        """The unit vector of a prepared ``text`` (None when it was not prepared or is too
+        long to compare by meaning)."""
+        return self._unit.get(text)
+
+    def similarity(self, a: str, b: str) -> float | None:
+        """Cosine of two prepared texts; None when either has no vector."""
+        va, vb = self.vector(a), self.vector(b)
+        if va is None or vb is None:
+            return None
+        return float(va @ vb)
+
+    def nearest(self, text: str, others: Sequence[str], k: int) -> list[int]:
+        """Indices of the ``k`` texts of ``others`` nearest ``text`` (those without a vector
+        last, in order), nearest first."""
+        v = self.vector(text)
+        rows = [(i, self.vector(o)) for i, o in enumerate(others)]
+        known = [(i, u) for i, u in rows if u is not None]
+        if v is None or not known:
+            return list(range(min(k, len(others))))
+        scores = np.stack([u for _, u in known]) @ v
+        order = [known[j][0] for j in np.argsort(-scores, kind="stable")]
+        rest = [i for i, u in rows if u is None]
+        return (order + rest)[:k]
+
+    # --- what two texts are ----------------------------------------------------------------
+    def restates(self, a: str, b: str) -> bool:
+        """``a`` says what ``b`` says in other words: nearly the same vector, same numbers."""
+        cosine = self.similarity(a, b)
+        return (
+            cosine is not None
+            and cosine >= self.thresholds.restate
+            and _numbers(a) == _numbers(b)
+            and self.someone_else(a) == self.someone_else(b)
+        )
+
+    def kind(self, text: str) -> Kind | None:
+        """The kind of statement ``text`` is (None when it is near none clearly enough, or has
+        no vector)."""
+        if text in self._kinds:
+            return self._kinds[text]
+        v = self.vector(text)
+        found = None if v is None else self._classify(v)
+        self._kinds[text] = found
+        return found
+
+    def same_attribute(self, a: str, b: str) -> bool:
+        """``a`` and ``b`` give a value of the same single-valued attribute of the user (each
+        may retire the other, the newer winning)."""
+        first, second = self.kind(a), self.kind(b)
+        if first is None or first != second or not first.single:
+            return False
+        if self.someone_else(a) or self.someone_else(b):
+            return False  # whose attribute it is cannot be told apart: both stay
+        cosine = self.similarity(a, b)
+        return cosine is not None and cosine >= self.thresholds.same_attribute
+
+    def someone_else(self, text: str) -> bool:
+        """``text`` is about someone other than the user ("my brother is 30", "mi madre vive
+        en Lima"): it lies far enough along the direction from the user's statements to the
+        same statements about another person (:attr:`Bank.subject_pairs`)."""
+        v = self.vector(text)
+        if v is None:
+            return False
+        direction, middle = self._subject
+        return float(v @ direction) - middle > self.thresholds.someone_else
+
+    def about_the_same(self, a: str, b: str) -> bool:
+        """One may replace the other: a restatement or the same single-valued attribute."""
+        return self.restates(a, b) or self.same_attribute(a, b)
+
+    # --- the kinds ---------------------------------------------------------------------------
+    @cached_property
+    def _examples(self) -> tuple[np.ndarray, np.ndarray]:
+        """The examples' vectors, centred on their mean and normalised, and that mean."""
+        vectors = _within(
+            lambda: self.embeddings.embed_documents(list(self.bank.examples)),
+            self.deadline_seconds,
+            "embedding the kinds' examples",
+        )
+        matrix = np.asarray(vectors, dtype=np.float64)
+        mean = matrix.mean(axis=0)
+        centred = matrix - mean
+        centred /= np.linalg.norm(centred, axis=1, keepdims=True)
+        return centred, mean
+
+    @cached_property
+    def _subject(self) -> tuple[np.ndarray, float]:
+        """The unit direction from statements about the user to the same statements about
+        someone else, and the point half-way between the two sides along it."""
+        pairs = self.bank.subject_pairs
+        texts = [a for a, _ in pairs] + [b for _, b in pairs]
+        vectors = _within(
+            lambda: self.embeddings.embed_documents(texts),
+            self.deadline_seconds,
+            "embedding the subject examples",
+        )
+        matrix = np.asarray(vectors, dtype=np.float64)
+        matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
+        own, other = matrix[: len(pairs)], matrix[len(pairs) :]
+        direction = (other - own).mean(axis=0)
+        direction /= np.linalg.norm(direction)
+        middle = float(((own @ direction).mean() + (other @ direction).mean()) / 2)
+        return direction, middle
+
+    def _classify(self, v: np.ndarray) -> Kind | None:
+        examples, mean = self._examples
+        centred = v - mean
+        norm = np.linalg.norm(centred)
+        if not norm:
+            return None
+        scores = examples @ (centred / norm)
+        labels = np.asarray(self.bank.labels)
+        per_kind = []
+        for i in range(len(self.bank.kinds)):
+            own = np.sort(scores[labels == i])[-NEAREST_EXAMPLES:]
+            per_kind.append(float(own.mean()))
+        order = np.argsort(per_kind)[::-1]
+        best, second = per_kind[order[0]], per_kind[order[1]]
+        t = self.thresholds
+        if best < t.kind_score or best - second < t.kind_margin:
+            return None
+        return self.bank.kinds[int(order[0])]
+
+
+def numbers_of(text: str) -> tuple[str, ...]:
+    """The numbers written in ``text``, in order (any script's digits)."""
+    return tuple(_NUMBER.findall(text))
+
+
+_numbers = numbers_of
+
+
+def _comparable(text: str) -> bool:
+    return bool(text.strip()) and len(text) <= MAX_MEANING_CHARS
+
+
+def _unit(vector: Sequence[float]) -> np.ndarray | None:
+    array = np.asarray(vector, dtype=np.float64)
+    if array.ndim != 1 or not np.all(np.isfinite(array)):
+        return None
+    norm = float(np.linalg.norm(array))
+    return array / norm if norm > 0 else None
+
+
+def _within(fn: Callable[[], T], seconds: float, what: str) -> T:
+    """``fn()`` on a daemon thread, abandoned past ``seconds`` (a hung provider cannot hold a
+    batch); its failure or the deadline becomes :class:`ModelUnavailable`."""
+    result: list[T] = []
+    failure: list[BaseException] = []
+    done = threading.Event()
+
+    def call() -> None:
+        try:
+            result.append(fn())
+        except BaseException as exc:  # handed to the caller's thread below
+            failure.append(exc)
+        finally:
+            done.set()
+
+    threading.Thread(target=call, name="meaning-embed", daemon=True).start()
+    if not done.wait(seconds):
+        raise ModelUnavailable(f"{what} did not finish within {seconds:g} s; the batch waits")
+    if failure:
+        raise ModelUnavailable(
+            f"{what} failed: {type(failure[0]).__name__}: {failure[0]}"
+        ) from failure[0]
+    return result[0]
