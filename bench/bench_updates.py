@@ -213,10 +213,8 @@ def _held_entries(user: str, n: int) -> tuple[Entry, ...]:
 def _judge(story: Story, state: NamespaceState, cid: dict[str, str], score: Score) -> None:
     active = [e for e in state.entries if e.active]
     own = {e.candidate_ids[0] for e in active if e.candidate_ids}
-    merged = {c for e in active for c in e.candidate_ids}
     replaced = {old for item in story.items for old in item.replaces}
     pairs = {item.text: item.restates for item in story.items if item.restates}
-    restated = set(pairs.values())
     for item in story.items:
         visible = cid[item.text] in own
         if item.text in replaced or item.stale_on_arrival:
@@ -296,8 +294,8 @@ def report(modes: Sequence[str], splits: Sequence[str], *, misses: bool = False)
         build, held = known[mode]
         factory = build()
         for split in splits:
-            chosen = [s for s in stories if split == "all" or s.split == split]
-            total, by_lang = evaluate(chosen, factory, held=held)
+            chosen = [s for s in stories if split in ("all", s.split)]
+            total, _by_lang = evaluate(chosen, factory, held=held)
             lines.append(f"{mode:16} {split:4} {len(chosen)} stories: {total.row()}")
             if misses:
                 lines += [f"    {m}" for m in total.misses]

@@ -122,6 +122,7 @@ def removal_problem(
     old: Entry,
     candidates: Mapping[str, Candidate],
     written: Mapping[str, list[str]],
+    *,
     meaning: Meaning | None = None,
 ) -> str | None:
     """Why ``op`` may not retire the existing entry ``old``; ``None`` when a candidate it names

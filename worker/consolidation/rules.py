@@ -403,7 +403,7 @@ class _Merge:
         path: str,
         wanted: Normalised,
         frame: Frame | None,
-    ) -> str | None | _Undecided:
+    ) -> str | _Undecided | None:
         """Confirm a restatement, apply a correction or supersede the same single-valued
         attribute, by meaning; :data:`_UNDECIDED` when none applies (the statement is added).
 
@@ -460,7 +460,7 @@ class _Merge:
                 return entry
         return None
 
-    def _correct(self, cand: Candidate, body: str, *, key: str | None) -> str | None | _Undecided:
+    def _correct(self, cand: Candidate, body: str, *, key: str | None) -> str | _Undecided | None:
         """A correction ("sorry, I meant 43") supersedes the latest statement said before it
         that it can correct: one holding a number when it names one, else the latest. Where
         it swaps one number for another, the entry keeps its words with the number fixed."""

@@ -88,7 +88,7 @@ def validate_plan(
                     removals += op.entry_id in existing
                     if justify and op.entry_id in existing:
                         old = entries[op.entry_id]
-                        problem = removal_problem(label, op, old, by_id, written, meaning)
+                        problem = removal_problem(label, op, old, by_id, written, meaning=meaning)
                         problems += [problem] if problem else []
             elif op.entry_id in gone or op.entry_id in existing:
                 problems.append(f"{label}: entry {op.entry_id} is no longer active")
