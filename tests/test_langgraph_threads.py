@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from datetime import datetime
+from datetime import datetime, timedelta
 
 import pytest
 from langgraph_sdk.client import SyncLangGraphClient
@@ -11,6 +11,7 @@ from langgraph_sdk.client import SyncLangGraphClient
 from tests.langgraph_fixtures import converse, langgraph_client, langgraph_url
 from tests.support.cursors import InMemoryCursorStore
 from tests.support.memory_queue import queued
+from worker.constants import MAX_TEXT_BYTES
 from worker.sources.langgraph_threads import scan_threads
 
 __all__ = ["langgraph_client", "langgraph_url"]
@@ -76,3 +77,20 @@ def test_a_scanned_turn_has_the_id_the_capture_middleware_gave_it(
     ]
 
     assert [c.id for c in scanned] == [c.id for c in queued(redis_url, key_prefix, f"user:{user}")]
+
+
+def test_a_thread_message_of_80000_lines_becomes_one_turn_cut_to_the_text_bound(
+    langgraph_client: SyncLangGraphClient, key_prefix: str
+) -> None:
+    user = "u-scan-" + uuid.uuid4().hex[:8]
+    dump = "".join(f"- fact number {i}\n" for i in range(80_000))
+    thread = _converse(langgraph_client, key_prefix, user, dump)
+    at = _updated_at(langgraph_client, thread)
+
+    found = scan_threads(
+        langgraph_client, at - timedelta(seconds=1), at, cursors=InMemoryCursorStore()
+    )
+
+    (turn,) = [c for c in found if c.thread_id == thread]
+    assert len(turn.text.encode()) <= MAX_TEXT_BYTES
+    assert turn.text.startswith("user: - fact number 0\n- fact number 1\n")
