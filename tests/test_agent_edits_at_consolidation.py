@@ -240,3 +240,31 @@ def test_an_agents_edit_counts_against_the_pending_cap_and_the_rest_joins_a_late
     assert batches == [("committed", 3), ("committed", 3)]
     shown = ops("show", "--user", ops.user).out
     assert [a for a in added if a in shown] == added
+
+
+@pytest.mark.parametrize("extra_env", [{"MEMWORKER_MAX_PENDING_PER_NAMESPACE": "3"}])
+def test_a_pending_edit_of_a_user_whose_backlog_is_full_fails_no_scan_and_waits(
+    ops: Ops, langgraph_client: SyncLangGraphClient
+) -> None:
+    namespace = f"user:{ops.user}"
+    first = _published(ops, langgraph_client)
+    _agent_edits(ops, langgraph_client, first + f"- {EDIT}\n- allergic to shellfish\n")
+    for n in range(3):  # the batch that records the edit leaves it no room
+        ops.enqueue(f"Remember that seat {n} is mine")
+    assert ops("reconcile", "--user", ops.user).code == 0
+    record = load_record(ops.store, namespace, PREFS)
+    assert record is not None
+    assert record.state == "pending"
+    for n in range(3):  # full again
+        ops.enqueue(f"Remember that locker {n} is mine")
+
+    scan = ops("scan", "--user", ops.user, "--json")
+
+    assert scan.code == 0, scan.err
+    assert scan.json()["agent_edits"] == 0
+    (aside,) = scan.json()["set_aside"]
+    assert (aside["namespace"], aside["item"]) == (namespace, PREFS)
+    assert "pending candidates (limit 3)" in aside["reason"]
+    again = load_record(ops.store, namespace, PREFS)
+    assert again is not None
+    assert again.state == "pending"  # enqueued by a later scan or joins a later batch

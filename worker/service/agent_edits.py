@@ -54,6 +54,7 @@ from worker.errors import (
 )
 from worker.models import Candidate, Namespace, Scope, make_candidate
 from worker.queue.redis_queue import RedisQueue
+from worker.service.bulkhead import Bulkhead
 from worker.sinks.base import CompareAndSetSink, PublishedFile, Sink
 from worker.store.memory import MemoryStore
 from worker.store_layout import bounded_lines, content_sha256
@@ -321,26 +322,41 @@ def settle_agent_edits(
     *,
     now: datetime,
     keep: Callable[[str], bool] | None = None,
+    bulkhead: Bulkhead | None = None,
 ) -> SettleReport:
     """Enqueue the candidates of recorded edits (then mark their namespaces due), and publish
     over the edits whose candidates are merged, or that were refused, when no newer delivery
-    did it; ``keep`` limits it to some namespaces."""
+    did it; ``keep`` limits it to some namespaces. Each edit is its own bulkhead: one whose
+    namespace's backlog is full (its candidates count against the cap like any other) or whose
+    enqueue fails stays pending and is set aside in ``bulkhead``; the others go on."""
+    bulkhead = bulkhead if bulkhead is not None else Bulkhead("agent edits")
     enqueued = published = 0
     for record in _open_records(store):
         if keep is not None and not keep(record.namespace):
             continue
         if record.state == "pending" and not _merged(store, record):
-            batch = record.batch()
-            queue.enqueue_many(batch)  # deterministic ids: a repeat after a crash merges once
-            queue.mark_due(record.namespace)
-            record.state = "enqueued"
-            save_record(store, record, now=now)
-            enqueued += len(batch)
+            queued = bulkhead.run(
+                record.namespace,
+                lambda r=record: _enqueue(queue, store, r, now),  # type: ignore[misc]
+                item=record.path,
+            )
+            enqueued += queued or 0
         elif sink is not None and (record.state == "refused" or _merged(store, record)):
             current = _latest(store, record)
             if current is not None and _publish_over(store, sink, current, record, now) is None:
                 published += 1
     return SettleReport(enqueued, published)
+
+
+def _enqueue(queue: RedisQueue, store: MemoryStore, record: EditRecord, now: datetime) -> int:
+    """Queue ``record``'s candidates and mark its namespace due; the record is ``enqueued``
+    only once all of them went in (deterministic ids: a repeat after a refusal merges once)."""
+    batch = record.batch()
+    queue.enqueue_many(batch)
+    queue.mark_due(record.namespace)
+    record.state = "enqueued"
+    save_record(store, record, now=now)
+    return len(batch)
 
 
 def _latest(store: MemoryStore, record: EditRecord) -> PublishedFile | None:

@@ -116,7 +116,9 @@ def scan_sources(
             bulkhead=bulkhead,
         )
     if enqueue and parts.edits is not None:
-        edits = settle_agent_edits(queue, store, parts.edits, now=now, keep=keep).enqueued
+        edits = settle_agent_edits(
+            queue, store, parts.edits, now=now, keep=keep, bulkhead=bulkhead
+        ).enqueued
     return SourceScan(
         True,
         len(found.threads_seen),
