@@ -60,7 +60,8 @@ def usable_vector(values: object, *, dim: int | None = None) -> Vector | None:
     large for it counts as infinite), not ``dim`` values when ``dim`` is given, or a vector
     of length zero (no direction, so no cosine)."""
     try:
-        vector = np.asarray(values, dtype=np.float32)
+        with np.errstate(over="ignore", invalid="ignore"):  # overflow is refused just below
+            vector = np.asarray(values, dtype=np.float32)
     except (TypeError, ValueError, OverflowError):
         return None
     if vector.ndim != 1 or vector.shape[0] == 0 or (dim is not None and vector.shape[0] != dim):
