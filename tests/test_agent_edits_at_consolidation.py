@@ -15,7 +15,9 @@ from langgraph_sdk.client import SyncLangGraphClient
 from tests.langgraph_fixtures import langgraph_client, langgraph_url
 from tests.test_cli_support import Ops, make_ops
 from worker.consolidation.render import is_pointer_line, pointer_line
+from worker.constants import MAX_EDIT_LINES
 from worker.runtime.container import build_runtime
+from worker.service.agent_edits import load_record
 from worker.sinks.langgraph_store import item_content, store_namespace
 
 __all__ = ["langgraph_client", "langgraph_url"]
@@ -24,6 +26,9 @@ pytestmark = pytest.mark.langgraph
 
 PREFS = "/memories/preferences.md"
 EDIT = "allergic to peanuts"
+#: Lines of the slow-poison edit: 60,000 took a batch 41-51 s and committed 60,001 entries;
+#: a tenth of it shows the same (every line merged) in seconds.
+DUMP_LINES = 6_000
 
 
 @pytest.fixture
@@ -191,3 +196,75 @@ def test_the_pointer_line_of_an_over_budget_file_is_never_absorbed(
     assert [line for line in current.splitlines() if "more memories not shown" in line] == [
         line for line in current.splitlines() if is_pointer_line(line)
     ]
+
+
+def test_an_agents_dump_over_the_line_bound_is_refused_recorded_and_published_over(
+    ops: Ops, langgraph_client: SyncLangGraphClient
+) -> None:
+    namespace = f"user:{ops.user}"
+    first = _published(ops, langgraph_client)
+    dump = first + "".join(f"- dumped fact {i}\n" for i in range(DUMP_LINES))
+    _agent_edits(ops, langgraph_client, dump)
+    ops.enqueue("I prefer window seats", topic="preferences")
+
+    ran = ops("reconcile", "--user", ops.user, "--json")
+
+    (done,) = ran.json()["namespaces"]
+    assert (ran.code, done["outcome"], done["candidates"]) == (0, "committed", 1)
+    record = load_record(ops.store, namespace, PREFS)
+    assert record is not None
+    assert record.state == "restored"  # refused, then published over by the delivery
+    assert f"lines, more than {MAX_EDIT_LINES}" in record.reason
+    current = ops.store.current_files(namespace)[PREFS]
+    assert "dumped fact" not in current
+    assert "window seats" in current
+    stored = langgraph_client.store.get_item(store_namespace(namespace), key="/preferences.md")
+    assert item_content(stored["value"]) == current  # memworker's version is back
+
+
+@pytest.mark.parametrize("extra_env", [{"MEMWORKER_MAX_PENDING_PER_NAMESPACE": "3"}])
+def test_an_agents_edit_counts_against_the_pending_cap_and_the_rest_joins_a_later_batch(
+    ops: Ops, langgraph_client: SyncLangGraphClient
+) -> None:
+    first = _published(ops, langgraph_client)
+    added = [f"allergic to food number {i}" for i in range(5)]
+    _agent_edits(ops, langgraph_client, first + "".join(f"- {a}\n" for a in added))
+    ops.enqueue("Remember that my cat is called Miso")
+
+    capped = ops("reconcile", "--user", ops.user, "--json")
+    rest = ops("reconcile", "--user", ops.user, "--json")
+
+    batches = [
+        (d["outcome"], d["candidates"]) for r in (capped, rest) for d in r.json()["namespaces"]
+    ]
+    assert batches == [("committed", 3), ("committed", 3)]
+    shown = ops("show", "--user", ops.user).out
+    assert [a for a in added if a in shown] == added
+
+
+@pytest.mark.parametrize("extra_env", [{"MEMWORKER_MAX_PENDING_PER_NAMESPACE": "3"}])
+def test_a_pending_edit_of_a_user_whose_backlog_is_full_fails_no_scan_and_waits(
+    ops: Ops, langgraph_client: SyncLangGraphClient
+) -> None:
+    namespace = f"user:{ops.user}"
+    first = _published(ops, langgraph_client)
+    _agent_edits(ops, langgraph_client, first + f"- {EDIT}\n- allergic to shellfish\n")
+    for n in range(3):  # the batch that records the edit leaves it no room
+        ops.enqueue(f"Remember that seat {n} is mine")
+    assert ops("reconcile", "--user", ops.user).code == 0
+    record = load_record(ops.store, namespace, PREFS)
+    assert record is not None
+    assert record.state == "pending"
+    for n in range(3):  # full again
+        ops.enqueue(f"Remember that locker {n} is mine")
+
+    scan = ops("scan", "--user", ops.user, "--json")
+
+    assert scan.code == 0, scan.err
+    assert scan.json()["agent_edits"] == 0
+    (aside,) = scan.json()["set_aside"]
+    assert (aside["namespace"], aside["item"]) == (namespace, PREFS)
+    assert "pending candidates (limit 3)" in aside["reason"]
+    again = load_record(ops.store, namespace, PREFS)
+    assert again is not None
+    assert again.state == "pending"  # enqueued by a later scan or joins a later batch

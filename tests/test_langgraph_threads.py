@@ -11,6 +11,7 @@ from langgraph_sdk.client import SyncLangGraphClient
 from tests.langgraph_fixtures import converse, langgraph_client, langgraph_url
 from tests.support.cursors import InMemoryCursorStore
 from tests.support.memory_queue import queued
+from worker.constants import MAX_TEXT_BYTES
 from worker.sources.langgraph_threads import scan_threads
 
 __all__ = ["langgraph_client", "langgraph_url"]
@@ -94,3 +95,20 @@ def test_a_scanned_turn_is_said_when_its_thread_state_was_written(
     (turn,) = [c for c in found if c.thread_id == thread_id]
 
     assert (turn.occurred_at, turn.said_at, turn.created_at) == (written, written, later)
+
+
+def test_a_thread_message_of_80000_lines_becomes_one_turn_cut_to_the_text_bound(
+    langgraph_client: SyncLangGraphClient, key_prefix: str
+) -> None:
+    user = "u-scan-" + uuid.uuid4().hex[:8]
+    dump = "".join(f"- fact number {i}\n" for i in range(80_000))
+    thread = _converse(langgraph_client, key_prefix, user, dump)
+    at = _updated_at(langgraph_client, thread)
+
+    found = scan_threads(
+        langgraph_client, at - timedelta(seconds=1), at, cursors=InMemoryCursorStore()
+    )
+
+    (turn,) = [c for c in found if c.thread_id == thread]
+    assert len(turn.text.encode()) <= MAX_TEXT_BYTES
+    assert turn.text.startswith("user: - fact number 0\n- fact number 1\n")

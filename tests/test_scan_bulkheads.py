@@ -8,18 +8,21 @@ beside other users with ordinary inbox items; and a user whose queue backlog is 
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
-from typing import Final
+from typing import Any, Final
 
 import pytest
 from langgraph_sdk.client import SyncLangGraphClient
 
 from tests.langgraph_fixtures import langgraph_client, langgraph_url
+from worker.constants import MAX_INBOX_ITEM_BYTES, MAX_INBOX_ITEM_LINES
 from worker.models import Namespace, make_candidate
 from worker.queue.redis_queue import RedisQueue
 from worker.runtime.parts import scan_parts
-from worker.service.scan import MAX_INBOX_ITEM_LINES, SourceScan, scan_sources
+from worker.service.scan import SourceScan, scan_sources
 from worker.settings import Settings
+from worker.sources import inbox as inbox_source
 from worker.sources.inbox import CURSOR_SOURCE
 from worker.store.memory import MemoryStore
 from worker.store_layout import StoreLayout
@@ -29,6 +32,9 @@ __all__ = ["langgraph_client", "langgraph_url"]
 pytestmark = pytest.mark.langgraph
 
 HUGE: Final = 10_001
+#: Lines of the slow-poison dump: quadratic line deduplication made a scan of 80,000 such lines
+#: take 27-35 s, every scan; a quarter of that shows the same per-line work in seconds.
+DUMP_LINES: Final = 20_000
 
 
 @pytest.fixture
@@ -114,3 +120,66 @@ def test_a_user_whose_backlog_is_full_is_set_aside_saying_how_many_went_in(
     assert len(limited.admin.pending(f"user:{other}")) == 1
     assert sqlite_store.get_cursor(CURSOR_SOURCE, f"user:{other}") is not None
     assert sqlite_store.get_cursor(CURSOR_SOURCE, f"user:{full}") is None  # read again later
+
+
+class _Spy:
+    """Wraps a function of the inbox source and keeps what each call was given (the real
+    function still runs): how much per-item and per-line work a scan did. The server's store
+    is shared by the session, so a test looks only for its own item's traces."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch, name: str) -> None:
+        self.given: list[str] = []
+        real: Callable[..., Any] = getattr(inbox_source, name)
+
+        def spy(*args: Any, **kwargs: Any) -> Any:
+            self.given.append(str(kwargs["text"] if "text" in kwargs else args[0]))
+            return real(*args, **kwargs)
+
+        monkeypatch.setattr(inbox_source, name, spy)
+
+    def take(self) -> list[str]:
+        given, self.given = self.given, []
+        return given
+
+
+def test_an_inbox_dump_is_set_aside_before_any_line_is_read_and_later_scans_do_not_read_it(
+    langgraph_client: SyncLangGraphClient, queue: RedisQueue, sqlite_store: MemoryStore,
+    cfg: Settings, monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    users = _users(2)
+    big, other = users
+    dump = "".join(f"- note {i}\n" for i in range(DUMP_LINES))
+    dump_key = _inbox_item(langgraph_client, cfg, big, "dump.md", dump)
+    _inbox_item(langgraph_client, cfg, big, "small.md", "- likes jazz\n")
+    _inbox_item(langgraph_client, cfg, other, "a.md", "- prefers tea\n")
+    lines = _Spy(monkeypatch, "make_candidate")  # one call per line turned into a candidate
+    hashed = _Spy(monkeypatch, "content_sha256")  # one call per item read
+
+    first = _scan(queue, sqlite_store, cfg)
+    lines_first, hashed_first = lines.take(), hashed.take()
+    second = _scan(queue, sqlite_store, cfg)
+
+    assert _of(first, users) == _of(second, users) == [(f"user:{big}", dump_key)]
+    assert [t for t in lines_first if t.startswith("note ")] == []  # not one line of the dump
+    assert hashed_first.count(dump) == 1
+    assert [t for t in lines.take() if t.startswith("note ")] == []
+    assert dump not in hashed.take()  # the second scan does not read the dump again
+    assert [len(queue.admin.pending(f"user:{u}")) for u in users] == [1, 1]
+
+
+def test_an_inbox_item_over_the_byte_bound_is_set_aside_and_kept_in_the_inbox(
+    langgraph_client: SyncLangGraphClient, queue: RedisQueue, sqlite_store: MemoryStore,
+    cfg: Settings,
+) -> None:  # fmt: skip
+    (user,) = _users(1)
+    blob = "- " + "x" * MAX_INBOX_ITEM_BYTES + "\n"  # one line, over the bound
+    key = _inbox_item(langgraph_client, cfg, user, "blob.md", blob)
+    store_ns = StoreLayout.from_settings(cfg.for_sinks).namespace_for(f"user:{user}")
+
+    scans = [_scan(queue, sqlite_store, cfg) for _ in range(2)]
+
+    assert [_of(scan, [user]) for scan in scans] == [[(f"user:{user}", key)]] * 2
+    (reason,) = {a.reason for scan in scans for a in scan.set_aside if a.item == key}
+    assert f"more than {MAX_INBOX_ITEM_BYTES} bytes" in reason
+    assert langgraph_client.store.get_item(store_ns, key=key)["value"]["content"] == blob
+    assert queue.admin.pending(f"user:{user}") == []

@@ -4,9 +4,11 @@ fails a commit and never hides an entry from a search."""
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Iterator
 
+import numpy as np
 import pytest
 import sqlalchemy as sa
 from langchain_core.embeddings import Embeddings
@@ -295,3 +297,110 @@ def test_a_hybrid_search_with_its_matrix_kept_is_one_read_transaction(
         sa.event.remove(store.engine, "begin", count)
 
     assert (len(begun), found) == (1, ["e1"])
+
+
+# --- attacks: a hung provider, and vectors unfit to rank with ----------------------------------
+class _PoisonedEmbeddings(HashingEmbeddings):
+    """Hashing vectors, except ``bad`` for the query (``query``) or for texts naming
+    ``poison`` (``documents``): a provider answering NaN, infinity, zeros or another size."""
+
+    def __init__(self, bad: list[float], *, query: bool = False, poison: str = "") -> None:
+        super().__init__()
+        self.bad, self.query, self.poison = bad, query, poison
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        good = super().embed_documents(texts)
+        return [
+            self.bad if self.poison and self.poison in t else v
+            for t, v in zip(texts, good, strict=True)
+        ]
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.bad if self.query else super().embed_query(text)
+
+
+NAN, INF = float("nan"), float("inf")
+BAD_VECTORS = {
+    "nan": [NAN] * 64,
+    "one_nan": [1.0] * 63 + [NAN],
+    "infinite": [INF] + [0.0] * 63,
+    "zero": [0.0] * 64,
+}
+PEOPLE = (
+    entry("e1", "My sister lives in Oslo"),
+    entry("e2", "Allergic to peanuts since childhood"),
+    entry("e3", "Works as a nurse in Bergen"),
+    entry("e4", "Has a peanut butter allergy story to tell"),
+    entry("e5", "Plays the cello on weekends"),
+    entry("e6", "Owns a red bicycle"),
+)
+
+
+@pytest.mark.parametrize("bad", list(BAD_VECTORS), ids=list(BAD_VECTORS))
+def test_a_query_vector_unfit_to_rank_with_falls_back_to_the_full_text_ranking(
+    store: MemoryStore, bad: str
+) -> None:
+    ns = unique_ns()
+    commit(store, ns, plan(PEOPLE), expected=0)
+    _embedder(store, HashingEmbeddings()).embed_namespace(ns)
+    search = SqlMemorySearch(
+        store, _embedder(store, _PoisonedEmbeddings(BAD_VECTORS[bad], query=True))
+    )
+    words = [e.id for e in store.search_entries(ns, "peanuts allergy", limit=5)]
+
+    first = _search(search, ns, "peanuts allergy")  # the matrix is read
+    kept = _search(search, ns, "peanuts allergy")  # the matrix kept
+
+    assert words
+    assert (first, kept) == (words, words)
+
+
+@pytest.mark.parametrize("bad", [*BAD_VECTORS, "short"])
+def test_a_document_vector_unfit_to_rank_with_is_not_stored_and_its_entry_is_found_by_words(
+    store: MemoryStore, bad: str
+) -> None:
+    ns = unique_ns()
+    commit(store, ns, plan(PEOPLE), expected=0)
+    vector = BAD_VECTORS.get(bad, [0.5] * 63)  # "short": 63 values among vectors of 64
+
+    stored = _embedder(store, _PoisonedEmbeddings(vector, poison="cello")).embed_namespace(ns)
+
+    assert stored == 5
+    assert "e5" not in _vectors(store, ns)
+    search = SqlMemorySearch(store, _embedder(store, HashingEmbeddings()))
+    assert _search(search, ns, "cello")[0] == "e5"
+
+
+def test_a_vector_stored_unchecked_earlier_does_not_change_any_ranking(store: MemoryStore) -> None:
+    poisoned, clean = unique_ns(), unique_ns()
+    (cello,) = [e for e in PEOPLE if e.id == "e5"]
+    for ns in (poisoned, clean):
+        commit(store, ns, plan(tuple(e for e in PEOPLE if e is not cello)), expected=0)
+        _embedder(store, HashingEmbeddings()).embed_namespace(ns)
+        commit(store, ns, plan((cello,)), expected=1, position="2-0")  # not embedded yet
+    # Before vectors were checked, a NaN vector reached the store through its own interface.
+    nan = Embedded(cello.id, cello.text, bytes(np.full(64, np.nan, np.float32)), 64)
+    assert store.store_embeddings(poisoned, "hash:v1", [nan], now=at(31)) == 1
+    search = SqlMemorySearch(store, _embedder(store, HashingEmbeddings()))
+
+    for query in ("peanuts allergy", "cello", "sister in Oslo"):
+        assert _search(search, poisoned, query) == _search(search, clean, query), query
+
+
+def test_a_hung_provider_holds_a_commits_embedding_for_one_deadline_in_all(
+    queue: RedisQueue, sqlite_store: MemoryStore, settings: Settings
+) -> None:
+    deadline = 1.0
+    hanging = HangingEmbeddings()
+    try:
+        embedder = _embedder(sqlite_store, hanging, timeout=deadline)
+        began = time.monotonic()
+        ns, outcome = _consolidate(queue, sqlite_store, settings, embedder)
+        held = time.monotonic() - began
+    finally:
+        hanging.release()
+
+    assert outcome is Outcome.COMMITTED
+    # A deadline per attempt held it three deadlines (3.5-3.75 with the default backoff).
+    assert deadline <= held < 2 * deadline
+    assert sqlite_store.pending_embeddings(ns, "hash:v1", limit=5)[0].text == "prefers green tea"

@@ -90,3 +90,25 @@ MAX_SOCKET_TIMEOUT_SECONDS: Final = 30.0
 #: the workers refuse to start on them and the hot path to enqueue. ``volatile-*`` only evicts
 #: keys with an expiry, and no queue key has one.
 EVICTING_POLICIES: Final = frozenset({"allkeys-lru", "allkeys-lfu", "allkeys-random"})
+
+# --- bounds on what agents write (checked before any work on it) --------------------------------
+# An agent writes freely, into its inbox and (with direct edits) into the files memworker
+# publishes, so one runaway loop or a pasted dump must cost a bounded amount: each item is
+# measured by these bounds first (its length, then one C-level split into lines) and refused
+# or set aside before a single line is parsed, deduplicated or turned into a candidate.
+
+#: Most lines one inbox item may hold: an agent writes a few facts per thread; a file of
+#: thousands of lines is a dump (or a runaway loop) that would fill its user's backlog.
+MAX_INBOX_ITEM_LINES: Final = 1000
+
+#: Largest inbox item in UTF-8 bytes: its line bound at about 256 bytes a line (a fact is a
+#: sentence or two), so an item of a few long lines cannot carry a megabyte either.
+MAX_INBOX_ITEM_BYTES: Final = 262_144
+
+#: Most lines an agent's direct edit of a memory file may hold: a published file is rendered
+#: under its budget (8 KiB by default, about a hundred entries), so an edit ten times that is
+#: a dump, not an edit; it is recorded and memworker's version restored (never merged).
+MAX_EDIT_LINES: Final = 1000
+
+#: Largest direct edit in UTF-8 bytes, for the same reason (its line bound at 256 bytes a line).
+MAX_EDIT_BYTES: Final = 262_144

@@ -282,9 +282,9 @@ class Settings(BaseSettings):
     )
     embeddings_timeout_seconds: Annotated[float, Field(gt=0, le=600)] = Field(
         default=30.0,
-        description="Deadline on one embedding call (a batch of entries, or a query). Past it "
-        "the entries wait for the next attempt and a query falls back to full-text search; "
-        "commits never wait on embeddings.",
+        description="Deadline on all the embedding work after one commit (every request, retry "
+        "and wait between retries), and on one query. Past it the entries wait for the next "
+        "commit and a query falls back to full-text search; commits never wait on embeddings.",
     )
     text_search_config: str = Field(
         default="english",

@@ -414,3 +414,28 @@ def store_key(path: str, route: str = MEMORY_ROUTE) -> str:
     if not path.startswith(route) or len(path) == len(route):
         raise SinkError(f"langgraph sink: path {path!r} is not a file under {route}")
     return "/" + path[len(route) :]
+
+
+def bounded_lines(content: str, *, max_bytes: int, max_lines: int) -> tuple[list[str], str | None]:
+    """``content``'s lines and ``None`` when it is within both bounds, else no lines and why
+    not. Measured cheapest first, so a dump costs no more than its length: its characters (a
+    lower bound on its UTF-8 bytes), its bytes, then one split into lines (``str.splitlines``,
+    every line break Python knows, not only ``\\n``); nothing is parsed per line before the
+    bounds are met.
+
+    >>> bounded_lines("- tea\\n- cake\\n", max_bytes=100, max_lines=5)
+    (['- tea', '- cake'], None)
+    >>> bounded_lines("a\\rb\\rc", max_bytes=100, max_lines=2)
+    ([], '3 lines, more than 2')
+    >>> bounded_lines("é" * 60, max_bytes=100, max_lines=2)
+    ([], '120 bytes, more than 100')
+    """
+    if len(content) > max_bytes:
+        return [], f"more than {max_bytes} bytes ({len(content)} characters)"
+    size = len(content.encode("utf-8", errors="surrogatepass"))
+    if size > max_bytes:
+        return [], f"{size} bytes, more than {max_bytes}"
+    lines = content.splitlines()
+    if len(lines) > max_lines:
+        return [], f"{len(lines)} lines, more than {max_lines}"
+    return lines, None

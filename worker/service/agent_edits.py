@@ -20,7 +20,14 @@ not publish there, it raises :class:`~worker.errors.ExternalEdit` and writes not
    the only thing ``overwrite`` accepts);
 4. an edit with nothing to merge (no line added or removed, or a line set memworker already
    published) is published over at once; an edit of **org** memory, which only operators
-   write, is recorded and the operator's version restored.
+   write, is recorded and the operator's version restored;
+5. an edit over :data:`~worker.constants.MAX_EDIT_LINES` lines or
+   :data:`~worker.constants.MAX_EDIT_BYTES` bytes is measured before any line of it is read
+   (:func:`~worker.store_layout.bounded_lines`) and **refused**: recorded with the reason (its
+   first :data:`~worker.constants.MAX_EDIT_BYTES` characters kept), never merged, and
+   memworker's version restored over it by the file's next delivery or the next scan (the
+   record is then ``restored``, its reason kept). A 60,000-line dump took a batch 41-51 s
+   and committed 60,001 entries before this bound.
 
 A delivery never fails because of an edit, so an agent editing files cannot trip the sink's
 breaker or stall other deliveries.
@@ -38,7 +45,7 @@ from datetime import UTC, datetime
 from typing import Any, Final, Literal
 
 from worker.consolidation.render import is_pointer_line
-from worker.constants import MAX_TEXT_BYTES
+from worker.constants import MAX_EDIT_BYTES, MAX_EDIT_LINES, MAX_TEXT_BYTES
 from worker.errors import (
     ExternalEdit,
     InvalidCandidate,
@@ -47,9 +54,10 @@ from worker.errors import (
 )
 from worker.models import Candidate, Namespace, Scope, make_candidate
 from worker.queue.redis_queue import RedisQueue
+from worker.service.bulkhead import Bulkhead
 from worker.sinks.base import CompareAndSetSink, PublishedFile, Sink
 from worker.store.memory import MemoryStore
-from worker.store_layout import content_sha256
+from worker.store_layout import bounded_lines, content_sha256
 
 log = logging.getLogger(__name__)
 
@@ -58,7 +66,7 @@ CURSOR_SOURCE: Final = "agent_edits"
 #: Records read per page by :func:`settle_agent_edits`.
 SETTLE_PAGE: Final = 100
 
-EditState = Literal["pending", "enqueued", "merged", "restored"]
+EditState = Literal["pending", "enqueued", "merged", "restored", "refused"]
 
 
 @dataclass
@@ -73,6 +81,8 @@ class EditRecord:
     base_version: int | None
     candidates: list[dict[str, Any]] = field(default_factory=list)
     seen_at: str = ""
+    #: Why a ``refused`` edit was not merged (over the bounds).
+    reason: str = ""
 
     @property
     def candidate_ids(self) -> list[str]:
@@ -116,7 +126,7 @@ def edit_lines(content: str) -> list[str]:
     >>> edit_lines(f"# Facts\\n\\n- tea\\n\\n{pointer}")
     ['tea']
     """
-    out: list[str] = []
+    out: dict[str, None] = {}  # distinct texts in order, in linear time
     for raw in content.splitlines():
         line = raw.strip()
         if not line or line.startswith("#") or is_pointer_line(line):
@@ -124,9 +134,9 @@ def edit_lines(content: str) -> list[str]:
         if line[:2] in ("- ", "* "):
             line = line[2:].strip()
         text = html.unescape(line.replace("\\#", "#"))
-        if text and text not in out:
-            out.append(text)
-    return out
+        if text:
+            out.setdefault(text, None)
+    return list(out)
 
 
 def edit_candidates(
@@ -142,8 +152,9 @@ def edit_candidates(
     ns = Namespace.parse(namespace)
     sha = content_sha256(after)
     old, new = edit_lines(before), edit_lines(after)
-    changes = [("fact", line) for line in new if line not in old]
-    changes += [("forget", line) for line in old if line not in new]
+    old_set, new_set = set(old), set(new)
+    changes = [("fact", line) for line in new if line not in old_set]
+    changes += [("forget", line) for line in old if line not in new_set]
     found: list[Candidate] = []
     for kind, text in changes:
         try:
@@ -210,8 +221,17 @@ def new_record(
     ``item_was_published``: ``item`` is a version the agent may have edited (the check at
     consolidation reads over the current version), not only the one being delivered."""
     sha = content_sha256(edit.content)
-    base_version, before = _base(store, item, edit, upto=item.version + item_was_published)
     stamp = now.isoformat()
+    _lines, refused = bounded_lines(
+        edit.content, max_bytes=MAX_EDIT_BYTES, max_lines=MAX_EDIT_LINES
+    )
+    if refused is not None:
+        # Measured before any line is read: recorded, never merged, memworker's version back.
+        reason = f"the edit has {refused}; not merged, the published version is restored"
+        log.warning("agent edit of %s%s refused: %s", item.namespace, item.path, reason)
+        kept = edit.content[:MAX_EDIT_BYTES]
+        return EditRecord(item.namespace, item.path, sha, "refused", kept, None, [], stamp, reason)
+    base_version, before = _base(store, item, edit, upto=item.version + item_was_published)
     if Namespace.parse(item.namespace).scope is Scope.ORG:
         # Org memory is written by operators only: keep the edit as a record, restore theirs.
         return EditRecord(
@@ -280,6 +300,9 @@ def _publish_over(
     if record.state in ("pending", "enqueued"):
         record.state = "merged"
         save_record(store, record, now=now)
+    elif record.state == "refused":
+        record.state = "restored"  # its reason stays: why it was never merged
+        save_record(store, record, now=now)
     return None
 
 
@@ -299,26 +322,41 @@ def settle_agent_edits(
     *,
     now: datetime,
     keep: Callable[[str], bool] | None = None,
+    bulkhead: Bulkhead | None = None,
 ) -> SettleReport:
     """Enqueue the candidates of recorded edits (then mark their namespaces due), and publish
-    over the edits whose candidates are merged when no newer delivery did it; ``keep`` limits
-    it to some namespaces."""
+    over the edits whose candidates are merged, or that were refused, when no newer delivery
+    did it; ``keep`` limits it to some namespaces. Each edit is its own bulkhead: one whose
+    namespace's backlog is full (its candidates count against the cap like any other) or whose
+    enqueue fails stays pending and is set aside in ``bulkhead``; the others go on."""
+    bulkhead = bulkhead if bulkhead is not None else Bulkhead("agent edits")
     enqueued = published = 0
     for record in _open_records(store):
         if keep is not None and not keep(record.namespace):
             continue
         if record.state == "pending" and not _merged(store, record):
-            batch = record.batch()
-            queue.enqueue_many(batch)  # deterministic ids: a repeat after a crash merges once
-            queue.mark_due(record.namespace)
-            record.state = "enqueued"
-            save_record(store, record, now=now)
-            enqueued += len(batch)
-        elif sink is not None and _merged(store, record):
+            queued = bulkhead.run(
+                record.namespace,
+                lambda r=record: _enqueue(queue, store, r, now),  # type: ignore[misc]
+                item=record.path,
+            )
+            enqueued += queued or 0
+        elif sink is not None and (record.state == "refused" or _merged(store, record)):
             current = _latest(store, record)
             if current is not None and _publish_over(store, sink, current, record, now) is None:
                 published += 1
     return SettleReport(enqueued, published)
+
+
+def _enqueue(queue: RedisQueue, store: MemoryStore, record: EditRecord, now: datetime) -> int:
+    """Queue ``record``'s candidates and mark its namespace due; the record is ``enqueued``
+    only once all of them went in (deterministic ids: a repeat after a refusal merges once)."""
+    batch = record.batch()
+    queue.enqueue_many(batch)
+    queue.mark_due(record.namespace)
+    record.state = "enqueued"
+    save_record(store, record, now=now)
+    return len(batch)
 
 
 def _latest(store: MemoryStore, record: EditRecord) -> PublishedFile | None:
@@ -338,14 +376,15 @@ def _latest(store: MemoryStore, record: EditRecord) -> PublishedFile | None:
 
 
 def _open_records(store: MemoryStore) -> list[EditRecord]:
-    """Every edit record still pending or enqueued, page by page."""
+    """Every edit record still pending, enqueued or refused (not yet published over), page
+    by page."""
     found: list[EditRecord] = []
     after = ""
     while True:
         page = store.list_cursors(CURSOR_SOURCE, limit=SETTLE_PAGE, after=after)
         for _key, value in page:
             record = EditRecord(**json.loads(value))
-            if record.state in ("pending", "enqueued"):
+            if record.state in ("pending", "enqueued", "refused"):
                 found.append(record)
         if len(page) < SETTLE_PAGE:
             return found

@@ -92,12 +92,15 @@ class Pipeline:
         """The injected clock's time, else the database's (one authority for SQL-side times)."""
         return self.clock() if self.clock is not None else self.store.db_now()
 
-    def agent_edits(self, namespace: str) -> list[Candidate]:
+    def agent_edits(self, namespace: str, *, queued: int = 0) -> list[Candidate]:
         """The candidates of ``namespace``'s agent edits not yet merged (none without
-        ``edits``); reads the store within the check's deadline, never raises for it."""
+        ``edits``), no more than the pending cap leaves beside ``queued`` candidates (agent
+        edits count against it like any candidate); reads the store within the check's
+        deadline, never raises for it."""
         if self.edits is None:
             return []
-        return self.edits.collect(self.store, namespace, now=self.now())
+        room = self.queue.settings.queue_policy.max_pending - queued
+        return self.edits.collect(self.store, namespace, now=self.now(), room=room)
 
     def consolidate(self, claim: Claim, *, trigger: Trigger = "queue") -> BatchResult:
         """Consolidate the batch ``claim`` covers; see the module docstring for the guarantees."""
@@ -158,7 +161,8 @@ class Pipeline:
         # Agent edits are not in the log: the edit record in SQL holds them until the ledger
         # does, and the ledger skips them once merged, so a failed batch loses nothing and a
         # repeat adds none.
-        candidates = [*arrived(entries), *self.agent_edits(namespace)]
+        queued = arrived(entries)
+        candidates = [*queued, *self.agent_edits(namespace, queued=len(queued))]
         # One read transaction for the state, the files, the ledger lookup and the batch's
         # start on the database's clock (unless a clock is injected).
         snapshot = self.store.snapshot(

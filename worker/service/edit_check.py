@@ -14,8 +14,13 @@ nothing else is pending, enqueues them first so there is a batch to claim).
 
 **Bounded and never in the way.** It runs only when a sink that reads edits back is configured
 with ``MEMWORKER_DIRECT_EDITS``, never on the hot path. A store that is down or slow costs the
-batch at most :data:`CHECK_DEADLINE_SECONDS`: the batch goes on with the edits already recorded,
-the rest is read at the next consolidation, and the outage is logged once (and its end once).
+batch at most :data:`CHECK_DEADLINE_SECONDS` in all (one deadline for every read, not one per
+read): the batch goes on with the edits already recorded, the rest is read at the next
+consolidation, and the outage is logged once (and its end once). What an edit costs is bounded
+too: an edit over :data:`~worker.constants.MAX_EDIT_LINES` lines or
+:data:`~worker.constants.MAX_EDIT_BYTES` bytes is refused before a line of it is read
+(:func:`~worker.service.agent_edits.new_record`), and the candidates joining one batch count
+against the namespace's pending cap (``room``): those past it join a later batch.
 """
 
 from __future__ import annotations
@@ -55,9 +60,13 @@ class EditCheck:
     _down: bool = field(default=False, init=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False)
 
-    def collect(self, store: MemoryStore, namespace: str, *, now: datetime) -> list[Candidate]:
+    def collect(
+        self, store: MemoryStore, namespace: str, *, now: datetime, room: int | None = None
+    ) -> list[Candidate]:
         """The candidates of ``namespace``'s agent edits not yet merged: the edits found now
-        (recorded first) and those recorded earlier. Never raises for the sink."""
+        (recorded first) and those recorded earlier, at most ``room`` of them (what the
+        namespace's pending cap leaves beside the batch; the rest stay recorded and join a
+        later batch). Never raises for the sink."""
         until = time.monotonic() + self.deadline_seconds
         reading = True
         found: list[Candidate] = []
@@ -70,6 +79,15 @@ class EditCheck:
             if record is not None and record.state in ("pending", "enqueued"):
                 merged = store.already_recorded(namespace, record.candidate_ids)
                 found += [c for c in record.batch() if c.id not in merged]
+        if room is not None and len(found) > room:
+            log.info(
+                "agent edits of %s: %d candidate(s) join this batch, %d wait for a later one "
+                "(the pending cap)",
+                namespace,
+                max(room, 0),
+                len(found) - max(room, 0),
+            )
+            return found[: max(room, 0)]
         return found
 
     def _published(self, store: MemoryStore, namespace: str) -> list[PublishedFile]:

@@ -3,43 +3,46 @@
 The consolidation task calls :meth:`EntryEmbedder.embed_namespace` after its batch is
 committed and acknowledged; nothing waits on it but that task, and it never raises: a provider
 that fails, hangs or is misconfigured leaves the entries without a vector (search still finds
-them by their words) and the next commit of the namespace tries again. Each call to the model
-has a deadline (a hung provider is abandoned, not waited for) and is retried with backoff a few
-times (tenacity). Entries whose vector came from another model count as unembedded, so changing
+them by their words) and the next commit of the namespace tries again. The whole call has one
+deadline, ``timeout_seconds`` in all (every chunk, retry and wait between retries inside it;
+:func:`~worker.service.embed_within.embed_within`), so a hung provider holds the task that
+long and no longer; and every vector is checked (finite, the namespace's dimension, non-zero
+length) before it is stored: one that fails is not stored, its entry stays found by its words.
+Entries whose vector came from another model count as unembedded, so changing
 ``MEMWORKER_EMBEDDINGS`` re-embeds every namespace as it is next consolidated, or all at once
 with :meth:`EntryEmbedder.embed_all`.
 """
 
 from __future__ import annotations
 
-import functools
 import logging
-import threading
+import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Final, TypeVar
+from typing import Final
 
 import numpy as np
 from langchain_core.embeddings import Embeddings
-from tenacity import Retrying, stop_after_attempt, wait_exponential
 
 from worker.errors import MemworkerError, ModelUnavailable
+from worker.service.embed_within import (
+    EMBED_BATCH,
+    DeadlinePassed,
+    Vector,
+    embed_within,
+    usable_vector,
+    within,
+)
 from worker.store.memory import MemoryStore
 from worker.store.vectors import Embedded
 
 log = logging.getLogger(__name__)
 
-#: Entries sent to the model per call: providers take batches of this size comfortably.
-EMBED_BATCH: Final = 64
 #: Most batches one call of :meth:`EntryEmbedder.embed_namespace` embeds, so a namespace of
 #: 100k unembedded entries (a model change) holds its task for a bounded time; the rest follow
 #: at its next commit or through :meth:`EntryEmbedder.embed_all`.
 MAX_BATCHES_PER_CALL: Final = 16
-#: Attempts per model call before the batch is left for later.
-ATTEMPTS: Final = 3
-
-T = TypeVar("T")
 
 
 def to_bytes(vector: Sequence[float]) -> bytes:
@@ -61,86 +64,92 @@ class EntryEmbedder:
     store: MemoryStore
     embeddings: Embeddings
     model: str
+    #: The deadline of one whole :meth:`embed_namespace` (or :meth:`embed_texts` call without
+    #: its own deadline), and of one query's embedding: a total, not a deadline per request.
     timeout_seconds: float = 30.0
     #: A test's injected time; without it the database's (one authority for SQL-side times).
     clock: Callable[[], datetime] | None = None
     #: Seconds between attempts grow from this (tests pass 0).
     retry_wait_seconds: float = 0.5
+    #: The model's dimension, learned from its first usable vectors: a vector of another
+    #: length is refused (it could be neither stored beside the others nor compared to them).
+    dim: int | None = field(default=None, init=False)
 
-    def call(self, fn: Callable[[], T], *, attempts: int = ATTEMPTS) -> T:
-        """``fn()`` (a model call) under the deadline, tried ``attempts`` times;
-        :class:`ModelUnavailable` when every attempt failed or ran past the deadline."""
-        retrying = Retrying(
-            stop=stop_after_attempt(attempts),
-            wait=wait_exponential(multiplier=self.retry_wait_seconds, max=10),
-            reraise=True,
+    def deadline(self) -> float:
+        """A deadline (:func:`time.monotonic` value) ``timeout_seconds`` from now."""
+        return time.monotonic() + self.timeout_seconds
+
+    def embed_texts(
+        self, texts: Sequence[str], deadline: float | None = None
+    ) -> list[Vector | None]:
+        """One checked vector or ``None`` per text (:func:`embed_within`), all before
+        ``deadline`` (default: ``timeout_seconds`` from now); never raises for the model."""
+        found = embed_within(
+            self.embeddings,
+            texts,
+            self.deadline() if deadline is None else deadline,
+            dim=self.dim,
+            retry_wait_seconds=self.retry_wait_seconds,
+            label=f"embedding model {self.model}",
         )
+        if self.dim is None:
+            self.dim = next((int(v.shape[0]) for v in found if v is not None), None)
+        return found
+
+    def embed_query(self, text: str) -> np.ndarray:
+        """The query's checked vector: one attempt within ``timeout_seconds`` (an agent is
+        waiting; search falls back to full text), else :class:`ModelUnavailable` — also for a
+        vector that is not finite, of length zero or of another dimension than the model's."""
         try:
-            for attempt in retrying:
-                with attempt:
-                    return self._within_deadline(fn)
-        except ModelUnavailable:
-            raise
+            raw = within(lambda: self.embeddings.embed_query(text), self.deadline())
+        except DeadlinePassed:
+            raise ModelUnavailable(
+                f"embedding model {self.model} did not answer within {self.timeout_seconds:g} s"
+            ) from None
         except Exception as exc:
             raise ModelUnavailable(
                 f"embedding model {self.model} failed: {type(exc).__name__}: {exc}"
             ) from exc
-        raise AssertionError("unreachable: tenacity either returns or raises")
-
-    def _within_deadline(self, fn: Callable[[], T]) -> T:
-        # A daemon thread per call: a provider that never answers is abandoned at the deadline
-        # and cannot keep the process from exiting (a pool's threads are joined at exit).
-        result: list[T] = []
-        failure: list[BaseException] = []
-        done = threading.Event()
-
-        def call() -> None:
-            try:
-                result.append(fn())
-            except BaseException as exc:
-                failure.append(exc)
-            finally:
-                done.set()
-
-        threading.Thread(target=call, name="embed-call", daemon=True).start()
-        if not done.wait(self.timeout_seconds):
+        vector = usable_vector(raw, dim=self.dim)
+        if vector is None:
             raise ModelUnavailable(
-                f"embedding model {self.model} did not answer within {self.timeout_seconds:g} s"
+                f"embedding model {self.model} returned an unusable query vector (not finite, "
+                f"of length zero, or not {self.dim or 'the stored'} values)"
             )
-        if failure:
-            raise failure[0]
-        return result[0]
-
-    def embed_query(self, text: str) -> np.ndarray:
-        """The query's vector: one attempt under the deadline (an agent is waiting; search
-        falls back to full text), else :class:`ModelUnavailable`."""
-        vector = self.call(lambda: self.embeddings.embed_query(text), attempts=1)
-        return np.asarray(vector, dtype=np.float32)
+        return vector
 
     def embed_namespace(self, namespace: str) -> int:
         """Embed up to ``EMBED_BATCH * MAX_BATCHES_PER_CALL`` unembedded entries of
-        ``namespace``; returns how many vectors were stored. Never raises (see the module)."""
+        ``namespace`` within ``timeout_seconds`` in all; returns how many vectors were stored.
+        Never raises (see the module)."""
         stored = 0
+        deadline = self.deadline()
         try:
             for _ in range(MAX_BATCHES_PER_CALL):
                 pending = self.store.pending_embeddings(namespace, self.model, limit=EMBED_BATCH)
                 if not pending:
                     break
-                texts = [p.text for p in pending]
-                vectors = self.call(functools.partial(self.embeddings.embed_documents, texts))
+                vectors = self.embed_texts([p.text for p in pending], deadline)
                 items = [
-                    Embedded(p.entry_id, p.text, to_bytes(v), len(v))
+                    Embedded(p.entry_id, p.text, v.tobytes(), int(v.shape[0]))
                     for p, v in zip(pending, vectors, strict=True)
+                    if v is not None
                 ]
-                wrote = self.store.store_embeddings(
-                    namespace,
-                    self.model,
-                    items,
-                    now=self.clock() if self.clock is not None else self.store.db_now(),
+                wrote = (
+                    self.store.store_embeddings(
+                        namespace,
+                        self.model,
+                        items,
+                        now=self.clock() if self.clock is not None else self.store.db_now(),
+                    )
+                    if items
+                    else 0
                 )
                 stored += wrote
-                if wrote < len(items):
-                    break  # entries changed meanwhile: the next commit embeds their new text
+                if wrote < len(pending):
+                    # A vector refused or missing (they wait for the next commit), or entries
+                    # changed meanwhile (the next commit embeds their new text).
+                    break
         except MemworkerError as exc:
             log.warning("embedding entries of %s stopped, they wait: %s", namespace, exc)
         except Exception:

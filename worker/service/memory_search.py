@@ -47,6 +47,7 @@ import numpy as np
 from worker.errors import MemworkerError
 from worker.service import vector_cells
 from worker.service.embed import EntryEmbedder, from_bytes
+from worker.service.embed_within import usable_vector
 from worker.service.vector_cells import CELL_MIN_ROWS, SCAN_ROWS, Cells
 from worker.store.memory import MemoryStore
 from worker.values import Entry, MemoryHit
@@ -125,6 +126,19 @@ def _unit_rows(matrix: np.ndarray) -> np.ndarray:
     return unit
 
 
+def _usable_rows(entry_ids: list[str], matrix: np.ndarray) -> tuple[list[str], np.ndarray]:
+    """The rows fit to rank with (finite, non-zero length) and their ids: a vector stored
+    before vectors were checked, or written by hand, is left out (its entry is still found by
+    its words) instead of turning every ranking it takes part in into noise."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        norms = np.linalg.norm(matrix.astype(np.float64), axis=1)
+    good = np.isfinite(matrix).all(axis=1) & np.isfinite(norms) & (norms > 0)
+    if bool(good.all()):
+        return entry_ids, matrix
+    log.warning("%d stored vector(s) unusable (not finite or length zero); left out", (~good).sum())
+    return [i for i, ok in zip(entry_ids, good, strict=True) if ok], matrix[good]
+
+
 @dataclass(frozen=True)
 class _Matrix:
     """One namespace's vectors: entry ids, each id's row, the unit-row matrix, and, from
@@ -187,9 +201,10 @@ class _MatrixCache:
         # Stale or absent: every vector is read again, in one snapshot with its fingerprint
         # (the stale matrix lends only its cells, never a vector or an id).
         stored = store.namespace_vectors(namespace, model)
-        unit = _unit_rows(from_bytes(stored.vectors, stored.dim))
+        ids, rows = _usable_rows(stored.entry_ids, from_bytes(stored.vectors, stored.dim))
+        unit = _unit_rows(rows)
         previous = hit[1] if hit is not None else None
-        found = _matrix(stored.entry_ids, unit, previous, self.cell_min_rows)
+        found = _matrix(ids, unit, previous, self.cell_min_rows)
         with self._lock:
             self._items[key] = (stored.fingerprint, found)
             self._items.move_to_end(key)
@@ -235,18 +250,25 @@ def _model_vector(embedder: EntryEmbedder, query: str) -> np.ndarray | None:
 
 
 def _unit(model: str, vector: np.ndarray, matrix: _Matrix) -> np.ndarray | None:
-    """``vector`` scaled to length one; None (full text only) when its size is not that of
-    ``matrix``'s rows."""
+    """``vector`` scaled to length one; None (full text only) when it is unfit to rank with
+    (:func:`~worker.service.embed_within.usable_vector`: a value that is not finite, length
+    zero) or its size is not that of ``matrix``'s rows. A NaN let through would make every
+    cosine NaN and the ranking noise."""
     dim = matrix.unit_rows.shape[1]
-    if vector.shape != (dim,):
+    checked = usable_vector(vector, dim=dim)
+    if checked is None:
         log.warning(
-            "embedding model %s returned %s values, stored vectors have %d; full text only",
+            "embedding model %s returned an unusable query vector (%s values, stored vectors "
+            "have %d; or a value that is not finite, or length zero); full text only",
             model,
             vector.shape,
             dim,
         )
         return None
-    return (vector / max(float(np.linalg.norm(vector)), 1e-12)).astype(np.float32)
+    unit: np.ndarray = (checked / float(np.linalg.norm(checked.astype(np.float64)))).astype(
+        np.float32
+    )
+    return unit
 
 
 class SqlMemorySearch:

@@ -12,19 +12,20 @@ absorbed (:func:`worker.service.agent_edits.settle_agent_edits`).
 **Bulkheads.** Each namespace is enqueued on its own (:class:`~worker.service.bulkhead.Bulkhead`):
 a namespace whose backlog is full, or whose enqueue fails for any reason, is set aside with
 the reason and keeps its cursors (read again next time), while every other namespace is
-enqueued and moves on. An inbox item with more lines than :data:`MAX_INBOX_ITEM_LINES` is set
-aside by itself (named in the result), never enqueued in part, so it cannot fill its user's
-backlog every night.
+enqueued and moves on. An inbox item over :data:`~worker.constants.MAX_INBOX_ITEM_LINES`
+lines or :data:`~worker.constants.MAX_INBOX_ITEM_BYTES` bytes is set aside by itself (named in the
+result) before any line of it is read, never enqueued in part, so it cannot fill its user's
+backlog every night nor make every scan parse it: its cursor remembers it, and later scans
+name it again without reading it until the agent changes it.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Final
 
 from worker.models import Candidate
 from worker.queue.redis_queue import RedisQueue
@@ -35,10 +36,6 @@ from worker.sources.base import InboxSource, ThreadSource
 from worker.store.memory import MemoryStore
 
 log = logging.getLogger(__name__)
-
-#: Most lines one inbox item may hold: an agent writes a few facts per thread; a file of
-#: thousands of lines is a dump (or a runaway loop) that would fill its user's backlog.
-MAX_INBOX_ITEM_LINES: Final = 1000
 
 
 def _everything(_namespace: str) -> bool:
@@ -119,7 +116,9 @@ def scan_sources(
             bulkhead=bulkhead,
         )
     if enqueue and parts.edits is not None:
-        edits = settle_agent_edits(queue, store, parts.edits, now=now, keep=keep).enqueued
+        edits = settle_agent_edits(
+            queue, store, parts.edits, now=now, keep=keep, bulkhead=bulkhead
+        ).enqueued
     return SourceScan(
         True,
         len(found.threads_seen),
@@ -170,8 +169,10 @@ def scan_inbox(
         return not ids or store.already_recorded(namespace, ids) >= set(ids)
 
     found = source.collect(cursors=store, merged=merged, now=now, trace_id=trace_id)
-    oversized = _oversized_items(found.cursor_updates, bulkhead)
-    candidates = [c for c in found.candidates if keep(c.namespace) and c.id not in oversized]
+    for namespace, key, reason in found.set_aside:
+        if keep(namespace):
+            bulkhead.skip(namespace, reason, item=key)
+    candidates = [c for c in found.candidates if keep(c.namespace)]
     if not enqueue:
         return len(candidates), 0
     by_namespace: dict[str, list[Candidate]] = {}
@@ -179,13 +180,12 @@ def scan_inbox(
         by_namespace.setdefault(candidate.namespace, []).append(candidate)
     enqueued = enqueue_each(queue, by_namespace, bulkhead)
     for namespace, consumed in found.cursor_updates.items():
-        # Recorded only now that its candidates are queued; an item set aside is left out, so
-        # it is looked at again (and reported again) until an agent fixes it.
+        # Recorded only now that its candidates are queued; an item set aside is recorded as
+        # such, so later scans report it without reading it until an agent changes it.
         if keep(namespace) and namespace not in bulkhead.namespaces():
-            kept = {k: v for k, v in consumed.items() if not set(v.get("ids", ())) & oversized}
             bulkhead.run(
                 namespace,
-                lambda n=namespace, k=kept: store.set_cursor(  # type: ignore[misc]
+                lambda n=namespace, k=consumed: store.set_cursor(  # type: ignore[misc]
                     source.cursor_source, n, json.dumps(k), namespace=n, now=now
                 ),
             )
@@ -199,23 +199,3 @@ def scan_inbox(
     if removed:
         log.info("inbox: removed %d merged item(s)", removed)
     return len(candidates), removed
-
-
-def _oversized_items(
-    cursor_updates: Mapping[str, dict[str, dict[str, Any]]], bulkhead: Bulkhead
-) -> set[str]:
-    """Candidate ids of the inbox items with more than :data:`MAX_INBOX_ITEM_LINES` lines,
-    each item set aside with its reason."""
-    oversized: set[str] = set()
-    for namespace, consumed in cursor_updates.items():
-        for key, record in consumed.items():
-            ids = [str(i) for i in record.get("ids", ()) or ()]
-            if len(ids) > MAX_INBOX_ITEM_LINES:
-                bulkhead.skip(
-                    namespace,
-                    f"inbox item has {len(ids)} lines, more than {MAX_INBOX_ITEM_LINES}; left "
-                    "in the inbox, not enqueued (split it into smaller items)",
-                    item=key,
-                )
-                oversized.update(ids)
-    return oversized

@@ -68,6 +68,11 @@ class InboxFinds(Protocol):
     @property
     def removable(self) -> Sequence[tuple[tuple[str, ...], str, str]]: ...
 
+    @property
+    def set_aside(self) -> Sequence[tuple[str, str, str]]:
+        """(memory namespace, item key, reason) of the items over the source's bounds."""
+        ...
+
 
 class InboxSource(Protocol):
     """What agents appended to their inbox, as ``fact`` candidates; removed once merged."""

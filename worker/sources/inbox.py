@@ -17,7 +17,14 @@ the caller to act on in order (at-least-once, never lost):
 2. ``cursor_updates``: per namespace, the items consumed (key → content hash and candidate
    ids); record them only after the candidates are enqueued;
 3. ``removable``: items consumed by an earlier scan whose candidates the caller confirms are
-   merged (``merged``); delete them only if the store still holds the same content.
+   merged (``merged``); delete them only if the store still holds the same content;
+4. ``set_aside``: items over the bounds (:data:`~worker.constants.MAX_INBOX_ITEM_BYTES`,
+   :data:`~worker.constants.MAX_INBOX_ITEM_LINES`), each with its reason. An item is measured
+   before any work on it (:func:`~worker.store_layout.bounded_lines`: its length, then one
+   split into lines), so a dump costs a scan no more than its length; it is never enqueued in
+   part and never removed. Its cursor record remembers it (its ``updated_at`` and content
+   hash, with the reason), so later scans report it again without reading it until the agent
+   changes it.
 """
 
 from __future__ import annotations
@@ -33,9 +40,10 @@ from typing import Any, Final, Protocol
 import httpx
 from langgraph_sdk.errors import LangGraphError, NotFoundError
 
+from worker.constants import MAX_INBOX_ITEM_BYTES, MAX_INBOX_ITEM_LINES
 from worker.errors import InvalidCandidate, SinkError
 from worker.models import Candidate, Namespace, make_candidate, validate_id
-from worker.store_layout import StoreLayout, content_sha256, item_content
+from worker.store_layout import StoreLayout, bounded_lines, content_sha256, item_content
 
 logger = logging.getLogger(__name__)
 
@@ -59,6 +67,8 @@ class InboxScan:
     cursor_updates: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
     #: (store namespace, key, content hash) of consumed items whose merge is confirmed.
     removable: list[tuple[tuple[str, ...], str, str]] = field(default_factory=list)
+    #: (memory namespace, item key, reason) of the items over the bounds, left in the inbox.
+    set_aside: list[tuple[str, str, str]] = field(default_factory=list)
     namespaces_seen: int = 0
 
 
@@ -97,10 +107,28 @@ class LangGraphInbox:
             raw = cursors.get_cursor(CURSOR_SOURCE, namespace.key)
             consumed: dict[str, dict[str, Any]] = json.loads(raw) if raw else {}
             updates = dict(consumed)
-            for key, content, written in _inbox_items(self.client, store_ns, prefix, PAGE_SIZE):
-                sha = content_sha256(content)
+            for key, content, updated in _inbox_items(self.client, store_ns, prefix, PAGE_SIZE):
                 seen = consumed.get(key)
-                if seen is not None and seen.get("sha256") == sha:
+                remembered = _set_aside_reason(seen, updated)
+                if remembered is not None:
+                    # Set aside by an earlier scan and unchanged since: reported, not read.
+                    scan.set_aside.append((namespace.key, key, remembered))
+                    continue
+                lines, refused = bounded_lines(
+                    content, max_bytes=MAX_INBOX_ITEM_BYTES, max_lines=MAX_INBOX_ITEM_LINES
+                )
+                sha = content_sha256(content)
+                if refused is not None:
+                    reason = (
+                        f"inbox item has {refused}; left in the inbox, not enqueued (split it "
+                        "into smaller items)"
+                    )
+                    scan.set_aside.append((namespace.key, key, reason))
+                    updates[key] = {
+                        "sha256": sha, "updated_at": updated, "ids": [], "set_aside": reason
+                    }  # fmt: skip
+                    continue
+                if seen is not None and seen.get("sha256") == sha and "set_aside" not in seen:
                     if merged(namespace.key, seen.get("ids") or []):
                         scan.removable.append((store_ns, key, sha))
                         updates.pop(key, None)
@@ -109,10 +137,10 @@ class LangGraphInbox:
                     namespace,
                     key,
                     relative=key[len(prefix) :],
-                    content=content,
+                    lines=lines,
                     sha=sha,
                     now=now,
-                    written=written,
+                    written=_written_at(updated),
                     trace_id=trace_id,
                     max_text_bytes=self.max_text_bytes,
                 )
@@ -157,18 +185,32 @@ def thread_of(relative: str) -> str | None:
         return None
 
 
-def inbox_lines(content: str) -> list[str]:
-    """Each distinct non-empty line, bullets and headings stripped."""
-    out: list[str] = []
-    for raw in content.splitlines():
+def inbox_lines(lines: Sequence[str]) -> list[str]:
+    """Each distinct non-empty line of ``lines`` (an item's, already within the bounds), in
+    order, bullets and headings stripped; deduplicated through a dict, in linear time.
+
+    >>> inbox_lines(["# Notes", "- tea", "* tea", "", "cake"])
+    ['tea', 'cake']
+    """
+    out: dict[str, None] = {}
+    for raw in lines:
         line = raw.strip()
         if not line or line.startswith("#"):
             continue
         if line[:2] in ("- ", "* "):
             line = line[2:].strip()
-        if line and line not in out:
-            out.append(line)
-    return out
+        if line:
+            out.setdefault(line, None)
+    return list(out)
+
+
+def _set_aside_reason(seen: Mapping[str, Any] | None, updated: str | None) -> str | None:
+    """The reason an earlier scan set the item aside, when its cursor record ``seen`` did so
+    at this very ``updated_at`` (the store moves it on every write); else ``None``."""
+    if seen is None or updated is None or seen.get("updated_at") != updated:
+        return None
+    reason = seen.get("set_aside")
+    return str(reason) if reason is not None else None
 
 
 def _candidates(
@@ -176,7 +218,7 @@ def _candidates(
     key: str,
     *,
     relative: str,
-    content: str,
+    lines: Sequence[str],
     sha: str,
     now: datetime,
     written: datetime | None,
@@ -186,7 +228,7 @@ def _candidates(
     thread_id = thread_of(relative)
     said = None if written is None else min(written, now)  # the store's clock may run ahead
     found: list[Candidate] = []
-    for index, line in enumerate(inbox_lines(content)):
+    for index, line in enumerate(inbox_lines(lines)):
         try:
             found.append(
                 make_candidate(
@@ -234,9 +276,9 @@ def _namespaces(client: Any, page_size: int) -> Iterator[tuple[str, ...]]:
 
 def _inbox_items(
     client: Any, store_ns: tuple[str, ...], prefix: str, page_size: int
-) -> Iterator[tuple[str, str, datetime | None]]:
-    """(key, content, last write) of the inbox items directly in ``store_ns`` (not in deeper
-    namespaces); the last write is ``None`` when the item carries no readable time."""
+) -> Iterator[tuple[str, str, str | None]]:
+    """(key, content, ``updated_at``) of the inbox items directly in ``store_ns`` (not in
+    deeper namespaces)."""
     offset = 0
     while True:
         page = client.store.search_items(list(store_ns), limit=page_size, offset=offset)
@@ -248,7 +290,8 @@ def _inbox_items(
             value = item.get("value")
             raw = value.get("content") if isinstance(value, Mapping) else None
             if isinstance(raw, str | list):
-                yield key, item_content(value), _written_at(item.get("updated_at"))
+                updated = item.get("updated_at")
+                yield key, item_content(value), str(updated) if updated else None
         if len(items) < page_size:
             return
         offset += page_size
