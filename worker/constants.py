@@ -112,3 +112,9 @@ MAX_EDIT_LINES: Final = 1000
 
 #: Largest direct edit in UTF-8 bytes, for the same reason (its line bound at 256 bytes a line).
 MAX_EDIT_BYTES: Final = 262_144
+
+#: The embeddings a deployment gets without a setting: the multilingual model shipped in the
+#: default install, so merging decides by meaning and search is hybrid out of the box.
+DEFAULT_EMBEDDINGS: Final = "local:multilingual-e5-small"
+#: What turns embeddings off (``MEMWORKER_EMBEDDINGS=none``): merging and search by words only.
+NO_EMBEDDINGS: Final = "none"

@@ -26,6 +26,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from worker.constants import (
     DEFAULT_DATA_DIR,
+    DEFAULT_EMBEDDINGS,
     DEFAULT_KEY_PREFIX,
     DEFAULT_QUEUE_SHARDS,
     DEFAULT_SOCKET_TIMEOUT_SECONDS,
@@ -274,11 +275,11 @@ class Settings(BaseSettings):
 
     # --- search ------------------------------------------------------------------------------
     embeddings: str | None = Field(
-        default=None,
-        description="Embedding model as `provider:model` (e.g. `local:multilingual-e5-small`, "
-        "`openai:text-embedding-3-small`, `ollama:nomic-embed-text`); turns on dense vectors, "
-        "computed by the worker after each commit and fused with full-text search. Unset: "
-        "full-text search only.",
+        default=DEFAULT_EMBEDDINGS,
+        description="Embedding model as `provider:model` (default `local:multilingual-e5-small`, "
+        "shipped with the worker; or `openai:text-embedding-3-small`, `ollama:nomic-embed-text`, "
+        "…): merging decides restatements and new values by meaning, and search fuses dense "
+        "vectors with full text. `none`: merging by words and keys only, full-text search only.",
     )
     embeddings_timeout_seconds: Annotated[float, Field(gt=0, le=600)] = Field(
         default=30.0,

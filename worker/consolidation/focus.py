@@ -6,9 +6,13 @@ entries the model sees them all, and past that only the entries the batch can to
 
 - every active entry holding the ``key`` of a candidate (a keyed candidate supersedes its
   slot, so the slot's holder must be shown);
-- each candidate's lexically nearest entries (the BM25 ranker the rules consolidator uses,
-  :class:`~worker.consolidation.semantic.LexicalIndex`, over content terms; ties and entries
-  sharing no term in entry order), taken in turns, one per candidate per round, until
+- with a meaning model (:class:`~worker.consolidation.meaning.Meaning`, the default), every
+  entry giving the same single-valued attribute as a candidate ("I'm based in Glasgow" for
+  "nos hemos mudado a Bilbao"): the entries a correct plan must supersede are never unshown;
+- each candidate's nearest entries, by vector and by words in turns (the BM25 ranker the rules
+  consolidator uses, :class:`~worker.consolidation.semantic.LexicalIndex`, over content terms;
+  ties and entries sharing no term in entry order), taken in turns, one per candidate per
+  round, until
   :data:`NEAREST_CAP` entries are chosen, or :data:`NEAREST_PER_CANDIDATE` per candidate for a
   batch larger than five (so a large batch's candidates are not left without neighbours).
 
@@ -34,10 +38,12 @@ no short id, so a plan cannot confirm, supersede or invalidate it:
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import zip_longest
 from typing import Final
 
+from worker.consolidation.meaning import Meaning
 from worker.consolidation.render import entry_order
-from worker.consolidation.semantic import build_index
+from worker.consolidation.semantic import LexicalIndex, build_index
 from worker.models import Candidate
 from worker.values import Entry, NamespaceState
 
@@ -57,17 +63,24 @@ def _order(entry: Entry) -> tuple[str, tuple[object, ...]]:
     return (entry.path, entry_order(entry))
 
 
-def touched_entries(state: NamespaceState, candidates: Sequence[Candidate]) -> list[Entry]:
+def touched_entries(
+    state: NamespaceState, candidates: Sequence[Candidate], *, meaning: Meaning | None = None
+) -> list[Entry]:
     """The active entries of ``state`` the prompt for ``candidates`` shows (module docs)."""
     active = sorted((e for e in state.entries if e.active), key=_order)
     if len(active) <= SHOW_ALL:
         return active
     keys = {c.key for c in candidates if c.key}
     chosen = {e.id for e in active if e.key is not None and e.key in keys}
+    if meaning is not None:
+        meaning.prepare([*(e.text for e in active), *(c.text for c in candidates)])
+        chosen |= {
+            e.id for c in candidates for e in active if meaning.same_attribute(e.text, c.text)
+        }
     cap = max(NEAREST_CAP, NEAREST_PER_CANDIDATE * len(candidates))
     index = build_index((e.id, e.text) for e in active)
     limit = cap + len(chosen)
-    ranked = [[i for i, _score in index.nearest(c.text, limit, pad=True)] for c in candidates]
+    ranked = [_nearest(index, active, c.text, limit, meaning) for c in candidates]
     nearest: set[str] = set()
     for rank in range(cap + len(chosen)):
         for ids in ranked:
@@ -77,3 +90,18 @@ def touched_entries(state: NamespaceState, candidates: Sequence[Candidate]) -> l
                 nearest.add(ids[rank])
     chosen |= nearest
     return [e for e in active if e.id in chosen]
+
+
+def _nearest(
+    index: LexicalIndex, active: Sequence[Entry], text: str, limit: int, meaning: Meaning | None
+) -> list[str]:
+    """Ids of the entries nearest ``text``: by words alone, or by vector and by words in
+    turns (each once)."""
+    worded = [i for i, _score in index.nearest(text, limit, pad=True)]
+    if meaning is None:
+        return worded
+    by_vector = [active[i].id for i in meaning.nearest(text, [e.text for e in active], limit)]
+    merged: dict[str, None] = {}
+    for pair in zip_longest(by_vector, worded):
+        merged.update((i, None) for i in pair if i is not None)
+    return list(merged)[:limit]

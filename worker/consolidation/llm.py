@@ -64,6 +64,7 @@ from worker.consolidation.answer import (
     translate,
 )
 from worker.consolidation.apply import advance, apply_plan
+from worker.consolidation.meaning import Meaning
 from worker.consolidation.prompt import ShortIds, build_messages, candidate_line
 from worker.consolidation.provider_errors import (
     RequestRefused,
@@ -72,6 +73,7 @@ from worker.consolidation.provider_errors import (
     method_rejected,
     provider_failure,
 )
+from worker.consolidation.rules import said_order
 from worker.consolidation.types import Invalidate, Operation, Plan, Reject, Supersede
 from worker.consolidation.validate import validate_plan
 from worker.errors import ConfigurationError, ConsolidatorError, InvalidModelPlan, ModelUnavailable
@@ -143,6 +145,7 @@ class LLMConsolidator:
         max_removals: int,
         methods: Sequence[Method] = ("function_calling",),
         timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS,
+        meaning: Meaning | None = None,
     ) -> None:
         if not methods or any(m not in METHODS for m in methods):
             raise ConfigurationError(
@@ -155,13 +158,19 @@ class LLMConsolidator:
         self.max_removals = max_removals
         self.methods: tuple[Method, ...] = tuple(methods)[:2]
         self.timeout_seconds = timeout_seconds
+        #: Chooses the entries each prompt shows and checks the plan's removals (by meaning).
+        self.meaning = meaning
         #: Index into ``methods`` of the one in use; moves to the fallback at most once.
         self._current = 0
         self._structured: dict[Method, Any] = {}
 
     @classmethod
     def from_settings(
-        cls, settings: ConsolidationSettings, *, model: BaseChatModel | None = None
+        cls,
+        settings: ConsolidationSettings,
+        *,
+        model: BaseChatModel | None = None,
+        meaning: Meaning | None = None,
     ) -> LLMConsolidator:
         if model is None:
             raise ConsolidatorError("LLMConsolidator needs a model; set MEMWORKER_MODEL")
@@ -176,6 +185,7 @@ class LLMConsolidator:
             max_removals=settings.max_removals_per_run,
             methods=methods,
             timeout_seconds=settings.model_timeout_seconds,
+            meaning=meaning,
         )
 
     @property
@@ -206,7 +216,7 @@ class LLMConsolidator:
         return self._structured[method]
 
     def merge(self, state: NamespaceState, batch: Sequence[Candidate], *, now: datetime) -> Plan:
-        unique = sorted({c.id: c for c in batch}.values(), key=lambda c: (c.created_at, c.id))
+        unique = sorted({c.id: c for c in batch}.values(), key=said_order)
         run = _Run(self, state, now)
         for cand in unique:
             reason = guards.violation(cand.text) if cand.kind is Kind.FACT else None
@@ -251,14 +261,14 @@ class _Run:
     ) -> tuple[list[BaseMessage], ShortIds]:
         return build_messages(
             self.state, chunk, problems=problems, answer_format=self._hint(),
-            entries=focus.touched_entries(self.state, chunk),
+            entries=focus.touched_entries(self.state, chunk, meaning=self.owner.meaning),
         )  # fmt: skip
 
     def _fixed_tokens(self, shown_for: Sequence[Candidate]) -> int:
         """Tokens of the prompt without candidates, showing the entries ``shown_for`` touch."""
         fixed, _ = build_messages(
             self.state, [], answer_format=self._hint(),
-            entries=focus.touched_entries(self.state, shown_for),
+            entries=focus.touched_entries(self.state, shown_for, meaning=self.owner.meaning),
         )  # fmt: skip
         return count_tokens_approximately(fixed)
 
@@ -324,7 +334,7 @@ class _Run:
                 problems = validate_plan(
                     self.state, chunk, plan,
                     max_removals=self.owner.max_removals - self.removals,
-                    max_text_bytes=self.owner.max_text_bytes,
+                    max_text_bytes=self.owner.max_text_bytes, meaning=self.owner.meaning,
                 )  # fmt: skip
             if not problems:
                 self._accept(chunk, plan, advance_state=not last)

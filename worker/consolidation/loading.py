@@ -20,6 +20,8 @@
 from __future__ import annotations
 
 import importlib
+import inspect
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final
 
 from worker.consolidation.base import Consolidator
@@ -28,6 +30,7 @@ from worker.errors import ConfigurationError
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
 
+    from worker.consolidation.meaning import Meaning
     from worker.slices import ConsolidationSettings
 
 #: The default consolidator; with a model configured it is replaced by the LLM agent.
@@ -109,11 +112,13 @@ def load_consolidator(
     *,
     model: BaseChatModel | None = None,
     require_turns: bool = False,
+    meaning: Meaning | None = None,
 ) -> Consolidator:
     """The consolidator ``settings`` ask for (see the module docs).
 
     ``model`` overrides ``settings.model`` (tests pass a scripted model); ``require_turns`` is
-    set by callers that will feed ``turn`` candidates (thread scans).
+    set by callers that will feed ``turn`` candidates (thread scans). ``meaning`` goes to a
+    ``from_settings`` that takes it (the built-in consolidators do).
     """
     path = settings.consolidator
     if path == DEFAULT_CONSOLIDATOR and (model is not None or settings.model):
@@ -144,7 +149,8 @@ def load_consolidator(
         model = chat_model(settings)
     try:
         if hasattr(cls, "from_settings"):
-            built = cls.from_settings(settings, model=model)
+            extra = {"meaning": meaning} if _takes(cls.from_settings, "meaning") else {}
+            built = cls.from_settings(settings, model=model, **extra)
         else:
             built = cls(model) if cls.needs_model else cls()
     except ConfigurationError:
@@ -156,3 +162,12 @@ def load_consolidator(
     if not isinstance(built, Consolidator):
         raise ConfigurationError(f"MEMWORKER_CONSOLIDATOR={path!r} did not build a consolidator")
     return built
+
+
+def _takes(fn: Callable[..., object], name: str) -> bool:
+    """Whether ``fn`` accepts a keyword argument ``name``."""
+    try:
+        parameters = inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return False
+    return name in parameters or any(p.kind is p.VAR_KEYWORD for p in parameters.values())

@@ -50,6 +50,11 @@ from worker.errors import ModelUnavailable
 
 #: The described kinds of statement, shipped with the package.
 ATTRIBUTES_FILE: Final = "attributes.json"
+#: Their vectors under the default model, shipped beside them (``python -m
+#: worker.runtime.embeddings`` writes it): embedding ~450 examples takes seconds, which a
+#: worker would otherwise pay at its first batch. Used only while its digest matches the
+#: examples and its model is the one in use.
+VECTORS_FILE: Final = "attributes.npz"
 #: Texts whose vectors one process keeps (384 floats each: 20,000 are about 30 MB): a worker
 #: serves many namespaces, and a namespace's entries are compared again at its next batch.
 CACHE_TEXTS: Final = 20_000
@@ -82,12 +87,15 @@ class Thresholds:
     kind_score: float = 0.22
     #: How much nearer a text must be to its kind than to the next kind.
     kind_margin: float = 0.015
+    #: Kinds this near a text's nearest are kinds it may be too: an entry between two kinds
+    #: may still give the attribute a clear statement gives.
+    kind_spread: float = 0.03
     #: How far along the user → someone-else direction a text must lie to be about someone
     #: else (0 is half-way between the example pairs' two sides).
     someone_else: float = 0.06
     #: Least cosine of two texts of one single-valued kind for one to retire the other (two
     #: favourites of different things are one kind, but far apart).
-    same_attribute: float = 0.78
+    same_attribute: float = 0.82
 
 
 @dataclass(frozen=True)
@@ -122,10 +130,16 @@ class Bank:
         return cls(tuple(kinds), tuple(examples), tuple(labels), pairs)
 
     @property
+    def texts(self) -> tuple[str, ...]:
+        """Every text embedded for the bank: the examples, then the subject pairs' own sides,
+        then their other sides."""
+        pairs = self.subject_pairs
+        return (*self.examples, *(a for a, _ in pairs), *(b for _, b in pairs))
+
+    @property
     def digest(self) -> str:
-        """What the examples' vectors depend on (the texts), to know a stored matrix is theirs."""
-        texts = [*self.examples, *(t for pair in self.subject_pairs for t in pair)]
-        return hashlib.sha256("\n".join(texts).encode()).hexdigest()[:16]
+        """What the bank's vectors depend on (the texts), to know a stored matrix is theirs."""
+        return hashlib.sha256("\n".join(self.texts).encode()).hexdigest()[:16]
 
 
 class CachingEmbeddings(Embeddings):
@@ -214,7 +228,9 @@ class Meaning:
         self.deadline_seconds = deadline_seconds
         self.bank = bank or Bank.load()
         self._unit: dict[str, np.ndarray] = {}
-        self._kinds: dict[str, Kind | None] = {}
+        self._kinds: dict[str, tuple[Kind, ...]] = {}
+        #: Whether a text's nearest kind is clear of the next by the margin.
+        self._clear: dict[str, bool] = {}
 
     # --- vectors ---------------------------------------------------------------------------
     def prepare(self, texts: Iterable[str]) -> None:
@@ -273,18 +289,22 @@ class Meaning:
     def kind(self, text: str) -> Kind | None:
         """The kind of statement ``text`` is (None when it is near none clearly enough, or has
         no vector)."""
-        if text in self._kinds:
-            return self._kinds[text]
-        v = self.vector(text)
-        found = None if v is None else self._classify(v)
-        self._kinds[text] = found
-        return found
+        near = self.kinds_near(text)
+        return near[0] if len(near) == 1 or (near and self._clear[text]) else None
+
+    def kinds_near(self, text: str) -> tuple[Kind, ...]:
+        """The kinds ``text`` is near enough to be, nearest first: one when it is clearly of
+        a kind; several when it lies between them ("I work at Henkel": employer or job)."""
+        if text not in self._kinds:
+            v = self.vector(text)
+            self._kinds[text], self._clear[text] = ((), False) if v is None else self._classify(v)
+        return self._kinds[text]
 
     def same_attribute(self, a: str, b: str) -> bool:
         """``a`` and ``b`` give a value of the same single-valued attribute of the user (each
         may retire the other, the newer winning)."""
-        first, second = self.kind(a), self.kind(b)
-        if first is None or first != second or not first.single:
+        shared = _shared_kind(self, a, b)
+        if shared is None or not shared.single:
             return False
         if self.someone_else(a) or self.someone_else(b):
             return False  # whose attribute it is cannot be told apart: both stay
@@ -307,14 +327,30 @@ class Meaning:
 
     # --- the kinds ---------------------------------------------------------------------------
     @cached_property
-    def _examples(self) -> tuple[np.ndarray, np.ndarray]:
-        """The examples' vectors, centred on their mean and normalised, and that mean."""
+    def _bank_vectors(self) -> np.ndarray:
+        """The vectors of the examples, then of the subject pairs (own sides, other sides):
+        the shipped ones when they are this model's for these texts, else embedded now."""
+        texts = self.bank.texts
+        shipped = _shipped_vectors(self.model_name, self.bank.digest)
+        if shipped is not None and len(shipped) == len(texts):
+            return shipped
         vectors = _within(
-            lambda: self.embeddings.embed_documents(list(self.bank.examples)),
+            lambda: self.embeddings.embed_documents(list(texts)),
             self.deadline_seconds,
             "embedding the kinds' examples",
         )
-        matrix = np.asarray(vectors, dtype=np.float64)
+        return np.asarray(vectors, dtype=np.float64)
+
+    @property
+    def model_name(self) -> str | None:
+        """The spec of the model (``local:<name>``), when it says one."""
+        name = getattr(self.embeddings.inner, "model_name", None)
+        return name if isinstance(name, str) else None
+
+    @cached_property
+    def _examples(self) -> tuple[np.ndarray, np.ndarray]:
+        """The examples' vectors, centred on their mean and normalised, and that mean."""
+        matrix = self._bank_vectors[: len(self.bank.examples)].copy()
         mean = matrix.mean(axis=0)
         centred = matrix - mean
         centred /= np.linalg.norm(centred, axis=1, keepdims=True)
@@ -325,13 +361,7 @@ class Meaning:
         """The unit direction from statements about the user to the same statements about
         someone else, and the point half-way between the two sides along it."""
         pairs = self.bank.subject_pairs
-        texts = [a for a, _ in pairs] + [b for _, b in pairs]
-        vectors = _within(
-            lambda: self.embeddings.embed_documents(texts),
-            self.deadline_seconds,
-            "embedding the subject examples",
-        )
-        matrix = np.asarray(vectors, dtype=np.float64)
+        matrix = self._bank_vectors[len(self.bank.examples) :].copy()
         matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
         own, other = matrix[: len(pairs)], matrix[len(pairs) :]
         direction = (other - own).mean(axis=0)
@@ -339,12 +369,12 @@ class Meaning:
         middle = float(((own @ direction).mean() + (other @ direction).mean()) / 2)
         return direction, middle
 
-    def _classify(self, v: np.ndarray) -> Kind | None:
+    def _classify(self, v: np.ndarray) -> tuple[tuple[Kind, ...], bool]:
         examples, mean = self._examples
         centred = v - mean
         norm = np.linalg.norm(centred)
         if not norm:
-            return None
+            return (), False
         scores = examples @ (centred / norm)
         labels = np.asarray(self.bank.labels)
         per_kind = []
@@ -354,9 +384,46 @@ class Meaning:
         order = np.argsort(per_kind)[::-1]
         best, second = per_kind[order[0]], per_kind[order[1]]
         t = self.thresholds
-        if best < t.kind_score or best - second < t.kind_margin:
-            return None
-        return self.bank.kinds[int(order[0])]
+        if best < t.kind_score:
+            return (), False
+        near = tuple(
+            self.bank.kinds[int(i)] for i in order if per_kind[int(i)] >= best - t.kind_spread
+        )
+        return near, best - second >= t.kind_margin
+
+
+def _shared_kind(meaning: Meaning, a: str, b: str) -> Kind | None:
+    """The kind both texts may be of, where one is clearly of it and the other clearly of no
+    other kind."""
+    first, second = meaning.kinds_near(a), meaning.kinds_near(b)
+    clear_a, clear_b = meaning.kind(a), meaning.kind(b)
+    for clear, other, other_clear in ((clear_a, second, clear_b), (clear_b, first, clear_a)):
+        if clear is not None and clear in other and other_clear in (None, clear):
+            return clear
+    return None
+
+
+def _shipped_vectors(model: str | None, digest: str) -> np.ndarray | None:
+    """The shipped bank vectors, if they were made by ``model`` from texts of ``digest``."""
+    if model is None:
+        return None
+    try:
+        with resources.files(__package__).joinpath(VECTORS_FILE).open("rb") as handle:
+            stored = np.load(handle)
+            if str(stored["model"]) != model or str(stored["digest"]) != digest:
+                return None
+            return np.asarray(stored["vectors"], dtype=np.float64)
+    except (OSError, KeyError, ValueError):
+        return None
+
+
+def write_shipped_vectors(meaning: Meaning, path: str) -> None:
+    """Write the bank vectors of ``meaning``'s model to ``path`` (the :data:`VECTORS_FILE`)."""
+    vectors = np.asarray(meaning.embeddings.embed_documents(list(meaning.bank.texts)))
+    np.savez_compressed(
+        path, vectors=vectors.astype(np.float32), model=meaning.model_name or "",
+        digest=meaning.bank.digest,
+    )  # fmt: skip
 
 
 def numbers_of(text: str) -> tuple[str, ...]:

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from worker.consolidation.base import Consolidator
+from worker.consolidation.meaning import CachingEmbeddings, Meaning
 from worker.queue.address import resolve_redis_url
 from worker.queue.connect import RedisClient, open_redis
 from worker.queue.redis_queue import RedisQueue
@@ -85,11 +86,30 @@ class Runtime:
         return store
 
     @functools.cached_property
+    def embeddings(self) -> CachingEmbeddings | None:
+        """The configured embedding model (the shipped local one by default), or None
+        (``MEMWORKER_EMBEDDINGS=none``). One per process, its document vectors cached by text:
+        a candidate embedded to merge it is not embedded again for the search index."""
+        settings = self.settings.for_store
+        built = build_embeddings(
+            settings.embeddings, timeout_seconds=settings.embeddings_timeout_seconds
+        )
+        return None if built is None else CachingEmbeddings(built)
+
+    @functools.cached_property
+    def meaning(self) -> Meaning | None:
+        """What merging decides "about the same thing" by (None without embeddings)."""
+        if self.embeddings is None:
+            return None
+        timeout = self.settings.for_store.embeddings_timeout_seconds
+        return Meaning(self.embeddings, deadline_seconds=timeout)
+
+    @functools.cached_property
     def embedder(self) -> EntryEmbedder | None:
         """The configured embedding model's embedder, or None (full-text search only)."""
         settings = self.settings.for_store
         spec = settings.embeddings
-        embeddings = build_embeddings(spec, timeout_seconds=settings.embeddings_timeout_seconds)
+        embeddings = self.embeddings
         if embeddings is None or spec is None:
             return None
         return EntryEmbedder(
@@ -107,7 +127,7 @@ class Runtime:
     @functools.cached_property
     def consolidator(self) -> Consolidator:
         # Built and checked in one place (package, credentials, base URL): one-line errors.
-        return build_consolidator(self.settings.for_consolidation)
+        return build_consolidator(self.settings.for_consolidation, meaning=self.meaning)
 
     @functools.cached_property
     def sinks(self) -> dict[str, Sink]:

