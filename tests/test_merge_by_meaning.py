@@ -28,6 +28,8 @@ from worker.runtime.embeddings import build_embeddings
 from worker.settings import Settings
 from worker.values import Entry, NamespaceState
 
+__all__ = ["ops"]
+
 
 @pytest.fixture(scope="module")
 def meaning() -> Meaning:
