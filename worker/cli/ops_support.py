@@ -163,11 +163,21 @@ def publish(runtime: Runtime, namespaces: Sequence[str]) -> DeliveryReport:
 
 
 def describe_delivery(report: DeliveryReport, runtime: Runtime) -> str:
-    sinks = ", ".join(runtime.sinks) or "no sink"
-    line = f"published {report.delivered} item(s) to {sinks}"
+    """One line (and one per item set aside) saying what a publish did. A sink is named as
+    published to only when it took something: a sink whose every delivery failed is named
+    among the failures, never beside "published"."""
+    taken = report.sinks_taken
+    if taken:
+        line = f"published {report.delivered} item(s) to {', '.join(taken)}"
+    elif not runtime.sinks:
+        line = "no sink is configured (MEMWORKER_SINKS): nothing was delivered"
+    else:
+        line = "no sink took anything"
     if report.failed:
+        untaken = [name for name in runtime.sinks if name not in taken]
+        where = f" ({', '.join(untaken)} took nothing)" if untaken else ""
         line += (
-            f"; {report.failed} delivery(ies) failed and will be retried by the workers "
+            f"; {report.failed} delivery(ies) failed{where} and will be retried by the workers "
             "(`memworker status` shows sink lag)"
         )
     if report.skipped_sinks:
