@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Final
 
 import typer
 
@@ -30,7 +30,11 @@ from worker.cli.ops_support import (
     operator_session,
     publish,
 )
+from worker.cli.progress import progress_bar
 from worker.errors import InvalidOption, StoreRefused
+
+#: The steps of an import a progress bar names: the validated write, then its delivery.
+IMPORT_STEPS: Final = ("written", "published")
 
 
 def register(app: typer.Typer) -> None:
@@ -92,14 +96,19 @@ def import_(
                 f"{key} already has memory; nothing was imported. Erase it first "
                 "(`memworker forget`) or import under another --namespace"
             )
-        try:
-            doc, result, dropped = import_document(
-                runtime.store, data, namespace=key, sinks=tuple(runtime.sinks),
-                now=runtime.store.db_now(), reserved=(runtime.settings.inbox_route,),
-            )  # fmt: skip
-        except StoreRefused as exc:
-            raise InvalidOption(f"{file}: {exc}; fix the document and import it again") from None
-        delivery = publish(runtime, [key])
+        with progress_bar(0 if as_json else len(IMPORT_STEPS), "import") as advance:
+            try:
+                doc, result, dropped = import_document(
+                    runtime.store, data, namespace=key, sinks=tuple(runtime.sinks),
+                    now=runtime.store.db_now(), reserved=(runtime.settings.inbox_route,),
+                )  # fmt: skip
+            except StoreRefused as exc:
+                raise InvalidOption(
+                    f"{file}: {exc}; fix the document and import it again"
+                ) from None
+            advance(IMPORT_STEPS[0])
+            delivery = publish(runtime, [key])
+            advance(IMPORT_STEPS[1])
         if as_json:
             print_json(
                 {

@@ -9,9 +9,7 @@ back each changed file's own version.
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import AbstractContextManager
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Final
@@ -26,6 +24,7 @@ from worker.service.batch import BatchResult
 from worker.service.bulkhead import Bulkhead
 from worker.service.consolidate import Pipeline
 from worker.service.preview import preview
+from worker.service.progress import Progress, no_progress
 from worker.service.publish import DeliveryReport, publish_now
 from worker.service.scan import SourceScan
 from worker.sinks.base import Sink
@@ -138,15 +137,6 @@ def reconcile_each(
         done.append(result)
         progress(namespace)
     return done
-
-
-#: Opens a progress display for a number of namespaces; what it yields is told each one done.
-Progress = Callable[[int], AbstractContextManager[Callable[[str], None]]]
-
-
-@contextlib.contextmanager
-def no_progress(_total: int) -> Iterator[Callable[[str], None]]:
-    yield _nothing
 
 
 @dataclass(frozen=True)
