@@ -51,7 +51,7 @@ def forget(
     from worker.models import validate_id
     from worker.service.erase import erase, erase_target
 
-    with operator_session() as runtime:
+    with operator_session(writes=True) as runtime:
         validate_id(user, "user_id")
         if assistant is not None and all_assistants:
             raise InvalidOption("give --assistant A or --all-assistants, not both")

@@ -117,7 +117,7 @@ def reconcile(
     """
     from worker.service.reconcile import reconcile_targets
 
-    with operator_session() as runtime:
+    with operator_session(writes=not dry_run) as runtime:
         # Open the store first, so a bad database URL is refused (exit 2) even when the queue
         # happens to be empty and nothing would have touched it.
         runtime.store  # noqa: B018

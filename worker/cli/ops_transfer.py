@@ -83,7 +83,7 @@ def import_(
     from worker.service.transfer import import_document
     from worker.store.transfer import parse_document
 
-    with operator_session() as runtime:
+    with operator_session(writes=True) as runtime:
         data = _load(file)
         try:
             doc = parse_document(data)

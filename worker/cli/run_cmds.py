@@ -293,7 +293,9 @@ def _prepare(settings: Settings, *, model: bool = False) -> None:
     runtime = build_runtime(settings)
     try:
         runtime.store  # noqa: B018 - opening it checks the schema (SchemaOutOfDate)
-        prepare_queue(runtime.queue.admin)  # refuses an evicting Redis; publishes the queue policy
+        # Refuses an evicting Redis; publishes the queue policy and (workers only: beat
+        # publishes nothing) the sinks the workers publish to.
+        prepare_queue(runtime.queue.admin, sinks=settings.sinks if model else None)
     finally:
         runtime.close()
 
