@@ -206,19 +206,22 @@ def publish(runtime: Runtime, namespaces: Sequence[str]) -> DeliveryReport:
     return record_delivery(report)
 
 
-def describe_delivery(report: DeliveryReport, runtime: Runtime) -> str:
-    """One line (and one per item set aside) saying what a publish did. A sink is named as
-    published to only when it took something: a sink whose every delivery failed is named
-    among the failures, never beside "published"."""
+def describe_delivery(
+    report: DeliveryReport, runtime: Runtime, *, sinks: Sequence[str] | None = None
+) -> str:
+    """One line (and one per item set aside) saying what a publish to ``sinks`` (the
+    runtime's by default) did. A sink is named as published to only when it took something: a
+    sink whose every delivery failed is named among the failures, never beside "published"."""
+    targets = list(runtime.sinks) if sinks is None else list(sinks)
     taken = report.sinks_taken
     if taken:
         line = f"published {report.delivered} item(s) to {', '.join(taken)}"
-    elif not runtime.sinks:
+    elif not targets:
         line = "no sink is configured (MEMWORKER_SINKS): nothing was delivered"
     else:
         line = "no sink took anything"
     if report.failed:
-        untaken = [name for name in runtime.sinks if name not in taken]
+        untaken = [name for name in targets if name not in taken]
         where = f" ({', '.join(untaken)} took nothing)" if untaken else ""
         line += (
             f"; {report.failed} delivery(ies) failed{where} and will be retried by the workers "
