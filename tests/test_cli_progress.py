@@ -3,8 +3,10 @@ and the long commands show a progress bar on a terminal and nothing of it anywhe
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from tests.test_cli_support import Ops, ops
@@ -102,3 +104,49 @@ def test_reconcile_all_json_is_unchanged_by_the_short_output(ops: Ops) -> None:
     report = json.loads(ops("reconcile", "--all", "--json").out)
 
     assert report["namespaces"][0]["files"][0]["diff"]
+
+
+class _Recorded:
+    """A progress display that writes down what a use case told it."""
+
+    def __init__(self) -> None:
+        self.totals: list[int] = []
+        self.steps: list[str] = []
+
+    @contextlib.contextmanager
+    def __call__(self, total: int) -> Iterator[Callable[[str], None]]:
+        self.totals.append(total)
+        yield self.steps.append
+
+
+def test_dlq_retry_all_tells_its_progress_each_namespace_it_retries(ops: Ops) -> None:
+    from tests.test_cli_dlq import _dead
+    from worker.service.dead_letters import retry_dead_letters
+
+    dead = {_dead(ops, "database unreachable", user=f"{ops.user}-{i}") for i in range(2)}
+    shown = _Recorded()
+
+    retry_dead_letters(ops.queue.admin, progress=shown)
+
+    assert shown.totals == [2]
+    assert set(shown.steps) == dead
+
+
+def test_forget_tells_its_progress_each_namespace_then_the_store_and_the_sinks(
+    ops: Ops,
+) -> None:
+    from worker.service.erase import erase
+
+    ops.enqueue("I prefer green tea")
+    ops("reconcile", "--user", ops.user)
+    shown = _Recorded()
+
+    runtime = ops.runtime()
+    try:
+        erase(runtime.queue.admin, runtime.store, runtime.sinks, [f"user:{ops.user}"],
+              progress=shown)  # fmt: skip
+    finally:
+        runtime.close()
+
+    assert shown.totals == [3]
+    assert shown.steps == [f"user:{ops.user}", "store", "sinks"]
