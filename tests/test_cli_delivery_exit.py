@@ -70,3 +70,34 @@ def test_a_rollback_whose_delivery_failed_exits_1(ops: Ops, tmp_path: Path) -> N
 
     assert ran.code == 1
     assert "delivery(ies) failed" in ran.err
+
+
+def _unreachable_store() -> dict[str, str]:
+    """Env adding the LangGraph store sink, at an address where nothing listens."""
+    return {
+        "MEMWORKER_SINKS": '["files", "langgraph"]',
+        "MEMWORKER_LANGGRAPH_URL": "http://127.0.0.1:9",
+    }
+
+
+def test_a_store_delivery_that_failed_is_never_reported_as_published(ops: Ops) -> None:
+    ops.enqueue("I prefer green tea")
+
+    ran = ops("reconcile", "--user", ops.user, **_unreachable_store())
+
+    last = " ".join(ran.out.split()).rpartition("summary:")[2]
+    assert ran.code == 1
+    assert "published 1 item(s) to files;" in last
+    assert "langgraph took nothing" in last
+    assert "to files, langgraph" not in last
+
+
+def test_a_publish_where_no_sink_took_anything_does_not_say_published(
+    ops: Ops, tmp_path: Path
+) -> None:
+    ops.enqueue("I prefer green tea")
+
+    ran = ops("reconcile", "--user", ops.user, **_broken_files_sink(tmp_path))
+
+    assert "published" not in ran.out
+    assert "no sink took anything; 1 delivery(ies) failed" in " ".join(ran.out.split())

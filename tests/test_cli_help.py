@@ -83,3 +83,20 @@ def test_the_whole_app_runs_anything_that_does_not_name_a_command_first() -> Non
     assert app_for(["--help"]) is app
     assert app_for(["--version"]) is app
     assert app_for(["statu"]) is app
+
+
+def _command_at(path: tuple[str, ...]) -> Any:
+    command: Any = ROOT
+    for name in path:
+        command = command.commands[name]
+    return command
+
+
+@pytest.mark.parametrize("path", COMMANDS, ids=" ".join)
+def test_the_description_a_command_list_shows_is_one_whole_line(path: tuple[str, ...]) -> None:
+    """``--help`` lists each command with its first paragraph, line breaks kept: a paragraph
+    wrapped in the source would show cut in the middle of a sentence."""
+    first = (_command_at(path).help or "").strip().split("\n\n")[0]
+
+    assert first
+    assert "\n" not in first

@@ -7,6 +7,8 @@ The configuration reference is ``docs/configuration.md``, the command table and 
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 from typer.main import get_command
@@ -84,6 +86,14 @@ def test_the_readme_is_a_front_page() -> None:
     assert len(README.splitlines()) <= README_MAX_LINES
 
 
+def test_the_migration_the_readme_prints_reaches_the_newest_schema_revision() -> None:
+    from worker.store.migrate import head_revision
+
+    shown = set(re.findall(r"^upgraded .+ -> (\S+)$", DOCUMENTATION, re.M))
+
+    assert shown == {head_revision()}
+
+
 def _anchors(page: Path) -> set[str]:
     """The heading anchors of a Markdown page, as GitHub makes them."""
     headings = re.findall(r"^#+ (.+)$", page.read_text(encoding="utf-8"), re.M)
@@ -103,3 +113,17 @@ def test_every_relative_link_of_the_documentation_points_at_a_file_and_heading()
             if not linked.exists() or (anchor and anchor not in _anchors(linked)):
                 broken.append(f"{page.relative_to(ROOT)}: {target}#{anchor}")
     assert broken == []
+
+
+def test_the_local_model_command_of_the_models_page_runs_without_pytest() -> None:
+    """The reader who serves the test model runs docs/models.md's ``python -c`` as printed,
+    in an environment that need not have pytest (it is a dev dependency)."""
+    page = (ROOT / "docs" / "models.md").read_text(encoding="utf-8")
+    (code,) = re.findall(r"\$\(python -c '([^']+)'\)", page)
+    no_pytest = f"import sys; sys.modules['pytest'] = None\n{code}"
+
+    ran = subprocess.run(
+        [sys.executable, "-c", no_pytest], cwd=ROOT, capture_output=True, text=True, check=False
+    )
+
+    assert ran.returncode == 0, ran.stderr

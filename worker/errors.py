@@ -209,3 +209,14 @@ def describe_error(exc: BaseException, *, limit: int = MAX_ERROR_CHARS) -> str:
     """
     kind = "" if isinstance(exc, MemworkerError) else f"{type(exc).__name__}: "
     return f"{kind}{exc}"[:limit]
+
+
+def first_line(exc: BaseException) -> str:
+    """A library's error message cut to its first non-blank line, for a one-line error of
+    ours that quotes it (LangChain's provider errors append a page of supported providers).
+
+    >>> first_line(ValueError("Unable to infer the provider.\\n\\nSupported providers: a, b"))
+    'Unable to infer the provider.'
+    """
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    return lines[0] if lines else type(exc).__name__

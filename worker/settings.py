@@ -22,7 +22,12 @@ from pathlib import Path
 from typing import Annotated, Any, Final, TypeVar
 
 from pydantic import Field, field_validator, model_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import (
+    BaseSettings,
+    EnvSettingsSource,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+)
 
 from worker.constants import (
     DEFAULT_DATA_DIR,
@@ -39,6 +44,7 @@ from worker.constants import (
     MAX_TEXT_BYTES_LIMIT,
     MIN_TEXT_BYTES_LIMIT,
 )
+from worker.env_file import env_file_values
 from worker.errors import ConfigurationError
 from worker.queue_policy import (
     DEFAULT_MAX_PENDING,
@@ -73,13 +79,35 @@ def _slice(kind: type[_Slice], settings: Settings) -> _Slice:
     return kind(**{f.name: getattr(settings, f.name) for f in fields(kind)})  # type: ignore[arg-type]
 
 
+class _EnvFileSource(EnvSettingsSource):
+    """The ``MEMWORKER_*`` lines of ``./.env`` (:mod:`worker.env_file`), read exactly as the
+    same variables in the environment are: pydantic-settings' own dotenv source would refuse
+    every other line of the file (a provider's API key) under ``extra="forbid"``."""
+
+    def _load_env_vars(self) -> dict[str, str | None]:
+        return {name.lower(): value for name, value in env_file_values().items()}
+
+
 class Settings(BaseSettings):
     """Every knob of memworker, with its default and the reason for it.
 
-    Environment variables use the ``MEMWORKER_`` prefix, e.g. ``MEMWORKER_REDIS_URL``.
+    Environment variables use the ``MEMWORKER_`` prefix, e.g. ``MEMWORKER_REDIS_URL``; a
+    variable not in the environment is looked up in ``./.env`` (:mod:`worker.env_file`).
     """
 
     model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, extra="forbid", frozen=True)
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        """Arguments, then the environment, then ``./.env``, then the defaults."""
+        return (init_settings, env_settings, _EnvFileSource(settings_cls), file_secret_settings)
 
     # --- where things live -------------------------------------------------------------------
     redis_url: str | None = Field(

@@ -21,7 +21,6 @@ started) stops the server with one line saying what to do.
 
 from __future__ import annotations
 
-import importlib
 import os
 import sys
 from typing import Any
@@ -32,6 +31,7 @@ from langchain_core.language_models import BaseChatModel
 from worker.errors import MemworkerError
 from worker.hotpath.client import MemoryClient
 from worker.integrations.capture import MemoryCaptureMiddleware, make_memory_tools
+from worker.integrations.chat_models import chat_model_from
 from worker.integrations.deepagents import memory_backend
 from worker.settings import load_settings
 from worker.store_layout import StoreLayout
@@ -52,28 +52,11 @@ class StartupError(Exception):
 
 
 def chat_model(spec: str | None) -> BaseChatModel:
-    """The chat model ``spec`` names (see the module docstring)."""
-    if not spec:
-        raise StartupError(
-            f"set {MODEL_VARIABLE} to the agent's chat model, e.g. {MODEL_VARIABLE}="
-            "openai:gpt-4o-mini (with OPENAI_API_KEY; see docs/models.md)"
-        )
-    head, _, tail = spec.partition(":")
+    """The chat model ``spec`` names (see the module docstring), or one line saying why not."""
     try:
-        if "." in head:  # package.module:Class
-            cls = getattr(importlib.import_module(head), tail)
-            model: BaseChatModel = cls()
-            return model
-        from langchain.chat_models import init_chat_model
-
-        built: BaseChatModel = init_chat_model(spec)
-    except Exception as exc:  # any failure to build the model is the same one line
-        raise StartupError(
-            f"{MODEL_VARIABLE}={spec!r} could not be built ({type(exc).__name__}: {exc}); "
-            "install its provider package (e.g. `pip install langchain-openai`) and set its "
-            "credentials"
-        ) from None
-    return built
+        return chat_model_from(spec, variable=MODEL_VARIABLE)
+    except MemworkerError as exc:
+        raise StartupError(str(exc)) from None
 
 
 def memory_client() -> MemoryClient:

@@ -27,6 +27,7 @@ EXAMPLES: Final[dict[str, str]] = {
     "beat": "memworker beat --loglevel WARNING",
     "schedules": "memworker schedules --json",
     "reconcile": "memworker reconcile --user u1 --dry-run",
+    "publish": "memworker publish --all --sink langgraph",
     "scan": "memworker scan --user u1 --since 2d",
     "put": "memworker put --org acme --path policies/compliance.md compliance.md",
     "forget": "memworker forget --user u1 --all-assistants",

@@ -219,7 +219,7 @@ def rollback(
     from worker.service.rollback import preview_rollback
     from worker.service.rollback import rollback as rollback_file
 
-    with operator_session() as runtime:
+    with operator_session(writes=True) as runtime:
         ns = namespace_from(user, assistant, namespace, org)
         wanted = normalise_path(path)
         planned = preview_rollback(runtime.store, ns.key, wanted, to)

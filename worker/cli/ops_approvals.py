@@ -79,7 +79,7 @@ def approve(approval_id: IdArg, by: ByOpt = None, as_json: JsonOpt = False) -> N
     """Apply a waiting operation as a new version of its file, then publish it."""
     from worker.service.approve import approve as approve_change
 
-    with operator_session() as runtime:
+    with operator_session(writes=True) as runtime:
         done = approve_change(
             runtime.store,
             runtime.settings.for_consolidation,

@@ -14,6 +14,7 @@ import typer
 
 from worker.cli.common import print_json
 from worker.cli.ops_support import JsonOpt, YesOpt, confirm, console, operator_session
+from worker.cli.progress import progress_of
 from worker.errors import InvalidOption
 
 NamespaceArg = Annotated[str, typer.Argument(metavar="NS", help="A namespace, e.g. user:u1.")]
@@ -82,7 +83,11 @@ def retry(
         if error_contains is not None and not every:
             raise InvalidOption("--error-contains filters --all; with one NS, drop it")
         if every:
-            done = retry_dead_letters(runtime.queue.admin, error_contains=error_contains)
+            done = retry_dead_letters(
+                runtime.queue.admin,
+                error_contains=error_contains,
+                progress=progress_of("dlq retry"),
+            )
             note = f"; {done.left} other dead letter(s) left" if done.left else ""
             console.print(f"{len(done.namespaces)} namespace(s) back in the queue, due now{note}")
             return

@@ -21,6 +21,7 @@ from worker.cli.ops_support import (
     describe_delivery,
     operator_session,
 )
+from worker.cli.progress import progress_of
 from worker.errors import InvalidOption, NotFound
 
 if TYPE_CHECKING:
@@ -50,7 +51,7 @@ def forget(
     from worker.models import validate_id
     from worker.service.erase import erase, erase_target
 
-    with operator_session() as runtime:
+    with operator_session(writes=True) as runtime:
         validate_id(user, "user_id")
         if assistant is not None and all_assistants:
             raise InvalidOption("give --assistant A or --all-assistants, not both")
@@ -67,7 +68,13 @@ def forget(
                 f"user {user} has nothing to forget (no memory, nothing queued); check the id"
             )
         confirm(f"Erase everything memworker holds for {', '.join(keys)}?", yes)
-        done = erase(runtime.queue.admin, runtime.store, runtime.sinks, keys)
+        done = erase(
+            runtime.queue.admin,
+            runtime.store,
+            runtime.sinks,
+            keys,
+            progress=progress_of("forget", show=not as_json),
+        )
         delivery = done.delivery
         if done.busy:
             console.print(

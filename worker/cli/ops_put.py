@@ -48,7 +48,7 @@ def put(
     from worker.namespaces import refuse_reserved
     from worker.service.put import put_file
 
-    with operator_session() as runtime:
+    with operator_session(writes=True) as runtime:
         if (org is None) == (assistant is None):
             raise InvalidOption("name exactly one owner: --org ID or --assistant A")
         ns = Namespace.for_org(org) if org is not None else Namespace.for_agent(str(assistant))

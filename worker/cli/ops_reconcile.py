@@ -10,15 +10,14 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from datetime import timedelta
 from typing import TYPE_CHECKING, Annotated, Any, Final
 
 import typer
 
 from worker.cli.common import namespace_from, print_json
-from worker.cli.errors import EXIT_FAILURE, stderr
+from worker.cli.errors import EXIT_FAILURE
 from worker.cli.ops_support import (
     AssistantOpt,
     JsonOpt,
@@ -32,6 +31,7 @@ from worker.cli.ops_support import (
     parse_duration,
     record_delivery,
 )
+from worker.cli.progress import progress_of
 from worker.errors import InvalidOption
 
 if TYPE_CHECKING:
@@ -99,12 +99,25 @@ def reconcile(
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Show the diff; take no lease, write nothing.")
     ] = False,
+    diff: Annotated[
+        bool,
+        typer.Option(
+            "--diff",
+            help="With --all: print every namespace's outcome and diff (one namespace always "
+            "shows its own), not only those that need attention and the summary.",
+        ),
+    ] = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """Consolidate what is pending now (safe while workers run), show diffs, publish."""
+    """Consolidate what is pending now (safe while workers run), show diffs, publish.
+
+    One namespace prints its diff. ``--all`` prints a progress bar on a terminal, then a line
+    for each namespace that needs attention (failed, dead-lettered) and the summary: over a
+    large queue, every diff would be thousands of lines (``--diff`` prints them).
+    """
     from worker.service.reconcile import reconcile_targets
 
-    with operator_session() as runtime:
+    with operator_session(writes=not dry_run) as runtime:
         # Open the store first, so a bad database URL is refused (exit 2) even when the queue
         # happens to be empty and nothing would have touched it.
         runtime.store  # noqa: B018
@@ -125,16 +138,20 @@ def reconcile(
             scan=scan,
             dry_run=dry_run,
             now=now_utc(),
-            progress=lambda total: _progress(total, show=target is None and not as_json),
+            progress=progress_of("reconcile", show=target is None and not as_json),
         )
         done, versions = run.done, run.versions
         delivery = record_delivery(run.delivery) if run.delivery is not None else None
         if as_json:
             print_json(_report_json(done, versions, scan, dry_run, delivery))
         else:
+            every = target is not None or diff
             for r in done:
-                _print_one(r, versions[r.namespace])
+                if every or r.outcome.undone:
+                    _print_one(r, versions[r.namespace], diff=every)
             _print_summary(done, dry_run)
+            if not every and done:
+                console.print("(`--diff` prints each namespace's outcome and diff)")
             if delivery is not None:
                 console.print(describe_delivery(delivery, runtime))
         if any(r.outcome.undone for r in done):
@@ -190,25 +207,6 @@ def _rescan(
     )
 
 
-@contextmanager
-def _progress(total: int, *, show: bool) -> Iterator[Any]:
-    """A progress bar on stderr for ``--all`` (stdout stays the report)."""
-    if not show or total == 0:
-        yield lambda _key: None
-        return
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
-
-    with Progress(
-        TextColumn("[bold]reconcile[/bold] {task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        console=stderr,
-        transient=True,
-    ) as bar:
-        task = bar.add_task("", total=total)
-        yield lambda key: bar.update(task, advance=1, description=key)
-
-
 def _print_scan(scan: SourceScan, lookback: timedelta | None) -> None:
     if not scan.configured:
         console.print(
@@ -224,7 +222,7 @@ def _print_scan(scan: SourceScan, lookback: timedelta | None) -> None:
         console.print(f"  [yellow]set aside[/yellow] {aside.describe()}", highlight=False)
 
 
-def _print_one(r: Reconciled, versions: dict[str, int]) -> None:
+def _print_one(r: Reconciled, versions: dict[str, int], *, diff: bool = True) -> None:
     from rich.syntax import Syntax
 
     from worker.outcomes import Outcome
@@ -246,7 +244,7 @@ def _print_one(r: Reconciled, versions: dict[str, int]) -> None:
         console.print(f"  {r.note}", markup=False)
     if res is not None and res.error:
         console.print(f"  error: {res.error}", style="red", markup=False)
-    for change in res.files if res is not None else ():
+    for change in res.files if res is not None and diff else ():
         console.print(Syntax(change.diff or "(no textual change)", "diff", theme="ansi_dark"))
 
 

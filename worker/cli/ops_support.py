@@ -23,7 +23,7 @@ import typer
 from worker.cli.common import open_runtime
 from worker.cli.console import make_console
 from worker.cli.errors import EXIT_DECLINED, EXIT_FAILURE, cli_errors, stderr
-from worker.errors import InvalidOption, QueueUnavailable
+from worker.errors import ConfigurationError, InvalidOption, QueueUnavailable
 
 if TYPE_CHECKING:
     from worker.models import Namespace
@@ -105,13 +105,16 @@ _DELIVERIES: ContextVar[list[DeliveryReport] | None] = ContextVar("deliveries", 
 
 
 @contextlib.contextmanager
-def operator_session() -> Iterator[Runtime]:
+def operator_session(*, writes: bool = False) -> Iterator[Runtime]:
     """A runtime whose Redis trouble becomes one clear line and exit code 4, like the store's.
 
     A command that publishes and had a delivery fail (or a sink skipped as failing) exits 1
     once its output is printed, as the exit-code table says: what it wrote is committed, but
     not yet in every sink (the workers retry it). Every publish goes through
     :func:`publish` or :func:`record_delivery`, so no command can forget this.
+
+    A command that ``writes`` (commits, erases, publishes) is refused before it changes
+    anything when its sinks lack one the workers publish to (:func:`require_workers_sinks`).
     """
     import redis
 
@@ -122,6 +125,8 @@ def operator_session() -> Iterator[Runtime]:
     try:
         with cli_errors(), open_runtime() as runtime:
             try:
+                if writes:
+                    require_workers_sinks(runtime)
                 yield runtime
             except (redis.ConnectionError, redis.TimeoutError) as exc:
                 raise QueueUnavailable(
@@ -140,6 +145,45 @@ def operator_session() -> Iterator[Runtime]:
             soft_wrap=True,
         )
         raise typer.Exit(EXIT_FAILURE)
+
+
+def workers_sinks(runtime: Runtime) -> list[str] | None:
+    """The sinks the workers recorded at start, or None when that cannot be known (no worker
+    of this release started yet, or no Redis to ask: a command that needs none goes on)."""
+    import redis
+
+    from worker.errors import MemworkerError
+
+    try:
+        return runtime.queue.admin.workers_sinks()
+    except (MemworkerError, redis.RedisError):
+        return None
+
+
+def sinks_missing(runtime: Runtime, recorded: list[str] | None) -> list[str]:
+    """The workers' sinks this command's settings (``MEMWORKER_SINKS``) lack."""
+    mine = {s.strip() for s in runtime.settings.sinks}
+    return [s for s in recorded or () if s not in mine]
+
+
+def require_workers_sinks(runtime: Runtime) -> None:
+    """Refuse (exit 2, nothing changed) a command that would commit or publish to fewer sinks
+    than the workers use: the outbox files each commit under the committing process's sinks,
+    so a sink this command lacks would never receive what it writes (nor an erase's deletion).
+    It cannot publish to the workers' sinks itself: building one needs that sink's settings
+    (``MEMWORKER_LANGGRAPH_URL`` …), which are the workers'."""
+    recorded = workers_sinks(runtime)
+    missing = sinks_missing(runtime, recorded)
+    if not missing:
+        return
+    mine = ", ".join(runtime.settings.sinks) or "none"
+    raise ConfigurationError(
+        f"the workers publish to {', '.join(recorded or ())}, but this command's "
+        f"MEMWORKER_SINKS has only {mine}, so {', '.join(missing)} would never receive what "
+        "it writes; nothing was changed. Run it with the workers' settings (MEMWORKER_SINKS "
+        "and what those sinks need, e.g. MEMWORKER_LANGGRAPH_URL; `memworker status` shows "
+        "the workers' sinks)"
+    )
 
 
 def record_delivery(report: DeliveryReport) -> DeliveryReport:
@@ -162,12 +206,25 @@ def publish(runtime: Runtime, namespaces: Sequence[str]) -> DeliveryReport:
     return record_delivery(report)
 
 
-def describe_delivery(report: DeliveryReport, runtime: Runtime) -> str:
-    sinks = ", ".join(runtime.sinks) or "no sink"
-    line = f"published {report.delivered} item(s) to {sinks}"
+def describe_delivery(
+    report: DeliveryReport, runtime: Runtime, *, sinks: Sequence[str] | None = None
+) -> str:
+    """One line (and one per item set aside) saying what a publish to ``sinks`` (the
+    runtime's by default) did. A sink is named as published to only when it took something: a
+    sink whose every delivery failed is named among the failures, never beside "published"."""
+    targets = list(runtime.sinks) if sinks is None else list(sinks)
+    taken = report.sinks_taken
+    if taken:
+        line = f"published {report.delivered} item(s) to {', '.join(taken)}"
+    elif not targets:
+        line = "no sink is configured (MEMWORKER_SINKS): nothing was delivered"
+    else:
+        line = "no sink took anything"
     if report.failed:
+        untaken = [name for name in targets if name not in taken]
+        where = f" ({', '.join(untaken)} took nothing)" if untaken else ""
         line += (
-            f"; {report.failed} delivery(ies) failed and will be retried by the workers "
+            f"; {report.failed} delivery(ies) failed{where} and will be retried by the workers "
             "(`memworker status` shows sink lag)"
         )
     if report.skipped_sinks:

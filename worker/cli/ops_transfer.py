@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Final
 
 import typer
 
@@ -35,7 +35,11 @@ from worker.cli.ops_support import (
     operator_session,
     publish,
 )
+from worker.cli.progress import progress_bar
 from worker.errors import ErasedNamespace, InvalidOption, StoreRefused
+
+#: The steps of an import a progress bar names: the validated write, then its delivery.
+IMPORT_STEPS: Final = ("written", "published")
 
 
 def register(app: typer.Typer) -> None:
@@ -92,7 +96,7 @@ def import_(
     from worker.service.transfer import import_document
     from worker.store.transfer import describe_erased, parse_document
 
-    with operator_session() as runtime:
+    with operator_session(writes=True) as runtime:
         data = _load(file)
         try:
             doc = parse_document(data)
@@ -109,17 +113,22 @@ def import_(
         erased = runtime.store.erased_namespaces(key, doc.namespace)
         if erased and not restore_erased:
             raise InvalidOption(_refused_erased(file, describe_erased(erased)))
-        try:
-            doc, result, dropped = import_document(
-                runtime.store, data, namespace=key, sinks=tuple(runtime.sinks),
-                now=runtime.store.db_now(), reserved=(runtime.settings.inbox_route,),
-                restore_erased=restore_erased,
-            )  # fmt: skip
-        except ErasedNamespace as exc:  # erased between the check and the write
-            raise InvalidOption(f"{file}: {exc}") from None
-        except StoreRefused as exc:
-            raise InvalidOption(f"{file}: {exc}; fix the document and import it again") from None
-        delivery = publish(runtime, [key])
+        with progress_bar(0 if as_json else len(IMPORT_STEPS), "import") as advance:
+            try:
+                doc, result, dropped = import_document(
+                    runtime.store, data, namespace=key, sinks=tuple(runtime.sinks),
+                    now=runtime.store.db_now(), reserved=(runtime.settings.inbox_route,),
+                    restore_erased=restore_erased,
+                )  # fmt: skip
+            except ErasedNamespace as exc:  # erased between the check and the write
+                raise InvalidOption(f"{file}: {exc}") from None
+            except StoreRefused as exc:
+                raise InvalidOption(
+                    f"{file}: {exc}; fix the document and import it again"
+                ) from None
+            advance(IMPORT_STEPS[0])
+            delivery = publish(runtime, [key])
+            advance(IMPORT_STEPS[1])
         if as_json:
             print_json(
                 {

@@ -136,6 +136,7 @@ def _status(*, as_json: bool) -> None:
         try:
             queue = RedisQueue(client, settings.for_queue)
             stats = queue.admin.stats()
+            sinks = sink_sets(queue.admin.workers_sinks(), settings.sinks)
             store = opened.enter_context(_open_store(settings))  # once, for both reports
             redis_health = queue_health(queue.admin, store)
         except (redis.ConnectionError, redis.TimeoutError) as exc:
@@ -145,12 +146,48 @@ def _status(*, as_json: bool) -> None:
         health = _store_health(settings, store, datetime.now(UTC))
         if as_json:
             # Scope keys stay at the top level (as before); the SQL parts sit beside them.
-            body = {**stats.as_dict(), **health, "redis": redis_health}
+            body = {**stats.as_dict(), **health, "redis": redis_health, "worker_sinks": sinks}
             typer.echo(json.dumps(body, indent=2, default=str))
         else:
             stdout.print(_table(stats))
             _print_health(health)
+            _print_sink_sets(sinks)
             _print_redis_health(redis_health)
+
+
+def sink_sets(workers: list[str] | None, here: list[str]) -> dict[str, Any]:
+    """The sinks the workers recorded at start beside this shell's ``MEMWORKER_SINKS``, and
+    the difference each way (``workers`` None: no worker recorded its sinks yet).
+
+    >>> sink_sets(["files", "langgraph"], ["files"])["missing_here"]
+    ['langgraph']
+    """
+    mine = [s.strip() for s in here]
+    return {
+        "workers": workers,
+        "here": mine,
+        "missing_here": [s for s in workers or () if s not in mine],
+        "not_in_workers": [] if workers is None else [s for s in mine if s not in workers],
+    }
+
+
+def _print_sink_sets(sinks: dict[str, Any]) -> None:
+    here = ", ".join(sinks["here"]) or "none"
+    if sinks["workers"] is None:
+        stdout.print(f"sinks: no worker has recorded its sinks yet; this shell's: {here}")
+        return
+    stdout.print(f"sinks: the workers publish to {', '.join(sinks['workers']) or 'none'}")
+    if sinks["missing_here"]:
+        stdout.print(
+            f"[yellow]this shell's MEMWORKER_SINKS ({here}) lacks "
+            f"{', '.join(sinks['missing_here'])}[/yellow]: commands that write (reconcile, "
+            "publish, put, rollback, approve, import, forget) refuse to run with it"
+        )
+    if sinks["not_in_workers"]:
+        stdout.print(
+            f"this shell also publishes to {', '.join(sinks['not_in_workers'])}, which the "
+            "workers do not"
+        )
 
 
 def _queue_unreadable(url: str, exc: redis.ConnectionError | redis.TimeoutError) -> MemworkerError:

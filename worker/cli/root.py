@@ -38,6 +38,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "worker.cli.run_cmds",
     "worker.cli.schedule_cmds",
     "worker.cli.ops_reconcile",
+    "worker.cli.ops_publish",
     "worker.cli.ops_scan",
     "worker.cli.ops_dlq",
     "worker.cli.ops_approvals",

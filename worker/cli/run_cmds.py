@@ -101,8 +101,7 @@ def worker(
     loglevel: LoglevelOpt = "INFO",
     supervised: SupervisedOpt = False,
 ) -> None:
-    """Run consolidation workers: one process per lane (scale these out; they share Redis and
-    the database).
+    """Run consolidation workers: one process per lane; scale out on one Redis and database.
 
     Threads by default: merges wait on the database and the model, not the CPU.
     """
@@ -130,8 +129,10 @@ def worker(
 
 
 def beat(loglevel: LoglevelOpt = "INFO", supervised: SupervisedOpt = False) -> None:
-    """Run the scheduler. Run one or more: only the one holding the beat lock in Redis
-    schedules; the others stand by and take over when it stops."""
+    """Run the scheduler; of several, the one holding the beat lock schedules, the others wait.
+
+    Run one or more: only the one holding the beat lock in Redis schedules; the others stand
+    by and take over when it stops."""
     from worker.queue.beat_lock import BeatLock
     from worker.runtime.lifetime import supervisor_pid
     from worker.runtime.summary import quiet_celery
@@ -292,7 +293,9 @@ def _prepare(settings: Settings, *, model: bool = False) -> None:
     runtime = build_runtime(settings)
     try:
         runtime.store  # noqa: B018 - opening it checks the schema (SchemaOutOfDate)
-        prepare_queue(runtime.queue.admin)  # refuses an evicting Redis; publishes the queue policy
+        # Refuses an evicting Redis; publishes the queue policy and (workers only: beat
+        # publishes nothing) the sinks the workers publish to.
+        prepare_queue(runtime.queue.admin, sinks=settings.sinks if model else None)
     finally:
         runtime.close()
 

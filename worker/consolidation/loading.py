@@ -25,7 +25,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final
 
 from worker.consolidation.base import Consolidator
-from worker.errors import ConfigurationError
+from worker.errors import ConfigurationError, first_line
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
@@ -100,7 +100,8 @@ def chat_model(settings: ConsolidationSettings) -> BaseChatModel:
         model: BaseChatModel = init_chat_model(spec, **model_arguments(settings))
     except (ImportError, ValueError, TypeError) as exc:
         raise ConfigurationError(
-            f"MEMWORKER_MODEL={spec!r} could not be loaded ({exc}); use 'provider:model', "
+            f"MEMWORKER_MODEL={spec!r} could not be loaded ({first_line(exc)}); use "
+            "'provider:model', "
             "install the provider package, e.g. `pip install memworker[openai]`, and check "
             "MEMWORKER_MODEL_BASE_URL and MEMWORKER_MODEL_KWARGS"
         ) from None

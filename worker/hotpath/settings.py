@@ -3,9 +3,9 @@
 A chat service imports the client on every start, and ``MemoryClient()`` reads its settings
 there; the worker's :class:`~worker.settings.Settings` (46 fields, a pydantic-settings model)
 costs more to import and build than the rest of the client together. The client needs seven
-of those fields, so it reads only them, from the same ``MEMWORKER_*`` variables (names matched
-case-insensitively, as pydantic-settings does), with the same defaults and bounds (declared
-once in :mod:`worker.constants`).
+of those fields, so it reads only them, from the same ``MEMWORKER_*`` variables and ``./.env``
+file (names matched case-insensitively, as pydantic-settings does), with the same defaults and
+bounds (declared once in :mod:`worker.constants`).
 
 Invariants:
 
@@ -53,6 +53,7 @@ from worker.constants import (
     MAX_TEXT_BYTES_LIMIT,
     MIN_TEXT_BYTES_LIMIT,
 )
+from worker.env_file import env_file_values
 from worker.errors import ConfigurationError
 
 if TYPE_CHECKING:
@@ -103,8 +104,9 @@ def client_settings(url: str | None = None, **overrides: Any) -> ClientSettings:
     """The settings a client is built with.
 
     With a ``url``: that URL and ``overrides``, the environment unread. Without one: the
-    client's ``MEMWORKER_*`` variables as the worker reads them, ``overrides`` taking
-    precedence, so the client finds the same Redis as the worker. ``overrides`` may name any
+    client's ``MEMWORKER_*`` variables as the worker reads them (the environment, then
+    ``./.env``: :mod:`worker.env_file`), ``overrides`` taking precedence, so the client finds
+    the same Redis as the worker. ``overrides`` may name any
     field of :class:`~worker.settings.Settings` (the worker's fields are checked, then unused);
     a bad value or an unknown name raises :class:`ConfigurationError` naming the field.
     """
@@ -112,7 +114,8 @@ def client_settings(url: str | None = None, **overrides: Any) -> ClientSettings:
     if url is not None:
         given["redis_url"] = url
     else:
-        given = _client_environment(os.environ) | given
+        # The file first: a variable of the environment overrides the file's spelling of it.
+        given = _client_environment({**env_file_values(), **os.environ}) | given
     quick = _quick(given)
     if quick is not None:
         return quick

@@ -129,6 +129,15 @@ class QueueAdmin:
         enqueue script reads them (worker start; see :mod:`worker.queue.deployment`)."""
         deployment.publish_policy(self.redis, self.layout, self.settings)
 
+    def record_sinks(self, sinks: Sequence[str]) -> None:
+        """Record the sinks the workers publish to (worker start; see
+        :mod:`worker.queue.deployment`)."""
+        deployment.record_sinks(self.redis, self.layout, sinks)
+
+    def workers_sinks(self) -> list[str] | None:
+        """The sinks the workers recorded at start; None when none did."""
+        return deployment.recorded_sinks(self.redis, self.layout)
+
     def check_durability(self) -> deployment.Durability:
         """Refuse an evicting Redis unless overridden; warn about no AOF (worker start)."""
         return deployment.check_durability(self.redis, self.settings)

@@ -6,6 +6,10 @@ not to whoever enqueues: the workers write them into every shard's ``policy`` ha
 ``enqueue`` script reads them there. A chat service's client needs only the URL and the key
 prefix; its settings and its clock change nothing about when a namespace becomes due.
 
+**Sinks.** The workers record the sinks they publish to (:func:`record_sinks`, at start), so
+an operator command run with other settings can tell that it would write what the workers'
+sinks never receive (``memworker status`` shows the set and any difference).
+
 **Durability.** :func:`check_durability` reads ``CONFIG GET appendonly``, ``appendfsync`` and
 ``maxmemory-policy``. An ``allkeys-*`` policy evicts queue keys under memory pressure, which
 silently drops acknowledged candidates: refused unless ``allow_evicting_redis`` is set. No AOF
@@ -15,7 +19,9 @@ Managed Redis often refuses ``CONFIG``; that is tolerated and reported as unknow
 
 from __future__ import annotations
 
+import json
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -61,6 +67,42 @@ def shards_key(prefix: str) -> str:
     'mw:shards'
     """
     return f"{prefix}:shards"
+
+
+def sinks_key(prefix: str) -> str:
+    """Where the workers record the sinks they publish to (one key, outside every shard).
+
+    >>> sinks_key("mw")
+    'mw:sinks'
+    """
+    return f"{prefix}:sinks"
+
+
+def record_sinks(client: RedisClient, layout: QueueLayout, sinks: Sequence[str]) -> None:
+    """Record ``sinks`` (the workers' ``MEMWORKER_SINKS`` entries, in order) as the
+    deployment's; the last worker to start wins, as with the policy."""
+    try:
+        client.set(sinks_key(layout.prefix), json.dumps([s.strip() for s in sinks]))
+    except REDIS_FAILURES as exc:
+        raise translate(exc, "the queue's Redis") from exc
+
+
+def recorded_sinks(client: RedisClient, layout: QueueLayout) -> list[str] | None:
+    """The sinks the workers recorded at start; None before any worker of this release
+    started (or when the record is unreadable: nothing to compare with)."""
+    try:
+        raw = client.get(sinks_key(layout.prefix))
+    except REDIS_FAILURES as exc:
+        raise translate(exc, "the queue's Redis") from exc
+    if raw is None:
+        return None
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        return None
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        return None
+    return value
 
 
 def check_shards(client: RedisClient, layout: QueueLayout) -> None:

@@ -59,10 +59,23 @@ class Bulkhead:
     what: str
     set_aside: list[SetAside] = field(default_factory=list)
 
-    def run(self, namespace: str, step: Callable[[], T], *, item: str | None = None) -> T | None:
-        """``step()``, or None when it raised: then ``namespace`` (``item``) is set aside."""
+    def run(
+        self,
+        namespace: str,
+        step: Callable[[], T],
+        *,
+        item: str | None = None,
+        stops: tuple[type[BaseException], ...] = (),
+    ) -> T | None:
+        """``step()``, or None when it raised: then ``namespace`` (``item``) is set aside.
+
+        An error of a kind in ``stops`` is raised instead: the caller has said that such a
+        failure (its whole deployment down) ends the fan-out rather than one namespace.
+        """
         try:
             return step()
+        except stops:
+            raise
         except Exception as exc:  # any failure of one namespace stays that namespace's
             self.skip(namespace, describe_error(exc), item=item)
             return None

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from worker.errors import NotFound
 from worker.queue.admin import QueueAdmin
+from worker.service.progress import Progress, no_progress
 
 
 @dataclass(frozen=True)
@@ -23,19 +24,26 @@ class Retried:
     left: int
 
 
-def retry_dead_letters(queue: QueueAdmin, *, error_contains: str | None = None) -> Retried:
+def retry_dead_letters(
+    queue: QueueAdmin, *, error_contains: str | None = None, progress: Progress = no_progress
+) -> Retried:
     """Retry every dead letter, or only those whose last error contains ``error_contains``
-    (case-insensitive); each comes back with a fresh attempt count, due now."""
+    (case-insensitive); each comes back with a fresh attempt count, due now. ``progress`` is
+    told each namespace retried."""
     wanted = (error_contains or "").casefold()
+    letters = queue.dead_letters()
+    chosen = [
+        letter.namespace
+        for letter in letters
+        if not wanted or wanted in (letter.last_error or "").casefold()
+    ]
     retried: list[str] = []
-    left = 0
-    for letter in queue.dead_letters():
-        if wanted and wanted not in (letter.last_error or "").casefold():
-            left += 1
-            continue
-        if queue.retry_dead(letter.namespace):
-            retried.append(letter.namespace)
-    return Retried(retried, left)
+    with progress(len(chosen)) as advance:
+        for namespace in chosen:
+            if queue.retry_dead(namespace):
+                retried.append(namespace)
+            advance(namespace)
+    return Retried(retried, len(letters) - len(chosen))
 
 
 def retry_dead_letter(queue: QueueAdmin, namespace: str) -> int:

@@ -23,13 +23,18 @@ import contextlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Final
 
 from worker.errors import BusyNamespace, MemworkerError, SinkError
 from worker.models import Namespace, Scope
 from worker.queue.admin import QueueAdmin
+from worker.service.progress import Progress, no_progress
 from worker.service.publish import DeliveryReport, publish_now
 from worker.sinks.base import ErasesAgentWrites, Sink, TidiesAfterErase
 from worker.store.memory import MemoryStore
+
+#: The steps of an erase after each namespace's purge, as a progress display names them.
+ERASE_STEPS: Final = ("store", "sinks")
 
 
 @dataclass(frozen=True)
@@ -75,30 +80,37 @@ def erase(
     keys: list[str],
     *,
     now: datetime | None = None,
+    progress: Progress = no_progress,
 ) -> Erased:
     """Erase ``keys`` from the queue, then SQL, then the sinks (see the module docstring).
 
     A namespace a worker holds right now is left whole and listed in ``busy``. ``now`` is a
     test's injected time; without it the tombstones are due by the database's clock.
+    ``progress`` is told each step done: each namespace's purge, then the SQL erase and the
+    sinks' deletions.
     """
     queued: dict[str, int] = {}
     busy: list[str] = []
-    for key in keys:
-        try:
-            queued[key] = queue.purge_namespace(key)
-        except BusyNamespace:
-            busy.append(key)
-    done = [k for k in keys if k not in busy]
-    files = {k: [f.path for f in store.list_files(k)] for k in done}
-    if not done:
-        return Erased(files, queued, busy, {}, DeliveryReport(0, 0))
-    # What agents wrote (inbox items) holds the user's words too, and the inbox cursors go with
-    # the SQL erase: removed first, so a sink that fails here leaves the user known and `forget`
-    # can simply run again (nothing is erased from SQL yet, and nothing is re-read later).
-    _erase_agent_writes(sinks, done)
-    report = store.erase_namespaces(done, now=now, sinks=tuple(sinks))
-    delivery = publish_now(store, sinks, now=now, namespaces=done)
-    _tidy_after_erase(sinks, files)
+    with progress(len(keys) + len(ERASE_STEPS)) as advance:
+        for key in keys:
+            try:
+                queued[key] = queue.purge_namespace(key)
+            except BusyNamespace:
+                busy.append(key)
+            advance(key)
+        done = [k for k in keys if k not in busy]
+        files = {k: [f.path for f in store.list_files(k)] for k in done}
+        if not done:
+            return Erased(files, queued, busy, {}, DeliveryReport(0, 0))
+        # What agents wrote (inbox items) holds the user's words too, and the inbox cursors go
+        # with the SQL erase: removed first, so a sink that fails here leaves the user known and
+        # `forget` can simply run again (nothing is erased from SQL yet, nor re-read later).
+        _erase_agent_writes(sinks, done)
+        report = store.erase_namespaces(done, now=now, sinks=tuple(sinks))
+        advance(ERASE_STEPS[0])
+        delivery = publish_now(store, sinks, now=now, namespaces=done)
+        _tidy_after_erase(sinks, files)
+        advance(ERASE_STEPS[1])
     rows = {table: n for table, n in sorted(report.deleted.items()) if n}
     return Erased(files, queued, busy, rows, delivery)
 

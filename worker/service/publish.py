@@ -30,7 +30,7 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Final
 
@@ -96,23 +96,35 @@ def default_claimant() -> str:
 class DeliveryReport:
     """What a pass did: rows delivered, rows that failed (retried later), sinks skipped because
     their breaker is open, (for :func:`publish_now`) deliveries still waiting, and the
-    namespaces set aside, each with the sink's error (their rows retry on their own backoff)."""
+    namespaces set aside, each with the sink's error (their rows retry on their own backoff),
+    and how many rows each sink took (``by_sink``: only sinks that took any), so a report never
+    names a sink as published to when every delivery to it failed."""
 
     delivered: int
     failed: int
     skipped_sinks: tuple[str, ...] = ()
     remaining: int = 0
     set_aside: tuple[SetAside, ...] = ()
+    by_sink: tuple[tuple[str, int], ...] = ()
 
     def __add__(self, other: DeliveryReport) -> DeliveryReport:
         skipped = tuple(dict.fromkeys(self.skipped_sinks + other.skipped_sinks))
+        taken = dict(self.by_sink)
+        for name, count in other.by_sink:
+            taken[name] = taken.get(name, 0) + count
         return DeliveryReport(
             self.delivered + other.delivered,
             self.failed + other.failed,
             skipped,
             other.remaining,
             self.set_aside + other.set_aside,
+            tuple(taken.items()),
         )
+
+    @property
+    def sinks_taken(self) -> tuple[str, ...]:
+        """The sinks that took at least one row, in the order they were served."""
+        return tuple(name for name, count in self.by_sink if count)
 
 
 def retry_delay(attempts: int) -> timedelta:
@@ -150,9 +162,10 @@ def deliver_due(
         with gate.enter(name) as got:
             if not got:
                 continue
-            report += _deliver_sink(
+            part = _deliver_sink(
                 store, name, sink, now=now, claimant=claimant, namespaces=namespaces, limit=budget
             )
+            report += replace(part, by_sink=((name, part.delivered),) if part.delivered else ())
     return report
 
 
@@ -185,9 +198,7 @@ def publish_now(
             if report.delivered == 0:
                 break
     remaining = sum(store.outbox_pending(namespaces=chunk) for chunk in chunks)
-    return DeliveryReport(
-        total.delivered, total.failed, total.skipped_sinks, remaining, total.set_aside
-    )
+    return replace(total, remaining=remaining)
 
 
 def _deliver_sink(

@@ -9,13 +9,14 @@ back each changed file's own version.
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import AbstractContextManager
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Final
 
-from worker.errors import NotFound
+import redis
+
+from worker.errors import NotFound, QueueUnavailable, StoreUnavailable
 from worker.models import Candidate, Namespace
 from worker.outcomes import Outcome
 from worker.queue.redis_queue import RedisQueue
@@ -23,10 +24,16 @@ from worker.service.batch import BatchResult
 from worker.service.bulkhead import Bulkhead
 from worker.service.consolidate import Pipeline
 from worker.service.preview import preview
+from worker.service.progress import Progress, no_progress
 from worker.service.publish import DeliveryReport, publish_now
 from worker.service.scan import SourceScan
 from worker.sinks.base import Sink
 from worker.store.memory import MemoryStore
+
+#: Failures that end ``reconcile --all`` at once instead of setting one namespace aside: Redis
+#: or the database is down, so every namespace after it would fail alike, and the operator is
+#: owed the outage's own exit code (4), not a page of namespaces that each "failed".
+OUTAGES: Final = (QueueUnavailable, StoreUnavailable, redis.ConnectionError, redis.TimeoutError)
 
 #: Why a leased namespace was left alone.
 LEASED_NOTE = (
@@ -112,7 +119,8 @@ def reconcile_each(
     """:func:`reconcile_namespace` for each of ``namespaces`` (``reconcile --all``), each behind
     its own bulkhead: a namespace whose step raises (a corrupt log entry a preview cannot read,
     a Redis error on its key) is reported ``failed`` with the reason it was set aside, and the
-    others are reconciled all the same. ``progress`` is called after each namespace."""
+    others are reconciled all the same; an outage (:data:`OUTAGES`) is raised at once.
+    ``progress`` is called after each namespace."""
     bulkhead = Bulkhead("reconcile")
     done = []
     for namespace in namespaces:
@@ -121,6 +129,7 @@ def reconcile_each(
             lambda n=namespace: reconcile_namespace(  # type: ignore[misc]
                 pipeline, n, dry_run=dry_run, extra=extra(n), now=now
             ),
+            stops=OUTAGES,
         )
         if result is None:
             note = f"set aside: {bulkhead.set_aside[-1].reason}"
@@ -128,15 +137,6 @@ def reconcile_each(
         done.append(result)
         progress(namespace)
     return done
-
-
-#: Opens a progress display for a number of namespaces; what it yields is told each one done.
-Progress = Callable[[int], AbstractContextManager[Callable[[str], None]]]
-
-
-@contextlib.contextmanager
-def no_progress(_total: int) -> Iterator[Callable[[str], None]]:
-    yield _nothing
 
 
 @dataclass(frozen=True)

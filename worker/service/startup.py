@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import http.client
 import ssl
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import urlsplit
 
@@ -52,12 +53,15 @@ MODEL_PROBE_SECONDS: Final = 3.0
 MAX_QUOTED: Final = 300
 
 
-def prepare_queue(queue: QueueAdmin) -> Durability:
+def prepare_queue(queue: QueueAdmin, *, sinks: Sequence[str] | None = None) -> Durability:
     """Refuse an evicting Redis (:class:`~worker.errors.QueueMisconfigured`, unless
-    ``allow_evicting_redis``), log the other durability risks, then write the policy and
-    recount the statistics of shards an earlier release wrote (once: a no-op afterwards)."""
+    ``allow_evicting_redis``), log the other durability risks, then write the policy (and the
+    ``sinks`` the workers publish to, when given) and recount the statistics of shards an
+    earlier release wrote (once: a no-op afterwards)."""
     durability = queue.check_durability()
     queue.publish_policy()
+    if sinks is not None:
+        queue.record_sinks(sinks)
     rebuild_stats(queue.redis, queue.layout)
     return durability
 

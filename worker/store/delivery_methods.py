@@ -116,6 +116,16 @@ class DeliveryMethods(Transactions):
         """Per sink: pending deliveries and the age in seconds of the oldest."""
         return self._read("measuring outbox lag", lambda c: _outbox.lag(c, now=now))
 
+    def requeue_current(
+        self, namespace: str, *, sinks: Sequence[str], now: datetime | None = None
+    ) -> int:
+        """Make ``namespace``'s current files due again for ``sinks``; returns the rows made
+        due (see :func:`worker.store.outbox.requeue_current`)."""
+        return self._write(
+            f"queueing {namespace}'s files again",
+            lambda c: _outbox.requeue_current(c, namespace=namespace, sinks=sinks, now=now),
+        )
+
     def take_back(
         self, *, sink: str, namespace: str, path: str, now: datetime | None = None
     ) -> None:

@@ -57,6 +57,13 @@ CLIENT_DEADLINE_GRACE_SECONDS: Final = 5.0
 #: Execution option marking a connection whose transactions write (``BEGIN IMMEDIATE``).
 _WRITE_OPTION: Final = "memworker_write"
 #: Execution options of a PostgreSQL read transaction that sees one snapshot.
+#: The PostgreSQL driver memworker ships with (psycopg 3). A bare ``postgres://`` or
+#: ``postgresql://`` URL, as hosting providers and ``psql`` print them, means this driver: on its
+#: own SQLAlchemy would pick psycopg2 (not installed) or refuse ``postgres`` as unknown.
+PG_DRIVER: Final = "postgresql+psycopg"
+#: Spellings of a URL's scheme that name PostgreSQL without a driver.
+_BARE_PG_SCHEMES: Final = frozenset({"postgres", "postgresql"})
+
 _PG_SNAPSHOT: Final = {"isolation_level": "REPEATABLE READ", "postgresql_readonly": True}
 
 
@@ -87,7 +94,7 @@ def create_store_engine(
     :func:`transaction_deadline` enforces).
     """
     try:
-        parsed = sa.engine.make_url(url)
+        parsed = with_driver(sa.engine.make_url(url))
     except sa.exc.ArgumentError as exc:
         raise StoreRefused(f"database URL {url!r} is not a SQLAlchemy URL: {exc}") from None
     backend = parsed.get_backend_name()
@@ -121,8 +128,21 @@ def create_store_engine(
         return engine
     raise StoreRefused(
         f"database URL scheme {parsed.drivername!r} is not supported; use sqlite:///<file> or "
-        "postgresql+psycopg://user@host/db"
+        "postgresql://user@host/db (postgres:// and postgresql+psycopg:// alike)"
     )
+
+
+def with_driver(url: sa.engine.URL) -> sa.engine.URL:
+    """``url`` with the PostgreSQL driver named (:data:`PG_DRIVER`) when it names none.
+
+    >>> with_driver(sa.engine.make_url("postgres://mw@db:5432/mw")).drivername
+    'postgresql+psycopg'
+    >>> with_driver(sa.engine.make_url("sqlite:///x.db")).drivername
+    'sqlite'
+    """
+    if url.drivername in _BARE_PG_SCHEMES:
+        return url.set(drivername=PG_DRIVER)
+    return url
 
 
 def _configure_sqlite(engine: Engine) -> None:

@@ -37,7 +37,7 @@ from worker.store import fence
 from worker.store.clock import resolve
 from worker.store.prebuilt import param
 from worker.store.records import OutboxItem, SinkLag
-from worker.store.schema import file_versions, memory_files, outbox
+from worker.store.schema import file_versions, memory_files, namespaces, outbox
 
 #: How long after a sink call failed (or its deliverer's claim ran out) its write may still
 #: land: a server that finishes a request its client gave up on does so within its own request
@@ -414,6 +414,72 @@ def take_back(
                 created_at=now,
             )
         )
+
+
+def requeue_current(
+    conn: Connection, *, namespace: str, sinks: Sequence[str], now: datetime | None
+) -> int:
+    """Make every current file of ``namespace`` due again for each of ``sinks`` (``memworker
+    publish``): a sink added after the memory was merged gets rows for versions committed
+    before it existed; a sink that has them gets their newest row delivered again. Returns
+    the rows made due.
+
+    The namespace's fence row is locked first (as a commit locks it), so no commit writes a
+    newer version meanwhile: a row queued here is always of the current version, never one a
+    concurrent commit just superseded.
+    """
+    now = resolve(conn, now)
+    found = conn.execute(
+        sa.select(namespaces.c.id).where(namespaces.c.key == namespace).with_for_update()
+    ).first()
+    if found is None:
+        return 0
+    current = conn.execute(
+        sa.select(memory_files.c.path, file_versions.c.id)
+        .join(
+            file_versions,
+            sa.and_(
+                file_versions.c.file_id == memory_files.c.id,
+                file_versions.c.version == memory_files.c.current_version,
+            ),
+        )
+        .where(memory_files.c.namespace_id == found.id)
+        .order_by(memory_files.c.path)
+    ).all()
+    queued = 0
+    for sink in sinks:
+        for path, version_id in current:
+            queued += _requeue_item(
+                conn, sink=sink, namespace=namespace, path=path, version_id=version_id, now=now
+            )
+    return queued
+
+
+def _requeue_item(
+    conn: Connection, *, sink: str, namespace: str, path: str, version_id: int, now: datetime
+) -> int:
+    """Make the current version ``version_id`` of one item due for ``sink``: its row again
+    (undelivered, due now, no longer superseded), or a new one when the sink has none."""
+    reset = conn.execute(
+        sa.update(outbox)
+        .where(outbox.c.file_version_id == version_id, outbox.c.sink == sink)
+        .values(delivered_at=None, next_attempt_at=now, superseded_by=None, attempts=0)
+    )
+    if reset.rowcount:
+        return 1
+    conn.execute(
+        sa.insert(outbox).values(
+            file_version_id=version_id,
+            sink=sink,
+            kind="publish",
+            namespace=namespace,
+            path=path,
+            attempts=0,
+            next_attempt_at=now,
+            created_at=now,
+        )
+    )
+    return 1
 
 
 def lag(conn: Connection, *, now: datetime | None) -> dict[str, SinkLag]:
