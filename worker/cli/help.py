@@ -22,6 +22,7 @@ EXAMPLES: Final[dict[str, str]] = {
     "search": 'memworker search --user u1 "food allergy"',
     "why": 'memworker why --user u1 "vegetarian"',
     "candidate": "memworker candidate 0f3c9a1e2b7d4c5a8e6f1a2b3c4d5e6f --user u1",
+    "console": "memworker console --port 8377",
     "history": "memworker history --user u1 --path preferences",
     "diff": "memworker diff --user u1 --path preferences 1 2",
     "rollback": "memworker rollback --user u1 --path preferences --to 1",

@@ -36,6 +36,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "worker.cli.db_cmds",
     "worker.cli.memory_cmds",
     "worker.cli.ops_why",
+    "worker.cli.ops_console",
     "worker.cli.run_cmds",
     "worker.cli.schedule_cmds",
     "worker.cli.ops_reconcile",
