@@ -4,6 +4,7 @@ remembers, why, and what it remembered then (on SQLite and PostgreSQL)."""
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -133,6 +134,30 @@ def test_why_and_search_print_stored_text_as_written_never_as_markup(ops: Ops) -
 
     assert "I like [bold]green[/bold] tea" in explained.out
     assert "I like [bold]green[/bold] tea" in found.out
+
+
+def test_why_reads_the_text_literally_percent_and_underscore_included(ops: Ops) -> None:
+    _merged(ops, "I save 50% of my salary")
+    _merged(ops, "I give 50 dollars a week")
+
+    ran = ops("why", "--user", ops.user, "0%", "--json")  # a wildcard would match both
+
+    assert [e["entry"]["text"] for e in ran.json()["entries"]] == ["I save 50% of my salary"]
+
+
+def test_why_keeps_a_candidates_provenance_through_export_and_import(
+    ops: Ops, tmp_path: Path
+) -> None:
+    cid = _merged(ops, "I prefer green tea", thread_id="thread-7")
+    exported = tmp_path / "export.json"
+    ops("export", "--user", ops.user, "--out", str(exported))
+    copy = f"user:{ops.user}-copy"
+
+    assert ops("import", str(exported), "--namespace", copy).code == 0
+    ran = ops("why", "--namespace", copy, "green tea", "--json")
+
+    row = ran.json()["entries"][0]["candidates"][0]
+    assert (row["candidate_id"], row["thread_id"], row["operation"]) == (cid, "thread-7", "add")
 
 
 def test_why_with_nothing_matching_says_so(ops: Ops) -> None:

@@ -64,13 +64,14 @@ def candidate_ledger_rows(conn: Connection, candidate_id: str) -> list[LedgerInf
 
 
 def _like(text: str) -> str:
-    """A case-folded LIKE pattern matching ``text`` anywhere, its wildcards escaped.
+    """A lower-cased LIKE pattern matching ``text`` anywhere, its wildcards escaped (lower
+    case as SQL's ``lower()`` makes it; SQLite's folds ASCII letters only).
 
     >>> _like("50%_off")
     '%50\\\\%\\\\_off%'
     """
     escaped = (
-        text.casefold()
+        text.lower()
         .replace(LIKE_ESCAPE, LIKE_ESCAPE * 2)
         .replace("%", LIKE_ESCAPE + "%")
         .replace("_", LIKE_ESCAPE + "_")

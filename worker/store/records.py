@@ -189,7 +189,7 @@ class LedgerInfo:
     """One ledger row: what became of one candidate in one namespace.
 
     ``source``, ``thread_id``, ``said_at``, ``operation`` and ``revision`` are None on rows
-    written before they were recorded, and on imported rows.
+    written before they were recorded, and on rows imported from older exports.
     """
 
     namespace: str

@@ -204,7 +204,7 @@ candidate_ledger = sa.Table(
     sa.Column("entry_id", sa.String(MAX_ID_LENGTH), nullable=True),
     sa.Column("run_id", BigId, sa.ForeignKey("runs.id"), nullable=True),
     sa.Column("created_at", UTCDateTime, nullable=False),
-    # Provenance (migration 0008; None on older and imported rows): where and when the
+    # Provenance (migration 0008; None on older rows): where and when the
     # candidate was said, the plan operation that consumed it, the revision its batch committed.
     sa.Column("source", sa.String(CODE_LENGTH), nullable=True),
     sa.Column("thread_id", sa.String(MAX_ID_LENGTH), nullable=True),

@@ -4,7 +4,7 @@ Revision ID: 0008
 Revises: 0007
 Create Date: 2026-12-04
 
-Adds, all nullable (rows written before this revision, and imported ones, have none):
+Adds, all nullable (rows written before this revision have none):
 ``source`` and ``thread_id`` (where the candidate was said), ``said_at`` (when: the
 candidate's own time, not the merge's), ``operation`` (the plan operation that consumed it:
 add, supersede, confirm, invalidate, reject) and ``revision`` (the namespace revision its
