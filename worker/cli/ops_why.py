@@ -8,6 +8,7 @@ as the runtime builds it: hybrid with ``MEMWORKER_EMBEDDINGS``) and of
 from __future__ import annotations
 
 import dataclasses
+from datetime import datetime
 from typing import TYPE_CHECKING, Annotated, Any, Final
 
 import typer
@@ -223,6 +224,14 @@ def _time(value: Any) -> str:
     return "" if value is None else str(value.isoformat(timespec="seconds"))
 
 
+def _row_json(row: LedgerInfo) -> dict[str, Any]:
+    """A ledger row as JSON, its times in ISO 8601 (as every ``--json`` writes them)."""
+    return {
+        k: v.isoformat() if isinstance(v, datetime) else v
+        for k, v in dataclasses.asdict(row).items()
+    }
+
+
 def entry_json(p: EntryProvenance) -> dict[str, Any]:
     """An entry's provenance as JSON (``why --json``; the console's API shares it)."""
     return {
@@ -232,7 +241,7 @@ def entry_json(p: EntryProvenance) -> dict[str, Any]:
         "added_revision": p.added_revision,
         "invalidated_revision": p.invalidated_revision,
         "file_version": p.file_version,
-        "candidates": [dataclasses.asdict(r) for r in p.ledger],
+        "candidates": [_row_json(r) for r in p.ledger],
     }
 
 
@@ -245,7 +254,7 @@ def fate_json(fate: CandidateFate) -> dict[str, Any]:
             "namespace": q.namespace,
             "stream_id": q.stream_id,
             "candidate": q.candidate.model_dump(mode="json"),
-            "due_at": q.due_at,
+            "due_at": q.due_at.isoformat() if q.due_at is not None else None,
             "attempts": q.attempts,
             "last_error": q.last_error,
         }
@@ -253,7 +262,7 @@ def fate_json(fate: CandidateFate) -> dict[str, Any]:
         "candidate_id": fate.candidate_id,
         "state": fate.state,
         "detail": fate.detail,
-        "ledger": [dataclasses.asdict(r) for r in fate.ledger],
+        "ledger": [_row_json(r) for r in fate.ledger],
         "queued": queued,
         "entries": [entry_json(p) for p in fate.entries],
     }

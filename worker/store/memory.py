@@ -186,11 +186,21 @@ class MemoryStore(DeliveryMethods, ProgressMethods, ApprovalMethods, SearchMetho
     def list_files(self, namespace: str) -> list[FileInfo]:
         return self._read("listing files", lambda c: _history.list_files(c, namespace))
 
-    def namespaces(self, *, scope: str | None = None, user_id: str | None = None) -> list[str]:
-        """Keys of namespaces with memory, optionally of one scope and/or user."""
+    def namespaces(
+        self,
+        *,
+        scope: str | None = None,
+        user_id: str | None = None,
+        containing: str | None = None,
+        limit: int | None = None,
+    ) -> list[str]:
+        """Keys of namespaces with memory, optionally of one scope and/or user, or whose key
+        contains ``containing`` (any case); the first ``limit`` by key."""
         return self._read(
             "listing namespaces",
-            lambda c: _history.list_namespaces(c, scope=scope, user_id=user_id),
+            lambda c: _history.list_namespaces(
+                c, scope=scope, user_id=user_id, containing=containing, limit=limit
+            ),
         )
 
     def file_history(self, namespace: str, path: str) -> list[FileVersionInfo]:

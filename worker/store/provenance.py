@@ -63,11 +63,11 @@ def candidate_ledger_rows(conn: Connection, candidate_id: str) -> list[LedgerInf
     return [_ledger_info(r.key, r) for r in conn.execute(stmt)]
 
 
-def _like(text: str) -> str:
+def like_pattern(text: str) -> str:
     """A lower-cased LIKE pattern matching ``text`` anywhere, its wildcards escaped (lower
     case as SQL's ``lower()`` makes it; SQLite's folds ASCII letters only).
 
-    >>> _like("50%_off")
+    >>> like_pattern("50%_off")
     '%50\\\\%\\\\_off%'
     """
     escaped = (
@@ -87,7 +87,7 @@ def entries_containing(conn: Connection, namespace: str, text: str, limit: int) 
         .join(namespaces, namespaces.c.id == entries.c.namespace_id)
         .where(
             namespaces.c.key == namespace,
-            sa.func.lower(entries.c.text).like(_like(text), escape=LIKE_ESCAPE),
+            sa.func.lower(entries.c.text).like(like_pattern(text), escape=LIKE_ESCAPE),
         )
         .order_by(entries.c.invalid_at.is_not(None), entries.c.created_at.desc(), entries.c.id)
         .limit(limit)

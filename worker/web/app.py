@@ -84,11 +84,12 @@ class Pages:
 
     def index(self, request: Request) -> Response:
         query = _query(request, "q")
-        keys = self.runtime.store.namespaces()
-        if query:
-            keys = [k for k in keys if query.casefold() in k.casefold()]
+        keys = self.runtime.store.namespaces(containing=query or None, limit=NAMESPACE_PAGE + 1)
         return self.render(
-            "index.html", query=query, namespaces=keys[:NAMESPACE_PAGE], total=len(keys)
+            "index.html",
+            query=query,
+            namespaces=keys[:NAMESPACE_PAGE],
+            more=len(keys) > NAMESPACE_PAGE,
         )
 
     def namespace(self, request: Request) -> Response:
