@@ -35,7 +35,10 @@ SLICES: dict[str, type] = {
 
 #: Fields only the edge reads (to find Redis, open the data directory, serve metrics), or that
 #: reach a slice through a derived property (``effective_database_url``, ``effective_files_dir``).
-EDGE_ONLY = {"redis_url", "data_dir", "database_url", "files_dir", "metrics_port"}
+EDGE_ONLY = {
+    "redis_url", "data_dir", "database_url", "files_dir", "metrics_port", "console_user",
+    "console_password",
+}  # fmt: skip
 
 #: Derived properties a slice may copy, and the fields they are derived from.
 DERIVED = {

@@ -21,7 +21,7 @@ from dataclasses import fields
 from pathlib import Path
 from typing import Annotated, Any, Final, TypeVar
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import (
     BaseSettings,
     EnvSettingsSource,
@@ -385,6 +385,19 @@ class Settings(BaseSettings):
         ge=1,
         le=65535,
         description="Port the worker serves Prometheus metrics on; unset disables it.",
+    )
+    # --- the operator console (`memworker console`) ------------------------------------------
+    console_user: str = Field(
+        default="admin",
+        min_length=1,
+        max_length=200,
+        pattern=r"^[^:\s]+$",
+        description="User name of the read-only operator console's HTTP basic auth.",
+    )
+    console_password: SecretStr | None = Field(
+        default=None,
+        description="Password of the operator console (`memworker console`); unset, the console "
+        "refuses to start.",
     )
 
     @field_validator("sensitive_paths")

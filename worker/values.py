@@ -71,6 +71,12 @@ class LedgerRow:
     outcome: LedgerOutcome
     reason: str | None = None
     entry_id: str | None = None
+    #: Where and when the candidate was said (its ``source``, ``thread_id``, ``created_at``).
+    source: str | None = None
+    thread_id: str | None = None
+    said_at: datetime | None = None
+    #: The plan operation that consumed it (``add``, ``supersede``, ``confirm``, …).
+    operation: str | None = None
 
 
 @dataclass(frozen=True)

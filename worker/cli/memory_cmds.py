@@ -6,6 +6,7 @@ to the sinks like any other version. (``reconcile`` lives in :mod:`worker.cli.op
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Annotated, Any, Final
 
 import typer
@@ -26,12 +27,13 @@ from worker.cli.ops_support import (
     record_delivery,
     require_known,
 )
-from worker.errors import NotFound
+from worker.errors import InvalidOption, NotFound
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
     from worker.models import Namespace
+    from worker.store.memory import MemoryStore
     from worker.store.records import FileVersionInfo
 
 PathOpt = Annotated[str, typer.Option("--path", help="The memory file, e.g. preferences.")]
@@ -55,15 +57,28 @@ def show(
     namespace: NamespaceOpt = None,
     org: OrgOpt = None,
     path: Annotated[str | None, typer.Option("--path", help="One memory file.")] = None,
+    as_of: Annotated[
+        str | None,
+        typer.Option(
+            "--as-of",
+            metavar="TIME",
+            help="Show the files as they were then (ISO 8601, e.g. 2026-12-01T09:00Z; UTC "
+            "without an offset).",
+        ),
+    ] = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Print a namespace's current memory files."""
+    """Print a namespace's memory files: as they are now, or as they were at --as-of."""
     from rich.rule import Rule
 
     from worker.models import normalise_path
 
     with operator_session() as runtime:
+        at = None if as_of is None else parse_time(as_of, option="--as-of")
         ns = namespace_from(user, assistant, namespace, org)
+        if at is not None:
+            _show_as_of(runtime.store, ns, at, path, as_json)
+            return
         files = runtime.store.current_files(ns.key)
         others = other_namespaces(runtime.store.namespaces, ns)
         if not files:
@@ -92,6 +107,63 @@ def show(
             console.print(content, markup=False, emoji=False, soft_wrap=True, end="")
         if others:  # on stderr: stdout stays the files
             stderr.print(others_hint(ns, others), markup=False, soft_wrap=True)
+
+
+def parse_time(text: str, *, option: str) -> datetime:
+    """An ISO 8601 time as an aware UTC datetime (``Z`` accepted; no offset means UTC).
+
+    >>> parse_time("2026-12-01T09:00Z", option="--as-of").isoformat()
+    '2026-12-01T09:00:00+00:00'
+    >>> parse_time("yesterday", option="--as-of")
+    Traceback (most recent call last):
+    ...
+    worker.errors.InvalidOption: --as-of 'yesterday' is not an ISO 8601 time, e.g. \
+2026-12-01T09:00:00Z
+    """
+    try:
+        parsed = datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise InvalidOption(
+            f"{option} {text!r} is not an ISO 8601 time, e.g. 2026-12-01T09:00:00Z"
+        ) from None
+    return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed.astimezone(UTC)
+
+
+def _show_as_of(
+    store: MemoryStore, ns: Namespace, at: datetime, path: str | None, as_json: bool
+) -> None:
+    """``show --as-of``: each file at the version that was current at ``at``."""
+    from rich.rule import Rule
+
+    from worker.models import normalise_path
+
+    versions = store.files_as_of(ns.key, at)
+    if not versions and not store.current_files(ns.key):
+        raise NotFound(f"{ns.key} is unknown: it has no memory files (`memworker status`)")
+    if path is not None:
+        wanted = normalise_path(path)
+        if wanted not in versions:
+            raise NotFound(f"{ns.key} had no file {wanted} at {at.isoformat()}")
+        versions = {wanted: versions[wanted]}
+    if as_json:
+        print_json(
+            {
+                "namespace": ns.key,
+                "as_of": at.isoformat(),
+                "files": {p: v.content for p, v in versions.items()},
+                "versions": {p: _version_json(v) for p, v in versions.items()},
+            }
+        )
+        return
+    if not versions:
+        console.print(f"{ns.key} had no memory files yet at {at.isoformat()}")
+    for file_path, v in sorted(versions.items()):
+        title = (
+            f"{ns.key} {file_path} version {v.version} "
+            f"({v.created_at.isoformat(timespec='seconds')}, {v.author})"
+        )
+        console.print(Rule(title), width=console.rule_width(title))
+        console.print(v.content, markup=False, emoji=False, soft_wrap=True, end="")
 
 
 def other_namespaces(listed: Callable[..., list[str]], ns: Namespace) -> list[str]:

@@ -35,6 +35,8 @@ COMMAND_MODULES: tuple[str, ...] = (
     "worker.cli.queue_cmds",
     "worker.cli.db_cmds",
     "worker.cli.memory_cmds",
+    "worker.cli.ops_why",
+    "worker.cli.ops_console",
     "worker.cli.run_cmds",
     "worker.cli.schedule_cmds",
     "worker.cli.ops_reconcile",

@@ -91,7 +91,8 @@ class _Applier:
         self.touched: set[str] = set()
         self.waiting: dict[str, str] = {}  # id a waiting operation would create -> its path
         self.approvals: list[PendingApproval] = []
-        self.outcomes: dict[str, tuple[LedgerOutcome, str | None, str | None]] = {}
+        #: candidate id -> (outcome, reason, entry id, the operation that decided it)
+        self.outcomes: dict[str, tuple[LedgerOutcome, str | None, str | None, str]] = {}
         self.counts = dict.fromkeys(COUNT_NAMES, 0)
 
     # --- bookkeeping ---------------------------------------------------------------------
@@ -101,7 +102,7 @@ class _Applier:
         for cid in op.candidate_ids:
             old = self.outcomes.get(cid)
             if old is None or _OUTCOME_RANK[outcome] < _OUTCOME_RANK[old[0]]:
-                self.outcomes[cid] = (outcome, reason, entry_id)
+                self.outcomes[cid] = (outcome, reason, entry_id, op.op)
 
     def _put(self, entry: Entry) -> None:
         self.work[entry.id] = entry
@@ -291,9 +292,15 @@ def _finish(
         if cid not in applier.outcomes:
             missing.append(f"candidate {cid} is not accounted for")
             continue
-        outcome, reason, entry_id = applier.outcomes[cid]
+        outcome, reason, entry_id, operation = applier.outcomes[cid]
         applier.counts["rejected"] += outcome == "rejected"
-        ledger.append(LedgerRow(cid, cand.trace_id, outcome, reason, entry_id))
+        ledger.append(
+            LedgerRow(
+                cid, cand.trace_id, outcome, reason, entry_id,
+                source=cand.source, thread_id=cand.thread_id, said_at=cand.created_at,
+                operation=operation,
+            )
+        )  # fmt: skip
     if missing:
         raise InvalidPlan(missing)
     return AppliedPlan(

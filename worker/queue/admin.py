@@ -16,7 +16,7 @@ Example (needs a Redis server)::
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Final
 
 import redis
@@ -36,6 +36,8 @@ from worker.slices import QueueSettings
 if TYPE_CHECKING:
     from worker.models import Candidate
 
+#: Log entries read per XRANGE when looking for one candidate.
+LOG_PAGE: Final = 500
 #: Page size for SCAN over the namespaces' keys.
 SCAN_COUNT: Final = 1000
 
@@ -61,6 +63,38 @@ class QueueAdmin:
         Leases are judged by the Redis server's clock (``now`` is a test hook).
         """
         return views.namespace_state(self.redis, self.layout, namespace, now)
+
+    def find_queued(
+        self, candidate_id: str, namespaces: Iterable[str]
+    ) -> tuple[str, str, Candidate] | None:
+        """``(namespace, stream id, candidate)`` of ``candidate_id`` if one of ``namespaces``'
+        logs still holds it (queued, due, leased or dead-lettered), else None.
+
+        Reads each log a page at a time and decodes only the entries whose payload names the
+        id, so looking through a large queue costs reads, not decoding."""
+        needle = candidate_id.encode()
+        for namespace in namespaces:
+            start = "-"
+            while True:
+                page = self.redis.xrange(self.layout.log(namespace), start, "+", count=LOG_PAGE)
+                for stream_id, fields in page or ():
+                    payload = (fields or {}).get(b"c", (fields or {}).get("c"))
+                    raw = payload.encode() if isinstance(payload, str) else payload
+                    if raw is None or needle not in raw:
+                        continue  # not this candidate: left undecoded
+                    for sid, candidate in entries_of([(stream_id, fields)]):
+                        if candidate.id == candidate_id:
+                            return namespace, sid, candidate
+                if not page or len(page) < LOG_PAGE:
+                    break
+                start = "(" + s(page[-1][0])
+        return None
+
+    def due_at_ms(self, namespace: str) -> int | None:
+        """When ``namespace`` is due to be merged (epoch ms, the Redis server's clock), or None
+        when it is not in its shard's due set (nothing pending)."""
+        score = self.redis.zscore(self.layout.due(self.layout.shard(namespace)), namespace)
+        return None if score is None else int(score)
 
     def namespaces(self) -> Iterator[str]:
         """Every namespace the queue knows (pending or not), each once, in no order."""

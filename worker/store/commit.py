@@ -79,7 +79,13 @@ def commit_batch(
     )
     if applied.ledger:
         _insert_ledger(
-            conn, ns_id=ns_id, namespace=namespace, applied=applied, run_id=run_id, now=now
+            conn,
+            ns_id=ns_id,
+            namespace=namespace,
+            applied=applied,
+            run_id=run_id,
+            now=now,
+            revision=version,
         )
     if applied.approvals:
         _insert_approvals(conn, ns_id, applied.approvals, run_id=run_id, now=now)
@@ -193,6 +199,7 @@ def _insert_ledger(
     applied: AppliedPlan,
     run_id: int,
     now: datetime,
+    revision: int,
 ) -> None:
     rows = [
         {
@@ -204,6 +211,11 @@ def _insert_ledger(
             "entry_id": r.entry_id,
             "run_id": run_id,
             "created_at": now,
+            "source": r.source,
+            "thread_id": r.thread_id,
+            "said_at": r.said_at,
+            "operation": r.operation,
+            "revision": revision,
         }
         for r in applied.ledger
     ]

@@ -19,6 +19,7 @@ from worker.errors import NotFound
 from worker.models import Namespace, Scope, normalise_path
 from worker.store import fence, search_index
 from worker.store.files import NewVersion, unified_diff, with_current_version, write_versions
+from worker.store.provenance import LIKE_ESCAPE, like_pattern
 from worker.store.records import CommitResult, FileInfo, FileVersionInfo
 from worker.store.schema import entries, file_versions, memory_files, namespaces
 from worker.store.sqltypes import require_utc
@@ -99,13 +100,27 @@ def list_files(conn: Connection, namespace: str) -> list[FileInfo]:
     ]
 
 
-def list_namespaces(conn: Connection, *, scope: str | None, user_id: str | None) -> list[str]:
-    """Namespace keys with at least one commit, optionally of one scope and/or one user."""
+def list_namespaces(
+    conn: Connection,
+    *,
+    scope: str | None,
+    user_id: str | None,
+    containing: str | None = None,
+    limit: int | None = None,
+) -> list[str]:
+    """Namespace keys with at least one commit, optionally of one scope and/or one user, or
+    whose key contains ``containing`` (any case); the first ``limit`` by key."""
     stmt = sa.select(namespaces.c.key).order_by(namespaces.c.key)
     if scope is not None:
         stmt = stmt.where(namespaces.c.scope == Scope(scope).value)
     if user_id is not None:
         stmt = stmt.where(namespaces.c.user_id == user_id)
+    if containing:
+        stmt = stmt.where(
+            sa.func.lower(namespaces.c.key).like(like_pattern(containing), escape=LIKE_ESCAPE)
+        )
+    if limit is not None:
+        stmt = stmt.limit(limit)
     return list(conn.execute(stmt).scalars())
 
 

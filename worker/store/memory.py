@@ -39,6 +39,7 @@ from worker.store import erase as _erase
 from worker.store import fence as _fence
 from worker.store import history as _history
 from worker.store import migrate as _migrate
+from worker.store import provenance as _provenance
 from worker.store import runs as _runs
 from worker.store import snapshot as _snapshot
 from worker.store import transfer as _transfer
@@ -52,9 +53,11 @@ from worker.store.progress_methods import ProgressMethods
 from worker.store.records import (
     ROLLBACK_AUTHOR,
     CommitResult,
+    EntryProvenance,
     EraseReport,
     FileInfo,
     FileVersionInfo,
+    LedgerInfo,
     RunInfo,
     RunRecord,
 )
@@ -183,11 +186,21 @@ class MemoryStore(DeliveryMethods, ProgressMethods, ApprovalMethods, SearchMetho
     def list_files(self, namespace: str) -> list[FileInfo]:
         return self._read("listing files", lambda c: _history.list_files(c, namespace))
 
-    def namespaces(self, *, scope: str | None = None, user_id: str | None = None) -> list[str]:
-        """Keys of namespaces with memory, optionally of one scope and/or user."""
+    def namespaces(
+        self,
+        *,
+        scope: str | None = None,
+        user_id: str | None = None,
+        containing: str | None = None,
+        limit: int | None = None,
+    ) -> list[str]:
+        """Keys of namespaces with memory, optionally of one scope and/or user, or whose key
+        contains ``containing`` (any case); the first ``limit`` by key."""
         return self._read(
             "listing namespaces",
-            lambda c: _history.list_namespaces(c, scope=scope, user_id=user_id),
+            lambda c: _history.list_namespaces(
+                c, scope=scope, user_id=user_id, containing=containing, limit=limit
+            ),
         )
 
     def file_history(self, namespace: str, path: str) -> list[FileVersionInfo]:
@@ -197,6 +210,33 @@ class MemoryStore(DeliveryMethods, ProgressMethods, ApprovalMethods, SearchMetho
     def file_version(self, namespace: str, path: str, version: int) -> FileVersionInfo:
         return self._read(
             "reading a version", lambda c: _history.file_version(c, namespace, path, version)
+        )
+
+    # --- provenance (read-only, for operators) -----------------------------------------------
+    def candidate_ledger(self, candidate_id: str) -> list[LedgerInfo]:
+        """What became of ``candidate_id`` in every namespace that consumed it (none: it was
+        never merged, or it was erased)."""
+        return self._read(
+            "reading the ledger", lambda c: _provenance.candidate_ledger_rows(c, candidate_id)
+        )
+
+    def entries_containing(self, namespace: str, text: str, *, limit: int) -> list[str]:
+        """Ids of entries of ``namespace`` whose text contains ``text`` (any case), retired
+        ones too, active first."""
+        return self._read(
+            "finding entries", lambda c: _provenance.entries_containing(c, namespace, text, limit)
+        )
+
+    def provenance(self, namespace: str, entry_ids: Sequence[str]) -> list[EntryProvenance]:
+        """Each entry with the candidates behind it (see :mod:`worker.store.provenance`)."""
+        return self._snapshot_read(
+            "reading provenance", lambda c: _provenance.provenance(c, namespace, entry_ids)
+        )
+
+    def files_as_of(self, namespace: str, at: datetime) -> dict[str, FileVersionInfo]:
+        """Each file of ``namespace`` at its version current at ``at``."""
+        return self._snapshot_read(
+            "reading history", lambda c: _provenance.files_as_of(c, namespace, at)
         )
 
     def rollback_file(

@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Final, Literal
 
+from worker.values import Entry
+
 RunTrigger = Literal["queue", "reconcile", "schedule", "cli", "import"]
 TickStatus = Literal["running", "ok", "failed"]
 ApprovalStatus = Literal["pending", "approved", "rejected"]
@@ -180,3 +182,39 @@ class EraseReport:
     namespaces: tuple[str, ...]
     deleted: dict[str, int]
     tombstones: int
+
+
+@dataclass(frozen=True)
+class LedgerInfo:
+    """One ledger row: what became of one candidate in one namespace.
+
+    ``source``, ``thread_id``, ``said_at``, ``operation`` and ``revision`` are None on rows
+    written before they were recorded, and on rows imported from older exports.
+    """
+
+    namespace: str
+    candidate_id: str
+    trace_id: str
+    outcome: str  #: merged, duplicate, forgotten, rejected, pending_approval
+    reason: str | None
+    entry_id: str | None  #: the entry it made, confirmed or retired
+    run_id: int | None
+    recorded_at: datetime  #: when the commit that consumed it ran
+    source: str | None  #: hot_path, langgraph_thread, inbox, …
+    thread_id: str | None
+    said_at: datetime | None  #: the candidate's own time
+    operation: str | None  #: the plan operation: add, supersede, confirm, invalidate, reject
+    revision: int | None  #: the namespace revision its batch committed
+
+
+@dataclass(frozen=True)
+class EntryProvenance:
+    """An entry with where it came from: the revision that added it (and the file version
+    that commit wrote), the one that retired it, and its candidates' ledger rows."""
+
+    namespace: str
+    entry: Entry
+    added_revision: int
+    invalidated_revision: int | None
+    file_version: int | None
+    ledger: tuple[LedgerInfo, ...]

@@ -204,8 +204,17 @@ candidate_ledger = sa.Table(
     sa.Column("entry_id", sa.String(MAX_ID_LENGTH), nullable=True),
     sa.Column("run_id", BigId, sa.ForeignKey("runs.id"), nullable=True),
     sa.Column("created_at", UTCDateTime, nullable=False),
+    # Provenance (migration 0008; None on older rows): where and when the
+    # candidate was said, the plan operation that consumed it, the revision its batch committed.
+    sa.Column("source", sa.String(CODE_LENGTH), nullable=True),
+    sa.Column("thread_id", sa.String(MAX_ID_LENGTH), nullable=True),
+    sa.Column("said_at", UTCDateTime, nullable=True),
+    sa.Column("operation", sa.String(CODE_LENGTH), nullable=True),
+    sa.Column("revision", sa.Integer, nullable=True),
     # The idempotency guarantee: a candidate is consumed at most once per namespace.
     sa.UniqueConstraint("namespace_id", "candidate_id"),
+    # `memworker candidate ID` finds a candidate without knowing its namespace.
+    sa.Index(None, "candidate_id"),
 )
 
 approvals = sa.Table(

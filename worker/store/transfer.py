@@ -82,6 +82,12 @@ class LedgerDoc(_Doc):
     reason: str | None = None
     entry_id: str | None = None
     created_at: AwareDatetime
+    # Provenance (schema 0008): absent from older exports, kept through an export and import.
+    source: str | None = Field(default=None, max_length=32)
+    thread_id: str | None = Field(default=None, max_length=128)
+    said_at: AwareDatetime | None = None
+    operation: Literal["add", "supersede", "confirm", "invalidate", "reject"] | None = None
+    revision: int | None = Field(default=None, ge=1)
 
 
 class ApprovalDoc(_Doc):
