@@ -191,6 +191,10 @@ def score_story(
             score.cpu_seconds += time.process_time() - began
         state = advance(state, applied)
     _judge(story, state, cid, score)
+    counts = getattr(consolidator, "counts", None)
+    if counts is not None:  # the perfect model's: entries it had to touch but was not shown
+        score.unshown += counts.unshown
+        score.unshown_total += counts.needed
     return score
 
 

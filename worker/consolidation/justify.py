@@ -13,7 +13,7 @@ names. One of them must be:
   word with the entry (a contradiction in the same words: "I live in Rome" retires "I live in
   Paris"), sets the same attribute of the same person in a wording the rules know
   (:mod:`worker.consolidation.frames`: "I moved to Berlin" retires "I live in Paris"), or, by
-  meaning (:class:`~worker.consolidation.meaning.Meaning`, in any language),
+  meaning (:meth:`~worker.consolidation.meaning.Meaning.may_replace`) (:class:`~worker.consolidation.meaning.Meaning`, in any language),
   restates it or gives the same single-valued attribute of the user ("nos hemos mudado a
   Bilbao" retires "vivo en Valencia"); or a correction ("sorry, I meant 43") of an entry
   holding a number it names.
@@ -99,7 +99,7 @@ def related(a: str, b: str, meaning: Meaning | None = None) -> bool:
         return True
     if meaning is None:
         return False
-    if meaning.about_the_same(a, b):
+    if meaning.may_replace(a, b):
         return True
     kind = meaning.kind(b)
     named = set(numbers_of(b))
