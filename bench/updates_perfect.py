@@ -60,7 +60,7 @@ class Oracle:
         for short, text in shown:
             if text in replaced:
                 reason = "replaced by a newer statement in this batch"
-                ops.append({"op": "reject", "candidates": shorts, "reason": reason})
+                ops.append({"op": "reject", "candidates": [short], "reason": reason})
             elif restating[text] in texts and restating[text] not in replaced:
                 continue
             else:

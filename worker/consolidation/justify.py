@@ -13,14 +13,13 @@ names. One of them must be:
   word with the entry (a contradiction in the same words: "I live in Rome" retires "I live in
   Paris"), sets the same attribute of the same person in a wording the rules know
   (:mod:`worker.consolidation.frames`: "I moved to Berlin" retires "I live in Paris"), or, by
-  meaning (:meth:`~worker.consolidation.meaning.Meaning.may_replace`) (:class:`~worker.consolidation.meaning.Meaning`, in any language),
-  restates it or gives the same single-valued attribute of the user ("nos hemos mudado a
-  Bilbao" retires "vivo en Valencia"); or a correction ("sorry, I meant 43") of an entry
-  holding a number it names.
+  meaning in any language (:meth:`~worker.consolidation.meaning.Meaning.may_replace`),
+  restates it or lies near it with a kind of statement in common ("nos hemos mudado a Bilbao"
+  retires "vivo en Valencia"); or a correction ("sorry, I meant 43") of an entry holding a
+  number it names.
 
 "Related" cannot prove a contradiction; it makes an unrelated rewrite impossible (a replacement
-about something else, or of a multi-valued fact such as a pet or an allergy, is refused), and
-the removal cap bounds the rest.
+about something else is refused), and the removal cap bounds the rest.
 
 >>> related("I live in Paris", "I live in Rome"), related("I have a dog", "I prefer tea")
 (True, False)
