@@ -55,6 +55,7 @@ from typing import ClassVar, Final
 from worker.consolidation import extract, guards, text
 from worker.consolidation.frames import Frame, frame_of
 from worker.consolidation.ids import EntryIds
+from worker.consolidation.justify import related
 from worker.consolidation.live import FuzzyKey, LiveEntry, fuzzy_key, fuzzy_lengths, slot_index
 from worker.consolidation.meaning import CORRECTION, Meaning, numbers_of
 from worker.consolidation.semantic import (
@@ -425,6 +426,7 @@ class _Merge:
             if self.meaning.same_attribute(e.text, body)
             and e.norm.negated == wanted.negated
             and not _framed_apart(e, frame)
+            and related(e.text, body, self.meaning)  # what the trust check will accept
         ]
         if not same:
             return _UNDECIDED
@@ -462,13 +464,25 @@ class _Merge:
 
     def _correct(self, cand: Candidate, body: str, *, key: str | None) -> str | _Undecided | None:
         """A correction ("sorry, I meant 43") supersedes the latest statement said before it
-        that it can correct: one holding a number when it names one, else the latest. Where
-        it swaps one number for another, the entry keeps its words with the number fixed."""
-        said = [e for e in self._comparable(key) if e.valid_from <= cand.said_at]
+        that it can correct (one the trust check relates to it): one holding a number when
+        it names one, else the one nearest it by words ("I said Hackney but I meant
+        Haringey"). Where it swaps one number for another, the entry keeps its words with the
+        number fixed."""
+        assert self.meaning is not None
+        said = [
+            e
+            for e in self._comparable(key)
+            if e.valid_from <= cand.said_at and related(e.text, body, self.meaning)
+        ]
         if numbers_of(body):
             said = [e for e in said if numbers_of(e.text)]
         if not said:
             return _UNDECIDED
+        if not numbers_of(body):  # the statement it names a value of: nearest by words
+            ids = {e.id for e in said}
+            ranked = self.index().nearest(body, len(self.live))
+            best = next((i for i, score in ranked if score > 0 and i in ids), None)
+            said = [e for e in said if e.id == best] or said
         target = max(said, key=lambda e: (e.valid_from, e.seq))
         fixed = corrected(target.text, body)
         what = "corrected by the user"
