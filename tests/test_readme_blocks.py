@@ -42,6 +42,10 @@ class How(enum.Enum):
     PYTHON = "runs with python in the fresh home against that server"
     PYTHON_WITH_MODEL = "runs in the fresh home with a chat model `model` the test provides"
     WALKTHROUGH = "runs in tests/test_cli_walkthrough.py (its own fresh home and server)"
+    CLIENT_ALONE = (
+        "runs in tests/test_client_alone.py: a fresh virtual environment with only the packages "
+        "it names, then an enqueue against real Redis"
+    )
     CI = "is the test command itself: test_ci_runs_the_readme_test_command checks CI runs it"
     DOCKER = "needs Docker: tests/test_compose.py checks the compose file it runs"
     POSTGRES = (
@@ -62,6 +66,8 @@ HANDLING: Final[list[tuple[str, str, How]]] = [
     ("Quick start", '$ memworker enqueue --user u1 "I prefer short answers" && memworker '
      "reconcile --user u1 --dry-run", How.CONSOLE),
     ("Quick start", '$ pip install -e ".[dev]" && python -m pytest', How.CI),
+    ("Enqueue from your chat service", "$ pip install --no-deps memworker prometheus-client",
+     How.CLIENT_ALONE),
     ("Enqueue from your chat service", "", How.PYTHON),
     ("Wire a deep agent to its memory in one call", "", How.PYTHON_WITH_MODEL),
     ("Capture conversations", "", How.PYTHON_WITH_MODEL),
