@@ -12,7 +12,7 @@ import redis
 from langgraph_sdk.client import SyncLangGraphClient
 
 from tests.langgraph_app.graphs import HELPER_ASSISTANT
-from tests.langgraph_fixtures import langgraph_client, langgraph_url
+from tests.langgraph_fixtures import langgraph_client, langgraph_url, owned_by
 from tests.support.memory_queue import queue_settings
 from worker.consolidation.rules import RulesConsolidator
 from worker.queue.redis_queue import RedisQueue
@@ -131,7 +131,7 @@ def test_a_scanned_exchange_and_its_live_capture_are_one_candidate_of_the_assist
     settings = queue_settings(redis_url, key_prefix)  # the served capture's queue settings
     queue = RedisQueue(redis_client, settings.for_queue)
     user = f"u-{uuid.uuid4().hex[:8]}"
-    thread = langgraph_client.threads.create(metadata={"user_id": user})
+    thread = langgraph_client.threads.create(metadata=owned_by(user))
     run = langgraph_client.runs.create(
         thread["thread_id"],
         "capture_bot",

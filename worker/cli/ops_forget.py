@@ -43,6 +43,10 @@ def forget(
             "--all-assistants", help="The user's memory with every assistant, and without one."
         ),
     ] = False,
+    org: Annotated[
+        str | None,
+        typer.Option("--org", help="The user's organisation (the same id in another is kept)."),
+    ] = None,
     yes: YesOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
@@ -52,6 +56,8 @@ def forget(
 
     with operator_session() as runtime:
         validate_id(user, "user_id")
+        if org is not None:
+            validate_id(org, "org_id")
         if assistant is not None and all_assistants:
             raise InvalidOption("give --assistant A or --all-assistants, not both")
         target = erase_target(
@@ -60,6 +66,7 @@ def forget(
             user,
             assistant=assistant,
             every_assistant=all_assistants,
+            org=org,
         )
         keys = target.keys
         if not keys:

@@ -59,6 +59,9 @@ def enqueue(
     ] = None,
     thread: Annotated[str | None, typer.Option("--thread", help="Conversation thread id.")] = None,
     scope: Annotated[str, typer.Option("--scope", help="user or agent.")] = "user",
+    org: Annotated[
+        str | None, typer.Option("--org", help="The user's organisation, when there are orgs.")
+    ] = None,
 ) -> None:
     """Queue one candidate memory, as the chat service would; prints its id."""
     from worker.hotpath.client import MemoryClient
@@ -78,6 +81,7 @@ def enqueue(
                 thread_id=thread,
                 scope=scope,
                 source="cli",
+                org_id=org,
             )
         stdout.print(candidate_id)
         if trace is None:
