@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from langgraph_sdk import get_sync_client
 from langgraph_sdk.client import SyncLangGraphClient
+from langgraph_sdk.errors import PermissionDeniedError
 
 from tests.langgraph_app.auth import OWNER_ORG_KEY
 from tests.langgraph_app.graphs import HELPER_ASSISTANT, HELPER_LAYOUT
@@ -49,8 +50,9 @@ def _as(url: str, key: str) -> SyncLangGraphClient:
 
 @pytest.fixture(scope="module", autouse=True)
 def published(langgraph_auth_url: str) -> None:
-    """Bob's memory and both orgs' policies in the server's store, written as bob would."""
-    sink = LangGraphStoreSink(langgraph_auth_url, HELPER_LAYOUT, api_key="key-bob")
+    """Bob's and acme's alice's memory and both orgs' policies in the server's store, published
+    by the worker."""
+    sink = LangGraphStoreSink(langgraph_auth_url, HELPER_LAYOUT, api_key="key-worker")
     for namespace, path, content in (
         (f"org:globex:user:bob:{HELPER_ASSISTANT}", PREFS, f"- {BOBS_SECRET}\n"),
         (f"org:acme:user:alice:{HELPER_ASSISTANT}", PREFS, f"- {ACME_ALICES_SECRET}\n"),
@@ -155,14 +157,18 @@ def test_the_same_user_id_in_two_orgs_captures_into_two_namespaces(
 
 
 # --- a thread scan files a thread under its owner only ----------------------------------------
-def _scan(url: str, queue: RedisQueue, store: MemoryStore, settings: Settings) -> SourceScan:
-    """The worker's scan of the last minutes, as deployed: its own key reads every thread, the
-    owner and the owner's org are what the server's auth handler records."""
+def _scan(
+    url: str, queue: RedisQueue, store: MemoryStore, settings: Settings, sinks: tuple[str, ...] = ()
+) -> SourceScan:
+    """The worker's scan of the last minutes, as deployed: its own key reads every thread (and,
+    with the ``langgraph`` sink, every inbox), the owner and the owner's org are what the
+    server's auth handler records."""
     cfg = settings.model_copy(
         update={
             "langgraph_url": url,
             "langgraph_api_key": "key-worker",
             "thread_org_key": OWNER_ORG_KEY,
+            "sinks": list(sinks),
         }
     )
     now = datetime.now(UTC)
@@ -171,6 +177,22 @@ def _scan(url: str, queue: RedisQueue, store: MemoryStore, settings: Settings) -
             queue, store, parts, start=now - timedelta(minutes=5), end=now + timedelta(minutes=1),
             trace_id="scan-" + uuid.uuid4().hex[:8], now=now,
         )  # fmt: skip
+
+
+def test_a_signed_in_user_cannot_drop_an_item_into_another_users_inbox(
+    langgraph_auth_url: str, queue: RedisQueue, sqlite_store: MemoryStore, settings: Settings
+) -> None:
+    alice = _as(langgraph_auth_url, "key-alice")
+    bobs = list(HELPER_LAYOUT.namespace_for(f"org:globex:user:bob:{HELPER_ASSISTANT}"))
+    item = {"content": f"- {PLANTED}\n", "encoding": "utf-8"}
+
+    with pytest.raises(PermissionDeniedError):
+        alice.store.put_item(bobs, key="/inbox/t1/note.md", value=item)
+    scan = _scan(langgraph_auth_url, queue, sqlite_store, settings, sinks=("langgraph",))
+
+    assert not [c for _, c in queue.admin.pending(f"org:globex:user:bob:{HELPER_ASSISTANT}")
+                if PLANTED in c.text]  # fmt: skip
+    assert scan.configured
 
 
 def _converse_in(client: SyncLangGraphClient, thread_id: str, text: str, key_prefix: str) -> None:

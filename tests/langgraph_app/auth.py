@@ -4,8 +4,10 @@ Each key is a fixed identity with an ``org_id`` claim, as a real deployment's au
 would return from a verified token. Threads are owner-only, the way LangGraph documents it:
 every thread a user creates or updates gets ``metadata["owner"]`` (and the owner's org under
 ``owner_org``) overwritten with the signed-in identity, and a user sees only their own threads.
-The memory worker's key reads every thread (it scans them). No rule on the store: every
-authenticated user may reach it, so whose memory a run reads is decided by memworker alone.
+The memory worker's key reads every thread (it scans them). Over the store's HTTP API a user
+reaches only the tuples that hold their own user label (``alice+acme``), so no one can drop an
+item into another user's inbox; runs read the store inside the server, where whose memory a run
+reads is decided by memworker alone. The worker's key reaches every tuple (it publishes).
 """
 
 from __future__ import annotations
@@ -52,3 +54,14 @@ async def owner_only(ctx: Auth.types.AuthContext, value: Any) -> dict[str, str] 
         metadata[OWNER_KEY] = ctx.user.identity
         metadata[OWNER_ORG_KEY] = ctx.user["org_id"]
     return {OWNER_KEY: ctx.user.identity}
+
+
+@auth.on.store
+async def own_memory_only(ctx: Auth.types.AuthContext, value: Any) -> None:
+    """Refuse a user a store tuple that is not their own (the worker publishes everywhere)."""
+    if ctx.user.identity == WORKER:
+        return
+    org = ctx.user["org_id"]
+    own = f"{ctx.user.identity}+{org}" if org else ctx.user.identity
+    if own not in tuple(value.get("namespace") or ()):
+        raise Auth.exceptions.HTTPException(status_code=403, detail="not your memory")
