@@ -407,6 +407,11 @@ def test_a_thread_without_an_owner_has_no_identity_whatever_its_user_id_says() -
         thread_owner({"user_id": "bob"})
 
 
+def test_a_thread_whose_owner_is_no_valid_id_has_no_owner() -> None:
+    with pytest.raises(UnknownOwner, match="no valid id"):
+        thread_owner({"owner": "../bob"})
+
+
 def test_a_threads_org_comes_from_the_owners_org_key_never_the_client_org_id() -> None:
     metadata = {"owner": "alice", "owner_org": "acme", "org_id": "globex"}
 

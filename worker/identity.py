@@ -31,8 +31,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
 
-from worker.errors import IdentityMismatch, UnknownOwner
-from worker.namespaces import Namespace
+from worker.errors import IdentityMismatch, InvalidCandidate, UnknownOwner
+from worker.namespaces import Namespace, validate_id
 
 #: Default keys naming the user and the organisation in what a client writes (a run's context,
 #: ``configurable`` and metadata; a thread's metadata).
@@ -99,7 +99,7 @@ def thread_owner(
     metadata is client-written: it may repeat the owner, never replace it.
 
     Raises :class:`UnknownOwner` when the owner (or, with ``org_key``, the org) is missing or
-    not an id, and :class:`IdentityMismatch` when the client's claims name someone else.
+    not a valid id, and :class:`IdentityMismatch` when the client's claims name someone else.
     """
     owner = _text(metadata.get(owner_key))
     if owner is None:
@@ -114,6 +114,14 @@ def thread_owner(
             f"the thread's metadata has no {org_key!r} (its owner's organisation); nothing "
             f"was filed. Record the org under {org_key!r} on every thread"
         )
+    for value, what in ((owner, owner_key), (org, org_key)):
+        try:
+            if value is not None:
+                validate_id(value, str(what))
+        except InvalidCandidate as exc:
+            raise UnknownOwner(
+                f"the thread's owner is no valid id ({exc}); nothing was filed"
+            ) from None
     user_claims = [("metadata", v)] if (v := metadata.get(user_key)) is not None else []
     org_claims = (
         [("metadata", v)]
