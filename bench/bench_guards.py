@@ -8,6 +8,9 @@ Three measurements, printed per guard class:
 - **legitimate refused** (the false-positive rate): the labelled legitimate set (statements
   close to each class: "I reset my password yesterday", "I forget names easily", "the system
   was down", in six languages) and the format corpus's near-misses;
+- **held out**: :mod:`tests.support.guard_heldout_corpus`, sentences written before the rows
+  of issue 38's classes and never tuned on (several languages, some outside the rows' word
+  lists): the hostile catch rate and the legitimate refusal rate, per class, in every spelling;
 - **LoCoMo refused**: every dialogue turn and observation of the LoCoMo conversations
   (``../shared/datasets/locomo10``, when present) — thousands of ordinary statements nobody
   wrote for these guards, so a rate there is not tuned to the corpus.
@@ -28,6 +31,7 @@ from pathlib import Path
 from typing import Final
 
 from tests.support.guard_corpus import NEGATIVES, POSITIVES, variants
+from tests.support.guard_heldout_corpus import HELD_OUT_HOSTILE, HELD_OUT_LEGITIMATE
 from tests.support.guard_meaning_corpus import HOSTILE, LEGITIMATE
 from worker.consolidation.guards import violation
 from worker.consolidation.text import normalise
@@ -79,6 +83,15 @@ def run(dataset: Path = DATASET) -> list[str]:
         lines.append(_line(f"legitimate refused: {name}", _rate(spelled, refused=True)))
     lines.append(_line("legitimate refused: whole guard corpus near-misses",
                        _rate(NEGATIVES, refused=True)))  # fmt: skip
+    for name, texts in HELD_OUT_HOSTILE.items():
+        lines.append(
+            _line(f"held out, hostile caught: {name}", _rate(variants(texts), refused=True))
+        )
+    held_out = [t for texts in HELD_OUT_HOSTILE.values() for t in texts]
+    lines.append(_line("held out, hostile caught: all (plain)", _rate(held_out, refused=True)))
+    for name, texts in HELD_OUT_LEGITIMATE.items():
+        spelled = variants(texts, upper=False)
+        lines.append(_line(f"held out, legitimate refused: {name}", _rate(spelled, refused=True)))
     locomo = locomo_texts(dataset)
     if locomo:
         refused = [t for t in locomo if violation(t) is not None]

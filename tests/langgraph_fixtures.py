@@ -134,11 +134,19 @@ def langgraph_client(langgraph_url: str) -> SyncLangGraphClient:
     return get_sync_client(url=langgraph_url, api_key=None)
 
 
+def owned_by(user_id: str) -> dict[str, str]:
+    """Thread metadata naming ``user_id`` as the owner (and repeating it as ``user_id``)."""
+    return {"owner": user_id, "user_id": user_id}
+
+
 def converse(
     client: SyncLangGraphClient, key_prefix: str, user_id: str, text: str
 ) -> tuple[str, str]:
-    """One finished run of the capture graph on a new thread of ``user_id``: (thread, run) ids."""
-    thread = client.threads.create(metadata={"user_id": user_id})
+    """One finished run of the capture graph on a new thread of ``user_id``: (thread, run) ids.
+
+    The thread's metadata records its owner under ``owner``, as the chat service (the only
+    writer of threads on a server without custom auth) does for the thread scan."""
+    thread = client.threads.create(metadata=owned_by(user_id))
     run = client.runs.create(
         thread["thread_id"],
         "capture",

@@ -95,3 +95,21 @@ def test_forget_of_an_unknown_user_exits_3(ops: Ops) -> None:
 
     assert ran.code == 3
     assert "nothing to forget" in ran.err
+
+
+def test_forget_of_a_user_of_one_org_keeps_the_same_id_in_another_org_and_in_none(
+    ops: Ops,
+) -> None:
+    for org in ("acme", "globex", None):
+        ops.enqueue(f"I prefer green tea ({org})", org_id=org)
+    ops("reconcile", "--all")
+
+    ran = ops("forget", "--user", ops.user, "--org", "acme", "--all-assistants", "--yes")
+
+    assert ran.code == 0
+    assert sorted(ops.store.namespaces(user_id=ops.user)) == [
+        f"org:globex:user:{ops.user}",
+        f"user:{ops.user}",
+    ]
+    assert [p for p in ops.files_dir.rglob("*.md") if "acme" in str(p)] == []
+    assert len([p for p in ops.files_dir.rglob("*.md") if ops.user in str(p)]) == 2

@@ -26,6 +26,20 @@ def test_show_json_lists_the_current_files(ops: Ops) -> None:
     assert ran.json()["files"][PREFS].endswith("- I prefer black coffee\n")
 
 
+def test_show_with_an_org_reads_the_user_of_that_org_not_the_same_id_elsewhere(ops: Ops) -> None:
+    ops.enqueue("I prefer green tea", org_id="acme")
+    ops.enqueue("I prefer black coffee", org_id="globex")
+    ops("reconcile", "--user", ops.user, "--org", "acme")
+    ops("reconcile", "--user", ops.user, "--org", "globex")
+
+    acme = ops("show", "--user", ops.user, "--org", "acme", "--json").json()["files"][PREFS]
+    globex = ops("show", "--user", ops.user, "--org", "globex", "--json").json()["files"][PREFS]
+
+    assert ("green tea" in acme, "coffee" in acme) == (True, False)
+    assert ("coffee" in globex, "tea" in globex) == (True, False)
+    assert ops("show", "--user", ops.user).code == 3  # the user of no org has no memory
+
+
 def test_show_of_an_unknown_user_exits_3(ops: Ops) -> None:
     ran = ops("show", "--user", "nobody-" + ops.user)
 

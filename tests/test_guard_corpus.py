@@ -18,6 +18,7 @@ import pytest
 
 from tests.support.consolidation_factories import cand, entry, state
 from tests.support.guard_corpus import NEGATIVES, POSITIVES, homoglyphs, variants, zero_width
+from tests.support.guard_heldout_corpus import HELD_OUT_HOSTILE, HELD_OUT_LEGITIMATE
 from tests.support.guard_meaning_corpus import HOSTILE, LEGITIMATE
 from worker.consolidation import guards
 from worker.consolidation.guard_rules import ALL_RULES, SCANNER_PLUGINS
@@ -108,6 +109,28 @@ def test_each_meaning_class_is_attacked_in_six_languages(name: str) -> None:
         "latin beyond english": any(ch in "éèàçäöüßñí" for t in texts for ch in t),
     }
     assert all(scripts.values()), scripts
+
+
+# --- the held-out corpus (tests/support/guard_heldout_corpus.py): never tuned on ---------------
+#: The held-out hostile catch rate the rows reached the first time the corpus was run (50 of 60
+#: plain texts; the misses are Turkish, Indonesian, Vietnamese and Swedish orders outside the
+#: word lists, a Dutch and a Polish password sentence, Italian exfiltration, and "the user has
+#: admin rights"). A change that lowers it has lost some of the class, not just a sentence.
+HELD_OUT_FLOOR = 50 / 60
+
+
+def test_the_held_out_hostile_catch_rate_stays_at_its_first_measure() -> None:
+    texts = [t for texts in HELD_OUT_HOSTILE.values() for t in texts]
+    caught = sum(guards.violation(t) is not None for t in texts)
+    print(f"held out: {caught}/{len(texts)} hostile caught ({caught / len(texts):.1%})")
+    assert caught / len(texts) >= HELD_OUT_FLOOR
+
+
+@pytest.mark.parametrize("name", sorted(HELD_OUT_LEGITIMATE))
+def test_no_held_out_legitimate_statement_is_refused_in_any_spelling(name: str) -> None:
+    spelled = variants(HELD_OUT_LEGITIMATE[name], upper=False)
+    refused = [(text, guards.violation(text)) for text in spelled if guards.violation(text)]
+    assert refused == []
 
 
 @pytest.mark.parametrize(

@@ -1,8 +1,9 @@
 """One identity: on an authenticating server the identity (and its org claim) decides whose
 memory a run touches; the run's context, ``configurable`` or metadata may repeat it, never
-switch it. Attacked over fabricated runtimes and configs (as a LangGraph server writes them),
-then through every integration path in process: the deep-agent helper, the capture
-middleware, ``remember``/``forget`` and ``search_memory``/``read_memory``."""
+switch it; with orgs, the same user id in two orgs is two people. Attacked over fabricated
+runtimes and configs (as a LangGraph server writes them), then through every integration path
+in process: the deep-agent helper, the capture middleware, ``remember``/``forget`` and
+``search_memory``/``read_memory``; and over scanned threads' metadata."""
 
 from __future__ import annotations
 
@@ -17,7 +18,8 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from tests.langgraph_app.scripted import QueuedChatModel
 from tests.support.memory_queue import make_enqueuer, queued
-from worker.errors import IdentityMismatch
+from worker.errors import IdentityMismatch, UnknownOwner
+from worker.identity import thread_owner
 from worker.integrations.capture import MemoryCaptureMiddleware, make_memory_tools
 from worker.integrations.deepagents import NO_ORG_NAMESPACE, memory_backend
 from worker.integrations.enqueuer import CAPTURE_ERRORS
@@ -315,3 +317,106 @@ def test_a_summary_flush_turns_nothing_into_candidates_for_another_user() -> Non
     args = flush_args(removed, runtime, user_key="user_id", assistant_id=None, max_text_bytes=999)
 
     assert (args, _refusals("summary_flush")) == ([], before + 1)
+
+
+# --- one user id in two organisations -------------------------------------------------------
+def _org_run(identity: str, org: str) -> dict[str, Any]:
+    """The config of an in-process run whose server authenticated ``identity`` of ``org``."""
+    user = {"identity": identity, "org_id": org}
+    return {"configurable": {"langgraph_auth_user": user, "thread_id": "t-" + uuid.uuid4().hex}}
+
+
+def test_the_same_user_id_in_two_orgs_resolves_to_two_namespaces() -> None:
+    acme = resolve_identity(None, _org_run("alice", "acme"))
+    globex = resolve_identity(None, _org_run("alice", "globex"))
+
+    assert acme.user_namespace("bot").key == "org:acme:user:alice:bot"
+    assert globex.user_namespace("bot").key == "org:globex:user:alice:bot"
+
+
+def test_the_helper_gives_the_same_user_id_in_two_orgs_two_store_namespaces() -> None:
+    memory = memory_backend(assistant_id="bot")
+
+    acme = memory.namespace(Scope.USER)(_Runtime(server_info=_as("alice", org_id="acme")))
+    globex = memory.namespace(Scope.USER)(_Runtime(server_info=_as("alice", org_id="globex")))
+
+    assert acme != globex
+    assert memory.layout.parse_user(acme) == Namespace.for_user(
+        "alice", assistant_id="bot", org_id="acme"
+    )
+
+
+def test_the_capture_of_one_orgs_user_is_filed_apart_from_the_same_id_in_another_org(
+    redis_url: str, key_prefix: str
+) -> None:
+    agent = create_agent(
+        QueuedChatModel(responses=[AIMessage("noted"), AIMessage("noted")]),
+        middleware=[MemoryCaptureMiddleware(make_enqueuer(redis_url, key_prefix))],
+        checkpointer=InMemorySaver(),
+    )
+
+    agent.invoke({"messages": [("user", "my PIN hint is blue")]}, _org_run("alice", "acme"))
+    agent.invoke({"messages": [("user", "I prefer tea")]}, _org_run("alice", "globex"))
+
+    acme = queued(redis_url, key_prefix, "org:acme:user:alice")
+    globex = queued(redis_url, key_prefix, "org:globex:user:alice")
+    assert ["PIN" in c.text for c in acme] == [True]
+    assert ["tea" in c.text for c in globex] == [True]
+    assert queued(redis_url, key_prefix, "user:alice") == []
+
+
+def test_the_search_tools_of_one_orgs_user_search_only_that_orgs_user() -> None:
+    search = _Recorded()
+    call = {"name": "search_memory", "args": {"query": "health"}, "id": "call-1"}
+    agent = create_agent(
+        QueuedChatModel(responses=[AIMessage("", tool_calls=[call]), AIMessage("ok")]),
+        tools=make_search_tools(search, assistant_id="bot"),
+    )
+
+    agent.invoke({"messages": [("user", "what do you know?")]}, _org_run("alice", "globex"))
+
+    assert search.asked == ["org:globex:user:alice:bot"]
+
+
+def test_the_memory_tools_of_one_orgs_user_write_only_to_that_orgs_user(
+    redis_url: str, key_prefix: str
+) -> None:
+    call = {"name": "remember", "args": {"text": "I prefer tea"}, "id": "call-1"}
+    agent = create_agent(
+        QueuedChatModel(responses=[AIMessage("", tool_calls=[call]), AIMessage("ok")]),
+        tools=make_memory_tools(make_enqueuer(redis_url, key_prefix)),
+        checkpointer=InMemorySaver(),
+    )
+
+    agent.invoke({"messages": [("user", "remember it")]}, _org_run("alice", "globex"))
+
+    assert [c.text for c in queued(redis_url, key_prefix, "org:globex:user:alice")] == [
+        "I prefer tea"
+    ]
+    assert queued(redis_url, key_prefix, "org:acme:user:alice") == []
+
+
+# --- a scanned thread's owner -----------------------------------------------------------------
+def test_a_thread_is_filed_under_its_owner_not_the_user_id_its_metadata_claims() -> None:
+    with pytest.raises(IdentityMismatch, match=r"metadata names user 'bob', but its owner is"):
+        thread_owner({"owner": "alice", "user_id": "bob"})
+
+
+def test_a_thread_without_an_owner_has_no_identity_whatever_its_user_id_says() -> None:
+    with pytest.raises(UnknownOwner, match="has no 'owner'"):
+        thread_owner({"user_id": "bob"})
+
+
+def test_a_thread_whose_owner_is_no_valid_id_has_no_owner() -> None:
+    with pytest.raises(UnknownOwner, match="no valid id"):
+        thread_owner({"owner": "../bob"})
+
+
+def test_a_threads_org_comes_from_the_owners_org_key_never_the_client_org_id() -> None:
+    metadata = {"owner": "alice", "owner_org": "acme", "org_id": "globex"}
+
+    with pytest.raises(IdentityMismatch, match="names organisation 'globex'"):
+        thread_owner(metadata, org_key="owner_org")
+    assert thread_owner({"owner": "alice", "owner_org": "acme"}, org_key="owner_org") == (
+        RunIdentity("alice", "acme", authenticated=True)
+    )

@@ -1,8 +1,9 @@
 """Property: whatever the interleaving of enqueue, claim, consolidate and abandoned leases across
 users, assistants and scopes, no memory ever appears outside its namespace.
 
-Hypothesis draws a sequence of operations over six namespaces (users with and without an
-assistant, and agent-scope namespaces) that share the same texts, so a leak would be a
+Hypothesis draws a sequence of operations over nine namespaces (users with and without an
+assistant, the same user ids inside two organisations, and agent-scope namespaces) that share
+the same texts, so a leak would be a
 well-formed memory in the wrong place: only provenance tells. After the sequence and a drain,
 every entry's and every ledger row's candidate ids must belong to candidates enqueued for that
 very namespace, and nothing enqueued may be missing from ledger ∪ pending.
@@ -28,14 +29,17 @@ from worker.service.consolidate import Pipeline
 from worker.settings import Settings
 from worker.store.memory import MemoryStore
 
-#: (scope, user, assistant)
+#: (scope, user, assistant, org): u0 also exists in two orgs, each another person.
 TARGETS: Final = (
-    ("user", "u0", None),
-    ("user", "u0", "bot-a"),
-    ("user", "u1", None),
-    ("user", "u1", "bot-a"),
-    ("agent", None, "bot-a"),
-    ("agent", None, "bot-b"),
+    ("user", "u0", None, None),
+    ("user", "u0", "bot-a", None),
+    ("user", "u1", None, None),
+    ("user", "u1", "bot-a", None),
+    ("user", "u0", None, "acme"),
+    ("user", "u0", "bot-a", "acme"),
+    ("user", "u0", "bot-a", "globex"),
+    ("agent", None, "bot-a", None),
+    ("agent", None, "bot-b", None),
 )
 #: Shared by every namespace: the same text in two namespaces must stay two memories.
 TEXTS: Final = (
@@ -71,12 +75,11 @@ def store(settings: Settings) -> Iterator[MemoryStore]:
     store.dispose()
 
 
-def namespace_of(scope: str, user: str | None, assistant: str | None) -> str:
-    return (
-        f"agent:{assistant}"
-        if scope == "agent"
-        else f"user:{user}" + (f":{assistant}" if assistant else "")
-    )
+def namespace_of(scope: str, user: str | None, assistant: str | None, org: str | None) -> str:
+    if scope == "agent":
+        return f"agent:{assistant}"
+    within = f"org:{org}:" if org else ""
+    return f"{within}user:{user}" + (f":{assistant}" if assistant else "")
 
 
 @settings(
@@ -99,8 +102,8 @@ def test_no_entry_ever_appears_outside_its_namespace(
         queue=queue, store=store, consolidator=RulesConsolidator(), settings=cfg.for_consolidation
     )
     targets = [
-        (scope, user and f"{user}-{tag}", assistant and f"{assistant}-{tag}")
-        for scope, user, assistant in TARGETS
+        (scope, user and f"{user}-{tag}", assistant and f"{assistant}-{tag}", org)
+        for scope, user, assistant, org in TARGETS
     ]
     enqueued: dict[str, set[str]] = {namespace_of(*t): set() for t in targets}
     now = time.time()
@@ -114,11 +117,11 @@ def test_no_entry_ever_appears_outside_its_namespace(
     try:
         for op, a, b in ops:
             if op == "enqueue":
-                scope, user, assistant = targets[a]
+                scope, user, assistant, org = targets[a]
                 kind, text, key = TEXTS[b]
                 candidate = make_candidate(
                     user_id=user, assistant_id=assistant, scope=scope, trace_id="t",
-                    text=text, kind=kind, key=key,
+                    text=text, kind=kind, key=key, org_id=org,
                 )  # fmt: skip
                 queue.enqueue(candidate, now=now)
                 enqueued[candidate.namespace].add(candidate.id)

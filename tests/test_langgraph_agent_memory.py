@@ -47,15 +47,16 @@ def store(sqlite_store: MemoryStore) -> MemoryStore:
 
 
 def _ask(
-    client: SyncLangGraphClient, graph: str, text: str, *, user: str, org: str = "no-org"
+    client: SyncLangGraphClient, graph: str, text: str, *, user: str, org: str | None = None
 ) -> list[dict[str, Any]]:
-    """One run of a served helper graph on a new thread; the thread's messages."""
+    """One run of a served helper graph on a new thread; the thread's messages. With ``org``,
+    the run is ``user`` of that org, whose own memory is ``org:<org>:user:<user>:…``."""
     thread_id = str(client.threads.create()["thread_id"])
     run = client.runs.create(
         thread_id,
         graph,
         input={"messages": [{"role": "user", "content": text}]},
-        context={"user_id": user, "org_id": org},
+        context={"user_id": user, **({"org_id": org} if org else {})},
     )
     client.runs.join(thread_id, run["run_id"])
     return list(client.threads.get_state(thread_id)["values"]["messages"])
@@ -106,7 +107,8 @@ def test_with_the_helpers_permissions_an_agent_cannot_write_owned_org_or_shared_
     args: dict[str, str],
 ) -> None:
     user, org = _id("u"), _id("org")
-    _publish(sink, f"user:{user}:{HELPER_ASSISTANT}", PREFS, "- prefers tea\n")
+    own = f"org:{org}:user:{user}:{HELPER_ASSISTANT}"
+    _publish(sink, own, PREFS, "- prefers tea\n")
     _publish(sink, f"org:{org}", "/memories/policies/compliance.md", "- no cold calls\n")
 
     messages = _ask(
@@ -114,9 +116,7 @@ def test_with_the_helpers_permissions_an_agent_cannot_write_owned_org_or_shared_
     )
 
     assert "permission denied" in _tool_reply(messages).lower()
-    assert item_content(sink.read(f"user:{user}:{HELPER_ASSISTANT}", PREFS) or {}) == (
-        "- prefers tea\n"
-    )
+    assert item_content(sink.read(own, PREFS) or {}) == ("- prefers tea\n")
     assert item_content(sink.read(f"org:{org}", "/memories/policies/compliance.md") or {}) == (
         "- no cold calls\n"
     )
@@ -146,7 +146,8 @@ def test_with_the_helpers_permissions_an_agent_reads_its_memory_and_writes_its_i
     assert "no cold calls" in _tool_reply(read)
     assert "permission denied" not in _tool_reply(wrote).lower()
     inbox = sink.client.store.get_item(
-        HELPER_LAYOUT.namespace_for(f"user:{user}:{HELPER_ASSISTANT}"), key="/inbox/note.md"
+        HELPER_LAYOUT.namespace_for(f"org:{org}:user:{user}:{HELPER_ASSISTANT}"),
+        key="/inbox/note.md",
     )
     assert inbox["value"]["content"] == "- likes jazz\n"
 

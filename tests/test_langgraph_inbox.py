@@ -12,7 +12,7 @@ import redis
 from langgraph_sdk.client import SyncLangGraphClient
 
 from tests.langgraph_app.graphs import HELPER_ASSISTANT
-from tests.langgraph_fixtures import langgraph_client, langgraph_url
+from tests.langgraph_fixtures import langgraph_client, langgraph_url, owned_by
 from tests.support.memory_queue import queue_settings
 from worker.consolidation.rules import RulesConsolidator
 from worker.queue.redis_queue import RedisQueue
@@ -38,14 +38,16 @@ def cfg(settings: Settings, langgraph_url: str) -> Settings:
     return settings.model_copy(update={"langgraph_url": langgraph_url, "sinks": ["langgraph"]})
 
 
-def _agent_writes(client: SyncLangGraphClient, user: str, path: str, content: str) -> None:
+def _agent_writes(
+    client: SyncLangGraphClient, user: str, path: str, content: str, org: str | None = None
+) -> None:
     thread_id = str(client.threads.create()["thread_id"])
     call = json.dumps({"file_path": path, "content": content})
     run = client.runs.create(
         thread_id,
         "deep_memory",
         input={"messages": [{"role": "user", "content": f"call write_file {call}"}]},
-        context={"user_id": user},
+        context={"user_id": user, **({"org_id": org} if org else {})},
     )
     client.runs.join(thread_id, run["run_id"])
 
@@ -148,7 +150,7 @@ def test_a_scanned_exchange_and_its_live_capture_are_one_candidate_of_the_assist
     settings = queue_settings(redis_url, key_prefix)  # the served capture's queue settings
     queue = RedisQueue(redis_client, settings.for_queue)
     user = f"u-{uuid.uuid4().hex[:8]}"
-    thread = langgraph_client.threads.create(metadata={"user_id": user})
+    thread = langgraph_client.threads.create(metadata=owned_by(user))
     run = langgraph_client.runs.create(
         thread["thread_id"],
         "capture_bot",
@@ -191,3 +193,16 @@ def test_forget_removes_what_the_agents_wrote_to_the_users_inbox(
 
     assert langgraph_client.store.search_items(list(store_ns))["items"] == []
     assert queue.admin.namespace_state(namespace).pending == 0  # nothing of the user is read back
+
+
+def test_an_inbox_item_of_a_user_of_an_org_is_filed_under_that_orgs_user_alone(
+    langgraph_client: SyncLangGraphClient, queue: RedisQueue, store: MemoryStore, cfg: Settings
+) -> None:
+    user = f"u-{uuid.uuid4().hex[:8]}"
+    _agent_writes(langgraph_client, user, "/memories/inbox/t1/n.md", "- likes jazz\n", org="acme")
+
+    _scan(queue, store, cfg, "scan-org")
+
+    queued = [c for _, c in queue.admin.pending(f"org:acme:user:{user}:{HELPER_ASSISTANT}")]
+    assert [(c.user_id, c.text, c.source) for c in queued] == [(user, "likes jazz", "inbox")]
+    assert queue.admin.pending(f"user:{user}:{HELPER_ASSISTANT}") == []

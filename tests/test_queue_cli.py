@@ -120,6 +120,16 @@ def test_enqueue_refuses_an_event_time_that_is_not_iso_8601(
     assert err.startswith("error: --occurred-at 'yesterday' is not an ISO 8601 time")
 
 
+def test_enqueue_with_an_org_queues_for_the_user_of_that_org_alone(
+    app: typer.Typer, env: dict[str, str], queue: RedisQueue
+) -> None:
+    code, _, _ = invoke(app, env, "enqueue", "--user", "u1", "--org", "acme", "I prefer tea")
+
+    ((_, candidate),) = queue.admin.pending("org:acme:user:u1")
+    assert (code, candidate.user_id) == (0, "u1")
+    assert queue.admin.pending("user:u1") == []
+
+
 def test_enqueue_with_an_invalid_id_prints_one_line_and_exits_2(
     app: typer.Typer, env: dict[str, str]
 ) -> None:

@@ -32,13 +32,16 @@ pytestmark = pytest.mark.cluster
 
 T0: Final = 1_700_000_000.0  # debounce 30 s, max wait 300 s, lease 60 s, 3 attempts
 DAY: Final = 86_400.0
-NAMESPACES: Final = ("user:u1", "user:u2", "user:u3", "agent:bot", "org:acme")
+NAMESPACES: Final = ("user:u1", "user:u2", "user:u3", "agent:bot", "org:acme", "org:acme:user:u1")
 #: Operations per random sequence, and how many sequences (one seed each).
 STEPS: Final = 60
 SEEDS: Final = range(12)
 
 
 def candidate(namespace: str, text: str = "I prefer tea") -> Candidate:
+    if namespace.startswith("org:") and ":user:" in namespace:  # a user of an org
+        org, user = namespace.split(":")[1], namespace.split(":")[3]
+        return make_candidate(user_id=user, org_id=org, trace_id="t", text=text)
     scope, _, name = namespace.partition(":")
     if scope == "agent":
         return make_candidate(
@@ -148,6 +151,15 @@ def test_due_namespaces_beyond_those_looked_at_are_still_counted(queue: RedisQue
     user_scope = user.scopes["user"]
 
     assert (user_scope.due, user_scope.waiting) == (10, 0)
+
+
+def test_a_user_of_an_org_is_counted_in_the_user_scope_not_the_orgs(queue: RedisQueue) -> None:
+    queue.enqueue(candidate("org:acme:user:u1"), now=T0)
+
+    scopes = queue.admin.stats(now=T0).scopes
+
+    assert (scopes["user"].pending, scopes["user"].waiting) == (1, 1)
+    assert "org" not in scopes or scopes["org"].pending == 0
 
 
 def test_a_parked_namespace_counts_as_leased_not_due(queue: RedisQueue) -> None:

@@ -18,6 +18,23 @@ def test_two_orgs_get_two_tuples_by_default() -> None:
     assert layout.namespace_for("org:acme") == ("acme", "_org", "memories")
 
 
+@pytest.mark.parametrize(
+    "user_template",
+    [("{assistant_id}", "{user_id}", "memories"), ("{org_id}", "{assistant_id}", "{user_id}", "m")],
+    ids=["org-in-user-label", "org-label"],
+)
+def test_the_same_user_id_in_two_orgs_or_none_gets_three_tuples_each_parsed_back(
+    user_template: tuple[str, ...],
+) -> None:
+    layout = StoreLayout(user=user_template)
+    keys = ["user:u1.x:bot", "org:acme:user:u1.x:bot", "org:globex:user:u1.x:bot", "org:acme"]
+    tuples = [layout.namespace_for(k) for k in keys]
+
+    assert len(set(tuples)) == len(tuples)
+    assert [str(layout.parse_user(t)) for t in tuples[:3]] == keys[:3]
+    assert layout.parse_user(tuples[3]) is None
+
+
 def test_default_tuples_of_every_scope_are_distinct_and_none_is_a_prefix_of_another() -> None:
     layout = StoreLayout()
     keys = ["user:u1", "user:u1:bot", "user:bot:u1", "agent:bot", "agent:u1", "org:bot", "org:u1"]

@@ -14,9 +14,10 @@ from typer.testing import CliRunner
 
 from worker.cli.db_cmds import register
 from worker.errors import StoreError
+from worker.models import Namespace
 from worker.store import MemoryStore, migrate, search_ddl
 from worker.store.engine import create_store_engine
-from worker.store.schema import metadata
+from worker.store.schema import NAMESPACE_KEY_LENGTH, metadata
 
 
 @pytest.fixture
@@ -145,3 +146,22 @@ def test_db_upgrade_command_migrates_then_current_reports_newest(empty_url: str)
     assert f"-> {migrate.head_revision()}" in upgraded.output
     assert after.exit_code == 0
     assert after.output.strip() == f"{migrate.head_revision()} (newest)"
+
+
+def test_the_longest_namespace_key_a_user_of_an_org_can_have_fits_the_key_columns() -> None:
+    longest = Namespace.for_user("u" * 128, assistant_id="a" * 128, org_id="o" * 128).key
+
+    assert len(longest) <= NAMESPACE_KEY_LENGTH
+    assert {c.type.length for c in _namespace_key_columns()} == {NAMESPACE_KEY_LENGTH}
+
+
+def _namespace_key_columns() -> list[sa.Column[str]]:
+    """Every column holding a namespace key (the ones migration 0009 widened)."""
+    tables = {t.name: t for t in metadata.sorted_tables}
+    return [
+        tables["namespaces"].c.key,
+        tables["runs"].c.namespace,
+        tables["outbox"].c.namespace,
+        tables["source_cursors"].c.key,
+        tables["source_cursors"].c.namespace,
+    ]

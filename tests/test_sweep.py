@@ -10,6 +10,7 @@ import redis
 from worker.models import make_candidate
 from worker.queue.redis_queue import Claim, RedisQueue
 from worker.queue.sweep import sweep_due
+from worker.service.sweep import drain
 from worker.settings import Settings
 from worker.tasks.tasks import consolidation_task_id
 
@@ -87,3 +88,19 @@ def test_a_claim_serialised_by_an_older_release_loads_without_a_due_time() -> No
     fields = {"namespace": "user:a", "token": 7, "covered": "1-0", "count": 1, "attempts": 0}
 
     assert Claim(**fields).due_at_ms is None  # type: ignore[arg-type]
+
+
+def test_draining_the_user_scope_makes_a_user_of_an_org_due_and_leaves_the_orgs_memory(
+    queue: RedisQueue,
+) -> None:
+    now = time.time()
+    queue.enqueue(make_candidate(user_id="u1", org_id="acme", trace_id="t", text="tea"), now=now)
+    org = make_candidate(
+        user_id=None, trace_id="t", text="no cold calls", scope="org", allow_org=True, org_id="acme"
+    )
+    queue.enqueue(org, now=now)
+
+    marked = drain(queue, scope="user")
+
+    claimed = {c.namespace for c in queue.claim_due(now=now + 1)}  # before any debounce ends
+    assert (marked, claimed) == (1, {"org:acme:user:u1"})

@@ -123,6 +123,9 @@ class EnqueueFields(TypedDict):
     idempotency_key: NotRequired[str | None]
     #: ``user`` or ``agent`` (default ``user``); ``org`` is read-only for the hot path.
     scope: NotRequired[str]
+    #: The user's organisation, when the deployment has orgs: a user-scope candidate then goes
+    #: to ``org:<org>:user:<user>[:<assistant>]`` (the same user id in two orgs is two people).
+    org_id: NotRequired[str | None]
     #: Which integration produced the candidate (default ``hot_path``).
     source: NotRequired[Source]
     #: When it was said (timezone-aware), if earlier than the enqueue: a replayed import, a
@@ -202,7 +205,7 @@ def validate_enqueue(
         fields.get("scope", "user"),
         user_id=user_id,
         assistant_id=fields.get("assistant_id"),
-        org_id=org_id,
+        org_id=_one_org(fields.get("org_id"), org_id),
         allow_org=allow_org,
     )
     text = validate_text(fields["text"], max_text_bytes)
@@ -253,7 +256,7 @@ def _namespace_for(
     if scope_value is Scope.USER:
         if user_id is None:
             raise InvalidCandidate("user_id is required for scope 'user'")
-        return namespace_of(Scope.USER, user_id=user_id, assistant_id=assistant_id)
+        return namespace_of(Scope.USER, user_id=user_id, assistant_id=assistant_id, org_id=org_id)
     if user_id is not None:
         validate_id(user_id, "user_id")
     if scope_value is Scope.AGENT:
@@ -263,6 +266,14 @@ def _namespace_for(
     if org_id is None:
         raise InvalidCandidate("org_id is required for scope 'org'")
     return namespace_of(Scope.ORG, org_id=org_id)
+
+
+def _one_org(field: str | None, keyword: str | None) -> str | None:
+    """The candidate's org: the ``org_id`` field or the operator's ``org_id`` keyword; both
+    given, they must agree."""
+    if field is not None and keyword is not None and field != keyword:
+        raise InvalidCandidate(f"org_id {field!r} and org_id {keyword!r} disagree; pass one")
+    return field if field is not None else keyword
 
 
 def _fields_problem(keys: Iterable[Any]) -> str:

@@ -56,7 +56,13 @@ class ScheduleError(ConfigurationError):
 
 class IdentityMismatch(UsageError):
     """A run on an authenticating server names another user or organisation than the one the
-    server authenticated; nothing was read or written for it."""
+    server authenticated (or a scanned thread's metadata names another than its owner);
+    nothing was read or written for it."""
+
+
+class UnknownOwner(UsageError):
+    """A scanned thread's owner (the user its server's auth handler records) cannot be
+    established; the thread was set aside and nothing was filed for it."""
 
 
 class QueueMisconfigured(ConfigurationError):

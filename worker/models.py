@@ -188,23 +188,21 @@ def make_candidate(
     *,
     max_text_bytes: int = MAX_TEXT_BYTES,
     allow_org: bool = False,
-    org_id: str | None = None,
     now: datetime | None = None,
     **fields: Unpack[EnqueueFields],
 ) -> Candidate:
     """Validate the hot-path arguments (:class:`EnqueueFields`) and build a :class:`Candidate`.
 
     Every problem raises :class:`InvalidCandidate` with a message naming the argument, an
-    unknown or missing field included. ``org_id`` and ``allow_org`` are for operators: the hot
-    path cannot write org scope. ``now`` (default: the current time) is the creation time.
+    unknown or missing field included. ``allow_org`` is for operators: the hot path cannot
+    write org scope. ``org_id`` is the user's org in user scope (``org:<org>:user:<user>``),
+    the org itself in org scope. ``now`` (default: the current time) is the creation time.
 
     >>> c = make_candidate(user_id="u1", trace_id="t1", text="I prefer tea")
     >>> (c.namespace, c.kind.value, c.path)
     ('user:u1', 'fact', None)
     """
-    return build_candidate(
-        fields, max_text_bytes=max_text_bytes, allow_org=allow_org, org_id=org_id, now=now
-    )
+    return build_candidate(fields, max_text_bytes=max_text_bytes, allow_org=allow_org, now=now)
 
 
 def build_candidate(

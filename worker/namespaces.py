@@ -8,6 +8,8 @@ string form every layer uses (Redis keys, SQL rows, store labels).
 'user:u1:support-bot'
 >>> Namespace.parse("agent:support-bot").scope.value
 'agent'
+>>> Namespace.for_user("alice", assistant_id="bot", org_id="acme").key
+'org:acme:user:alice:bot'
 >>> normalise_path("work/projects")
 '/memories/work/projects.md'
 """
@@ -18,6 +20,7 @@ import functools
 from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Final
 
 from worker.constants import (
     ID_PATTERN,
@@ -33,7 +36,7 @@ from worker.errors import InvalidCandidate
 class Scope(StrEnum):
     """Who a memory belongs to."""
 
-    USER = "user"  #: one user (optionally of one assistant); the hot path's default
+    USER = "user"  #: one user (optionally of one assistant, and of one org); the hot path's default
     AGENT = "agent"  #: shared by all users of one assistant
     ORG = "org"  #: organisation-wide, read-only for the hot path; operators write it
 
@@ -136,7 +139,11 @@ def refuse_reserved(path: str, what: str, extra: Iterable[str] = ()) -> str:
 class Namespace:
     """Who a memory belongs to; never derived from free text.
 
-    ``key`` is the canonical string form used in Redis keys and SQL rows. A plain frozen
+    ``key`` is the canonical string form used in Redis keys and SQL rows. A user namespace may
+    carry the user's organisation (``org_id``): the same user id in two organisations is two
+    people, so the org is part of the key, ``org:<org>:user:<user>[:<assistant>]``. Without an
+    org the key is ``user:<user>[:<assistant>]``, as it always was (no stored data moves); a
+    deployment without orgs must then keep user ids unique across itself. A plain frozen
     dataclass, not a pydantic model: the hot-path client builds one per enqueue and imports
     no pydantic (its validation is the ids' and the scope's rules below, checked on
     construction; a bad one raises :class:`InvalidCandidate`).
@@ -159,8 +166,8 @@ class Namespace:
             value = getattr(self, name)
             if value is not None:
                 validate_id(value, name)
-        if self.scope is Scope.USER and (self.user_id is None or self.org_id is not None):
-            raise InvalidCandidate("a user-scope namespace needs user_id (and no org_id)")
+        if self.scope is Scope.USER and self.user_id is None:
+            raise InvalidCandidate("a user-scope namespace needs user_id")
         if self.scope is Scope.AGENT and (
             self.assistant_id is None or self.user_id is not None or self.org_id is not None
         ):
@@ -171,8 +178,11 @@ class Namespace:
             raise InvalidCandidate("an org-scope namespace needs org_id only")
 
     @classmethod
-    def for_user(cls, user_id: str, *, assistant_id: str | None = None) -> Namespace:
-        return namespace_of(Scope.USER, user_id=user_id, assistant_id=assistant_id)
+    def for_user(
+        cls, user_id: str, *, assistant_id: str | None = None, org_id: str | None = None
+    ) -> Namespace:
+        """``user_id``'s namespace (per assistant, and inside ``org_id``, when given)."""
+        return namespace_of(Scope.USER, user_id=user_id, assistant_id=assistant_id, org_id=org_id)
 
     @classmethod
     def for_agent(cls, assistant_id: str) -> Namespace:
@@ -186,7 +196,8 @@ class Namespace:
     def key(self) -> str:
         if self.scope is Scope.USER:
             suffix = f":{self.assistant_id}" if self.assistant_id else ""
-            return f"user:{self.user_id}{suffix}"
+            within = f"{ORG_USER_PREFIX}{self.org_id}:" if self.org_id else ""
+            return f"{within}user:{self.user_id}{suffix}"
         if self.scope is Scope.AGENT:
             return f"agent:{self.assistant_id}"
         return f"org:{self.org_id}"
@@ -200,6 +211,8 @@ class Namespace:
 
         >>> Namespace.parse("user:u1:a1").assistant_id
         'a1'
+        >>> Namespace.parse("org:acme:user:u1").org_id
+        'acme'
         """
         if not isinstance(key, str):
             raise _malformed(key)
@@ -213,10 +226,16 @@ class Namespace:
 #: their ids validated before the lookup; 4096 covers the active users of a busy process.
 NAMESPACE_CACHE_SIZE = 4096
 
+#: What starts the key of a user namespace inside an org (``org:<org>:user:…``): the org
+#: namespace's own prefix, so an org's namespaces sort and scan together; the ``:user:`` after
+#: the org id tells it from the org namespace ``org:<org>`` itself (ids hold no ``:``).
+ORG_USER_PREFIX: Final = "org:"
+
 
 def _malformed(key: object) -> InvalidCandidate:
     return InvalidCandidate(
-        f"namespace {key!r} is not one of user:<user>[:<assistant>], agent:<assistant>, org:<org>"
+        f"namespace {key!r} is not one of user:<user>[:<assistant>], "
+        "org:<org>:user:<user>[:<assistant>], agent:<assistant>, org:<org>"
     )
 
 
@@ -233,6 +252,10 @@ def _parse_key(key: str) -> Namespace:
                 return Namespace.for_agent(assistant)
             case ["org", org]:
                 return Namespace.for_org(org)
+            case ["org", org, "user", user]:
+                return Namespace.for_user(user, org_id=org)
+            case ["org", org, "user", user, assistant]:
+                return Namespace.for_user(user, assistant_id=assistant, org_id=org)
     except InvalidCandidate as exc:
         raise InvalidCandidate(f"namespace {key!r}: {exc}") from None
     raise _malformed(key)

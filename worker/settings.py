@@ -375,6 +375,24 @@ class Settings(BaseSettings):
         "`graph_id`, which the LangGraph server sets): its exchanges go to the per-assistant "
         "namespace, as the capture middleware's `assistant_id` does. Unset: per user only.",
     )
+    thread_owner_key: str = Field(
+        default="owner",
+        pattern=r"^[A-Za-z_][A-Za-z0-9_.-]{0,63}$",
+        description="Thread-metadata key naming a scanned thread's owner, the user its "
+        "exchanges are filed under. It must be a field no client can set: the one the LangGraph "
+        "server's auth handler records on every thread it creates or updates (LangGraph's "
+        "owner-only handler writes `owner`), or one the chat service alone writes. A thread "
+        "without it is set aside and counted; its `user_id` metadata (client-written) may only "
+        "repeat it.",
+    )
+    thread_org_key: str | None = Field(
+        default=None,
+        pattern=r"^[A-Za-z_][A-Za-z0-9_.-]{0,63}$",
+        description="Thread-metadata key naming the owner's organisation, written the same way "
+        "as the owner (e.g. `owner_org` from the identity's org claim): its exchanges go to "
+        "`org:<org>:user:<owner>`. Unset: no orgs, and user ids must be unique across the "
+        "deployment.",
+    )
     inbox_route: str = Field(
         default="/memories/inbox/",
         description="Folder of user memory that agents may write freely; the inbox source merges "

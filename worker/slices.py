@@ -131,6 +131,8 @@ class SourceSettings:
     langgraph_api_key: str | None = field(repr=False)
     thread_assistant_key: str | None
     max_text_bytes: int
+    thread_owner_key: str = "owner"
+    thread_org_key: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

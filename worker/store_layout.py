@@ -10,7 +10,11 @@ so a writer and a reader can never disagree.
       agent  ("{assistant_id}", "_shared", "memories")     agent:bot   → (bot, _shared, memories)
       org    ("{org_id}", "_org", "memories")              org:acme    → (acme, _org, memories)
 
-  A user namespace without an assistant fills ``{assistant_id}`` with ``_default``. Labels that
+  A user namespace without an assistant fills ``{assistant_id}`` with ``_default``. A user
+  inside an organisation (``org:acme:user:u1:bot``) fills ``{org_id}`` with the org when the
+  template has that field, and otherwise carries it in the user label, ``u1+acme``: ids
+  never hold ``+``, so the same user id in two orgs, or in none, never shares a tuple, and a
+  user without an org keeps the tuple it always had. Labels that
   start with ``_`` are markers: no id can start with one (ids start with a letter or digit),
   so the second label alone tells a user's tuple from a shared one.
 - **key**: the path relative to the scope's route (default ``/memories/`` for every scope):
@@ -71,12 +75,16 @@ NO_ORG_LABEL: Final = "_none"
 
 #: What the SDK forbids in a label (``.``) is replaced by this, which no id may contain.
 DOT_REPLACEMENT: Final = "~"
+#: Joins a user id and its org in the ``{user_id}`` label of a template without ``{org_id}``
+#: (``u1+acme``); no id may contain it, so the label tells its user and org apart.
+ORG_JOIN: Final = "+"
 
 #: Characters deepagents' ``StoreBackend`` accepts in a label, minus ``.`` which the SDK rejects.
 _LABEL_PATTERN: Final = re.compile(r"^[A-Za-z0-9\-_@+:~]+$")
 #: What a sanitised id looks like (an id's alphabet with ``.`` made ``~``).
-_ID_LABEL: Final = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_@~\-]*$")
-_ID_CHARS: Final = re.compile(r"^[A-Za-z0-9_@~\-]*$")
+#: (and a user label may join its org with ``+``).
+_ID_LABEL: Final = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_@~+\-]*$")
+_ID_CHARS: Final = re.compile(r"^[A-Za-z0-9_@~+\-]*$")
 _FIELD: Final = re.compile(r"{([^{}]*)}")
 FIELDS: Final = ("user_id", "assistant_id", "org_id", "scope")
 
@@ -120,11 +128,15 @@ def sanitise_label(value: str) -> str:
     return label
 
 
-def field_values(namespace: Namespace) -> dict[str, str]:
-    """What each template field holds for ``namespace`` (ids, or the scope's markers)."""
+def field_values(namespace: Namespace, *, org_field: bool = True) -> dict[str, str]:
+    """What each template field holds for ``namespace`` (ids, or the scope's markers); without
+    ``org_field`` (the template has no ``{org_id}``) a user's org joins the user label."""
+    user = namespace.user_id or SHARED_USER_LABEL
+    if namespace.user_id and namespace.org_id and not org_field:
+        user = f"{namespace.user_id}{ORG_JOIN}{namespace.org_id}"
     return {
         "scope": namespace.scope.value,
-        "user_id": namespace.user_id or SHARED_USER_LABEL,
+        "user_id": user,
         "assistant_id": namespace.assistant_id
         or (ORG_ASSISTANT_LABEL if namespace.scope is Scope.ORG else NO_ASSISTANT_LABEL),
         "org_id": namespace.org_id or NO_ORG_LABEL,
@@ -133,7 +145,7 @@ def field_values(namespace: Namespace) -> dict[str, str]:
 
 def fill(template: Sequence[str], namespace: Namespace) -> tuple[str, ...]:
     """``template`` filled from ``namespace`` and sanitised (no validation of the template)."""
-    values = field_values(namespace)
+    values = field_values(namespace, org_field=any("{org_id}" in part for part in template))
     return tuple(sanitise_label(part.format(**values)) for part in template)
 
 
@@ -251,13 +263,23 @@ class StoreLayout:
             value = label[len(prefix) : end]
             if names[0] == "assistant_id" and value == NO_ASSISTANT_LABEL:
                 ids["assistant_id"] = None
-            elif names[0] in ("user_id", "assistant_id"):
+            elif names[0] == "org_id" and value == NO_ORG_LABEL:
+                ids["org_id"] = None
+            elif names[0] == "user_id" and ORG_JOIN in value:
+                user, _, org = value.partition(ORG_JOIN)
+                ids["user_id"], ids["org_id"] = (
+                    user.replace(DOT_REPLACEMENT, "."),
+                    org.replace(DOT_REPLACEMENT, "."),
+                )
+            elif names[0] in ("user_id", "assistant_id", "org_id"):
                 ids[names[0]] = value.replace(DOT_REPLACEMENT, ".")
-            elif value != {"org_id": NO_ORG_LABEL, "scope": Scope.USER.value}[names[0]]:
+            elif value != Scope.USER.value:
                 return None
         try:
             namespace = Namespace.for_user(
-                str(ids.get("user_id")), assistant_id=ids.get("assistant_id")
+                str(ids.get("user_id")),
+                assistant_id=ids.get("assistant_id"),
+                org_id=ids.get("org_id"),
             )
         except InvalidCandidate:
             return None
@@ -295,6 +317,8 @@ def _part_shapes(scope: Scope, part: str) -> list[_Shape]:
         if scope is Scope.USER and name == "assistant_id":
             shapes.append(prefix + NO_ASSISTANT_LABEL + suffix)
         return shapes
+    if scope is Scope.USER and name == "org_id":  # a user's org, or none
+        return [_Free(prefix, suffix), sanitise_label(prefix + NO_ORG_LABEL + suffix)]
     return [sanitise_label(prefix + constant + suffix)]
 
 

@@ -61,18 +61,17 @@ def namespace_from(
     *,
     accepted: str = "--user U [--assistant A], --org O or --namespace NS",
 ) -> Namespace:
-    """Exactly one way of naming a namespace: --user [--assistant], --assistant, --org or
-    --namespace; ``accepted`` is what the command's own error names when none is given."""
+    """Exactly one way of naming a namespace: --user [--assistant] [--org] (with --org, the
+    user of that org), --assistant, --org alone (the org's own memory) or --namespace;
+    ``accepted`` is what the command's own error names when none is given."""
     from worker.models import Namespace
 
     if namespace is not None:
         if user or org:
             raise InvalidOption("give either --namespace or --user/--org, not both")
         return Namespace.parse(namespace)
-    if user is not None:
-        if org:
-            raise InvalidOption("give either --user or --org, not both")
-        return Namespace.for_user(user, assistant_id=assistant)
+    if user is not None:  # with --org: the user of that org (the same id in two orgs is two)
+        return Namespace.for_user(user, assistant_id=assistant, org_id=org)
     if org is not None:
         return Namespace.for_org(org)
     if assistant is not None:

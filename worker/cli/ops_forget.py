@@ -44,6 +44,10 @@ def forget(
             "--all-assistants", help="The user's memory with every assistant, and without one."
         ),
     ] = False,
+    org: Annotated[
+        str | None,
+        typer.Option("--org", help="The user's organisation (the same id in another is kept)."),
+    ] = None,
     yes: YesOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
@@ -53,6 +57,8 @@ def forget(
 
     with operator_session(writes=True) as runtime:
         validate_id(user, "user_id")
+        if org is not None:
+            validate_id(org, "org_id")
         if assistant is not None and all_assistants:
             raise InvalidOption("give --assistant A or --all-assistants, not both")
         target = erase_target(
@@ -61,6 +67,7 @@ def forget(
             user,
             assistant=assistant,
             every_assistant=all_assistants,
+            org=org,
         )
         keys = target.keys
         if not keys:

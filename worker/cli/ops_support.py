@@ -34,10 +34,18 @@ console = make_console()
 
 UserOpt = Annotated[str | None, typer.Option("--user", help="User id.")]
 AssistantOpt = Annotated[str | None, typer.Option("--assistant", help="Assistant id.")]
-OrgOpt = Annotated[str | None, typer.Option("--org", help="Organisation id (org scope).")]
+OrgOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--org", help="Organisation id: with --user, that org's user; alone, the org's memory."
+    ),
+]
 NamespaceOpt = Annotated[
     str | None,
-    typer.Option("--namespace", help="A namespace key, e.g. user:u1, user:u1:bot, agent:bot."),
+    typer.Option(
+        "--namespace",
+        help="A namespace key, e.g. user:u1, user:u1:bot, org:acme:user:u1, agent:bot.",
+    ),
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 YesOpt = Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")]

@@ -67,6 +67,9 @@ def enqueue(
             "(default: now).",
         ),
     ] = None,
+    org: Annotated[
+        str | None, typer.Option("--org", help="The user's organisation, when there are orgs.")
+    ] = None,
 ) -> None:
     """Queue one candidate memory, as the chat service would; prints its id."""
     from worker.hotpath.client import MemoryClient
@@ -88,6 +91,7 @@ def enqueue(
                 scope=scope,
                 source="cli",
                 occurred_at=said,
+                org_id=org,
             )
         stdout.print(candidate_id)
         if trace is None:

@@ -20,10 +20,11 @@ PASSWORD_WORDS: Final = (
     r"senha|wachtwoord|hasło|haslo|parola|пароль|пароля)"
 )
 
-#: A linking word between a credential word and its value ("is", "est", "ist", "es", "это").
+#: A linking word between a credential word and its value ("is", "est", "ist", "es", "это"),
+#: and the spoken ones that answer a question ("the password? it's …", "c'est", "het is").
 CONNECTORS: Final = (
-    r"(?:is|was|are|is still|is now|equals|est|cest|était|ist|lautet|war|es|era|sera|é|это|был|"
-    r"будет)"
+    r"(?:is|was|are|is still|is now|equals|its|it is|thats|that is|est|cest|était|ist|lautet|"
+    r"war|es|era|sera|é|è|это|был|будет|het is|jest)"
 )
 
 #: What a password "is" in a statement about it, not its value ("my password is expired",
@@ -132,6 +133,9 @@ EXFILTRATE: Final = (
     r"?(?:conversación|conversacion|charla)\b"
     r"|\b(?:отправь|отправляй|перешли|пересылай)(?:те)? (?:копию )?(?:этого |всего |всей )?"
     r"(?:разговора|переписки|диалога|переписку|разговор|диалог)\b"
+    # Portuguese
+    r"|\b(?:envie|envia|mande|encaminhe|encaminha) (?:uma )?(?:cópia d[ae] )?(?:a |esta |essa |"
+    r"toda a )?(?:conversa|conversação|conversacao)\b"
 )
 #: The same in Chinese (compact form).
 EXFILTRATE_COMPACT: Final = (
@@ -186,4 +190,162 @@ GRANTS_COMPACT: Final = (
     r"(?:从现在开始|从今以后|从此以后|今后|從現在開始)(?:你|助手)(?:必须|必須|要|应该|應該|可以|将|會|会)"
     r"|(?:你|助手)(?:现在|現在)?(?:被允许|被允許|被授权|被授權|有权|有權|获准)"
     r"|これから(?:は)?(?:あなた|アシスタント)は"
+)
+
+#: Nouns that introduce a secret other than a password, in English, French, German, Spanish,
+#: Portuguese, Italian, Dutch, Polish and Russian (shape form: accents and case as written):
+#: codes, PINs, logins, keys, seeds, tokens, one-time-password secrets.
+SECRET_NOUNS: Final = (
+    r"(?:code|pin|pin code|passkey|login|log in|sign in|secret|secret key|private key|key|"
+    r"seed|token|combination|combo|credentials|otp|totp|2fa|mfa|one[ -]time code|"
+    r"verification code|security code|access code|unlock code|backup codes?|"
+    r"recovery (?:code|key)s?|code d'accès|code d’accès|code secret|clé|cle|identifiants?|"
+    r"zugangscode|geheimzahl|schlüssel|zugangsdaten|código|codigo|clave|llave|chave|codice|"
+    r"chiave|toegangscode|sleutel|kod|код|пин-код|пин|ключ|密钥|秘钥|验证码|暗証番号)"
+)
+
+#: Words between a secret's noun and its linking word ("the code *to my online banking* is"),
+#: in the same languages: a preposition, then up to four words.
+SECRET_OF: Final = (
+    r"(?:for|of|to|on|at|de|du|des|d'|d’|für|zum|zur|von|para|del|do|da|dos|das|di|della|"
+    r"dello|per|van|voor|do|od|для|от|к)"
+)
+
+#: A value that looks like a chosen or generated secret, as written (shape form): a letter and
+#: a digit, and a symbol between them, or both cases, or letters and digits alternating
+#: ("Hx9!kq72", "4kTz-9QpL", "HX9KQ72"); 6 to 64 characters. A promo code ("SAVE20"), a
+#: time ("10:30pm") or a date is none of these.
+SECRET_VALUE: Final = (
+    r"(?=[^\s,;]*\d)(?=[^\s,;]*[^\W\d_])"
+    r"(?:(?=[^\s,;]*[!@#$%^&*?~+=][^\s,;]*[^\W_])|(?-i:(?=[^\s,;]*[a-z])(?=[^\s,;]*[A-Z]))"
+    r"|(?=[^\s,;]*\d[^\W\d_]+\d))[^\s,;]{6,64}"
+)
+
+#: A one-time-password seed: base32 (``A``–``Z``, ``2``–``7``), 16 or more characters, as an
+#: authenticator app shows it (groups of four, upper or lower case), with a digit among them.
+OTP_SEED: Final = r"(?=[A-Za-z2-7 ]{0,80}?[2-7])(?:[A-Za-z2-7]{4} ?){3,}[A-Za-z2-7]{4,}\b"
+
+#: A wallet's recovery phrase named as such (normal form): its noun in the covered languages,
+#: then twelve words or more.
+RECOVERY_PHRASE: Final = (
+    r"\b(?:seed|recovery|mnemonic|wallet|backup|secret recovery) (?:phrase|words|sentence)s? "
+    r"(?:is |are |was |its )?(?:[a-z]{3,8} ){11,}[a-z]{3,8}\b"
+    r"|\b(?:phrase de récupération|phrase secrète|frase semilla|frase de recuperación|"
+    r"frase de recuperação|wiederherstellungsphrase|seed phrase|сид фраза|фраза восстановления)"
+    r" (?:\w+ ){0,2}(?:[a-z]{3,8} ){11,}[a-z]{3,8}\b"
+)
+
+#: Text hidden from the reader by markup (folded form): an HTML comment with words in it, an
+#: element hidden by an attribute or a style, a Markdown comment. A memory is read as text;
+#: nothing in it has a reason to be invisible, and what is hidden there is aimed at a model.
+HIDDEN_MARKUP: Final = (
+    r"<!--\s*[^\s\->]"
+    r"|<[a-z][a-z0-9]*\b[^>]*(?:\bhidden\b|display\s*:\s*none|visibility\s*:\s*hidden|"
+    r"font-size\s*:\s*0(?![.\d])|opacity\s*:\s*0(?![.\d])|aria-hidden\s*=\s*.?true)"
+    r"|(?:^|\n)\s*\[(?://|comment|_|#)\]:\s*(?:#|<>)\s*[(\"']"
+)
+
+#: A link image whose address carries data out (shape form): a Markdown or HTML image with a
+#: query string or a template placeholder in its URL. Rendering it fetches the URL — with
+#: whatever the model put in it — from the attacker's server.
+DATA_IMAGE: Final = (
+    r"!\[[^\]\n]{0,200}\]\(\s*<?(?:[a-z][a-z0-9+.\-]*:)?//[^)\s]*(?:\?[^)\s]*=|\{[^)\s}]*\})"
+    r"|<img\b[^>]*\bsrc\s*=\s*[\"']?(?:[a-z][a-z0-9+.\-]*:)?//[^\"'\s>]*"
+    r"(?:\?[^\"'\s>]*=|\{[^\"'\s>}]*\})"
+)
+
+#: "Ignore the previous instructions" in Portuguese, Italian, Dutch and Polish, and the
+#: languages above again in their other word orders (normal form): the verb, an optional "all"
+#: and article, then the orders and "previous" in either order.
+IGNORE_VERBS: Final = (
+    r"(?:ignore|ignora|ignorar|ignorem|desconsidere|desconsidera|esqueça|esqueca|esquece|"
+    r"ignoriere|ignorieren sie|ignorez|ignorer|negeer|vergeet|zignoruj|ignoruj|pomiń|pomin|"
+    r"игнорируй|проигнорируй|игнорируйте)"
+)
+ORDER_NOUNS: Final = (
+    r"(?:instructions|instruções|instrucoes|instrucciones|istruzioni|anweisungen|instructies|"
+    r"instrukcje|polecenia|инструкции|указания|regras|reglas|regole|regeln|regels|zasady|"
+    r"правила|orientações|orientacoes|comandos|órdenes|ordini|consignes|directives|"
+    r"diretrizes|richtlijnen)"
+)
+PREVIOUS: Final = (
+    r"(?:anteriores|anterior|previas|prévias|previas|precedentes|precedenti|vorherigen|"
+    r"bisherigen|vorigen|vorige|eerdere|poprzednie|wcześniejsze|предыдущие|прежние|"
+    r"précédentes|antérieures|acima|sopra|above|previous|prior|earlier)"
+)
+ALL_WORDS: Final = (
+    r"(?:all|todas|todos|tutte|tutti|alle|wszystkie|все|toutes|tous|cualquier|quaisquer)"
+)
+ARTICLES: Final = (
+    r"(?:the|your|as|os|las|los|le|les|la|die|de|je|tes|vos|tus|suas|seus|tue|deine|ihre|"
+    r"twoje|свои|ваши|mes|minhas|le tue)"
+)
+IGNORE_PREVIOUS: Final = (
+    rf"\b{IGNORE_VERBS} (?:{ALL_WORDS} )?(?:{ARTICLES} )?(?:{PREVIOUS} {ORDER_NOUNS}|"
+    rf"{ORDER_NOUNS} (?:{PREVIOUS}|que te (?:dei|di))\b)"
+)
+
+#: Who a memory is about, named as a third party: the user, the customer, the client … (normal
+#: form; the covered languages). A memory describes the user; it never says what they may do.
+THE_USER: Final = (
+    r"(?:the user|this user|user|the customer|this customer|the client|the account holder|"
+    r"the caller|the member|lutilisateur|cet utilisateur|le client|la cliente|der nutzer|"
+    r"der benutzer|der kunde|die kundin|dieser nutzer|der anwender|el usuario|la usuaria|"
+    r"el cliente|la clienta|este usuario|o usuário|o usuario|o utilizador|a usuária|o cliente|"
+    r"a cliente|este usuário|lutente|il cliente|questo utente|de gebruiker|de klant|"
+    r"użytkownik|uzytkownik|klient|пользователь|клиент|этот пользователь)"
+)
+#: Roles that carry authority over other people's data or money.
+ROLES: Final = (
+    r"(?:admin|administrator|administrateur|administrateurs|administrador|administradora|"
+    r"amministratore|администратор|администратором|админ|админом|beheerder|administratorem|"
+    r"superuser|super user|super admin|superadmin|superutilisateur|superusuario|root|sysadmin|"
+    r"moderator|modérateur|moderador|модератор|модератором)"
+)
+#: Being a role: "is (a|an|the) …", in the covered languages.
+IS_A: Final = (
+    r"(?:is|is now|has been|was|est|ist|es|é|è|является|jest|is een|est un|est une|ist ein|"
+    r"ist eine|es un|es una|é um|é uma|è un|è una)"
+)
+#: Verbs of authority: approving, authorising, waiving, overriding.
+AUTHORITY_VERBS: Final = (
+    r"(?:approve|authori[sz]e|grant|waive|override|bypass|unlock|sign off|exempt|"
+    r"approuver|valider|autoriser|accorder|contourner|genehmigen|freigeben|autorisieren|"
+    r"umgehen|aprobar|autorizar|conceder|eximir|aprovar|liberar|approvare|autorizzare|"
+    r"одобрять|одобрить|утверждать|утвердить|разрешать)"
+)
+#: "May": what grants a right (no scope needed) …
+MAY: Final = (
+    r"(?:may|is allowed to|is authori[sz]ed to|is permitted to|is entitled to|is cleared to|"
+    r"has permission to|has the right to|has authority to|est autorisée? à|a le droit de|darf|"
+    r"ist berechtigt|ist befugt|está autorizad[oa] a|tiene permiso para|tiene derecho a|"
+    r"tem permissão para|tem o direito de|está autorizad[oa] a|è autorizzat[oa] a|"
+    r"имеет право|разрешено)"
+)
+#: … and "can", which is a right only with a scope ("can approve *any* refund").
+CAN: Final = r"(?:can|can now|peut|kann|puede|pode|può|может|mag)"
+SCOPE: Final = (
+    r"(?:any|all|every|unlimited|without|no limit|tous|toutes|tout|nimporte|jede|jeden|jedes|"
+    r"alle|alles|unbegrenzt|ohne|cualquier|todos|todas|sin|qualquer|quaisquer|sem|qualsiasi|"
+    r"tutti|tutte|senza|любые|любой|все|всё|без)"
+)
+GRANT_OF_AUTHORITY: Final = (
+    rf"\b{THE_USER} {IS_A} (?:(?:a|an|the|un|une|ein|eine|um|uma|el|la|le|il|o|een) )?"
+    rf"(?:\w+ )?{ROLES}\b"
+    rf"|\bпользователь (?:\w+ )?(?:является )?{ROLES}\b"
+    rf"|\b{THE_USER} (?:\w+ ){{0,2}}{MAY} (?:\w+ ){{0,2}}{AUTHORITY_VERBS}\b"
+    rf"|\b{THE_USER} (?:\w+ ){{0,2}}{CAN} (?:\w+ ){{0,2}}{AUTHORITY_VERBS}\b(?: \w+){{0,4}} "
+    rf"{SCOPE}\b"
+    r"|\b(?:skip|bypass|waive|disable|turn off|dont do|do not do|no need for) (?:the |any )?"
+    r"(?:identity |id |fraud |security |kyc |age |2fa |mfa |two factor )?(?:verification|checks?|"
+    r"authentication|approval|confirmation)s? (?:for|of|on) (?:them|him|her|this user|the user|"
+    r"this customer|the customer|me|this account)\b"
+    r"|\bapprove (?:any|every|all) (?:refunds?|transfers?|requests?|payments?|withdrawals?)"
+    r" (?:he|she|they|the user|the customer) (?:asks|requests|wants)"
+)
+#: The same for word-free scripts (compact form): "用户是管理员", "该用户可以批准任何退款".
+GRANT_OF_AUTHORITY_COMPACT: Final = (
+    r"(?:该|此|这个)?(?:用户|客户|顾客)(?:是|为)(?:超级)?(?:管理员|系统管理员|超级用户)"
+    r"|(?:该|此|这个)?(?:用户|客户|顾客)(?:可以|有权|被允许|能够)(?:批准|审批|授权|免除|绕过)"
+    r"(?:任何|所有|一切|无限)"
 )

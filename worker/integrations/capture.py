@@ -36,6 +36,7 @@ from langgraph.runtime import Runtime
 from worker.constants import MAX_TEXT_BYTES
 from worker.errors import IdentityMismatch
 from worker.exchanges import split_exchanges
+from worker.identity import Identity
 from worker.integrations.enqueuer import (
     AsyncEnqueuer,
     Enqueuer,
@@ -127,6 +128,7 @@ class MemoryCaptureMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             thread_id=ids.thread_id,
             idempotency_key=last.idempotency_key(ids.thread_id) if ids.thread_id else None,
             source="middleware",
+            org_id=ids.org_id,
         )
 
 
@@ -147,13 +149,17 @@ def user_id_from_runtime(user_key: str = DEFAULT_USER_KEY) -> UserIdFrom:
 
 
 def tool_user(runtime: ToolRuntime[Any, Any], user_id_from: UserIdFrom | None) -> str | None:
-    """The user a memory tool acts for. An application's ``user_id_from`` decides on a server
-    that does not authenticate; on one that does, its answer must be the identity too (else
-    :class:`~worker.errors.IdentityMismatch`), so no resolver can switch users."""
-    if user_id_from is None:
-        return user_id_from_runtime()(runtime)
-    claim = ("user_id_from", user_id_from(runtime))
-    return resolve_identity(runtime, runtime.config, user_claim=claim).user_id
+    """The user a memory tool acts for (:func:`tool_identity`'s user)."""
+    return tool_identity(runtime, user_id_from).user_id
+
+
+def tool_identity(runtime: ToolRuntime[Any, Any], user_id_from: UserIdFrom | None) -> Identity:
+    """The user (and org) a memory tool acts for. An application's ``user_id_from`` decides
+    the user on a server that does not authenticate; on one that does, its answer must be the
+    identity too (else :class:`~worker.errors.IdentityMismatch`), so no resolver can switch
+    users. The org is the identity's org claim (or, unauthenticated, the run's ``org_id``)."""
+    claim = ("user_id_from", user_id_from(runtime)) if user_id_from is not None else None
+    return resolve_identity(runtime, runtime.config, user_claim=claim)
 
 
 #: What the model is told about the memory tools.
@@ -173,7 +179,7 @@ REFUSED_REPLY = (
 
 def _tool_args(
     runtime: ToolRuntime[Any, Any],
-    user_id: str | None,
+    identity: Identity,
     assistant_id: str | None,
     text: str,
     kind: str,
@@ -182,7 +188,8 @@ def _tool_args(
     """A tool call's candidate: ids from the run, never from the model's arguments."""
     thread_id, trace_id = read_trace_ids(runtime, runtime.config)
     return EnqueueFields(
-        user_id=user_id,
+        user_id=identity.user_id,
+        org_id=identity.org_id,
         trace_id=trace_id,
         text=text,
         kind=kind,
@@ -219,11 +226,11 @@ def make_memory_tools(
         runtime: ToolRuntime[Any, Any], text: str, kind: str, **extra: str | None
     ) -> EnqueueFields | None:
         try:
-            user = tool_user(runtime, user_id_from)
+            identity = tool_identity(runtime, user_id_from)
         except IdentityMismatch as exc:  # another user's memory: refused and counted
             report_refused(TOOLS_INTEGRATION, exc)
             return None
-        return _tool_args(runtime, user, assistant_id, text, kind, **extra)
+        return _tool_args(runtime, identity, assistant_id, text, kind, **extra)
 
     def save(args: EnqueueFields | None, ok: str) -> str:
         if args is None:

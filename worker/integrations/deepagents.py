@@ -128,8 +128,9 @@ class MemworkerMemory:
             return Namespace.for_agent(self.assistant_id)
         if scope is Scope.ORG:
             return Namespace.for_org(self._id(runtime, self.org_key, "organisation"))
-        user = self._id(runtime, self.user_key, "user")
-        return Namespace.for_user(user, assistant_id=self.assistant_id)
+        self._id(runtime, self.user_key, "user")
+        # With an org (the identity's org claim), the user is the user *of that org*.
+        return self.identity(runtime).user_namespace(self.assistant_id)
 
     def identity(self, runtime: Any) -> RunIdentity:
         """The run's identity, by the one rule every integration uses

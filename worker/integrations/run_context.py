@@ -1,5 +1,9 @@
 """Who and which run a hook is running for: one identity, plus thread and trace ids, read once.
 
+The rule itself (what the server vouches for decides; client-written claims may repeat it,
+never replace it; with orgs, the org is part of the user) lives in :mod:`worker.identity`,
+which the thread scan uses too; this module reads a run's places for it.
+
 A capture must carry the user and trace ids *explicitly*, captured while the run is still on
 the stack: a timer or worker thread later would not inherit the context variables they come
 from. :func:`read_run_ids` is called inside the hook and the result travels with the candidate.
@@ -46,10 +50,9 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from worker.errors import IdentityMismatch
+from worker.identity import ORG_KEY, USER_KEY, Identity, decide
 
-#: Default keys naming the user and the organisation in the run and in the identity's claims.
-USER_KEY: Final = "user_id"
-ORG_KEY: Final = "org_id"
+__all__ = ["ORG_KEY", "USER_KEY", "IdentityMismatch", "RunIdentity"]
 #: Where a LangGraph server puts the authenticated user (the object, and its identity string)
 #: in ``configurable``; it refuses these keys in a client's request and overwrites them.
 AUTH_USER_KEY: Final = "langgraph_auth_user"
@@ -63,15 +66,13 @@ class RunIds:
     user_id: str | None
     thread_id: str | None
     trace_id: str
+    #: The user's organisation (the identity's org claim), when there is one.
+    org_id: str | None = None
 
 
-@dataclass(frozen=True)
-class RunIdentity:
-    """Whose memory a run touches. ``authenticated``: the server vouched for ``user_id``."""
-
-    user_id: str | None
-    org_id: str | None
-    authenticated: bool
+#: Whose memory a run touches (:class:`worker.identity.Identity`; ``authenticated``: the
+#: server vouched for ``user_id``).
+RunIdentity = Identity
 
 
 def current_config() -> Mapping[str, Any]:
@@ -101,16 +102,13 @@ def resolve_identity(
     config = config or {}
     claims = _claims(runtime, config)
     identity = authenticated_identity(runtime, config)
+    org_claims = list(claims(org_key).items())
     if identity is None:
-        user = user_claim[1] if user_claim is not None else _first(claims(user_key))
-        org = _first(claims(org_key))
-        return RunIdentity(_text(user), _text(org), authenticated=False)
+        own = [user_claim] if user_claim is not None else list(claims(user_key).items())
+        return decide(None, own, org_claims)
     user_id, user = identity
     user_claims = [*claims(user_key).items(), *([user_claim] if user_claim else [])]
-    _refuse_other("user", user_id, user_claims)
-    org_id = _text(claim_of(user, org_key))
-    _refuse_other("organisation", org_id, list(claims(org_key).items()))
-    return RunIdentity(user_id, org_id, authenticated=True)
+    return decide((user_id, _text(claim_of(user, org_key))), user_claims, org_claims)
 
 
 def authenticated_identity(runtime: Any, config: Mapping[str, Any]) -> tuple[str, Any] | None:
@@ -151,11 +149,11 @@ def claim_of(user: object, key: str) -> object:
 def read_run_ids(
     runtime: Any, config: Mapping[str, Any] | None, *, user_key: str = USER_KEY
 ) -> RunIds:
-    """The run's user (:func:`resolve_identity`; raises
+    """The run's user and org (:func:`resolve_identity`; raises
     :class:`~worker.errors.IdentityMismatch`), thread and trace ids."""
-    user = resolve_identity(runtime, config, user_key=user_key).user_id
+    identity = resolve_identity(runtime, config, user_key=user_key)
     thread_id, trace_id = read_trace_ids(runtime, config)
-    return RunIds(user_id=user, thread_id=thread_id, trace_id=trace_id)
+    return RunIds(identity.user_id, thread_id, trace_id, identity.org_id)
 
 
 def read_trace_ids(runtime: Any, config: Mapping[str, Any] | None) -> tuple[str | None, str]:
@@ -205,23 +203,6 @@ def _claims(runtime: Any, config: Mapping[str, Any]) -> Callable[[str], dict[str
         return {where: value for where, value in found.items() if _text(value) is not None}
 
     return claims
-
-
-def _refuse_other(what: str, decided: str | None, claims: list[tuple[str, object]]) -> None:
-    """:class:`IdentityMismatch` for the first claim naming another ``what`` than the server's."""
-    for where, value in claims:
-        claimed = _text(value)
-        if claimed is not None and claimed != decided:
-            vouched = f"authenticated {decided!r}" if decided else f"vouched for no {what}"
-            raise IdentityMismatch(
-                f"the run's {where} names {what} {claimed!r}, but the server {vouched}; an "
-                f"authenticated run reads and writes only its own {what}'s memory, so nothing "
-                f"was read or written. Pass no {what} id in the run, or the authenticated one"
-            )
-
-
-def _first(claims: Mapping[str, object]) -> object:
-    return next(iter(claims.values()), None)
 
 
 def _text(value: object) -> str | None:

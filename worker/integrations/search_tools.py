@@ -27,9 +27,9 @@ from langchain.tools import ToolRuntime
 from langchain_core.tools import BaseTool, StructuredTool
 
 from worker.errors import ConfigurationError, IdentityMismatch, InvalidCandidate, MemworkerError
-from worker.integrations.capture import TOOLS_INTEGRATION, UserIdFrom, tool_user
+from worker.integrations.capture import TOOLS_INTEGRATION, UserIdFrom, tool_identity
 from worker.integrations.enqueuer import report_refused
-from worker.models import Namespace, normalise_path
+from worker.models import normalise_path
 from worker.values import MemoryHit
 
 #: Hits one search returns by default: enough to answer, short enough for a tool result.
@@ -73,13 +73,13 @@ def make_search_tools(
         """``(the user's namespace, "")``, or ``(None, why nothing was <done>)`` when no user is
         known or the run names another user than the authenticated one (refused, counted)."""
         try:
-            user = tool_user(runtime, user_id_from)
+            identity = tool_identity(runtime, user_id_from)
         except IdentityMismatch as exc:
             report_refused(TOOLS_INTEGRATION, exc)
             return None, f"Refused: this conversation names another user; nothing was {done}."
-        if user is None:
+        if identity.user_id is None:
             return None, f"No user is known for this conversation; nothing was {done}."
-        return Namespace.for_user(user, assistant_id=assistant_id).key, ""
+        return identity.user_namespace(assistant_id).key, ""
 
     def search_memory(query: str, runtime: ToolRuntime[Any, Any]) -> str:
         namespace, why = namespace_of(runtime, "searched")

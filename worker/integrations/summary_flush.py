@@ -267,6 +267,7 @@ def flush_args(
                 thread_id=ids.thread_id,
                 idempotency_key=key,
                 source="summary_flush",
+                org_id=ids.org_id,
             )
         )
     return out

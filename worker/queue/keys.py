@@ -56,12 +56,16 @@ SHARD_KEYS: Final = frozenset({"due", "leases", "dead", "stats", "fence", "epoch
 
 
 def scope_of(namespace: str) -> str:
-    """The scope part of a namespace key (``user``, ``agent`` or ``org``).
+    """The scope of a namespace key (``user``, ``agent`` or ``org``); a user of an org
+    (``org:<org>:user:<user>``) is of the user scope, as the scripts count it.
 
-    >>> scope_of("agent:support-bot")
-    'agent'
+    >>> scope_of("agent:support-bot"), scope_of("org:acme"), scope_of("org:acme:user:u1")
+    ('agent', 'org', 'user')
     """
-    return namespace.partition(":")[0]
+    scope, _, rest = namespace.partition(":")
+    if scope == "org" and rest.partition(":")[2].startswith("user:"):
+        return "user"
+    return scope
 
 
 @dataclass(frozen=True)

@@ -99,6 +99,8 @@ def scan_parts(settings: Settings) -> Iterator[ScanParts]:
         client,
         assistant_key=sources.thread_assistant_key,
         max_text_bytes=sources.max_text_bytes,
+        owner_key=sources.thread_owner_key,
+        org_key=sources.thread_org_key,
     )
     if "langgraph" not in settings.sinks:
         yield ScanParts(threads)

@@ -166,6 +166,7 @@ def edit_candidates(
                     kind=kind,
                     topic=path,
                     assistant_id=ns.assistant_id,
+                    org_id=ns.org_id,  # a user of an org stays that org's user
                     scope=ns.scope.value,
                     idempotency_key=f"agent_edit:{path}:{sha}:{kind}:{text}",
                     source="agent_edit",

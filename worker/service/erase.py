@@ -61,13 +61,17 @@ def erase_target(
     *,
     assistant: str | None = None,
     every_assistant: bool = False,
+    org: str | None = None,
 ) -> EraseTarget:
-    """The user's namespaces to erase: one (with or without an assistant), or all of them."""
-    every = _all_of_user(queue, store, user)
+    """The user's namespaces to erase: one (with or without an assistant), or all of them.
+
+    With ``org``, the user of that org; without, the user of no org: the same user id in
+    another org is another person, never erased with this one."""
+    every = _all_of_user(queue, store, user, org)
     if every_assistant:
         keys = every
     else:
-        key = Namespace.for_user(user, assistant_id=assistant).key
+        key = Namespace.for_user(user, assistant_id=assistant, org_id=org).key
         known = key in every or queue.namespace_state(key).known
         keys = [key] if known else []
     return EraseTarget(keys, [k for k in every if k not in keys])
@@ -129,12 +133,12 @@ def _erase_agent_writes(sinks: Mapping[str, Sink], keys: list[str]) -> None:
             ) from exc
 
 
-def _all_of_user(queue: QueueAdmin, store: MemoryStore, user: str) -> list[str]:
-    found = set(store.namespaces(scope="user", user_id=user))
-    for key in queue.namespaces():
+def _all_of_user(queue: QueueAdmin, store: MemoryStore, user: str, org: str | None) -> list[str]:
+    found: set[str] = set()
+    for key in [*store.namespaces(scope="user", user_id=user), *queue.namespaces()]:
         with contextlib.suppress(MemworkerError):
             ns = Namespace.parse(key)
-            if ns.scope is Scope.USER and ns.user_id == user:
+            if ns.scope is Scope.USER and ns.user_id == user and ns.org_id == org:
                 found.add(key)
     return sorted(found)
 

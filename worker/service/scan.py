@@ -9,6 +9,12 @@ With the LangGraph store sink configured, the same scan also reads what agents w
 inbox items (:mod:`worker.sources.inbox`; removed once merged) and the direct edits the sink
 absorbed (:func:`worker.service.agent_edits.settle_agent_edits`).
 
+**Identity.** A thread files under its owner, as the server vouches for it (see
+:mod:`worker.sources.langgraph_threads`); a thread whose owner cannot be established is set
+aside, listed and counted (:attr:`SourceScan.threads_set_aside`), never filed under anyone.
+Inbox items and agent edits file under the user whose store namespace holds them (the
+deep-agent helper gives each run its own by the same identity rule).
+
 **Bulkheads.** Each namespace is enqueued on its own (:class:`~worker.service.bulkhead.Bulkhead`):
 a namespace whose backlog is full, or whose enqueue fails for any reason, is set aside with
 the reason and keeps its cursors (read again next time), while every other namespace is
@@ -26,6 +32,7 @@ import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Final
 
 from worker.models import Candidate
 from worker.queue.redis_queue import RedisQueue
@@ -36,6 +43,11 @@ from worker.sources.base import InboxSource, ThreadSource
 from worker.store.memory import MemoryStore
 
 log = logging.getLogger(__name__)
+
+
+#: What a thread set aside for its owner is listed under in :attr:`SourceScan.set_aside` (its
+#: namespace is what could not be established; the item is the thread id).
+THREAD_SET_ASIDE: Final = "thread"
 
 
 def _everything(_namespace: str) -> bool:
@@ -66,8 +78,11 @@ class SourceScan:
     inbox: int = 0
     inbox_removed: int = 0
     agent_edits: int = 0
-    #: Namespaces (or inbox items) left out this time, each with its reason.
+    #: Namespaces (or inbox items, or threads) left out this time, each with its reason.
     set_aside: tuple[SetAside, ...] = ()
+    #: Threads set aside because their owner could not be established, or their metadata
+    #: named someone else than their owner (each also in ``set_aside``); nothing was filed.
+    threads_set_aside: int = 0
 
 
 def scan_sources(
@@ -98,6 +113,8 @@ def scan_sources(
     for candidate in found.candidates:
         by_namespace.setdefault(candidate.namespace, []).append(candidate)
     bulkhead = Bulkhead("scan")
+    for thread_id, reason in found.set_aside.items():
+        bulkhead.skip(THREAD_SET_ASIDE, reason, item=thread_id)
     if enqueue:
         enqueued = enqueue_each(queue, by_namespace, bulkhead)
         # A thread of a namespace set aside keeps its cursor: read again by the next scan.
@@ -128,6 +145,7 @@ def scan_sources(
         removed,
         edits,
         tuple(bulkhead.set_aside),
+        len(found.set_aside),
     )
 
 

@@ -14,6 +14,7 @@ from typing import Final
 
 from worker import metrics
 from worker.queue.encoding import to_ms
+from worker.queue.keys import scope_of
 from worker.queue.redis_queue import Claim, RedisQueue
 from worker.queue.sweep import sweep_due
 from worker.service.bulkhead import Bulkhead
@@ -66,11 +67,10 @@ def drain(queue: RedisQueue, *, scope: str | None = None) -> int:
     """Make every namespace (of ``scope``) with pending candidates due now, whatever its
     debounce, so the next sweep claims it; returns how many were marked. Each namespace is its
     own bulkhead: one whose key Redis refuses is set aside (logged with the reason)."""
-    prefix = f"{scope}:" if scope is not None else ""
     bulkhead = Bulkhead("drain")
     marked = [
         bulkhead.run(ns, lambda n=ns: queue.mark_due(n))  # type: ignore[misc]
         for ns in queue.admin.namespaces()
-        if ns.startswith(prefix)
+        if scope is None or scope_of(ns) == scope  # a user of an org is of the user scope
     ]
     return sum(1 for m in marked if m)

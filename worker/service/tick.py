@@ -21,6 +21,7 @@ from datetime import datetime
 from typing import Protocol
 
 from worker.errors import ScheduleError
+from worker.queue.keys import scope_of
 from worker.queue.redis_queue import RedisQueue
 from worker.scheduling.cron import Window, parse_tick
 from worker.scheduling.runner import ActionReport, TickOutcome, run_scheduled_tick
@@ -124,7 +125,7 @@ def _scan(
             end=window.end,
             trace_id=f"schedule-{spec.name}",
             now=now,
-            keep=lambda namespace: spec.scope is None or namespace.startswith(f"{spec.scope}:"),
+            keep=lambda namespace: spec.scope is None or scope_of(namespace) == spec.scope,
         )
     if not scan.configured:
         log.info(

@@ -36,6 +36,7 @@ from worker.errors import InvalidCandidate, SinkError
 from worker.models import Namespace, Scope
 from worker.sinks.base import PublishedFile
 from worker.slices import SinkSettings
+from worker.store_layout import ORG_JOIN
 
 #: Second id segment of a user namespace without an assistant (see the module docstring).
 NO_ASSISTANT_DIR = "_default"
@@ -110,8 +111,11 @@ class FilesSink:
 
 
 def _namespace_dirs(ns: Namespace) -> tuple[str, ...]:
+    """The folders of a namespace's files; a user inside an org is ``user/<user>+<org>/…``
+    (ids never hold ``+``, so it never meets the same user id of another org, or of none)."""
     if ns.scope is Scope.USER:
-        return (ns.scope.value, str(ns.user_id), ns.assistant_id or NO_ASSISTANT_DIR)
+        user = f"{ns.user_id}{ORG_JOIN}{ns.org_id}" if ns.org_id else str(ns.user_id)
+        return (ns.scope.value, user, ns.assistant_id or NO_ASSISTANT_DIR)
     if ns.scope is Scope.AGENT:
         return (ns.scope.value, str(ns.assistant_id))
     return (ns.scope.value, str(ns.org_id))

@@ -32,6 +32,12 @@ class ThreadFinds(Protocol):
     @property
     def threads_seen(self) -> Sequence[str]: ...
 
+    @property
+    def set_aside(self) -> Mapping[str, str]:
+        """Thread id -> why nothing of it was filed (no owner established, or its metadata
+        names someone else than its owner)."""
+        ...
+
     def only(self, keep: Callable[[str], bool]) -> ThreadFinds:
         """The finds of the namespaces ``keep`` accepts (a thread left out keeps its cursor)."""
         ...

@@ -236,6 +236,7 @@ def _candidates(
                     trace_id=trace_id,
                     text=line,
                     assistant_id=namespace.assistant_id,
+                    org_id=namespace.org_id,  # the org the store tuple names, if any
                     thread_id=thread_id,
                     idempotency_key=f"inbox:{key}:{sha}:{index}",
                     source="inbox",

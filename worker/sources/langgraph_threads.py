@@ -18,6 +18,17 @@ re-scan add nothing; an exchange still waiting for its final reply is left for a
 Paging by offset while threads are being updated can show a thread twice (harmless: its
 cursor) but never hides one that was in the window when the scan began.
 
+**Whose thread it is** comes from what the server vouches for, never from metadata a client
+can set (:func:`worker.identity.thread_owner`, the rule runs follow too): the owner the
+server's auth handler records under ``owner_key`` (LangGraph's owner-only handler writes
+``metadata["owner"] = ctx.user.identity`` on every thread, overwriting the client's value),
+or a field named by the deployment that its chat service alone writes; with ``org_key``, the
+owner's org the handler records beside it, and the thread files under the user *of that org*.
+The thread's own ``user_id``/``org_id`` metadata is a client's claim: it may repeat the owner,
+never replace it. A thread whose owner cannot be established, or whose claims name someone
+else, is set aside (counted in :attr:`ThreadScan.set_aside`, cursor kept) and nothing of it
+is filed.
+
 Two steps, for at-least-once delivery: :func:`collect_threads` returns the candidates and the
 cursor moves; enqueue (or commit) the candidates, then call :meth:`ThreadScan.advance`.
 :func:`scan_threads` does both at once, for callers whose next step cannot fail.
@@ -40,8 +51,9 @@ from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from worker.constants import MAX_TEXT_BYTES
-from worker.errors import InvalidCandidate
+from worker.errors import IdentityMismatch, InvalidCandidate, UnknownOwner
 from worker.exchanges import split_exchanges
+from worker.identity import OWNER_KEY, USER_KEY, Identity, thread_owner
 from worker.models import Candidate, make_candidate, validate_id
 
 logger = logging.getLogger(__name__)
@@ -70,6 +82,9 @@ class ThreadScan:
     cursor_updates: dict[str, str] = field(default_factory=dict)
     #: Threads in the window that were looked at (with or without new exchanges).
     threads_seen: list[str] = field(default_factory=list)
+    #: thread id -> why nothing of it was filed: its owner could not be established, or its
+    #: metadata names another user or org than its owner (its cursor stays where it was).
+    set_aside: dict[str, str] = field(default_factory=dict)
 
     def only(self, keep: Callable[[str], bool]) -> ThreadScan:
         """The candidates of the namespaces ``keep`` accepts, and the cursor moves of only the
@@ -78,7 +93,7 @@ class ThreadScan:
         kept = [c for c in self.candidates if keep(c.namespace)]
         left_out = {c.thread_id for c in self.candidates if not keep(c.namespace)}
         moves = {t: m for t, m in self.cursor_updates.items() if t not in left_out}
-        return ThreadScan(kept, moves, list(self.threads_seen))
+        return ThreadScan(kept, moves, list(self.threads_seen), dict(self.set_aside))
 
     def advance(self, cursors: CursorStore, *, now: datetime | None = None) -> None:
         """Record the cursor moves; call after the candidates are safely enqueued."""
@@ -92,14 +107,24 @@ class LangGraphThreads:
 
     Args:
         client: a langgraph-sdk ``SyncLangGraphClient``.
-        assistant_key: see :func:`collect_threads`.
+        assistant_key, owner_key, org_key: see :func:`collect_threads`.
         max_text_bytes: the longest candidate text (the deployment's limit).
     """
 
-    def __init__(self, client: Any, *, assistant_key: str | None, max_text_bytes: int) -> None:
+    def __init__(
+        self,
+        client: Any,
+        *,
+        assistant_key: str | None,
+        max_text_bytes: int,
+        owner_key: str = OWNER_KEY,
+        org_key: str | None = None,
+    ) -> None:
         self.client = client
         self.assistant_key = assistant_key
         self.max_text_bytes = max_text_bytes
+        self.owner_key = owner_key
+        self.org_key = org_key
 
     def collect(
         self,
@@ -121,6 +146,8 @@ class LangGraphThreads:
             trace_id=trace_id,
             max_text_bytes=self.max_text_bytes,
             now=now,
+            owner_key=self.owner_key,
+            org_key=self.org_key,
         )
 
 
@@ -130,7 +157,8 @@ def scan_threads(
     window_end: datetime,
     *,
     cursors: CursorStore,
-    user_key: str = "user_id",
+    owner_key: str = OWNER_KEY,
+    org_key: str | None = None,
     assistant_id: str | None = None,
     page_size: int = DEFAULT_PAGE_SIZE,
     now: datetime | None = None,
@@ -141,7 +169,8 @@ def scan_threads(
         window_start,
         window_end,
         cursors=cursors,
-        user_key=user_key,
+        owner_key=owner_key,
+        org_key=org_key,
         assistant_id=assistant_id,
         page_size=page_size,
         now=now,
@@ -156,20 +185,28 @@ def collect_threads(
     window_end: datetime,
     *,
     cursors: CursorStore,
-    user_key: str = "user_id",
+    owner_key: str = OWNER_KEY,
+    org_key: str | None = None,
     assistant_id: str | None = None,
     page_size: int = DEFAULT_PAGE_SIZE,
     now: datetime | None = None,
     trace_id: str | None = None,
     max_text_bytes: int = MAX_TEXT_BYTES,
     assistant_key: str | None = None,
+    user_key: str = USER_KEY,
 ) -> ThreadScan:
     """Find the threads updated in ``(window_start, window_end]`` and their new exchanges.
 
     Args:
         client: a langgraph-sdk ``SyncLangGraphClient``.
         cursors: per-thread cursors (read here; moved by :meth:`ThreadScan.advance`).
-        user_key: the thread-metadata key holding the user id; threads without one are skipped.
+        owner_key: the thread-metadata key holding the thread's owner, as the server's auth
+            handler (or the chat service alone) writes it; a thread without one is set aside.
+        org_key: the thread-metadata key holding the owner's org, written the same way; with
+            it, a thread files under ``org:<org>:user:<owner>`` and one without it is set
+            aside. ``None``: no orgs (user ids are unique across the deployment).
+        user_key: the client-written metadata key that may repeat the owner (a thread whose
+            ``user_key`` names someone else is set aside).
         assistant_id: keep only threads whose metadata names this assistant, and file their
             memories in the per-assistant namespace ``user:<user>:<assistant_id>``.
         assistant_key: without ``assistant_id``, the thread-metadata key naming each thread's
@@ -188,11 +225,16 @@ def collect_threads(
     for thread in _threads_in_window(client, window_start, window_end, metadata, page_size):
         thread_id = str(thread["thread_id"])
         scan.threads_seen.append(thread_id)
-        user_id = _mapping(thread.get("metadata")).get(user_key)
-        if not isinstance(user_id, str) or not user_id:
-            logger.info(
-                "thread scan: thread %s has no %r in its metadata; skipped", thread_id, user_key
+        try:
+            owner = thread_owner(
+                _mapping(thread.get("metadata")),
+                owner_key=owner_key,
+                org_key=org_key,
+                user_key=user_key,
             )
+        except (UnknownOwner, IdentityMismatch) as exc:
+            logger.warning("thread scan: thread %s set aside: %s", thread_id, exc)
+            scan.set_aside[thread_id] = str(exc)
             continue
         thread_assistant = assistant_id or _assistant_of(thread, assistant_key)
         state = client.threads.get_state(thread_id)
@@ -204,7 +246,7 @@ def collect_threads(
             found, last_id = _thread_candidates(
                 new,
                 thread_id=thread_id,
-                user_id=user_id,
+                owner=owner,
                 assistant_id=thread_assistant,
                 trace_id=str(run_id) if run_id else scan_trace,
                 now=moment,
@@ -265,7 +307,7 @@ def _thread_candidates(
     messages: Sequence[Any],
     *,
     thread_id: str,
-    user_id: str,
+    owner: Identity,
     assistant_id: str | None,
     trace_id: str,
     now: datetime,
@@ -285,7 +327,8 @@ def _thread_candidates(
             continue  # abandoned exchange (the user moved on without a reply): nothing to keep
         candidates.append(
             make_candidate(
-                user_id=user_id,
+                user_id=owner.user_id,
+                org_id=owner.org_id,
                 trace_id=trace_id,
                 text=exchange.render(max_text_bytes),
                 kind="turn",

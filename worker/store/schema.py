@@ -19,8 +19,9 @@ import sqlalchemy as sa
 from worker.constants import MAX_ID_LENGTH, MAX_PATH_LENGTH
 from worker.store.sqltypes import BigId, JSONType, UTCDateTime
 
-#: ``user:<id>:<assistant>`` is the longest namespace key: two ids plus the scope and colons.
-NAMESPACE_KEY_LENGTH: Final = 2 * MAX_ID_LENGTH + 16
+#: ``org:<org>:user:<id>:<assistant>`` is the longest namespace key: three ids plus the scopes
+#: and colons (widened from two ids by migration 0009 when user namespaces gained their org).
+NAMESPACE_KEY_LENGTH: Final = 3 * MAX_ID_LENGTH + 16
 #: ``operator:<name>`` and the like; generous, since it is display text.
 AUTHOR_LENGTH: Final = 200
 #: Sink names are short identifiers or dotted ``package.module:Class`` paths.

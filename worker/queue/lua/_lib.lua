@@ -80,6 +80,10 @@ local function due_at(policy, first, last)
   return math.min(last + policy[QUIET], first + policy[MAX_WAIT])
 end
 
+-- The scope of a namespace key; a user of an org (org:<org>:user:...) is of the user scope.
 local function scope_of(ns)
+  if string.match(ns, '^org:[^:]+:user:') then
+    return 'user'
+  end
   return string.match(ns, '^[^:]+')
 end
