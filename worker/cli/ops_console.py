@@ -23,8 +23,10 @@ def console_command(
         int, typer.Option("--port", min=1, max=65535, help="Port on 127.0.0.1 to serve on.")
     ] = DEFAULT_PORT,
 ) -> None:
-    """Serve the read-only operator console on 127.0.0.1 (HTTP basic auth: needs
-    MEMWORKER_CONSOLE_PASSWORD; user MEMWORKER_CONSOLE_USER, default admin)."""
+    """Serve the read-only operator console on 127.0.0.1.
+
+    HTTP basic auth: needs MEMWORKER_CONSOLE_PASSWORD; user MEMWORKER_CONSOLE_USER, default
+    admin."""
     with operator_session() as runtime:
         try:
             from worker.web import server

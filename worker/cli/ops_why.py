@@ -53,8 +53,10 @@ def search(
     ] = DEFAULT_SEARCH_LIMIT,
     as_json: JsonOpt = False,
 ) -> None:
-    """Search a namespace's memory as the agents' search_memory tool does: hybrid when
-    MEMWORKER_EMBEDDINGS names a model, full text otherwise."""
+    """Search a namespace's memory as the agents' search_memory tool does.
+
+    Hybrid (vector and full text) with the deployment's embeddings; full text with
+    MEMWORKER_EMBEDDINGS=none."""
     from rich.table import Table
 
     with operator_session() as runtime:
@@ -94,8 +96,10 @@ def why(
     limit: Annotated[int, typer.Option("--limit", help="Most entries explained.")] = 5,
     as_json: JsonOpt = False,
 ) -> None:
-    """The entries matching TEXT, each with the candidates that made, confirmed or retired it
-    (ids, traces, sources, threads, times) and the plan operation that wrote it."""
+    """Why the assistant remembers TEXT: the matching entries and what made each.
+
+    Each entry with the candidates that made, confirmed or retired it (ids, traces, sources,
+    threads, times) and the plan operation that wrote it."""
     from worker.service.provenance import explain
 
     with operator_session() as runtime:
@@ -119,8 +123,10 @@ def candidate(
     org: OrgOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """What became of one candidate: queued, due, leased, merged (into which entry, at which
-    revision), confirmed, rejected and why, dead-lettered or erased."""
+    """What became of one candidate, from the queue to the entry it made.
+
+    Queued, due, leased, merged (into which entry, at which revision), confirmed, rejected and
+    why, dead-lettered or erased."""
     from worker.service.provenance import candidate_fate
 
     with operator_session() as runtime:
