@@ -570,12 +570,14 @@ def paraphrase_cases(
         try:
             for memory in memories:
                 _commit_memory(store, memory)
-            with embedder(store, model, spec) as shipped:
-                assert shipped is not None
+            shipped = EntryEmbedder(store=store, embeddings=model, model=spec, timeout_seconds=600)
+            try:
                 shipped.embed_all(m.namespace for m in memories)
                 lexical, hybrid = SqlMemorySearch(store), SqlMemorySearch(store, shipped)
                 for memory in memories:
                     cases += _ask(memory, model, lexical, hybrid, scores)
+            finally:
+                shipped.close()
         finally:
             store.dispose()
     return scores, cases
