@@ -127,8 +127,8 @@ NAMING = [
 
 def test_the_commands_that_name_a_namespace_are_the_ones_expected() -> None:
     assert sorted(path for path, _ in NAMING) == [
-        "approvals list", "candidate", "diff", "export", "history", "reconcile", "rollback",
-        "scan", "search", "show", "why",
+        "approvals list", "candidate", "diff", "export", "history", "publish", "reconcile",
+        "rollback", "scan", "search", "show", "why",
     ]  # fmt: skip
 
 

@@ -1,7 +1,7 @@
 """Namespace key columns hold the key of a user inside an organisation.
 
-Revision ID: 0008
-Revises: 0007
+Revision ID: 0009
+Revises: 0008
 Create Date: 2026-12-04
 
 A user namespace may carry its organisation, ``org:<org>:user:<user>[:<assistant>]`` (the same
@@ -9,7 +9,8 @@ user id in two organisations is two people), one id longer than the longest key 
 (``user:<user>:<assistant>``). The key columns (``namespaces.key``, ``runs.namespace``,
 ``outbox.namespace``, ``source_cursors.key`` and ``.namespace``) widen from 272 to 400
 characters. No row moves: a namespace without an org keeps the key it always had. SQLite does
-not enforce lengths; there the batch copy only records the new width.
+not enforce lengths; there the batch copy only records the new width, and rebuilds the outbox
+with ``AUTOINCREMENT`` as it was (its ids must never be handed out again after an erase).
 """
 
 from __future__ import annotations
@@ -35,9 +36,14 @@ COLUMNS = (
 )
 
 
+#: Tables SQLite must rebuild with ``AUTOINCREMENT`` (``sqlite_autoincrement`` in the schema).
+AUTOINCREMENT = frozenset({"outbox"})
+
+
 def _resize(old: int, new: int) -> None:
     for table, column, nullable in COLUMNS:
-        with op.batch_alter_table(table) as batch:
+        kwargs = {"sqlite_autoincrement": True} if table in AUTOINCREMENT else {}
+        with op.batch_alter_table(table, table_kwargs=kwargs) as batch:
             batch.alter_column(
                 column,
                 existing_type=sa.String(length=old),
