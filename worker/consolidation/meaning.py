@@ -14,10 +14,16 @@ model's plan (:mod:`~worker.consolidation.justify`).
   partner, diet, name … are *single-valued* (a new value retires the old); likes, pets,
   relatives, allergies, trips … are *multi-valued* (never retired by another statement).
   A text's kind is the kind whose described examples, in many languages, it lies nearest to
-  (:meth:`Meaning.kind`): not a regular expression over a few wordings, so "home these days is
-  Leeds", "nos hemos mudado a Bilbao" and "我搬到上海了" are all where one lives.
+  (:meth:`Meaning.kind`): not a regular expression over a few wordings, so "these days home is
+  Limerick" and "nos mudamos a Murcia" are both where one lives (``tests/test_merge_by_meaning``).
+  A text between two kinds may be either (:meth:`Meaning.kinds_near`).
+- **Whose attribute**: the direction from statements about the user to the same statements
+  about someone else ("I am 30" / "my brother is 30", :attr:`Bank.subject_pairs`) tells a
+  relative's age or home from the user's (:meth:`Meaning.someone_else`).
 - **Restatement**: two texts whose vectors are nearly the same and which hold the same numbers
-  (:meth:`Meaning.restates`).
+  (:meth:`Meaning.restates`); **the same attribute**: both of one single-valued kind, about the
+  user, and near each other (:meth:`Meaning.same_attribute`); **what a model's plan may
+  replace**, a looser test for the trust check (:meth:`Meaning.may_replace`).
 
 Thresholds are chosen on the development half of the update stories in ``bench/`` and reported
 on the other half (``python -m bench updates``).
