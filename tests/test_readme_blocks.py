@@ -84,6 +84,8 @@ HANDLING: Final[list[tuple[str, str, How]]] = [
     ("Compose", "$ export MEMWORKER_SINKS='[\"files\",\"langgraph\"]' MEMWORKER_LANGGRAPH_URL=",
      How.DOCKER),
     ("Compose", "$ docker compose run --rm cli memworker status", How.DOCKER),
+    ("Compose", "$ GRAFANA_ADMIN_PASSWORD=change-me docker compose --profile "
+     "observability up -d", How.DOCKER),
 ]  # fmt: skip
 
 #: The database URL the PostgreSQL step prints; the test points it at its own database.
@@ -252,6 +254,10 @@ def test_env_block_is_valid_settings_and_builds_its_model(
     if settings.embeddings:
         from langchain_core.embeddings import Embeddings
 
-        from worker.runtime.embeddings import build_embeddings
+        from worker.runtime.embeddings import NO_EMBEDDINGS, build_embeddings
 
-        assert isinstance(build_embeddings(settings.embeddings), Embeddings)
+        built = build_embeddings(settings.embeddings)
+        if settings.embeddings.strip().lower() == NO_EMBEDDINGS:
+            assert built is None  # the documented way to turn them off
+        else:
+            assert isinstance(built, Embeddings)

@@ -59,6 +59,19 @@ def test_upgrade_creates_every_table_from_empty(empty_url: str) -> None:
     assert search_ddl.DOCS in tables
 
 
+def _compare_type(
+    context: MigrationContext, _inspected: object, _column: object, found: object, wanted: object
+) -> bool | None:
+    """Types differ as alembic says, but for a string's length on SQLite, which neither stores
+    nor enforces one: migration 0009 widens the namespace keys on PostgreSQL only."""
+    both_strings = all(
+        isinstance(t, sa.String) and not isinstance(t, sa.Text) for t in (found, wanted)
+    )
+    if context.dialect.name == "sqlite" and both_strings:
+        return False
+    return None
+
+
 def test_migrated_schema_matches_the_code(empty_url: str) -> None:
     engine = create_store_engine(empty_url)
     try:
@@ -68,7 +81,7 @@ def test_migrated_schema_matches_the_code(empty_url: str) -> None:
                 conn,
                 opts={
                     "version_table": migrate.VERSION_TABLE,
-                    "compare_type": True,
+                    "compare_type": _compare_type,
                     # The search index's dialect tables are compared in test_store_search_index.
                     "include_name": lambda n, t, p: not search_ddl.is_index_object(n, t, p),
                 },

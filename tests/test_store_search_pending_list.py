@@ -57,19 +57,22 @@ def test_a_new_store_indexes_through_a_pending_list_of_64_kb(engine: sa.Engine) 
     migrate.upgrade(engine)
 
     assert _options(engine) == {"fastupdate=on", "gin_pending_list_limit=64"}
-    assert migrate.head_revision() == "0007"
+    assert migrate.head_revision() >= "0007"
 
 
 def test_upgrading_a_0006_store_bounds_its_pending_list_and_its_entries_stay_found(
     engine: sa.Engine,
 ) -> None:
-    migrate.upgrade(engine, "0006")
-    with engine.begin() as conn:  # the index as a 0006 release created it
-        conn.exec_driver_sql(f"ALTER INDEX {_INDEX} SET (fastupdate = off)")
-        conn.exec_driver_sql(f"ALTER INDEX {_INDEX} RESET (gin_pending_list_limit)")
+    # A store with an entry, taken back to 0006 (the later revisions' columns go with it; the
+    # code of today writes them, so the entry is committed before the downgrade).
+    migrate.upgrade(engine)
     store = MemoryStore(engine)
     ns = unique_ns()
     commit(store, ns, plan((entry("old", "Keeps bees in the garden"),)), expected=0)
+    command.downgrade(migrate.alembic_config(engine), "0006")
+    with engine.begin() as conn:  # the index as a 0006 release created it
+        conn.exec_driver_sql(f"ALTER INDEX {_INDEX} SET (fastupdate = off)")
+        conn.exec_driver_sql(f"ALTER INDEX {_INDEX} RESET (gin_pending_list_limit)")
 
     migrate.upgrade(engine)
     commit(store, ns, plan((entry("new", "Keeps a beehive on the roof"),)), expected=1)

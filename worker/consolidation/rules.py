@@ -472,7 +472,11 @@ class _Merge:
         said = [
             e
             for e in self._comparable(key)
-            if e.valid_from <= cand.said_at and related(e.text, body, self.meaning)
+            if e.valid_from <= cand.said_at
+            and (
+                related(e.text, body, self.meaning)
+                or related(e.text, corrected(e.text, body), self.meaning)
+            )
         ]
         if numbers_of(body):
             said = [e for e in said if numbers_of(e.text)]

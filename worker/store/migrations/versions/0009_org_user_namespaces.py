@@ -8,9 +8,11 @@ A user namespace may carry its organisation, ``org:<org>:user:<user>[:<assistant
 user id in two organisations is two people), one id longer than the longest key before
 (``user:<user>:<assistant>``). The key columns (``namespaces.key``, ``runs.namespace``,
 ``outbox.namespace``, ``source_cursors.key`` and ``.namespace``) widen from 272 to 400
-characters. No row moves: a namespace without an org keeps the key it always had. SQLite does
-not enforce lengths; there the batch copy only records the new width, and rebuilds the outbox
-with ``AUTOINCREMENT`` as it was (its ids must never be handed out again after an erase).
+characters. No row moves: a namespace without an org keeps the key it always had. SQLite
+neither stores nor enforces a length, so nothing is done there: a batch copy would drop and
+re-create ``namespaces``, and with foreign keys on (the store turns them on) dropping it deletes
+every file, version and entry through their ``ON DELETE CASCADE``; it would also rebuild the
+outbox without ``AUTOINCREMENT``, handing an erased row's id out again.
 """
 
 from __future__ import annotations
@@ -36,14 +38,11 @@ COLUMNS = (
 )
 
 
-#: Tables SQLite must rebuild with ``AUTOINCREMENT`` (``sqlite_autoincrement`` in the schema).
-AUTOINCREMENT = frozenset({"outbox"})
-
-
 def _resize(old: int, new: int) -> None:
+    if op.get_bind().dialect.name == "sqlite":
+        return  # see the module notes: no length to change, and a copy would lose data
     for table, column, nullable in COLUMNS:
-        kwargs = {"sqlite_autoincrement": True} if table in AUTOINCREMENT else {}
-        with op.batch_alter_table(table, table_kwargs=kwargs) as batch:
+        with op.batch_alter_table(table) as batch:
             batch.alter_column(
                 column,
                 existing_type=sa.String(length=old),
