@@ -115,6 +115,13 @@ class Kind:
     name: str
     single: bool
     about: str
+    #: The attribute the kind gives: kinds sharing one (employer, job: "work") retire each
+    #: other's statements; by default the kind's own name.
+    attribute: str = ""
+
+    @property
+    def gives(self) -> str:
+        return self.attribute or self.name
 
 
 @dataclass(frozen=True)
@@ -133,7 +140,8 @@ class Bank:
         raw = json.loads(resources.files(__package__).joinpath(ATTRIBUTES_FILE).read_text("utf-8"))
         kinds, examples, labels = [], [], []
         for i, item in enumerate(raw["classes"]):
-            kinds.append(Kind(item["name"], bool(item["single"]), item["about"]))
+            attribute = item.get("attribute", "")
+            kinds.append(Kind(item["name"], bool(item["single"]), item["about"], attribute))
             examples += item["examples"]
             labels += [i] * len(item["examples"])
         pairs = tuple((a, b) for a, b in raw["subject_pairs"]["pairs"])
@@ -342,7 +350,8 @@ class Meaning:
         cosine = self.similarity(old, new)
         if cosine is None or cosine < self.thresholds.replaceable:
             return False
-        return not set(self.kinds_near(old)).isdisjoint(self.kinds_near(new))
+        gives = {k.gives for k in self.kinds_near(old)}
+        return any(k.gives in gives for k in self.kinds_near(new))
 
     # --- the kinds ---------------------------------------------------------------------------
     @cached_property
@@ -417,7 +426,9 @@ def _shared_kind(meaning: Meaning, a: str, b: str) -> Kind | None:
     first, second = meaning.kinds_near(a), meaning.kinds_near(b)
     clear_a, clear_b = meaning.kind(a), meaning.kind(b)
     for clear, other, other_clear in ((clear_a, second, clear_b), (clear_b, first, clear_a)):
-        if clear is not None and clear in other and other_clear in (None, clear):
+        if clear is None or (other_clear is not None and other_clear.gives != clear.gives):
+            continue
+        if any(k.gives == clear.gives for k in other):
             return clear
     return None
 
