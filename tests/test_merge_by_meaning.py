@@ -75,6 +75,12 @@ def test_a_new_value_of_a_single_valued_attribute_supersedes_the_old_in_other_wo
     assert retired(plan) == {"e1"}, kinds_of(plan)
 
 
+def test_a_new_employer_retires_the_job_held_at_the_old_one(rules: RulesConsolidator) -> None:
+    plan = merge(rules, [entry("e1", "I'm a tax accountant at Mazars.")],
+                 [cand("My new employer is Grant Thornton.")])  # fmt: skip
+    assert retired(plan) == {"e1"}
+
+
 def test_a_restatement_in_other_words_confirms_the_entry(rules: RulesConsolidator) -> None:
     plan = merge(rules, [entry("e1", "I have a tortoise.")], [cand("I own a tortoise.")])
     assert plan.ops == [Confirm(candidate_ids=[plan.ops[0].candidate_ids[0]], entry_id="e1")]
