@@ -168,12 +168,11 @@ def score_story(
         cands: list[Candidate] = []
         for i, item in enumerate(batch):
             arrived = now + timedelta(seconds=i)
+            said = arrived - timedelta(days=item.days_before) if item.days_before else None
             c = make_candidate(
                 user_id=user, trace_id=f"t-{user}", text=item.text,
-                idempotency_key=f"{story.id}-{b}-{i}", now=arrived,
+                idempotency_key=f"{story.id}-{b}-{i}", now=arrived, occurred_at=said,
             )  # fmt: skip
-            if item.days_before:
-                c = _said(c, arrived - timedelta(days=item.days_before))
             cid[item.text] = c.id
             cands.append(c)
         score.candidates += len(cands)
@@ -196,13 +195,6 @@ def score_story(
         score.unshown += counts.unshown
         score.unshown_total += counts.needed
     return score
-
-
-def _said(c: Candidate, when: datetime) -> Candidate:
-    """``c`` said at ``when`` (its event time), if candidates carry one."""
-    if "occurred_at" in type(c).model_fields:
-        return c.model_copy(update={"occurred_at": when})
-    return c
 
 
 def _held_entries(user: str, n: int) -> tuple[Entry, ...]:

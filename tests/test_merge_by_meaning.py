@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from tests.support.consolidation_factories import at, cand, entry, state
+from tests.support.hashing_embeddings import HangingEmbeddings
 from tests.test_cli_support import Ops, ops
 from worker.consolidation.engine import consolidate_batch
 from worker.consolidation.focus import touched_entries
@@ -23,7 +25,7 @@ from worker.consolidation.meaning import Bank, CachingEmbeddings, Meaning, _ship
 from worker.consolidation.rules import RulesConsolidator, corrected
 from worker.consolidation.types import Add, Confirm, Invalidate, Plan, Supersede
 from worker.constants import DEFAULT_EMBEDDINGS
-from worker.errors import InvalidPlan
+from worker.errors import InvalidPlan, ModelUnavailable, Unavailable
 from worker.models import Candidate
 from worker.runtime.container import Runtime
 from worker.runtime.embeddings import build_embeddings
@@ -237,6 +239,19 @@ def test_the_cli_merges_a_move_in_other_words_with_no_setting(
 
     assert "Limerick" in shown
     assert "Galway" not in shown
+
+
+def test_a_model_that_never_answers_makes_the_batch_wait_within_its_deadline() -> None:
+    hung = HangingEmbeddings()
+    rules = RulesConsolidator(meaning=Meaning(hung, deadline_seconds=0.3))
+    began = time.monotonic()
+    try:
+        with pytest.raises(ModelUnavailable, match="the batch waits"):
+            merge(rules, [entry("e1", "I reside in Galway.")], [cand("Home is Limerick.")])
+    finally:
+        hung.release()
+    assert time.monotonic() - began < 5  # abandoned at the deadline, not waited for
+    assert issubclass(ModelUnavailable, Unavailable)  # an outage: retried, never dead-lettered
 
 
 def test_a_batch_is_merged_in_the_order_it_was_said(rules: RulesConsolidator) -> None:

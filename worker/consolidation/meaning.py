@@ -28,7 +28,8 @@ model's plan (:mod:`~worker.consolidation.justify`).
 Thresholds are chosen on the development half of the update stories in ``bench/`` and reported
 on the other half (``python -m bench updates``).
 
->>> m = Meaning(HashEmbeddings())
+>>> from langchain_core.embeddings import DeterministicFakeEmbedding
+>>> m = Meaning(DeterministicFakeEmbedding(size=64))
 >>> m.prepare(["I have 2 cats", "I have 3 cats"])
 >>> round(m.similarity("I have 2 cats", "I have 2 cats"), 6)
 1.0
@@ -41,17 +42,19 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
+import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from importlib import resources
-from typing import Final, TypeVar
+from typing import Final
 
 import numpy as np
 import regex
 from langchain_core.embeddings import Embeddings
 
+from worker.consolidation.embed_within import embed_within
 from worker.errors import ModelUnavailable
 
 #: The described kinds of statement, shipped with the package.
@@ -74,7 +77,6 @@ DEFAULT_DEADLINE_SECONDS: Final = 60.0
 #: by its words only (its vector would average too much to say what it is about).
 MAX_MEANING_CHARS: Final = 400
 
-T = TypeVar("T")
 
 #: The kind of statement that corrects the one before it (its own rule in the consolidator).
 CORRECTION: Final = "correction"
@@ -170,10 +172,11 @@ class CachingEmbeddings(Embeddings):
     def __init__(self, inner: Embeddings, *, capacity: int = CACHE_TEXTS) -> None:
         self.inner = inner
         self.capacity = capacity
-        self._cache: OrderedDict[str, list[float]] = OrderedDict()
+        #: float32 arrays (1.5 KB for 384 values), not lists of Python floats (about 12 KB).
+        self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
         self._lock = threading.Lock()
 
-    def cached(self, text: str) -> list[float] | None:
+    def cached(self, text: str) -> np.ndarray | None:
         with self._lock:
             vector = self._cache.get(text)
             if vector is not None:
@@ -183,19 +186,19 @@ class CachingEmbeddings(Embeddings):
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
         missing = list(dict.fromkeys(t for t in texts if self.cached(t) is None))
         fresh = self.inner.embed_documents(missing) if missing else []
-        found: dict[str, list[float]] = dict(zip(missing, fresh, strict=True))
+        found = {t: np.asarray(v, dtype=np.float32) for t, v in zip(missing, fresh, strict=True)}
         with self._lock:
             for text, vector in found.items():
                 self._cache[text] = vector
                 self._cache.move_to_end(text)
             while len(self._cache) > self.capacity:
                 self._cache.popitem(last=False)
-        return [found[t] if t in found else self._vector_of(t) for t in texts]
+        return [(found[t] if t in found else self._vector_of(t)).tolist() for t in texts]
 
-    def _vector_of(self, text: str) -> list[float]:
+    def _vector_of(self, text: str) -> np.ndarray:
         vector = self.cached(text)
         if vector is None:  # evicted between the two looks: embed it again
-            vector = self.inner.embed_documents([text])[0]
+            vector = np.asarray(self.inner.embed_documents([text])[0], dtype=np.float32)
         return vector
 
     def embed_query(self, text: str) -> list[float]:
@@ -203,27 +206,6 @@ class CachingEmbeddings(Embeddings):
 
     def __getattr__(self, name: str) -> object:  # model_name, dimension of the inner model
         return getattr(self.inner, name)
-
-
-class HashEmbeddings(Embeddings):
-    """A deterministic stand-in that hashes character trigrams (no model): for doctests and
-    for code paths that only need vectors to exist. It knows nothing of meaning."""
-
-    dimension: Final = 64
-
-    def embed_documents(self, texts: list[str]) -> list[list[float]]:
-        return [self._one(t) for t in texts]
-
-    def embed_query(self, text: str) -> list[float]:
-        return self._one(text)
-
-    def _one(self, text: str) -> list[float]:
-        vector = np.zeros(self.dimension)
-        low = f"  {text.lower()}  "
-        for i in range(len(low) - 2):
-            digest = hashlib.blake2b(low[i : i + 3].encode(), digest_size=2).digest()
-            vector[int.from_bytes(digest) % self.dimension] += 1.0
-        return list(vector / (np.linalg.norm(vector) or 1.0))
 
 
 class Meaning:
@@ -245,7 +227,9 @@ class Meaning:
         self.thresholds = thresholds or Thresholds()
         self.deadline_seconds = deadline_seconds
         self.bank = bank or Bank.load()
+        #: Unit vectors of the texts prepared, oldest first (at most :data:`CACHE_TEXTS`).
         self._unit: dict[str, np.ndarray] = {}
+        #: The kinds near each text (see :meth:`kinds_near`), dropped with its vector.
         self._kinds: dict[str, tuple[Kind, ...]] = {}
         #: Whether a text's nearest kind is clear of the next by the margin.
         self._clear: dict[str, bool] = {}
@@ -257,16 +241,19 @@ class Meaning:
         wanted = [t for t in dict.fromkeys(texts) if t not in self._unit and _comparable(t)]
         if not wanted:
             return
-        vectors = _within(
-            lambda: self.embeddings.embed_documents(wanted), self.deadline_seconds, "embedding"
-        )
-        for text, vector in zip(wanted, vectors, strict=True):
-            unit = _unit(vector)
-            if unit is not None:  # a vector that is not finite or is zero says nothing
-                self._unit[text] = unit
-        if len(self._unit) > CACHE_TEXTS:
-            for old in list(self._unit)[: len(self._unit) - CACHE_TEXTS]:
-                del self._unit[old]
+        for text, vector in zip(wanted, self._embed(wanted, "embedding"), strict=True):
+            if vector is not None:  # a vector that is not finite or is zero says nothing
+                self._unit[text] = vector / np.linalg.norm(vector)
+        for old in list(self._unit)[: max(0, len(self._unit) - CACHE_TEXTS)]:
+            del self._unit[old]
+            self._kinds.pop(old, None)
+            self._clear.pop(old, None)
+
+    def _embed(self, texts: Sequence[str], what: str) -> list[np.ndarray | None]:
+        """Checked vectors of ``texts``, all within the deadline (one for the whole call);
+        :class:`ModelUnavailable` when the model does not answer for every one of them."""
+        deadline = time.monotonic() + self.deadline_seconds
+        return embed_within(self.embeddings, texts, deadline, label=what, required=True)
 
     def vector(self, text: str) -> np.ndarray | None:
         """The unit vector of a prepared ``text`` (None when it was not prepared or is too
@@ -362,11 +349,9 @@ class Meaning:
         shipped = _shipped_vectors(self.model_name, self.bank.digest)
         if shipped is not None and len(shipped) == len(texts):
             return shipped
-        vectors = _within(
-            lambda: self.embeddings.embed_documents(list(texts)),
-            self.deadline_seconds,
-            "embedding the kinds' examples",
-        )
+        vectors = self._embed(texts, "embedding the kinds' examples")
+        if any(v is None for v in vectors):
+            raise ModelUnavailable("the embedding model gave an unusable vector for an example")
         return np.asarray(vectors, dtype=np.float64)
 
     @property
@@ -466,36 +451,3 @@ _numbers = numbers_of
 
 def _comparable(text: str) -> bool:
     return bool(text.strip()) and len(text) <= MAX_MEANING_CHARS
-
-
-def _unit(vector: Sequence[float]) -> np.ndarray | None:
-    array = np.asarray(vector, dtype=np.float64)
-    if array.ndim != 1 or not np.all(np.isfinite(array)):
-        return None
-    norm = float(np.linalg.norm(array))
-    return array / norm if norm > 0 else None
-
-
-def _within(fn: Callable[[], T], seconds: float, what: str) -> T:
-    """``fn()`` on a daemon thread, abandoned past ``seconds`` (a hung provider cannot hold a
-    batch); its failure or the deadline becomes :class:`ModelUnavailable`."""
-    result: list[T] = []
-    failure: list[BaseException] = []
-    done = threading.Event()
-
-    def call() -> None:
-        try:
-            result.append(fn())
-        except BaseException as exc:  # handed to the caller's thread below
-            failure.append(exc)
-        finally:
-            done.set()
-
-    threading.Thread(target=call, name="meaning-embed", daemon=True).start()
-    if not done.wait(seconds):
-        raise ModelUnavailable(f"{what} did not finish within {seconds:g} s; the batch waits")
-    if failure:
-        raise ModelUnavailable(
-            f"{what} failed: {type(failure[0]).__name__}: {failure[0]}"
-        ) from failure[0]
-    return result[0]

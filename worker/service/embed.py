@@ -5,7 +5,7 @@ committed and acknowledged; nothing waits on it but that task, and it never rais
 that fails, hangs or is misconfigured leaves the entries without a vector (search still finds
 them by their words) and the next commit of the namespace tries again. The whole call has one
 deadline, ``timeout_seconds`` in all (every chunk, retry and wait between retries inside it;
-:func:`~worker.service.embed_within.embed_within`), so a hung provider holds the task that
+:func:`~worker.consolidation.embed_within.embed_within`), so a hung provider holds the task that
 long and no longer; and every vector is checked (finite, the namespace's dimension, non-zero
 length) before it is stored: one that fails is not stored, its entry stays found by its words.
 Entries whose vector came from another model count as unembedded, so changing
@@ -26,7 +26,7 @@ import numpy as np
 from langchain_core.embeddings import Embeddings
 
 from worker.errors import MemworkerError, ModelUnavailable
-from worker.service.embed_within import (
+from worker.consolidation.embed_within import (
     EMBED_BATCH,
     DeadlinePassed,
     Vector,

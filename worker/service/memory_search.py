@@ -55,7 +55,7 @@ import numpy as np
 from worker.errors import MemworkerError
 from worker.service import vector_cells
 from worker.service.embed import EntryEmbedder, from_bytes
-from worker.service.embed_within import usable_vector
+from worker.consolidation.embed_within import usable_vector
 from worker.service.vector_cells import CELL_MIN_ROWS, SCAN_ROWS, Cells
 from worker.store.memory import MemoryStore
 from worker.values import Entry, MemoryHit
@@ -287,7 +287,7 @@ def _model_vector(embedder: EntryEmbedder, query: str) -> np.ndarray | None:
 
 def _unit(model: str, vector: np.ndarray, matrix: _Matrix) -> np.ndarray | None:
     """``vector`` scaled to length one; None (full text only) when it is unfit to rank with
-    (:func:`~worker.service.embed_within.usable_vector`: a value that is not finite, length
+    (:func:`~worker.consolidation.embed_within.usable_vector`: a value that is not finite, length
     zero) or its size is not that of ``matrix``'s rows. A NaN let through would make every
     cosine NaN and the ranking noise."""
     dim = matrix.unit_rows.shape[1]

@@ -36,6 +36,8 @@ from typing import Final, TypeVar
 import numpy as np
 from langchain_core.embeddings import Embeddings
 
+from worker.errors import ModelUnavailable
+
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
@@ -115,6 +117,7 @@ def embed_within(
     attempts: int = ATTEMPTS,
     retry_wait_seconds: float = 0.5,
     label: str = "embeddings",
+    required: bool = False,
 ) -> list[Vector | None]:
     """One vector or ``None`` per text of ``texts``, in order, all computed before
     ``deadline`` (a :func:`time.monotonic` value: the *total* for the call, every chunk,
@@ -124,13 +127,18 @@ def embed_within(
     expected, e.g. that of vectors already stored; without it the most common length among
     this call's vectors) or that was not embedded: the provider failed every attempt, or the
     deadline came first (the chunks after it are not sent). Never raises for the provider;
-    what went wrong is logged once per call, under ``label`` (the model's name)."""
+    what went wrong is logged once per call, under ``label`` (the model's name). ``required``:
+    a text the model did not answer for raises :class:`ModelUnavailable` instead (a merge,
+    which decides by the vectors, waits rather than deciding without them); a vector refused
+    by the checks is still ``None``."""
     if attempts < 1:
         raise ValueError(f"attempts must be at least 1, got {attempts}")
     raw: list[object | None] = [None] * len(texts)
     for start in range(0, len(texts), EMBED_BATCH):
         chunk = list(texts[start : start + EMBED_BATCH])
         got, why = _chunk(embeddings, chunk, deadline, attempts, retry_wait_seconds)
+        if got is None and required:
+            raise ModelUnavailable(f"{label}: {why}; the batch waits for the model")
         if got is None:
             log.warning(
                 "%s: %d of %d text(s) left without a vector: %s",
