@@ -4,8 +4,8 @@ A consolidator reads one namespace's state and a batch of its candidates and ans
 :class:`~worker.consolidation.types.Plan`; it writes nothing. One that decides by meaning holds
 its :class:`~worker.consolidation.meaning.Meaning` as ``meaning`` (the built-in ones do, when
 embeddings are configured): the trust check on its plan asks the same questions with it
-(:func:`~worker.consolidation.engine.consolidate_batch`); without one, by words alone. The caller validates the plan
-(:func:`~worker.consolidation.validate.validate_plan`) and applies it
+(:func:`~worker.consolidation.engine.consolidate_batch`); without one, by words alone. The
+caller validates the plan (:func:`~worker.consolidation.validate.validate_plan`) and applies it
 (:func:`~worker.consolidation.apply.apply_plan`). Capabilities are class attributes so
 :func:`~worker.consolidation.loading.load_consolidator` can check them at start-up, before any
 batch is claimed.

@@ -25,7 +25,6 @@ from typing import Final
 import numpy as np
 from langchain_core.embeddings import Embeddings
 
-from worker.errors import MemworkerError, ModelUnavailable
 from worker.consolidation.embed_within import (
     EMBED_BATCH,
     DeadlinePassed,
@@ -34,6 +33,7 @@ from worker.consolidation.embed_within import (
     usable_vector,
     within,
 )
+from worker.errors import MemworkerError, ModelUnavailable
 from worker.store.memory import MemoryStore
 from worker.store.vectors import Embedded
 

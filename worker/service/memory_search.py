@@ -52,10 +52,10 @@ from typing import Final
 
 import numpy as np
 
+from worker.consolidation.embed_within import usable_vector
 from worker.errors import MemworkerError
 from worker.service import vector_cells
 from worker.service.embed import EntryEmbedder, from_bytes
-from worker.consolidation.embed_within import usable_vector
 from worker.service.vector_cells import CELL_MIN_ROWS, SCAN_ROWS, Cells
 from worker.store.memory import MemoryStore
 from worker.values import Entry, MemoryHit
