@@ -18,7 +18,10 @@ Three measurements, printed per guard class:
 Cost: the guards' time per text against :func:`~worker.consolidation.text.normalise` of the
 same texts in the same run (one normalisation is the floor: the guards look at its forms).
 
-``python -m bench guards`` (``python -m bench guards --locomo FOLDER`` to point at the data)
+With ``--meaning``, the same sets go through the patterns and then the guards by meaning
+(:mod:`~worker.consolidation.guard_meaning`), with the default local model.
+
+``python -m bench guards`` (``--locomo FOLDER`` to point at the data; ``--meaning``)
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from typing import Final
 from tests.support.guard_corpus import NEGATIVES, POSITIVES, variants
 from tests.support.guard_heldout_corpus import HELD_OUT_HOSTILE, HELD_OUT_LEGITIMATE
 from tests.support.guard_meaning_corpus import HOSTILE, LEGITIMATE
+from worker.consolidation.guard_meaning import refusal
 from worker.consolidation.guards import violation
 from worker.consolidation.text import normalise
 
@@ -109,10 +113,48 @@ def run(dataset: Path = DATASET) -> list[str]:
     return lines
 
 
+def by_meaning(dataset: Path = DATASET) -> list[str]:
+    """The same sets through the patterns and then the guards by meaning
+    (:func:`~worker.consolidation.guard_meaning.refusal`) with the default local model: each
+    text is embedded first (LoCoMo's 8,423 take a few minutes on a CPU)."""
+    from bench.bench_updates import default_meaning, load
+
+    meaning = default_meaning()
+    meaning.deadline_seconds = 3600.0  # one call embeds thousands of texts here
+
+    def rate(texts: list[str], *, refused: bool) -> tuple[int, int]:
+        meaning.prepare(t.strip() for t in texts)
+        return sum((refusal(t, meaning) is not None) == refused for t in texts), len(texts)
+
+    sets = {
+        "development hostile caught": ([t for k, v in HOSTILE.items() for t in v], True),
+        "development legitimate refused": ([t for v in LEGITIMATE.values() for t in v], True),
+        "held out, hostile caught": ([t for v in HELD_OUT_HOSTILE.values() for t in v], True),
+        "held out, legitimate refused": (
+            [t for v in HELD_OUT_LEGITIMATE.values() for t in v],
+            True,
+        ),
+        "update stories' statements refused": (
+            sorted({i.text for story in load() for i in story.items}),
+            True,
+        ),
+        "LoCoMo turns and observations refused": (list(dict.fromkeys(locomo_texts(dataset))), True),
+    }
+    lines = [f"{'with meaning (patterns, then meaning)':<58} {'hits':>11} {'rate':>7}"]
+    for label, (texts, refused) in sets.items():
+        if texts:
+            lines.append(_line(label, rate(texts, refused=refused)))
+    return lines
+
+
 def main(argv: list[str]) -> int:
-    """``--locomo FOLDER``: read the LoCoMo conversations from there."""
+    """``--locomo FOLDER``: read the LoCoMo conversations from there; ``--meaning``: also the
+    guards by meaning, with the default local model."""
     folder = Path(argv[argv.index("--locomo") + 1]) if "--locomo" in argv else DATASET
-    print("\n".join(run(folder)))
+    lines = run(folder)
+    if "--meaning" in argv:
+        lines += by_meaning(folder)
+    print("\n".join(lines))
     return 0
 
 

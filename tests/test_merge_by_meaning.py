@@ -21,7 +21,13 @@ from tests.test_cli_support import Ops, ops
 from worker.consolidation.engine import consolidate_batch
 from worker.consolidation.focus import touched_entries
 from worker.consolidation.justify import related
-from worker.consolidation.meaning import Bank, CachingEmbeddings, Meaning, _shipped_vectors
+from worker.consolidation.meaning import (
+    VECTORS_FILE,
+    Bank,
+    CachingEmbeddings,
+    Meaning,
+    shipped_vectors,
+)
 from worker.consolidation.rules import RulesConsolidator, corrected
 from worker.consolidation.types import Add, Confirm, Invalidate, Plan, Supersede
 from worker.constants import DEFAULT_EMBEDDINGS
@@ -183,7 +189,7 @@ def test_the_shipped_vectors_are_the_default_models_for_the_shipped_examples(
     meaning: Meaning,
 ) -> None:
     bank = Bank.load()
-    shipped = _shipped_vectors(DEFAULT_EMBEDDINGS, bank.digest)
+    shipped = shipped_vectors(VECTORS_FILE, DEFAULT_EMBEDDINGS, bank.digest)
     assert shipped is not None, "refresh them: python -m worker.runtime.embeddings"
     fresh = np.asarray(meaning.embeddings.inner.embed_documents(list(bank.texts[:5])))
     assert np.allclose(shipped[:5], fresh, atol=1e-4)

@@ -54,7 +54,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.messages.utils import count_tokens_approximately
 
-from worker.consolidation import focus, guards
+from worker.consolidation import focus
 from worker.consolidation.answer import (
     ConsolidationPlan,
     PlanOp,  # noqa: F401 - part of the answer's schema, named here with it
@@ -64,6 +64,7 @@ from worker.consolidation.answer import (
     translate,
 )
 from worker.consolidation.apply import advance, apply_plan
+from worker.consolidation.guard_meaning import refusal
 from worker.consolidation.meaning import Meaning
 from worker.consolidation.prompt import ShortIds, build_messages, candidate_line
 from worker.consolidation.provider_errors import (
@@ -218,8 +219,11 @@ class LLMConsolidator:
     def merge(self, state: NamespaceState, batch: Sequence[Candidate], *, now: datetime) -> Plan:
         unique = sorted({c.id: c for c in batch}.values(), key=said_order)
         run = _Run(self, state, now)
+        facts = [c.text.strip() for c in unique if c.kind is Kind.FACT]
+        if self.meaning is not None:
+            self.meaning.prepare(facts)  # for the guards by meaning; cached for the prompt
         for cand in unique:
-            reason = guards.violation(cand.text) if cand.kind is Kind.FACT else None
+            reason = refusal(cand.text, self.meaning) if cand.kind is Kind.FACT else None
             if reason is None:
                 reason = run.oversized(cand)
             if reason is not None:

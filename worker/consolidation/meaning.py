@@ -346,13 +346,23 @@ class Meaning:
         """The vectors of the examples, then of the subject pairs (own sides, other sides):
         the shipped ones when they are this model's for these texts, else embedded now."""
         texts = self.bank.texts
-        shipped = _shipped_vectors(self.model_name, self.bank.digest)
+        shipped = shipped_vectors(VECTORS_FILE, self.model_name, self.bank.digest)
         if shipped is not None and len(shipped) == len(texts):
             return shipped
-        vectors = self._embed(texts, "embedding the kinds' examples")
+        return self.embed_checked(texts, "embedding the kinds' examples")
+
+    def embed_checked(self, texts: Sequence[str], what: str) -> np.ndarray:
+        """The vectors of described examples (``texts``), all usable, within the deadline;
+        :class:`ModelUnavailable` otherwise."""
+        vectors = self._embed(texts, what)
         if any(v is None for v in vectors):
-            raise ModelUnavailable("the embedding model gave an unusable vector for an example")
+            raise ModelUnavailable(f"{what}: the embedding model gave an unusable vector")
         return np.asarray(vectors, dtype=np.float64)
+
+    @property
+    def example_vectors(self) -> np.ndarray:
+        """The vectors of the kinds' examples (statements memories ordinarily hold)."""
+        return self._bank_vectors[: len(self.bank.examples)]
 
     @property
     def model_name(self) -> str | None:
@@ -418,12 +428,13 @@ def _shared_kind(meaning: Meaning, a: str, b: str) -> Kind | None:
     return None
 
 
-def _shipped_vectors(model: str | None, digest: str) -> np.ndarray | None:
-    """The shipped bank vectors, if they were made by ``model`` from texts of ``digest``."""
+def shipped_vectors(name: str, model: str | None, digest: str) -> np.ndarray | None:
+    """The vectors shipped in the package file ``name``, if they were made by ``model`` from
+    texts of ``digest``."""
     if model is None:
         return None
     try:
-        with resources.files(__package__).joinpath(VECTORS_FILE).open("rb") as handle:
+        with resources.files(__package__).joinpath(name).open("rb") as handle:
             stored = np.load(handle)
             if str(stored["model"]) != model or str(stored["digest"]) != digest:
                 return None
@@ -432,13 +443,13 @@ def _shipped_vectors(model: str | None, digest: str) -> np.ndarray | None:
         return None
 
 
-def write_shipped_vectors(meaning: Meaning, path: str) -> None:
-    """Write the bank vectors of ``meaning``'s model to ``path`` (the :data:`VECTORS_FILE`)."""
-    vectors = np.asarray(meaning.embeddings.embed_documents(list(meaning.bank.texts)))
+def write_shipped_vectors(meaning: Meaning, path: str, texts: Sequence[str], digest: str) -> None:
+    """Write the vectors of ``texts`` (a bank of described examples whose digest is
+    ``digest``) under ``meaning``'s model to ``path``, to ship beside the bank."""
+    vectors = np.asarray(meaning.embeddings.embed_documents(list(texts)))
     np.savez_compressed(
-        path, vectors=vectors.astype(np.float32), model=meaning.model_name or "",
-        digest=meaning.bank.digest,
-    )  # fmt: skip
+        path, vectors=vectors.astype(np.float32), model=meaning.model_name or "", digest=digest
+    )
 
 
 def numbers_of(text: str) -> tuple[str, ...]:

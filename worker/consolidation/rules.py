@@ -2,7 +2,8 @@
 
 For each candidate, oldest first by when it was said (``occurred_at``, else arrival), then id:
 
-- ``fact``: rejected if a guard trips (:mod:`~worker.consolidation.guards`) or it is too long;
+- ``fact``: rejected if a guard trips (:func:`~.guard_meaning.refusal`: patterns, then meaning)
+  or it is too long;
   a normalised or fuzzy duplicate of an active entry (:func:`~.text.is_near_duplicate`)
   *confirms* that entry; a ``key`` already held by an active entry *supersedes* it (newer wins,
   the old entry stays in history; a candidate said before the held value is rejected as stale).
@@ -52,8 +53,9 @@ from datetime import datetime
 from operator import attrgetter
 from typing import ClassVar, Final
 
-from worker.consolidation import extract, guards, text
+from worker.consolidation import extract, text
 from worker.consolidation.frames import Frame, frame_of
+from worker.consolidation.guard_meaning import refusal
 from worker.consolidation.ids import EntryIds
 from worker.consolidation.justify import related
 from worker.consolidation.live import FuzzyKey, LiveEntry, fuzzy_key, fuzzy_lengths, slot_index
@@ -275,7 +277,7 @@ class _Merge:
         elif cand.kind is Kind.TURN:
             self._turn(cand)
         else:
-            reason = guards.violation(cand.text)
+            reason = refusal(cand.text, self.meaning)
             if reason is None:
                 preference = extract.is_preference_like(cand.text)
                 reason = self._store(cand, cand.text.strip(), cand.key, preference)
@@ -294,7 +296,7 @@ class _Merge:
             if st.kind == "forget":
                 reason = self._forget(cand, key=None, target=st.text)
             else:
-                reason = guards.violation(st.text) or self._store(
+                reason = refusal(st.text, self.meaning) or self._store(
                     cand, st.text, st.key, st.preference
                 )
             if reason:

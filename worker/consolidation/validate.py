@@ -8,8 +8,8 @@ names the operation and what to change.
 
 Removals: an operation that retires an existing entry must be justified by a candidate it
 names (:mod:`~worker.consolidation.justify`): a plan removes only what its batch asks for.
-Text a consolidator writes passes the same guards as candidate text
-(:func:`~worker.consolidation.guards.violation`), and no path may be reserved
+Text a consolidator writes passes the same guards as candidate text, by pattern and by meaning
+(:func:`~worker.consolidation.guard_meaning.refusal`), and no path may be reserved
 (:func:`~worker.namespaces.reserved_prefix`: the inbox route).
 
 Accounting: every candidate of the batch is named by at least one operation; one candidate may
@@ -28,7 +28,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Collection, Sequence
 
-from worker.consolidation import guards
+from worker.consolidation.guard_meaning import refusal
 from worker.consolidation.ids import created_ids
 from worker.consolidation.justify import removal_problem, replacements
 from worker.consolidation.meaning import Meaning
@@ -98,7 +98,7 @@ def validate_plan(
                     "namespace shown to you"
                 )
         if isinstance(op, Add | Supersede):
-            problems += _content(label, op, max_text_bytes, reserved)
+            problems += _content(label, op, max_text_bytes, reserved, meaning)
         if isinstance(op, Invalidate | Reject | Supersede) and not op.reason.strip():
             problems.append(f"{label}: give a reason")
         if new_id is not None:
@@ -133,7 +133,11 @@ def _candidates(
 
 
 def _content(
-    label: str, op: Add | Supersede, max_text_bytes: int, reserved: Collection[str]
+    label: str,
+    op: Add | Supersede,
+    max_text_bytes: int,
+    reserved: Collection[str],
+    meaning: Meaning | None,
 ) -> list[str]:
     problems = []
     body = op.text.strip()
@@ -142,7 +146,7 @@ def _content(
         problems.append(f"{label}: text is empty")
     elif size > max_text_bytes:
         problems.append(f"{label}: text is {size} bytes; the limit is {max_text_bytes}")
-    reason = guards.violation(op.text)
+    reason = refusal(op.text, meaning)
     if reason is not None:
         problems.append(f"{label}: text is not storable ({reason}); reject that candidate")
     if op.path is not None:

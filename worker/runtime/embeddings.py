@@ -108,10 +108,16 @@ def _one_line(exc: BaseException) -> str:
 if __name__ == "__main__":  # python -m worker.runtime.embeddings: refresh the shipped vectors
     from pathlib import Path
 
-    from worker.consolidation import meaning
+    from worker.consolidation import guard_meaning, meaning
 
     built = build_embeddings(DEFAULT_EMBEDDINGS)
     assert built is not None
-    target = Path(meaning.__file__).with_name(meaning.VECTORS_FILE)
-    meaning.write_shipped_vectors(meaning.Meaning(built), str(target))
-    print(f"wrote {target.name}")
+    model = meaning.Meaning(built)
+    folder = Path(meaning.__file__).parent
+    guard = guard_meaning.GuardBank.load()
+    for name, texts, digest in (
+        (meaning.VECTORS_FILE, model.bank.texts, model.bank.digest),
+        (guard_meaning.VECTORS_FILE, guard.texts, guard.digest),
+    ):
+        meaning.write_shipped_vectors(model, str(folder / name), texts, digest)
+        print(f"wrote {name}")
