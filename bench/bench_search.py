@@ -79,7 +79,6 @@ import sqlalchemy as sa
 from langchain_core.embeddings import Embeddings
 
 from bench import bench_locomo
-from bench._cells import cell_recall_lines
 from bench._support import (
     postgres_reachable,
     redis_url,
@@ -357,10 +356,9 @@ def locomo_recall(
     model: CachedEmbeddings | None,
     spec: str | None,
     client: redis.Redis,
-) -> tuple[list[Recall], int, int, list[str], list[Case]]:
+) -> tuple[list[Recall], int, int, list[Case]]:
     """Recall of every method over the no-budget replay; (rows, entries, namespaces, the
-    vector cells' recall lines, the questions as :class:`Case` for the fusion grid: none
-    without a model)."""
+    questions as :class:`Case` for the fusion grid: none without a model)."""
     budget = bench_locomo.REFERENCE_BUDGETS[-1]
     with bench_locomo.replayed(work, budget, client) as (runtime, _, committed):
         if committed["candidates"] != len(work.observations):
@@ -389,11 +387,10 @@ def locomo_recall(
         )
         rows.append(recall("RRF(FTS5, dense)", corpus, qs, lambda p: fuse(
             fts.rank(p.namespace, p.text), dense.rank(p.namespace, p.text))))  # fmt: skip
-        cells = cell_recall_lines(dense.matrices, dense.queries)
         cases = _locomo_cases(corpus, qs, dense, lexical)
     else:
-        cells, cases = [], []
-    return rows, sum(map(len, corpus.values())), len(corpus), cells, cases
+        cases = []
+    return rows, sum(map(len, corpus.values())), len(corpus), cases
 
 
 def _locomo_cases(
@@ -795,7 +792,7 @@ def store_latency(
                 out["lexical"].append(_median_ms(partial(_search, lexical), queries))
                 if "hybrid" in out:
                     started = time.perf_counter()
-                    _search(hybrid, queries[-1])  # reads every vector again, builds any cells
+                    _search(hybrid, queries[-1])  # reads every vector again
                     out["first"].append(1000 * (time.perf_counter() - started))
                     out["hybrid"].append(_median_ms(partial(_search, hybrid), queries))
     finally:
@@ -946,7 +943,7 @@ def measure(
     client = redis.Redis.from_url(redis_url())
     try:
         with phase("LoCoMo recall (replay, embedding, searches)"):
-            rows, n_entries, n_spaces, cells, loco = locomo_recall(work, qs, model, spec, client)
+            rows, n_entries, n_spaces, loco = locomo_recall(work, qs, model, spec, client)
         files = found = either = 0
         if mode == "all":
             with phase("evidence reachable at 2 KB"):
@@ -968,7 +965,6 @@ def measure(
         *_recall_lines(rows),
         *_split_lines(rows, qs),
         *_targets(rows),
-        *cells,
         *para,
     ]
     if mode == "fusion":
@@ -1040,7 +1036,7 @@ def latency_lines(
     for label, ms in firsts.items():
         shown = ", ".join(f"{m:,.0f}" for m in ms)
         lines.append(f"first hybrid query after each growth, {label}: {shown} ms (every vector "
-                     "read again; cells built from 20,000)")  # fmt: skip
+                     "read again)")  # fmt: skip
     at = {n: i for i, n in enumerate(sizes)}
     for name, ms in table.items():
         if name.startswith("shipped") and ms:

@@ -41,8 +41,8 @@ from bench._support import delete_prefix, redis_url, unique_prefix
 
 HERE: Final = Path(__file__).resolve().parent.parent
 
-#: The console script's entry point, as ``python -c`` code: ``console`` (releases before it
-#: had ``main`` as their entry point, which a ``--baseline`` checkout may be).
+#: The console script's entry point, as ``python -c`` code: ``main``, or ``console`` in the
+#: releases whose console script ended the process itself (a ``--baseline`` checkout may be).
 _ENTRY: Final = "from worker.cli import app\ngetattr(app, 'console', app.main)()"
 
 #: What each subject runs, as ``python -c``; the CLI ones call the console script's entry point.

@@ -6,9 +6,8 @@ several times what printing a version line does. Every other command line goes t
 which prints the same line for ``--version`` among other options. ``app`` and ``app_for``
 are loaded on first use (PEP 562), so importing this module imports neither.
 
-The console script is :func:`console`: :func:`main`, then the process ends at once instead of
-tearing the interpreter down (:mod:`worker.cli.quick_exit`). :func:`main` itself raises
-``SystemExit`` like any Typer app, for code that runs a command in-process.
+The console script (and ``python -m worker``) is :func:`main`; it raises ``SystemExit`` like
+any Typer app, so code that runs a command in-process keeps control.
 """
 
 from __future__ import annotations
@@ -17,29 +16,18 @@ import importlib
 import sys
 from typing import TYPE_CHECKING, Any, Final
 
-from worker.cli.quick_exit import end_process
 from worker.cli.version import version_line
 
 if TYPE_CHECKING:
     from worker.cli.root import COMMAND_MODULES, app, app_for
 
-__all__ = ["COMMAND_MODULES", "app", "app_for", "console", "main", "version_line"]
+__all__ = ["COMMAND_MODULES", "app", "app_for", "main", "version_line"]
 
 #: The command line answered without building the app.
 VERSION_ARGS: Final = ["--version"]
 
 #: What :mod:`worker.cli.root` provides, loaded on first use.
 _LAZY: Final = ("COMMAND_MODULES", "app", "app_for")
-
-
-def console() -> None:
-    """The ``memworker`` console script (and ``python -m worker``): :func:`main`, then
-    :func:`~worker.cli.quick_exit.end_process` with its status."""
-    try:
-        main()
-    except SystemExit as done:
-        end_process(done.code)
-    end_process(0)
 
 
 def main() -> None:

@@ -7,9 +7,9 @@ synonyms folded to one word (``lives``/``reside``/``home`` → ``live``, ``color
 and a light plural stem (``sisters`` → ``sister``). Characters of word-free scripts (Han, kana,
 Thai, …) are terms one by one, particles dropped, and the ranker indexes their bigrams too.
 
-- :class:`LexicalIndex`: an in-memory BM25 index over the terms of a namespace's active
-  entries, updated as a merge adds and retires entries; :meth:`LexicalIndex.nearest` ranks them
-  for a text (ties and zero scores in insertion order).
+- :class:`LexicalIndex`: an in-memory BM25 index (:mod:`worker.bm25`) over the terms of a
+  namespace's active entries, updated as a merge adds and retires entries;
+  :meth:`LexicalIndex.nearest` ranks them for a text (ties and zero scores in insertion order).
 - :func:`is_paraphrase`: the same terms as a set, the same numbers, the same negation, and no
   two names swapped ("Anna pays Ben" is not "Ben pays Anna"). Word order and function words do
   not count: "Dune is my favourite book" restates "My favourite book is Dune".
@@ -25,16 +25,15 @@ True
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from functools import lru_cache
 from itertools import pairwise
 from typing import Final
 
 import regex
 
+from worker.bm25 import scores
 from worker.consolidation.semantic_lexicon import STOPWORDS, SYNONYMS, WORD_FREE_STOP
 from worker.consolidation.text import Normalised, normalise
 
@@ -45,8 +44,7 @@ Similarity = Callable[[str, str], float]
 #: sentence or two; past this only the exact and fuzzy rules apply (and their cost bounds).
 MAX_SEMANTIC_CHARS: Final = 300
 
-#: BM25's term-frequency saturation and length normalisation (the usual defaults).
-BM25_K1: Final = 1.2
+#: BM25's length normalisation (the usual default; the saturation is :data:`worker.bm25.K1`).
 BM25_B: Final = 0.75
 
 _APOSTROPHE: Final = regex.compile(r"['’`ʼ]")
@@ -167,13 +165,6 @@ def is_paraphrase(a: str, b: str) -> bool:
 MAX_QUERY_TERMS: Final = 32
 
 
-@dataclass
-class _Doc:
-    terms: Counter[str]
-    length: int
-    seq: int
-
-
 class LexicalIndex:
     """BM25 over the content terms of a set of texts, by id; add and remove as they change.
 
@@ -185,32 +176,39 @@ class LexicalIndex:
     """
 
     def __init__(self) -> None:
-        self._docs: dict[str, _Doc] = {}
+        #: id → the terms of its text with their counts, its length in terms, and the order
+        #: in which it was (last) added.
+        self._terms: dict[str, Counter[str]] = {}
+        self._lengths: dict[str, int] = {}
+        self._order: dict[str, int] = {}
         #: term → the ids of the texts holding it (its length is the document frequency).
         self._postings: dict[str, set[str]] = {}
         self._total = 0
         self._seq = 0
 
     def __len__(self) -> int:
-        return len(self._docs)
+        return len(self._terms)
 
     def add(self, doc_id: str, text: str) -> None:
         """Index ``text`` under ``doc_id`` (replacing what that id held)."""
         self.remove(doc_id)
         found = Counter(index_terms(text))
         self._seq += 1
-        self._docs[doc_id] = _Doc(found, sum(found.values()), self._seq)
+        self._terms[doc_id] = found
+        self._lengths[doc_id] = sum(found.values())
+        self._order[doc_id] = self._seq
         for term in found:
             self._postings.setdefault(term, set()).add(doc_id)
         self._total += sum(found.values())
 
     def remove(self, doc_id: str) -> None:
         """Forget ``doc_id`` (nothing happens when it is not indexed)."""
-        doc = self._docs.pop(doc_id, None)
-        if doc is None:
+        held = self._terms.pop(doc_id, None)
+        if held is None:
             return
-        self._total -= doc.length
-        for term in doc.terms:
+        self._total -= self._lengths.pop(doc_id)
+        del self._order[doc_id]
+        for term in held:
             holders = self._postings[term]
             holders.discard(doc_id)
             if not holders:
@@ -218,35 +216,31 @@ class LexicalIndex:
 
     def scores(self, text: str) -> dict[str, float]:
         """BM25 score of every indexed text sharing a term with ``text`` (others score 0)."""
-        n = len(self._docs)
+        n = len(self._terms)
         held = sorted(
             (len(self._postings[t]), t) for t in set(index_terms(text)) if t in self._postings
         )[:MAX_QUERY_TERMS]
-        out: dict[str, float] = {}
         if not n or not held:
-            return out
-        average = max(self._total / n, 1.0)
-        for df, term in held:
-            idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
-            for doc_id in self._postings[term]:
-                doc = self._docs[doc_id]
-                tf = doc.terms[term]
-                norm = BM25_K1 * (1 - BM25_B + BM25_B * doc.length / average)
-                out[doc_id] = out.get(doc_id, 0.0) + idf * tf * (BM25_K1 + 1) / (tf + norm)
-        return out
+            return {}
+        return scores(
+            ((term, df, self._postings[term]) for df, term in held),
+            docs=n,
+            avg_len=self._total / n,
+            lengths=self._lengths,
+            tf=lambda doc_id, term: self._terms[doc_id][term],
+            b=BM25_B,
+        )
 
     def nearest(self, text: str, limit: int, *, pad: bool = False) -> list[tuple[str, float]]:
         """Up to ``limit`` ids, best first (ties in insertion order); ``pad``: fill with the
         zero-score rest, in insertion order, up to ``limit``."""
         found = self.scores(text)
-        ranked = sorted(found.items(), key=lambda kv: (-kv[1], self._docs[kv[0]].seq))
+        order = self._order
+        ranked = sorted(found.items(), key=lambda kv: (-kv[1], order[kv[0]]))
         if pad and len(ranked) < limit:
-            rest = sorted((d for d in self._docs if d not in found), key=self._seq_of)
+            rest = sorted((d for d in order if d not in found), key=order.__getitem__)
             ranked += [(d, 0.0) for d in rest[: limit - len(ranked)]]
         return ranked[:limit]
-
-    def _seq_of(self, doc_id: str) -> int:
-        return self._docs[doc_id].seq
 
 
 def build_index(items: Iterable[tuple[str, str]]) -> LexicalIndex:

@@ -17,16 +17,14 @@ without vectors, or a model that fails or hangs, gives the full-text ranking alo
 The vectors are read once per namespace into a matrix kept between queries and checked
 against the store's fingerprint of them on every query (one indexed read in the full-text
 query's snapshot): any commit or vector change of the namespace, by any process, moves it,
-and the matrix is read again. Below :data:`~worker.service.vector_cells.CELL_MIN_ROWS`
-vectors the cosine is brute force over every row; from there the matrix is grouped into
-cells (:mod:`worker.service.vector_cells`) and a query scores exactly the best rows of the
-cells nearest to it plus the full-text hits' own rows, so its cost stays flat as the
-namespace grows, at the price of a nearest vector missed now and then (the bench prints
-how often). Neither the matrix nor the cells decide what is returned: the ranked ids are
-read back from SQL as active entries of the namespace, so a retired, erased or foreign
-entry can be proposed by a stale matrix but never returned. With the matrix kept, a query
-is one read transaction: the query is embedded before it opens, and the full-text ranking,
-the fingerprint, the fused ranking and the entries read back share its snapshot.
+and the matrix is read again. The cosine is brute force over every row of the namespace (one
+matrix-vector product: under a millisecond at 10k entries, and a user's memory stays far
+below the sizes where an approximate index would pay for itself). The matrix does not decide
+what is returned: the ranked ids are read back from SQL as active entries of the namespace,
+so a retired, erased or foreign entry can be proposed by a stale matrix but never returned.
+With the matrix kept, a query is one read transaction: the query is embedded before it
+opens, and the full-text ranking, the fingerprint, the fused ranking and the entries read
+back share its snapshot.
 
 Why this shape (``python -m bench search --fusion`` prints every figure below, per half of
 each set): reciprocal-rank fusion discards the cosine's magnitude, so a dense first place
@@ -54,9 +52,7 @@ import numpy as np
 
 from worker.consolidation.embed_within import usable_vector
 from worker.errors import MemworkerError
-from worker.service import vector_cells
 from worker.service.embed import EntryEmbedder, from_bytes
-from worker.service.vector_cells import CELL_MIN_ROWS, SCAN_ROWS, Cells
 from worker.store.memory import MemoryStore
 from worker.values import Entry, MemoryHit
 
@@ -93,8 +89,6 @@ UNEMBEDDED_BONUS: Final = 0.1
 #: Namespaces whose vector matrices one search object keeps (a conversation searches its
 #: user's namespace again and again); 16 x 10k entries x 384 floats is about 250 MB at worst.
 MATRIX_CACHE_SIZE: Final = 16
-#: Rows whose cosines estimate a namespace's median when only candidates are scored.
-MEDIAN_SAMPLE: Final = 1_024
 
 
 def fuse_scores(
@@ -107,7 +101,6 @@ def fuse_scores(
     depth: int = LEXICAL_DEPTH,
     fresh: float = UNEMBEDDED_BONUS,
     rows: Mapping[str, int] | None = None,
-    floor: float | None = None,
 ) -> list[str]:
     """The best ``limit`` ids by cosine (``cosines[i]`` is ``ids[i]``'s), each of the first
     ``depth`` ids of ``lexical`` lifted by the same bonus, ``weight`` times the query's spread
@@ -115,9 +108,7 @@ def fuse_scores(
     a cosine gets the median cosine (the neutral value: a word match not embedded yet ranks
     among the average entries) plus ``fresh / rank`` (its full-text rank, from 1). Ties: the
     cosine's order, then the lexical order. ``rows``, when given, is each id's index in
-    ``ids`` (a caller that keeps ``ids`` keeps it too); ``floor``, when given, replaces the
-    median (a caller scoring only candidates passes the median of the whole namespace; its
-    candidates hold the best cosine).
+    ``ids`` (a caller that keeps ``ids`` keeps it too).
 
     >>> fuse_scores(np.array([0.9, 0.88, 0.5, 0.4]), ["a", "b", "c", "e"], ["b"], 3)
     ['b', 'a', 'c']
@@ -127,8 +118,7 @@ def fuse_scores(
     if limit < 1:
         return []
     scores = cosines.astype(np.float64)
-    if floor is None:
-        floor = float(np.median(scores)) if scores.shape[0] else 0.0
+    floor = float(np.median(scores)) if scores.shape[0] else 0.0
     top = float(scores.max()) if scores.shape[0] else floor
     bonus = weight * max(0.0, top - floor)
     row_of = rows if rows is not None else {item: i for i, item in enumerate(ids)}
@@ -177,41 +167,19 @@ def _usable_rows(entry_ids: list[str], matrix: np.ndarray) -> tuple[list[str], n
 
 @dataclass(frozen=True)
 class _Matrix:
-    """One namespace's vectors: entry ids, each id's row, the unit-row matrix, and, from
-    :data:`~worker.service.vector_cells.CELL_MIN_ROWS` rows, its cells (rows grouped cell
-    after cell) and a fixed sample of rows for the namespace's median cosine."""
+    """One namespace's vectors: entry ids, each id's row, and the unit-row matrix."""
 
     entry_ids: list[str]
     rows: dict[str, int]
     unit_rows: np.ndarray
-    cells: Cells | None = None
-
-    @property
-    def sample(self) -> np.ndarray:
-        """Every k-th row, about :data:`MEDIAN_SAMPLE` of them (a view, not a copy)."""
-        return self.unit_rows[:: max(1, self.unit_rows.shape[0] // MEDIAN_SAMPLE)]
-
-
-def _matrix(ids: list[str], unit: np.ndarray, previous: _Matrix | None, cell_min: int) -> _Matrix:
-    """The matrix of ``ids``' unit rows, grouped into cells from ``cell_min`` rows (reusing
-    ``previous``'s cells where :func:`~worker.service.vector_cells.place` can)."""
-    if len(ids) < cell_min:
-        return _Matrix(ids, {i: n for n, i in enumerate(ids)}, unit)
-    reuse = None
-    if previous is not None and previous.cells is not None:
-        reuse = (previous.cells, previous.rows)
-    order, cells = vector_cells.place(unit, ids, reuse)
-    ordered = [ids[int(n)] for n in order]
-    return _Matrix(ordered, {i: n for n, i in enumerate(ordered)}, unit[order], cells)
 
 
 class _MatrixCache:
     """The vectors of recently searched namespaces as matrices, re-read only when the store's
     fingerprint of them changed (one cheap query instead of every vector per search)."""
 
-    def __init__(self, size: int = MATRIX_CACHE_SIZE, cell_min_rows: int = CELL_MIN_ROWS) -> None:
+    def __init__(self, size: int = MATRIX_CACHE_SIZE) -> None:
         self.size = size
-        self.cell_min_rows = cell_min_rows
         self._lock = threading.Lock()
         self._items: OrderedDict[tuple[str, str], tuple[object, _Matrix]] = OrderedDict()
 
@@ -234,13 +202,10 @@ class _MatrixCache:
             if hit is not None and hit[0] == mark:
                 self._items.move_to_end(key)
                 return hit[1] if hit[1].entry_ids else None
-        # Stale or absent: every vector is read again, in one snapshot with its fingerprint
-        # (the stale matrix lends only its cells, never a vector or an id).
+        # Stale or absent: every vector is read again, in one snapshot with its fingerprint.
         stored = store.namespace_vectors(namespace, model)
         ids, rows = _usable_rows(stored.entry_ids, from_bytes(stored.vectors, stored.dim))
-        unit = _unit_rows(rows)
-        previous = hit[1] if hit is not None else None
-        found = _matrix(ids, unit, previous, self.cell_min_rows)
+        found = _Matrix(ids, {i: n for n, i in enumerate(ids)}, _unit_rows(rows))
         with self._lock:
             self._items[key] = (stored.fingerprint, found)
             self._items.move_to_end(key)
@@ -250,27 +215,14 @@ class _MatrixCache:
 
 
 def _dense_ranking(
-    matrix: _Matrix, unit: np.ndarray, lexical: Sequence[str], limit: int, scan: int
+    matrix: _Matrix, unit: np.ndarray, lexical: Sequence[str], limit: int
 ) -> list[str]:
-    """:func:`fuse_scores` over ``matrix`` for the unit query vector ``unit``: every row by
-    brute force, or, with cells, the scanned cells' best ``limit + len(lexical)`` rows and the
-    lexical hits' own rows, scored exactly (enough that an exact scan would rank the same:
-    a row outside both is outranked by at least ``limit`` rows without a bonus)."""
-    if matrix.cells is None:
-        # einsum, not ``@``: a matrix-vector product through BLAS spreads over every core and,
-        # on a loaded machine, waits for them (1.2 ms against 0.7 ms at 10k x 384, idle; far
-        # worse under load); this one runs on the calling thread.
-        cosines = np.einsum("ij,j->i", matrix.unit_rows, unit)
-        return fuse_scores(cosines, matrix.entry_ids, lexical, limit, rows=matrix.rows)
-    found, dots = matrix.cells.scan(matrix.unit_rows, unit, scan)
-    keep = min(limit + len(lexical), dots.shape[0])
-    best = found[np.argpartition(-dots, keep - 1)[:keep]] if keep else found[:0]
-    words = [matrix.rows[i] for i in lexical if i in matrix.rows]
-    rows = np.unique(np.concatenate([best, np.asarray(words, dtype=np.int64)]))
-    cosines = np.einsum("ij,j->i", matrix.unit_rows[rows], unit)
-    floor = float(np.median(np.einsum("ij,j->i", matrix.sample, unit)))
-    ids = [matrix.entry_ids[int(r)] for r in rows]
-    return fuse_scores(cosines, ids, lexical, limit, floor=floor)
+    """:func:`fuse_scores` over every row of ``matrix`` for the unit query vector ``unit``."""
+    # einsum, not ``@``: a matrix-vector product through BLAS spreads over every core and,
+    # on a loaded machine, waits for them (1.2 ms against 0.7 ms at 10k x 384, idle; far
+    # worse under load); this one runs on the calling thread.
+    cosines = np.einsum("ij,j->i", matrix.unit_rows, unit)
+    return fuse_scores(cosines, matrix.entry_ids, lexical, limit, rows=matrix.rows)
 
 
 def _model_vector(embedder: EntryEmbedder, query: str) -> np.ndarray | None:
@@ -313,20 +265,10 @@ class SqlMemorySearch:
 
     supports_search = True
 
-    def __init__(
-        self,
-        store: MemoryStore,
-        embedder: EntryEmbedder | None = None,
-        *,
-        cell_min_rows: int = CELL_MIN_ROWS,
-        scan_rows: int = SCAN_ROWS,
-    ) -> None:
-        """``cell_min_rows`` and ``scan_rows``: see :mod:`worker.service.vector_cells`
-        (tests lower them to search small namespaces through cells)."""
+    def __init__(self, store: MemoryStore, embedder: EntryEmbedder | None = None) -> None:
         self.store = store
         self.embedder = embedder
-        self.scan_rows = scan_rows
-        self._matrices = _MatrixCache(cell_min_rows=cell_min_rows)
+        self._matrices = _MatrixCache()
 
     def search(self, namespace: str, query: str, *, limit: int) -> Sequence[MemoryHit]:
         return [MemoryHit(e.path, e.text) for e in self.search_entries(namespace, query, limit)]
@@ -357,7 +299,7 @@ class SqlMemorySearch:
             unit = None if vector is None else _unit(embedder.model, vector, kept[1])
             if unit is None:
                 return lexical[:limit]
-            return _dense_ranking(kept[1], unit, lexical, limit, self.scan_rows)
+            return _dense_ranking(kept[1], unit, lexical, limit)
 
         found = self.store.search_and_read(namespace, query, limit=depth, choose=choose)
         if found.entries is not None:
@@ -372,7 +314,7 @@ class SqlMemorySearch:
                 vector = _model_vector(embedder, query)
             unit = None if vector is None else _unit(embedder.model, vector, matrix)
             if unit is not None:
-                ranked = _dense_ranking(matrix, unit, lexical, limit, self.scan_rows)
+                ranked = _dense_ranking(matrix, unit, lexical, limit)
         return self.store.entries_by_id(namespace, ranked)
 
     def read(self, namespace: str, path: str) -> str | None:

@@ -1,13 +1,8 @@
 """BM25 over a namespace's postings: the ranking both databases' indexes share.
 
-For each candidate entry, the sum over the query terms it holds of
-
-    idf(t) · tf · (k1 + 1) / (tf + k1 · (1 − b + b · len / avglen))
-    idf(t) = ln(1 + (N − df + ½) / (df + ½))
-
-that is BM25, ``tf`` the times the entry holds the term (the index keeps the counts above
-one), ``N`` and ``avglen`` those of the namespace (per-namespace IDF: another user's words
-never weigh on this user's ranking).
+Each candidate entry is scored by :func:`worker.bm25.scores`, ``tf`` the times the entry
+holds the term (the index keeps the counts above one), ``N`` and ``avglen`` those of the
+namespace (per-namespace IDF: another user's words never weigh on this user's ranking).
 
 The term frequency counts even in entries of one sentence: an entry that names the subject of
 a query twice ("dairy-free chocolate cake with raspberries ..., chocolate, and raspberries")
@@ -27,22 +22,16 @@ search``).
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from typing import Final
 
-#: BM25's term-saturation constant (the usual default).
-K1: Final = 1.2
+from worker.bm25 import idf, scores
+
 #: Length normalisation, lighter than the usual 0.75: entries are all about one sentence, so a
 #: longer one is more specific rather than padded (LoCoMo recall@10 79.6% at 0.75, 79.9% at
 #: 0.1-0.3 before term frequencies counted; with them 80.1% at 0.5-0.75, 80.3-80.4% at
 #: 0.1-0.3, ``python -m bench search``).
 B: Final = 0.3
-
-
-def idf(df: int, docs: int) -> float:
-    """BM25's inverse document frequency (never negative: a term in every entry weighs ~0)."""
-    return math.log(1.0 + max(docs - df + 0.5, 0.5) / (df + 0.5))
 
 
 def unweighted(
@@ -71,13 +60,12 @@ def rank(
     ``repeats[doc][term]`` is the term frequency of a term ``doc`` holds more than once (one
     otherwise)."""
     counts = repeats or {}
-    avg = max(avg_len, 1.0)
-    scores: dict[int, float] = {}
-    for term, ids in postings.items():
-        weight = idf(df[term], docs)
-        for doc in ids:
-            if doc in lengths:
-                tf = counts.get(doc, {}).get(term, 1)
-                norm = K1 * (1 - B + B * lengths[doc] / avg)
-                scores[doc] = scores.get(doc, 0.0) + weight * tf * (K1 + 1) / (tf + norm)
-    return sorted(scores.items(), key=lambda pair: (-pair[1], -pair[0]))
+    found = scores(
+        ((term, df[term], ids) for term, ids in postings.items()),
+        docs=docs,
+        avg_len=avg_len,
+        lengths=lengths,
+        tf=lambda doc, term: counts.get(doc, {}).get(term, 1),
+        b=B,
+    )
+    return sorted(found.items(), key=lambda pair: (-pair[1], -pair[0]))

@@ -1,10 +1,7 @@
-"""A hybrid search through vector cells (the index used for large namespaces) and its cached
-matrix: the cells only propose candidates, so whatever the cache holds, a search returns active
-entries of its own namespace only, and a change of the stored vectors (a commit, an erase, a
-model change, another process's write) is seen by the next search.
-
-The cells start at 20,000 vectors in production; these tests lower the threshold to one row, so
-every namespace here is searched through cells.
+"""A hybrid search and its cached matrix of a namespace's vectors: the matrix only proposes
+candidates, so whatever the cache holds, a search returns active entries of its own namespace
+only, and a change of the stored vectors (a commit, an erase, a model change, another process's
+write) is seen by the next search.
 """
 
 from __future__ import annotations
@@ -18,7 +15,6 @@ from pathlib import Path
 import pytest
 from langchain_core.embeddings import Embeddings
 
-from bench._support import sentences
 from tests.store_support import at, commit, entry, plan, unique_ns
 from tests.support.hashing_embeddings import HashingEmbeddings
 from worker.service.embed import EntryEmbedder
@@ -47,8 +43,8 @@ def _embedder(
     )
 
 
-def _cells(store: MemoryStore, embedder: EntryEmbedder) -> SqlMemorySearch:
-    return SqlMemorySearch(store, embedder, cell_min_rows=1)
+def _hybrid(store: MemoryStore, embedder: EntryEmbedder) -> SqlMemorySearch:
+    return SqlMemorySearch(store, embedder)
 
 
 def _texts(search: SqlMemorySearch, ns: str, query: str, limit: int = 5) -> list[str]:
@@ -80,25 +76,11 @@ class _RacingEmbeddings(HashingEmbeddings):
         return super().embed_query(text)
 
 
-def test_with_every_cell_scanned_the_cell_search_ranks_as_the_brute_force(
+def test_a_cached_search_never_uses_the_vectors_of_an_erased_namespace(
     store: MemoryStore,
 ) -> None:
     ns = unique_ns()
-    texts = sentences(seed=21, count=80)
-    commit(store, ns, plan(tuple(entry(f"e{i}", t) for i, t in enumerate(texts))), expected=0)
-    embedder = _embedder(store)
-    embedder.embed_namespace(ns)
-    brute, cells = SqlMemorySearch(store, embedder), _cells(store, embedder)
-
-    for query in [f"what about {t.lower()}" for t in sentences(seed=22, count=12)]:
-        assert _texts(cells, ns, query, 10) == _texts(brute, ns, query, 10)
-
-
-def test_a_cached_cell_search_never_uses_the_vectors_of_an_erased_namespace(
-    store: MemoryStore,
-) -> None:
-    ns = unique_ns()
-    search = _cells(store, _teal_and_bike(store, ns))
+    search = _hybrid(store, _teal_and_bike(store, ns))
     before = _texts(search, ns, "colour", limit=1)
     store.erase_namespaces([ns], now=at(5))
     erased = _texts(search, ns, "colour", limit=1)
@@ -120,7 +102,7 @@ def test_a_cached_cell_search_never_uses_the_vectors_of_an_erased_namespace(
     )
 
 
-def test_a_cached_cell_search_never_returns_an_entry_superseded_since(
+def test_a_cached_search_never_returns_an_entry_superseded_since(
     store: MemoryStore,
 ) -> None:
     ns = unique_ns()
@@ -128,7 +110,7 @@ def test_a_cached_cell_search_never_returns_an_entry_superseded_since(
     commit(store, ns, plan((old, entry("e2", "Owns a bike"))), expected=0)
     embedder = _embedder(store)
     embedder.embed_namespace(ns)
-    search = _cells(store, embedder)
+    search = _hybrid(store, embedder)
     before = _texts(search, ns, "colour", limit=1)
     retired = old.model_copy(update={"invalid_at": at(2), "superseded_by": "e3"})
     new = entry("e3", "Favourite color is now amber", key="colour", now=at(2))
@@ -157,7 +139,7 @@ def test_an_entry_retired_while_the_search_holds_its_matrix_is_not_returned(
         commit(store, ns, plan((new,), (retired,)), expected=1, position="2-0")
 
     racing = _RacingEmbeddings()
-    search = _cells(store, _embedder(store, racing))
+    search = _hybrid(store, _embedder(store, racing))
     search.search_entries(ns, "bike", 1)  # the matrix is cached with e1's vector
     racing.race = supersede
 
@@ -169,27 +151,27 @@ def test_an_entry_retired_while_the_search_holds_its_matrix_is_not_returned(
     assert "Favourite color is now amber" in after
 
 
-def test_a_cached_cell_search_of_a_replaced_model_falls_back_to_full_text(
+def test_a_cached_search_of_a_replaced_model_falls_back_to_full_text(
     store: MemoryStore,
 ) -> None:
     ns = unique_ns()
-    search_v1 = _cells(store, _teal_and_bike(store, ns))
+    search_v1 = _hybrid(store, _teal_and_bike(store, ns))
     before = _texts(search_v1, ns, "colour", limit=1)
     newer = _embedder(store, HashingEmbeddings(dim=32), model="hash:v2")
     newer.embed_all([ns])
 
     stale_model = _texts(search_v1, ns, "colour", limit=1)
-    new_model = _texts(_cells(store, newer), ns, "colour", limit=1)
+    new_model = _texts(_hybrid(store, newer), ns, "colour", limit=1)
 
     assert before == new_model == ["Favourite color is teal"]
     assert stale_model == []  # no vector of v1 is left; "colour" shares no word with any entry
 
 
-def test_a_cached_cell_search_sees_what_another_process_wrote(
+def test_a_cached_search_sees_what_another_process_wrote(
     store: MemoryStore, database_url: str
 ) -> None:
     ns = unique_ns()
-    search = _cells(store, _teal_and_bike(store, ns))
+    search = _hybrid(store, _teal_and_bike(store, ns))
     before = _texts(search, ns, "colour", limit=1)
     script = textwrap.dedent(
         f"""
@@ -214,14 +196,14 @@ def test_a_cached_cell_search_sees_what_another_process_wrote(
     assert _texts(search, ns, "colour", limit=1) == ["Favourite color is now amber"]
 
 
-def test_a_cell_search_returns_only_its_own_namespace_entries(store: MemoryStore) -> None:
+def test_a_search_returns_only_its_own_namespace_entries(store: MemoryStore) -> None:
     ns, other = unique_ns(), unique_ns()
     commit(store, ns, plan((entry("e1", "Owns a bike"),)), expected=0)
     commit(store, other, plan((entry("e1", "Favourite color is teal"),)), expected=0)
     embedder = _embedder(store)
     for key in (ns, other):
         embedder.embed_namespace(key)
-    search = _cells(store, embedder)
+    search = _hybrid(store, embedder)
     search.search_entries(other, "colour", 5)  # both matrices cached
 
     assert _texts(search, ns, "colour teal favourite") == ["Owns a bike"]
