@@ -43,6 +43,11 @@ from worker.queue.connect import RedisClient, open_redis
 from worker.queue.evalsha import call_script, run_pipeline
 from worker.queue.scripts import Args, Call, LuaScript
 
+#: How late a read may start after its send and still get the whole timeout (the call then ends
+#: at most this late): setting a socket's timeout costs system calls, which the common case, a
+#: reply read at once, does not pay.
+SLACK_SECONDS: Final = 0.001
+
 
 class DeadlineSocket:
     """A socket whose reads end at a deadline: ``timeout`` after the last send.
@@ -74,7 +79,7 @@ class DeadlineSocket:
             left = self._deadline - monotonic()
             if left <= 0:
                 raise TimeoutError(f"no whole reply from Redis within {self._timeout:g} s")
-            if left < self._timeout:
+            if left < self._timeout - SLACK_SECONDS:  # a read right after the send keeps it
                 sock.settimeout(left)
                 self._short = True
         return sock.recv(size)
