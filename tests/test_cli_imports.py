@@ -36,9 +36,6 @@ NOT_FOR_THE_HOT_PATH = (
     "numpy",
     "regex",
     "croniter",
-    # The client talks to one Redis over its own sockets (worker.hotpath.wire): redis-py alone
-    # takes ~0.2 s to import. Only a cluster's pool loads it, for the slot map.
-    "redis",
     # The client reads its slice of the settings and validates candidates without pydantic
     # (worker.hotpath.settings, worker.enqueue); the worker's models and settings need it.
     "pydantic",
@@ -51,8 +48,6 @@ NOT_FOR_THE_HOT_PATH = (
     "worker.consolidation",
     "worker.queue.redis_queue",
     "worker.hotpath.async_client",
-    # A cluster's pool: loaded when a client is built for a redis+cluster:// URL.
-    "worker.hotpath.cluster_pool",
 )
 
 #: What ``memworker status`` must not load: the worker runtime and the model (it only reads),

@@ -1,6 +1,6 @@
 """The README's "client alone" install: a chat service that only enqueues installs memworker
-without its dependencies (no meaning model, no worker libraries) plus prometheus-client, and
-the client enqueues into real Redis."""
+without its dependencies (no meaning model, no worker libraries) plus redis-py and
+prometheus-client, and the client enqueues into real Redis."""
 
 from __future__ import annotations
 
@@ -29,7 +29,8 @@ def test_the_client_alone_installs_without_the_worker_and_enqueues(
     python = env_dir / "bin" / "python"
     # The README's command, from this clone instead of the package index.
     subprocess.run(
-        [str(python), "-m", "pip", "install", "-q", "--no-deps", str(REPO), "prometheus-client"],
+        [str(python), "-m", "pip", "install", "-q", "--no-deps", str(REPO), "redis",
+         "prometheus-client"],
         check=True, timeout=600,
     )  # fmt: skip
     listed = subprocess.run(

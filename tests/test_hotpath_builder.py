@@ -79,12 +79,12 @@ def test_the_worker_decodes_the_hot_path_candidate_as_the_model_built_it(
     assert (decoded.namespace, decoded.id) == (hot.namespace, hot.id)
 
 
-def test_the_packed_call_is_the_one_the_encoder_builds_for_the_model() -> None:
+def test_the_hot_call_is_the_one_the_encoder_builds_for_the_model() -> None:
     fields: EnqueueFields = {"user_id": "u1", "trace_id": "t1", "text": "I prefer tea"}
     hot = CandidateBuilder(SETTINGS, "redis://cache:6379/0").candidate(fields)
     model = decode_candidate(hot.payload)
 
-    assert CandidateBuilder(SETTINGS, "x").call(hot) == EnqueueEncoder(SETTINGS).packed(model)
+    assert CandidateBuilder(SETTINGS, "x").call(hot) == EnqueueEncoder(SETTINGS).call(model)
 
 
 def test_a_candidate_is_stamped_with_the_current_time() -> None:

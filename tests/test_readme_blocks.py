@@ -66,7 +66,7 @@ HANDLING: Final[list[tuple[str, str, How]]] = [
     ("Quick start", '$ memworker enqueue --user u1 "I prefer short answers" && memworker '
      "reconcile --user u1 --dry-run", How.CONSOLE),
     ("Quick start", '$ pip install -e ".[dev]" && python -m pytest', How.CI),
-    ("Enqueue from your chat service", "$ pip install --no-deps memworker prometheus-client",
+    ("Enqueue from your chat service", "$ pip install --no-deps memworker redis prometheus-client",
      How.CLIENT_ALONE),
     ("Enqueue from your chat service", "", How.PYTHON),
     ("Wire a deep agent to its memory in one call", "", How.PYTHON_WITH_MODEL),

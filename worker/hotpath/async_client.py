@@ -15,30 +15,14 @@ from typing import TYPE_CHECKING, Any, Self
 from worker.enqueue import EnqueueFields
 from worker.hotpath.async_pool import AsyncHotPool
 from worker.hotpath.builder import CandidateBuilder
-from worker.hotpath.connection import (
-    HOTPATH_FAILURES,
-    HOTPATH_MAX_CONNECTIONS,
-    open_pool,
-    unavailable,
-)
+from worker.hotpath.connection import HOTPATH_FAILURES, HOTPATH_MAX_CONNECTIONS, unavailable
 from worker.hotpath.settings import ClientSettings, client_settings
 from worker.queue.address import resolve_redis_url
-from worker.queue.scripts import SCRIPTS
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
 
-    from worker.hotpath.cluster_pool import AsyncClusterHotPool
     from worker.settings import Settings
-
-_ENQUEUE = SCRIPTS["enqueue"]
-
-
-def _cluster_pool() -> type[AsyncClusterHotPool]:
-    """Imported for a cluster only (see :func:`~worker.hotpath.connection.open_pool`)."""
-    from worker.hotpath.cluster_pool import AsyncClusterHotPool
-
-    return AsyncClusterHotPool
 
 
 class AsyncMemoryClient:
@@ -55,8 +39,11 @@ class AsyncMemoryClient:
         self.settings = client_settings() if settings is None else ClientSettings.of(settings)
         self.url = resolve_redis_url(self.settings)
         self._timeout = self.settings.socket_timeout_seconds
-        self._pool: AsyncHotPool | AsyncClusterHotPool = open_pool(
-            self.settings, self.url, max_connections, AsyncHotPool, _cluster_pool
+        self._pool = AsyncHotPool(
+            self.url,
+            self._timeout,
+            max_connections,
+            allow_evicting=self.settings.allow_evicting_redis,
         )
         self._builder = CandidateBuilder(self.settings, self.url)
 
@@ -74,7 +61,7 @@ class AsyncMemoryClient:
         builder = self._builder
         candidate = builder.candidate(fields)
         try:
-            result = await self._pool.run_one(_ENQUEUE, builder.call(candidate))
+            result = await self._pool.run_one(*builder.call(candidate))
         except HOTPATH_FAILURES as exc:
             raise unavailable(self.url, exc, self._timeout) from exc
         return builder.check_one(candidate, result)
@@ -86,7 +73,7 @@ class AsyncMemoryClient:
         if not candidates:
             return []
         try:
-            results = await self._pool.run_script(_ENQUEUE, self._builder.calls(candidates))
+            results = await self._pool.run_script(self._builder.calls(candidates))
         except HOTPATH_FAILURES as exc:
             raise unavailable(self.url, exc, self._timeout) from exc
         return self._builder.check(candidates, results)

@@ -1,146 +1,137 @@
-"""The hot path's pool and connections for an event loop (:class:`~worker.AsyncMemoryClient`).
+"""The hot path's client for an event loop (:class:`~worker.AsyncMemoryClient`).
 
-The same pool as :mod:`worker.hotpath.pool` (bounded, a stale socket retried once on a fresh
-connection, every new connection probed for an evicting policy), over asyncio streams; kept
-apart so that a synchronous client never imports asyncio.
+The same client as :mod:`worker.hotpath.pool` (bounded, no retries, a stale pooled socket
+replaced, every new connection probed for an evicting policy, scripts loaded on NOSCRIPT),
+over ``redis.asyncio``; kept apart so that a synchronous client never imports asyncio. Each
+call, whatever its round trips, ends at the timeout: a connection cancelled mid-reply is
+closed, never reused.
 """
 
 from __future__ import annotations
 
 import asyncio
-import socket
-import ssl
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, Final
 
-from worker.hotpath.eviction import PROBE, PROBE_REPLIES
-from worker.hotpath.pool import NodePool, is_noscript, load, noscript, reloaded
-from worker.hotpath.wire import READ_CHUNK, NodeAddress, refused
-from worker.queue.resp import Reply, ReplyBuffer
-from worker.queue.scripts import LuaScript
+import redis
+import redis.asyncio
+from redis.asyncio.cluster import ClusterNode
+from redis.asyncio.cluster import RedisCluster as AsyncRedisCluster
+from redis.asyncio.connection import (
+    AbstractConnection,
+    Connection,
+    SSLConnection,
+    UnixDomainSocketConnection,
+)
+from redis.asyncio.retry import Retry
+from redis.backoff import NoBackoff
+from redis.exceptions import NoScriptError
 
+from worker.errors import MemworkerError, QueueUnavailable
+from worker.hotpath.connection import check_url
+from worker.hotpath.eviction import EvictionGuard
+from worker.queue.address import ClusterAddress, is_cluster_url, redacted
+from worker.queue.scripts import Args, Call, LuaScript
 
-class AsyncConnection:
-    """An asyncio connection, for one event loop; see :class:`~worker.hotpath.wire.Connection`."""
+#: The connection class of each single-node URL scheme.
+CONNECTIONS: Final = {
+    "redis": Connection,
+    "rediss": SSLConnection,
+    "unix": UnixDomainSocketConnection,
+}
 
-    __slots__ = ("_reader", "_replies", "_timeout", "_writer")
-
-    def __init__(self, timeout: float) -> None:
-        self._timeout = timeout
-        self._replies = ReplyBuffer()
-        self._reader: asyncio.StreamReader | None = None
-        self._writer: asyncio.StreamWriter | None = None
-
-    @classmethod
-    async def open(
-        cls, address: NodeAddress, timeout: float, tls: ssl.SSLContext | None
-    ) -> AsyncConnection:
-        conn = cls(timeout)
-        async with asyncio.timeout(timeout):
-            if address.path is not None:
-                conn._reader, conn._writer = await asyncio.open_unix_connection(address.path)
-            else:
-                conn._reader, conn._writer = await asyncio.open_connection(
-                    address.host, address.port, ssl=tls
-                )
-                sock = conn._writer.get_extra_info("socket")
-                if sock is not None:
-                    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        packed, count = address.handshake()
-        if count:
-            try:
-                refused(await conn.round_trip(packed, count))
-            except BaseException:
-                conn.close()
-                raise
-        return conn
-
-    async def round_trip(self, packed: bytes, replies: int) -> list[Reply]:
-        """See :meth:`~worker.hotpath.wire.Connection.round_trip`; the whole exchange waits at
-        most the timeout."""
-        reader, writer, buffer = self._reader, self._writer, self._replies
-        if reader is None or writer is None:
-            raise ConnectionError("the connection was never opened")
-        async with asyncio.timeout(self._timeout):
-            writer.write(packed)
-            await writer.drain()
-            while (out := buffer.take(replies)) is None:
-                buffer.feed(await reader.read(READ_CHUNK))
-        return out
-
-    def close(self) -> None:
-        """Close the socket (at once: the transport does not wait for unsent data)."""
-        self._replies.clear()
-        if self._writer is not None:
-            self._writer.transport.abort()
+AsyncClient = redis.asyncio.Redis | AsyncRedisCluster
 
 
-class AsyncHotPool(NodePool):
-    """Async twin of :class:`HotPool`, for one event loop (new connections probed alike)."""
+class AsyncHotPool:
+    """Async twin of :class:`~worker.hotpath.pool.HotPool`, for one event loop."""
 
     def __init__(
         self, url: str, timeout: float, max_connections: int, *, allow_evicting: bool = False
     ) -> None:
-        super().__init__(url, timeout, max_connections, allow_evicting)
-        self._idle: list[AsyncConnection] = []
-        self._slots = asyncio.Semaphore(max_connections)
+        check_url(url)
+        self._url, self._timeout = url, timeout
+        self._guard = EvictionGuard(redacted(url), allow_evicting=allow_evicting)
+        self._cluster = is_cluster_url(url)
+        self._client: AsyncClient = self._open(max_connections)
 
-    async def execute(self, packed: bytes, replies: int = 1) -> list[Any]:
-        """See :meth:`HotPool.execute`."""
-        if self._slots.locked():
-            try:
-                await asyncio.wait_for(self._slots.acquire(), self._timeout)
-            except TimeoutError:
-                raise self._busy() from None
-        else:
-            await self._slots.acquire()
+    def _open(self, max_connections: int) -> AsyncClient:
+        if not self._cluster:
+            scheme = self._url.partition("://")[0]
+            pool = redis.asyncio.BlockingConnectionPool.from_url(
+                self._url,
+                connection_class=CONNECTIONS[scheme],
+                max_connections=max_connections,
+                timeout=self._timeout,
+                retry=Retry(NoBackoff(), 0),
+                redis_connect_func=self._admit,
+                socket_timeout=self._timeout,
+                socket_connect_timeout=self._timeout,
+            )
+            return redis.asyncio.Redis(connection_pool=pool)
+        address = ClusterAddress.parse(self._url)
+        client = AsyncRedisCluster(
+            startup_nodes=[ClusterNode(host, port) for host, port in address.nodes],
+            username=address.username,
+            password=address.password,
+            ssl=address.tls,
+            retry=Retry(NoBackoff(), 1),
+            max_connections=max_connections,
+            socket_timeout=self._timeout,
+            socket_connect_timeout=self._timeout,
+        )
+        # Every node's connections, those of the nodes it finds included, are checked too.
+        nodes = client.nodes_manager
+        nodes.connection_kwargs["redis_connect_func"] = self._admit
+        for node in nodes.startup_nodes.values():
+            node.connection_kwargs["redis_connect_func"] = self._admit
+        return client
+
+    async def _admit(self, connection: AbstractConnection) -> None:
+        """A new connection: logged in (AUTH, SELECT), then checked not to evict."""
+        await connection.on_connect()
+        await self._guard.aprobe(connection)
+
+    async def run_one(self, script: LuaScript, keys: Args, args: Args) -> Any:
+        """See :meth:`HotPool.run_one <worker.hotpath.pool.HotPool.run_one>`."""
+        return (await self.run_script([(script, keys, args)]))[0]
+
+    async def run_script(self, calls: list[Call]) -> list[Any]:
+        """See :meth:`HotPool.run_script <worker.hotpath.pool.HotPool.run_script>`; the
+        whole call ends at the timeout (the built-in ``TimeoutError``)."""
+        async with asyncio.timeout(self._timeout):
+            if self._cluster:
+                await self._initialized()
+            results = await self._send(calls)
+            missing = [i for i, r in enumerate(results) if isinstance(r, NoScriptError)]
+            if missing:
+                for script in {calls[i][0] for i in missing}:
+                    await self._client.script_load(script.source)
+                again = await self._send([calls[i] for i in missing])
+                for i, result in zip(missing, again, strict=True):
+                    results[i] = result
+            return results
+
+    async def _initialized(self) -> None:
+        """The cluster's slot map, read once (later calls return at once)."""
+        assert isinstance(self._client, AsyncRedisCluster)
         try:
-            conn = self._idle.pop() if self._idle else None
-            if conn is not None:
-                try:
-                    result = await _around_trip(conn, packed, replies)
-                except ConnectionError:
-                    conn = None
-                else:
-                    self._idle.append(conn)
-                    return result
-            conn = await self._open()
-            result = await _around_trip(conn, packed, replies)
-            self._idle.append(conn)
-            return result
-        finally:
-            self._slots.release()
+            await self._client.initialize()
+        except redis.RedisClusterException as exc:  # no node answered the slot-map request
+            if isinstance(exc.__cause__, MemworkerError):  # one answered, and evicts
+                raise exc.__cause__ from None
+            raise QueueUnavailable(
+                f"no node of the Redis Cluster {redacted(self._url)} answered ({exc}); start "
+                "the cluster or fix the seed nodes in MEMWORKER_REDIS_URL"
+            ) from None
 
-    async def _open(self) -> AsyncConnection:
-        """See :meth:`HotPool._open`."""
-        conn = await AsyncConnection.open(self._address, self._timeout, self._tls)
-        self._admit(conn, await _around_trip(conn, PROBE, PROBE_REPLIES))
-        return conn
-
-    async def run_script(self, script: LuaScript, calls: list[bytes]) -> list[Any]:
-        """See :meth:`HotPool.run_script`."""
-        results = await self.execute(b"".join(calls), len(calls))
-        missing = noscript(results)
-        if missing:
-            again = await self.execute(load(script, calls, missing), 1 + len(missing))
-            reloaded(results, missing, again)
-        return results
-
-    async def run_one(self, script: LuaScript, call: bytes) -> Any:
-        """See :meth:`HotPool.run_one`."""
-        result = (await self.execute(call))[0]
-        if is_noscript(result):
-            return reloaded([result], [0], await self.execute(load(script, [call], [0]), 2))[0]
-        return result
+    async def _send(self, calls: Sequence[Call]) -> list[Any]:
+        """One pipeline of EVALSHA calls (on a cluster, one per node, the nodes at once; a
+        namespace's calls share a node and stay in order); errors as values."""
+        pipe = self._client.pipeline(transaction=False)
+        for script, keys, args in calls:
+            pipe.evalsha(script.sha, len(keys), *keys, *args)
+        return list(await pipe.execute(raise_on_error=False))
 
     async def close(self) -> None:
-        idle, self._idle = self._idle, []
-        for conn in idle:
-            conn.close()
-
-
-async def _around_trip(conn: AsyncConnection, packed: bytes, replies: int) -> list[Any]:
-    try:
-        return await conn.round_trip(packed, replies)
-    except BaseException:
-        conn.close()  # includes cancellation: never reuse a half-read socket
-        raise
+        await self._client.aclose()

@@ -40,6 +40,7 @@ from worker.errors import InvalidCandidate
 from worker.hotpath.connection import redacted
 from worker.metrics import count_enqueued
 from worker.queue.encoding import EnqueueEncoder, QueueShape, enqueue_error
+from worker.queue.scripts import Call
 
 #: The bits ``uuid.uuid4()`` fixes (RFC 4122 variant, version 4), so a random id here is
 #: the same kind of 32-hex-digit id as everywhere else.
@@ -175,12 +176,12 @@ class CandidateBuilder:
                 raise InvalidCandidate(f"enqueue_many item {index}: {exc}") from None
         return out
 
-    def call(self, candidate: HotCandidate) -> bytes:
-        """The packed enqueue call; the server stamps it with its own time."""
+    def call(self, candidate: HotCandidate) -> Call:
+        """The enqueue script call; the server stamps it with its own time."""
         return self.encoder.pack(candidate.namespace, candidate.id, candidate.payload)
 
-    def calls(self, candidates: Iterable[HotCandidate]) -> list[bytes]:
-        """Packed enqueue calls, in order."""
+    def calls(self, candidates: Iterable[HotCandidate]) -> list[Call]:
+        """Enqueue script calls, in order."""
         pack = self.encoder.pack
         return [pack(c.namespace, c.id, c.payload) for c in candidates]
 

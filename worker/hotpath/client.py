@@ -33,33 +33,17 @@ from typing import TYPE_CHECKING, Any, Self
 
 from worker.enqueue import EnqueueFields
 from worker.hotpath.builder import CandidateBuilder
-from worker.hotpath.connection import (
-    HOTPATH_FAILURES,
-    HOTPATH_MAX_CONNECTIONS,
-    open_pool,
-    unavailable,
-)
+from worker.hotpath.connection import HOTPATH_FAILURES, HOTPATH_MAX_CONNECTIONS, unavailable
 from worker.hotpath.pool import HotPool
 from worker.hotpath.settings import ClientSettings, client_settings
 from worker.queue.address import resolve_redis_url
-from worker.queue.scripts import SCRIPTS
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
 
-    from worker.hotpath.cluster_pool import ClusterHotPool
     from worker.settings import Settings
 
 __all__ = ["ClientSettings", "MemoryClient", "client_settings"]
-
-_ENQUEUE = SCRIPTS["enqueue"]
-
-
-def _cluster_pool() -> type[ClusterHotPool]:
-    """Imported for a cluster only (see :func:`~worker.hotpath.connection.open_pool`)."""
-    from worker.hotpath.cluster_pool import ClusterHotPool
-
-    return ClusterHotPool
 
 
 class MemoryClient:
@@ -83,8 +67,11 @@ class MemoryClient:
         self.settings = client_settings() if settings is None else ClientSettings.of(settings)
         self.url = resolve_redis_url(self.settings)
         self._timeout = self.settings.socket_timeout_seconds
-        self._pool: HotPool | ClusterHotPool = open_pool(
-            self.settings, self.url, max_connections, HotPool, _cluster_pool
+        self._pool = HotPool(
+            self.url,
+            self._timeout,
+            max_connections,
+            allow_evicting=self.settings.allow_evicting_redis,
         )
         self._builder = CandidateBuilder(self.settings, self.url)
 
@@ -112,7 +99,7 @@ class MemoryClient:
         builder = self._builder
         candidate = builder.candidate(fields)
         try:
-            result = self._pool.run_one(_ENQUEUE, builder.call(candidate))
+            result = self._pool.run_one(*builder.call(candidate))
         except HOTPATH_FAILURES as exc:
             raise unavailable(self.url, exc, self._timeout) from exc
         return builder.check_one(candidate, result)
@@ -128,7 +115,7 @@ class MemoryClient:
         if not candidates:
             return []
         try:
-            results = self._pool.run_script(_ENQUEUE, self._builder.calls(candidates))
+            results = self._pool.run_script(self._builder.calls(candidates))
         except HOTPATH_FAILURES as exc:
             raise unavailable(self.url, exc, self._timeout) from exc
         return self._builder.check(candidates, results)

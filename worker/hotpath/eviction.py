@@ -7,9 +7,10 @@ refuse too, or it acknowledges candidates that are then silently evicted.
 
 The check costs one round trip **per new connection**, never per enqueue: when a pool opens a
 socket (the first enqueue, and every reconnect after a restart, failover or dropped socket) it
-sends :data:`PROBE` — ``CONFIG GET maxmemory-policy`` and ``INFO memory`` pipelined — before
-the socket carries any candidate. While the policy evicts, that socket is closed and
-:class:`~worker.errors.QueueMisconfigured` raised, so *every* enqueue is refused (each opens,
+sends :data:`PROBE` — ``CONFIG GET maxmemory-policy`` and ``INFO memory`` pipelined — right
+after its handshake (redis-py's connect hook), before the socket carries any candidate. While
+the policy evicts, that socket is closed and :class:`~worker.errors.QueueMisconfigured`
+raised, so *every* enqueue is refused (each opens,
 probes and refuses again) until Redis is fixed; then the next enqueue goes through. A policy
 changed on a live server (``CONFIG SET``) is seen at the next reconnect; the workers re-check
 at each start.
@@ -33,20 +34,21 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
+
+from redis.exceptions import ResponseError
 
 from worker.constants import EVICTING_POLICIES
 from worker.errors import QueueMisconfigured
-from worker.queue.resp import pack_command
+
+if TYPE_CHECKING:
+    from redis.asyncio.connection import AbstractConnection as AsyncConnection
+    from redis.connection import AbstractConnection as Connection
 
 log = logging.getLogger(__name__)
 
 #: ``CONFIG GET maxmemory-policy`` then ``INFO memory``, sent together on a new connection.
-PROBE: Final = pack_command(b"CONFIG", b"GET", b"maxmemory-policy") + pack_command(
-    b"INFO", b"memory"
-)
-#: Replies :data:`PROBE` gets.
-PROBE_REPLIES: Final = 2
+PROBE: Final = (("CONFIG", "GET", "maxmemory-policy"), ("INFO", "memory"))
 _INFO_FIELD: Final = "maxmemory_policy:"
 
 
@@ -88,6 +90,30 @@ class EvictionGuard:
         self.where = where
         self.allow_evicting = allow_evicting
         self._warned = False
+
+    def probe(self, connection: Connection) -> None:
+        """Send :data:`PROBE` on a new, logged-in ``connection`` and :meth:`check` the replies
+        (an error reply, such as a renamed ``CONFIG``, is one of them)."""
+        packed = connection.pack_commands(PROBE)  # type: ignore[no-untyped-call]
+        connection.send_packed_command(packed, check_health=False)  # type: ignore[no-untyped-call]
+        replies: list[Any] = []
+        for _ in PROBE:
+            try:
+                replies.append(connection.read_response())
+            except ResponseError as exc:
+                replies.append(exc)
+        self.check(replies)
+
+    async def aprobe(self, connection: AsyncConnection) -> None:
+        """:meth:`probe` on an asyncio connection."""
+        await connection.send_packed_command(connection.pack_commands(PROBE), check_health=False)
+        replies: list[Any] = []
+        for _ in PROBE:
+            try:
+                replies.append(await connection.read_response())
+            except ResponseError as exc:
+                replies.append(exc)
+        self.check(replies)
 
     def check(self, replies: Sequence[Any]) -> None:
         """Raise :class:`QueueMisconfigured` if the policy evicts (unless allowed)."""

@@ -1,184 +1,190 @@
-"""A lean connection pool for the hot path: packed commands over its own sockets.
+"""The hot path's Redis client: redis-py, bounded, fail-fast, refusing an evicting server.
 
-The pool hands out :mod:`worker.hotpath.wire` connections (no redis-py: neither its import
-nor its per-command machinery, a stale-socket probe on every checkout, metrics hooks and
-event dispatch, which cost more than the enqueue script itself):
+One :class:`HotPool` per :class:`~worker.MemoryClient`, over ``redis.Redis`` for one server
+(``redis://``, ``rediss://``, ``unix://``) or ``redis.cluster.RedisCluster`` for a
+``redis+cluster://`` URL (:func:`worker.queue.connect.open_redis`, as the workers connect):
 
-- A connection is only put back after its replies were read in full; any error closes it. So
-  an idle connection never holds unread data, and checkout needs no probe.
-- A pooled socket the server closed meanwhile (restart, ``timeout`` config) fails on first
-  use with a connection error; the command is then sent once more on a fresh connection.
-  If the first attempt did reach Redis, the candidate is queued twice with the same id,
-  which consolidation deduplicates.
-- At most ``max_connections`` are in use; a caller waits at most ``timeout`` for one.
-- After ``fork()`` the child starts with no connections (never the parent's sockets).
-- A new connection is first asked for the server's ``maxmemory-policy``; an evicting one is
-  refused (:mod:`worker.hotpath.eviction`). Steady-state enqueues reuse checked sockets.
+- At most ``max_connections`` sockets (per node); a caller waits at most the timeout for one.
+- No retries. A pooled socket the server closed meanwhile (a restart, its ``timeout``) is
+  found closed when the pool hands it out, and replaced by a fresh connection.
+- A round trip ends at the timeout whatever the server does: each read waits at most what is
+  left of it, so a reply trickling in byte by byte ends at the deadline too
+  (:class:`DeadlineSocket`). A connection that timed out is closed, never reused: a late
+  reply is never read as the next call's.
+- Every new connection is first asked for the server's ``maxmemory-policy``; an evicting one
+  is refused (:mod:`worker.hotpath.eviction`). Steady-state calls reuse checked sockets.
+- Scripts run as ``EVALSHA``, loaded when Redis answers ``NOSCRIPT``
+  (:mod:`worker.queue.evalsha`: one round trip per call or per pipelined batch; on a cluster
+  a batch is split by node and what a node redirects is sent again through the cluster).
 """
 
 from __future__ import annotations
 
-import os
+import socket
 import threading
-from typing import Any, Protocol
+from time import monotonic
+from typing import Any, Final
 
-from worker.errors import ConfigurationError, QueueMisconfigured
-from worker.hotpath.eviction import PROBE, PROBE_REPLIES, EvictionGuard
-from worker.hotpath.wire import Connection, NodeAddress
-from worker.queue.address import redacted
-from worker.queue.resp import ReplyError, pack_command
-from worker.queue.scripts import LuaScript
+import redis
+from redis.backoff import NoBackoff
+from redis.cluster import RedisCluster
+from redis.connection import (
+    AbstractConnection,
+    Connection,
+    SSLConnection,
+    UnixDomainSocketConnection,
+)
+from redis.retry import Retry
+
+from worker.hotpath.connection import check_url
+from worker.hotpath.eviction import EvictionGuard
+from worker.queue.address import is_cluster_url, redacted
+from worker.queue.connect import RedisClient, open_redis
+from worker.queue.evalsha import call_script, run_pipeline
+from worker.queue.scripts import Args, Call, LuaScript
+
+#: How late a read may start after its send and still get the whole timeout (the call then ends
+#: at most this late): setting a socket's timeout costs system calls, which the common case, a
+#: reply read at once, does not pay.
+SLACK_SECONDS: Final = 0.001
 
 
-class Closable(Protocol):
-    """A connection of either pool, as :meth:`NodePool._admit` closes it."""
+class DeadlineSocket:
+    """A socket whose reads end at a deadline: ``timeout`` after the last send.
 
-    def close(self) -> None: ...
+    redis-py bounds each ``recv`` by the socket timeout; a reply arriving one byte per
+    almost-timeout would then take as long as it likes. Here every blocking ``recv`` after a
+    send waits at most what is left of that send's deadline (a non-blocking poll, redis-py's
+    check of a pooled socket, is left alone). Everything else is the wrapped socket's.
+    """
 
+    __slots__ = ("_deadline", "_short", "_sock", "_timeout")
 
-class NodePool:
-    """What both single-node pools share: the server's address and TLS context, the bound
-    on connections and the eviction guard."""
-
-    def __init__(
-        self, url: str, timeout: float, max_connections: int, allow_evicting: bool
-    ) -> None:
-        self._address = NodeAddress.parse(url)
-        try:
-            self._tls = self._address.tls_context()
-        except (OSError, ValueError) as exc:  # a CA or certificate file that cannot be read
-            raise ConfigurationError(
-                f"Redis URL {redacted(url)!r}: its TLS files cannot be used ({exc}); fix "
-                "ssl_ca_certs, ssl_certfile or ssl_keyfile"
-            ) from None
+    def __init__(self, sock: socket.socket, timeout: float) -> None:
+        self._sock = sock
         self._timeout = timeout
-        self._max = max_connections
-        self._guard = EvictionGuard(redacted(url), allow_evicting=allow_evicting)
+        self._deadline = 0.0
+        self._short = False
 
-    def _admit(self, conn: Closable, probed: list[Any]) -> None:
-        """Keep a new connection only if the :data:`PROBE` replies say its server does not
-        evict; else close it and raise :class:`QueueMisconfigured`."""
-        try:
-            self._guard.check(probed)
-        except QueueMisconfigured:
-            conn.close()
-            raise
+    def sendall(self, data: Any, /) -> None:
+        if self._short:
+            self._sock.settimeout(self._timeout)
+            self._short = False
+        self._deadline = monotonic() + self._timeout
+        self._sock.sendall(data)
 
-    def _busy(self) -> ConnectionError:
-        return ConnectionError(
-            f"all {self._max} hot-path connections stayed busy for {self._timeout:g} s"
-        )
+    def recv(self, size: int, /) -> bytes:
+        sock = self._sock
+        if sock.gettimeout() != 0:
+            left = self._deadline - monotonic()
+            if left <= 0:
+                raise TimeoutError(f"no whole reply from Redis within {self._timeout:g} s")
+            if left < self._timeout - SLACK_SECONDS:  # a read right after the send keeps it
+                sock.settimeout(left)
+                self._short = True
+        return sock.recv(size)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._sock, name)
 
 
-class HotPool(NodePool):
-    """Thread-safe pool for :meth:`execute`; one per :class:`~worker.MemoryClient`.
+class _Deadline(AbstractConnection):
+    """Connections whose socket is a :class:`DeadlineSocket`."""
 
-    Every connection it opens is probed once for an evicting ``maxmemory-policy`` before it
-    carries anything (:mod:`worker.hotpath.eviction`); a reused one costs nothing extra.
+    def _connect(self) -> Any:
+        sock = super()._connect()  # type: ignore[safe-super,no-untyped-call]
+        return DeadlineSocket(sock, self.socket_timeout or 0.0)
+
+
+class HotConnection(_Deadline, Connection):
+    """TCP (``redis://``)."""
+
+
+class HotSSLConnection(_Deadline, SSLConnection):
+    """TLS (``rediss://``)."""
+
+
+class HotUnixConnection(_Deadline, UnixDomainSocketConnection):
+    """A Unix socket (``unix://``)."""
+
+
+#: The connection class of each single-node URL scheme.
+CONNECTIONS: Final = {
+    "redis": HotConnection,
+    "rediss": HotSSLConnection,
+    "unix": HotUnixConnection,
+}
+
+
+class HotPool:
+    """Thread-safe client for the hot path's script calls; one per client (see the module).
+
+    Connects on first use, a cluster's slot map included: a chat host that starts while Redis
+    is down gets :class:`~worker.errors.QueueUnavailable` per enqueue, not at start.
     """
 
     def __init__(
         self, url: str, timeout: float, max_connections: int, *, allow_evicting: bool = False
     ) -> None:
-        super().__init__(url, timeout, max_connections, allow_evicting)
-        self._reset()
-
-    def _reset(self) -> None:
-        self._pid = os.getpid()
-        self._idle: list[Connection] = []
+        self._url, self._timeout, self._max = url, timeout, max_connections
+        check_url(url)
+        self._guard = EvictionGuard(redacted(url), allow_evicting=allow_evicting)
         self._lock = threading.Lock()
-        self._slots = threading.BoundedSemaphore(self._max)
+        self._client: RedisClient | None = None
 
-    def execute(self, packed: bytes, replies: int = 1) -> list[Any]:
-        """Send ``packed`` (``replies`` commands) and read their replies in order.
-
-        An error reply is its :class:`~worker.queue.resp.ReplyError` in the list; a problem
-        on the wire raises ``OSError`` (``TimeoutError`` for a timeout).
-        """
-        if os.getpid() != self._pid:
-            self._reset()
-        if not self._slots.acquire(timeout=self._timeout):
-            raise self._busy()
-        try:
-            with self._lock:
-                conn = self._idle.pop() if self._idle else None
-            if conn is not None:
-                try:
-                    result = _round_trip(conn, packed, replies)
-                except ConnectionError:
-                    conn = None  # stale socket: retry below on a fresh connection
-                else:
-                    self._checkin(conn)
-                    return result
-            conn = self._open()
-            result = _round_trip(conn, packed, replies)
-            self._checkin(conn)
-            return result
-        finally:
-            self._slots.release()
-
-    def _open(self) -> Connection:
-        """A new connection whose server was checked not to evict (else QueueMisconfigured)."""
-        conn = Connection(self._address, self._timeout, self._tls)
-        self._admit(conn, _round_trip(conn, PROBE, PROBE_REPLIES))
-        return conn
-
-    def run_script(self, script: LuaScript, calls: list[bytes]) -> list[Any]:
-        """Run packed EVALSHA ``calls`` of ``script`` in one round trip (plus one, once, to
-        load the script if Redis answers NOSCRIPT); results in order, errors as values."""
-        results = self.execute(b"".join(calls), len(calls))
-        missing = noscript(results)
-        if missing:
-            reloaded(results, missing, self.execute(load(script, calls, missing), 1 + len(missing)))
-        return results
-
-    def run_one(self, script: LuaScript, call: bytes) -> Any:
-        """:meth:`run_script` for one packed call: its result, an error reply as its value."""
-        result = self.execute(call)[0]
-        if is_noscript(result):
-            return reloaded([result], [0], self.execute(load(script, [call], [0]), 2))[0]
-        return result
-
-    def _checkin(self, conn: Connection) -> None:
+    def _connected(self) -> RedisClient:
+        client = self._client
+        if client is not None:
+            return client
         with self._lock:
-            self._idle.append(conn)
+            if self._client is None:
+                self._client = self._open()
+            return self._client
+
+    def _open(self) -> RedisClient:
+        if is_cluster_url(self._url):
+            client = open_redis(self._url, timeout=self._timeout, max_connections=self._max)
+            assert isinstance(client, RedisCluster)
+            # The client read its slot map over connections of its own; from now on every new
+            # connection of a node, once logged in, is checked too (RedisCluster.on_connect
+            # runs this hook), and those already open are closed so that none goes unchecked.
+            client.user_on_connect_func = self._guard.probe
+            client.disconnect_connection_pools()  # type: ignore[no-untyped-call]
+            return client
+        scheme = self._url.partition("://")[0]
+        pool = redis.BlockingConnectionPool.from_url(
+            self._url,
+            connection_class=CONNECTIONS[scheme],
+            max_connections=self._max,
+            timeout=self._timeout,
+            socket_timeout=self._timeout,
+            socket_connect_timeout=self._timeout,
+            retry=Retry(NoBackoff(), 0),
+            redis_connect_func=self._admit,
+        )
+        return redis.Redis(connection_pool=pool)
+
+    def _admit(self, connection: AbstractConnection) -> None:
+        """A new connection: logged in (AUTH, SELECT), then checked not to evict."""
+        connection.on_connect()  # type: ignore[no-untyped-call]
+        self._guard.probe(connection)
+
+    def run_one(self, script: LuaScript, keys: Args, args: Args) -> Any:
+        """Run one script call (loading the script on NOSCRIPT); an error reply is returned
+        as its ``ResponseError``, a problem reaching Redis raised."""
+        try:
+            return call_script(self._connected(), script, keys, args)
+        except redis.ResponseError as exc:
+            return exc
+
+    def run_script(self, calls: list[Call]) -> list[Any]:
+        """Run script ``calls`` in one pipelined round trip (per node); results in order,
+        error replies as values."""
+        return run_pipeline(self._connected(), calls)
 
     def close(self) -> None:
         """Close the idle connections (in-flight ones close when their call ends)."""
         with self._lock:
-            idle, self._idle = self._idle, []
-        for conn in idle:
-            conn.close()
-
-
-def _round_trip(conn: Connection, packed: bytes, replies: int) -> list[Any]:
-    try:
-        return conn.round_trip(packed, replies)
-    except BaseException:
-        conn.close()  # whatever happened, its socket may hold half a reply
-        raise
-
-
-def is_noscript(result: Any) -> bool:
-    return isinstance(result, ReplyError) and result.code == "NOSCRIPT"
-
-
-def noscript(results: list[Any]) -> list[int]:
-    return [i for i, result in enumerate(results) if is_noscript(result)]
-
-
-def load(script: LuaScript, calls: list[bytes], missing: list[int]) -> bytes:
-    """SCRIPT LOAD, then the refused calls again (NOSCRIPT means they did not run)."""
-    load = pack_command(b"SCRIPT", b"LOAD", script.source.encode())
-    return load + b"".join(calls[i] for i in missing)
-
-
-def reloaded(results: list[Any], missing: list[int], replies: list[Any]) -> list[Any]:
-    """``results`` with the ``missing`` ones replaced by ``replies`` to :func:`load`'s
-    command (a failed SCRIPT LOAD, its first reply, is raised)."""
-    load, *again = replies
-    if isinstance(load, Exception):
-        raise load
-    for i, result in zip(missing, again, strict=True):
-        results[i] = result
-    return results
+            client, self._client = self._client, None
+        if client is not None:
+            client.close()

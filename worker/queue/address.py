@@ -20,7 +20,7 @@ import socket
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, Protocol
-from urllib.parse import quote, unquote, urlsplit, urlunsplit
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 from worker.errors import ConfigurationError, QueueUnavailable
 
@@ -149,20 +149,6 @@ class ClusterAddress:
             unquote(password) or None,
             CLUSTER_SCHEMES.get(scheme) == "TLS",
         )
-
-    def node_url(self, host: str, port: int) -> str:
-        """A single-node URL for one member of the cluster, with the cluster's credentials.
-
-        >>> ClusterAddress((("a", 1),), "app", "p@ss", tls=True).node_url("10.0.0.5", 7000)
-        'rediss://app:p%40ss@10.0.0.5:7000/0'
-        """
-        scheme = "rediss" if self.tls else "redis"
-        auth = ""
-        if self.password is not None:
-            auth = f"{quote(self.username or '', safe='')}:{quote(self.password, safe='')}@"
-        elif self.username:
-            auth = f"{quote(self.username, safe='')}@"
-        return f"{scheme}://{auth}{host}:{port}/0"
 
 
 def _node(url: str, part: str) -> tuple[str, int]:

@@ -12,8 +12,6 @@ the same call here, so there is one definition of what an enqueue sends.
 ('mw:{s8}:ns:user:u1:log', ['', 'user:u1'])
 >>> decode_candidate(args[3]) == c
 True
->>> enc.packed(c).split()[:3]
-[b'*14', b'$7', b'EVALSHA']
 
 The call carries no clock, and no policy of the client's: only its shard count, checked
 against the workers', and the release's default policy, used only until a worker has written
@@ -32,8 +30,7 @@ from worker.errors import BacklogFull, InvalidCandidate, MemworkerError, QueueMi
 from worker.metrics import count_enqueued
 from worker.queue.failures import translate
 from worker.queue.keys import QueueLayout
-from worker.queue.resp import pack_bulk
-from worker.queue.scripts import SCRIPTS, Call, ScriptCallError
+from worker.queue.scripts import SCRIPTS, Arg, Call, ScriptCallError
 from worker.queue_policy import QueuePolicy
 
 if TYPE_CHECKING:
@@ -45,8 +42,8 @@ BACKLOG_FULL: Final = "BACKLOG_FULL"
 SHARDS_MISMATCH: Final = "SHARDS_MISMATCH"
 
 _ENQUEUE: Final = SCRIPTS["enqueue"]
-#: The ARGV order :meth:`EnqueueEncoder.pack` writes by hand (the hot path's one format);
-#: checked against the script's header at import, so the two cannot drift apart.
+#: The ARGV order :meth:`EnqueueEncoder.pack` writes without naming them (the hot path's one
+#: format); checked against the script's header at import, so the two cannot drift apart.
 PACKED_ARGV: Final = ("now", "namespace", "id", "candidate", "shards", "policy")
 if _ENQUEUE.argv != PACKED_ARGV or _ENQUEUE.rest:
     raise ScriptCallError(
@@ -54,10 +51,10 @@ if _ENQUEUE.argv != PACKED_ARGV or _ENQUEUE.rest:
         f"{PACKED_ARGV}: change EnqueueEncoder.pack with the header"
     )
 
-#: Namespaces whose packed key names are kept for the hot path. Packing four key names costs
-#: more than a dict lookup; 4096 covers the active users of one chat process, and the cache
-#: is simply cleared when full (a miss only costs the packing again).
-PACKED_KEYS_CACHE: Final = 4096
+#: Namespaces whose key names are kept for the hot path. Deriving five key names costs more
+#: than a dict lookup; 4096 covers the active users of one chat process, and the cache is
+#: simply cleared when full (a miss only costs the derivation again).
+KEYS_CACHE: Final = 4096
 
 
 def to_ms(now: float | None) -> int:
@@ -105,19 +102,15 @@ class QueueShape(Protocol):
 class EnqueueEncoder:
     """Builds ``enqueue`` script calls for one deployment's settings."""
 
-    __slots__ = ("_defaults", "_head", "_packed_keys", "_shards", "_tail", "layout")
+    __slots__ = ("_defaults", "_keys", "_shards", "layout")
 
     def __init__(self, settings: QueueShape) -> None:
         self.layout = QueueLayout(settings.key_prefix, settings.queue_shards)
-        # The parts of a packed call that never change, packed once: EVALSHA, sha, numkeys,
-        # 5 KEYS, then ARGV: `now` (empty unless a test passes it), namespace, id, JSON, and in
-        # `_tail` the shard count and the release's default policy (see worker.queue_policy).
+        # The ARGV that never change: the shard count and the release's default policy (see
+        # worker.queue_policy).
         self._shards = settings.queue_shards
         self._defaults = QueuePolicy.defaults(settings.queue_shards).packed()
-        sha = _ENQUEUE.sha.encode()
-        self._head = b"*14\r\n" + pack_bulk(b"EVALSHA", sha, b"5")
-        self._tail = pack_bulk(str(self._shards).encode(), self._defaults)
-        self._packed_keys: dict[str, tuple[bytes, bytes]] = {}
+        self._keys: dict[str, list[str]] = {}
 
     def call(self, candidate: Candidate, now: float | None = None) -> Call:
         """The enqueue script call for ``candidate`` (see ``lua/enqueue.lua``); ``now``
@@ -127,43 +120,23 @@ class EnqueueEncoder:
             now=script_now(now),
             namespace=candidate.namespace,
             id=candidate.id,
-            candidate=candidate.model_dump_json(),
+            candidate=candidate.model_dump_json().encode(),
             shards=self._shards,
             policy=self._defaults,
         )
 
-    def packed(self, candidate: Candidate, now: float | None = None) -> bytes:
-        """The same call as :meth:`call`, as one EVALSHA in the Redis protocol."""
-        return self.pack(
-            candidate.namespace, candidate.id, candidate.model_dump_json().encode(), now
-        )
-
-    def pack(self, ns: str, cid: str, payload: bytes, now: float | None = None) -> bytes:
-        """:meth:`packed` from a candidate's namespace, id and stored JSON (the hot path
-        builds the JSON itself, see :mod:`worker.hotpath.builder`)."""
-        cached = self._packed_keys.get(ns)
-        if cached is None:
-            if len(self._packed_keys) >= PACKED_KEYS_CACHE:
-                self._packed_keys.clear()
+    def pack(self, ns: str, cid: str, payload: bytes, now: float | None = None) -> Call:
+        """The same call as :meth:`call`, from a candidate's namespace, id and stored JSON
+        (the hot path builds the JSON itself, see :mod:`worker.hotpath.builder`); the key
+        names of a namespace are derived once."""
+        keys = self._keys.get(ns)
+        if keys is None:
+            if len(self._keys) >= KEYS_CACHE:
+                self._keys.clear()
             shard = self.layout.shard(ns)
-            keys = pack_bulk(*(self.layout.key(k, shard, ns).encode() for k in _ENQUEUE.keys))
-            cached = self._packed_keys[ns] = (keys, pack_bulk(ns.encode()))
-        keys, ns_bulk = cached
-        stamp = b"" if now is None else b"%d" % int(now * 1000)
-        id_bytes = cid.encode()
-        # One format instead of pack_bulk's generator: this runs on every hot-path enqueue.
-        return b"%b%b$%d\r\n%b\r\n%b$%d\r\n%b\r\n$%d\r\n%b\r\n%b" % (
-            self._head,
-            keys,
-            len(stamp),
-            stamp,
-            ns_bulk,
-            len(id_bytes),
-            id_bytes,
-            len(payload),
-            payload,
-            self._tail,
-        )
+            keys = self._keys[ns] = [self.layout.key(k, shard, ns) for k in _ENQUEUE.keys]
+        args: list[Arg] = [script_now(now), ns, cid, payload, self._shards, self._defaults]
+        return _ENQUEUE, keys, args
 
     def settle(
         self, candidates: Sequence[Queued], results: Sequence[Any], where: str = "Redis"

@@ -1,32 +1,24 @@
 """Every Redis failure as a :class:`~worker.errors.MemworkerError` that says what to do.
 
 redis-py raises its own exceptions, and a script's error reply comes back as a bare
-``ResponseError``; the hot path's own connections (:mod:`worker.hotpath.wire`) raise
-``OSError`` and return error replies as :class:`~worker.queue.resp.ReplyError` values.
-Callers of the queue (the hot path above all) only ever see this module's translation, so
-one ``except MemworkerError`` covers Redis too.
+``ResponseError`` (pipelines and the hot path keep it as a value). Callers of the queue (the
+hot path above all) only ever see this module's translation, so one ``except
+MemworkerError`` covers Redis too.
 
-This module does not import redis-py: an exception of redis-py can only exist once redis-py
-is loaded, so its classes are looked up among the loaded modules (the hot path of one Redis
-never loads it, and an import here would cost it ~0.2 s).
-
->>> from worker.queue.resp import ReplyError
->>> type(translate(ReplyError("OOM command not allowed"), "redis://x")).__name__
-'QueueOutOfMemory'
->>> type(translate(ReplyError("MOVED 3999 10.0.0.2:6379"), "redis://x")).__name__
-'QueueMisconfigured'
 >>> import redis
 >>> type(translate(redis.ResponseError("OOM command not allowed"), "redis://x")).__name__
 'QueueOutOfMemory'
+>>> type(translate(redis.ResponseError("MOVED 3999 10.0.0.2:6379"), "redis://x")).__name__
+'QueueMisconfigured'
 """
 
 from __future__ import annotations
 
 import re
 import ssl
-import sys
-from types import ModuleType
 from typing import Any, Final
+
+import redis.exceptions
 
 from worker.errors import (
     MemworkerError,
@@ -55,18 +47,13 @@ _CLASSES: Final = (
 )
 
 
-def _redis_py() -> ModuleType | None:
-    """redis-py's exceptions module when redis-py is loaded (else no exception is one of it)."""
-    return sys.modules.get("redis.exceptions")
-
-
 def _is(exc: BaseException, name: str) -> bool:
-    rx = _redis_py()
-    return rx is not None and isinstance(exc, getattr(rx, name))
+    """``exc`` is an instance of redis-py's exception class ``name``."""
+    return isinstance(exc, getattr(redis.exceptions, name))
 
 
 def is_timeout(exc: BaseException) -> bool:
-    """A call that got no answer in time (the hot path's sockets, or redis-py's)."""
+    """A call that got no answer in time (redis-py's timeout, or an asyncio deadline's)."""
     return isinstance(exc, TimeoutError) or _is(exc, "TimeoutError")
 
 
@@ -80,8 +67,8 @@ def is_unreachable(exc: BaseException) -> bool:
 
 
 def tls_failure(exc: BaseException) -> ssl.SSLError | None:
-    """The TLS error behind ``exc``: itself (the hot path's sockets), or the one redis-py's
-    connection error was raised while handling."""
+    """The TLS error behind ``exc``: itself, or the one redis-py's connection error was
+    raised while handling."""
     for found in (exc, exc.__cause__, exc.__context__):
         if isinstance(found, ssl.SSLError):
             return found

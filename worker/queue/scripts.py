@@ -10,9 +10,8 @@ Scripts marked ``-- uses _lib.lua`` get the shared helpers prepended, and those 
 ``-- uses _sets.lua`` the set helpers too (after them); the hot path's enqueue does without
 the latter, because every prepended function is created again on each call.
 
-Calls go out as EVALSHA, the script loaded only when Redis answers NOSCRIPT: through redis-py
-for the workers and the CLI (:mod:`worker.queue.evalsha`), packed by hand over the hot path's
-own sockets (:mod:`worker.hotpath.pool`). This module imports neither.
+Calls go out as EVALSHA through redis-py, the script loaded only when Redis answers NOSCRIPT
+(:mod:`worker.queue.evalsha`). This module does not import redis-py.
 
 >>> SCRIPTS["enqueue"].name, len(SCRIPTS["enqueue"].sha)
 ('enqueue', 40)
