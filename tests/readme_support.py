@@ -14,7 +14,7 @@ under it in the README.
 The comparison is exact except for what differs per run, masked on both sides: timestamps,
 candidate and trace ids, ages, and table padding (whitespace and the length of box-drawing
 rules, which follow the width of the values). The schema revision a migration reaches is
-compared as printed: a new migration must update the README (``tests/test_readme.py`` checks
+compared as printed: a new migration must update the README (``tests/unit/test_readme.py`` checks
 it without a server).
 """
 

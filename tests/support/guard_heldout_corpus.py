@@ -10,7 +10,7 @@ afterwards, so the catch rate here is what the rows do on wordings nobody fitted
 Several languages are outside the rows' word lists on purpose (Turkish, Indonesian,
 Vietnamese, Swedish): a miss there is a measured gap, not a bug in the corpus.
 
-``python -m bench guards`` prints the rates; ``tests/test_guard_corpus.py`` holds the
+``python -m bench guards`` prints the rates; ``tests/unit/test_guard_corpus.py`` holds the
 legitimate side at zero false positives and the hostile side at a floor.
 """
 

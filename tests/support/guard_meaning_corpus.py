@@ -2,7 +2,7 @@
 statements near each class, in English, French, German, Spanish, Chinese and Russian.
 
 Keyed by class, so the false-positive rate is measured per class
-(``python -m bench guards`` prints it; ``tests/test_guard_corpus.py`` holds it at zero).
+(``python -m bench guards`` prints it; ``tests/unit/test_guard_corpus.py`` holds it at zero).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Every ``worker.cli`` module imports only Typer, Rich and :mod:`worker.errors` at module level:
 the runtime, the store, Redis and the services are imported inside the command that uses them,
-so ``memworker --version`` and ``--help`` start at once (``tests/test_cli_imports.py``).
+so ``memworker --version`` and ``--help`` start at once (``tests/integration/test_cli_imports.py``).
 """
 
 from __future__ import annotations

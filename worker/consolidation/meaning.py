@@ -15,7 +15,8 @@ model's plan (:mod:`~worker.consolidation.justify`).
   relatives, allergies, trips … are *multi-valued* (never retired by another statement).
   A text's kind is the kind whose described examples, in many languages, it lies nearest to
   (:meth:`Meaning.kind`): not a regular expression over a few wordings, so "these days home is
-  Limerick" and "nos mudamos a Murcia" are both where one lives (``tests/test_merge_by_meaning``).
+  Limerick" and "nos mudamos a Murcia" are both where one lives
+  (``tests/integration/test_merge_by_meaning``).
   A text between two kinds may be either (:meth:`Meaning.kinds_near`).
 - **Whose attribute**: the direction from statements about the user to the same statements
   about someone else ("I am 30" / "my brother is 30", :attr:`Bank.subject_pairs`) tells a

@@ -5,7 +5,7 @@ Validation is :func:`worker.models.validate_enqueue`, the same checks, in the sa
 :class:`~worker.models.Candidate` model and serialising it (``model_construct`` plus
 ``model_dump_json`` cost ~11 µs, a third of the client's share of an enqueue), the builder
 writes the candidate's stored JSON directly, byte for byte what ``model_dump_json`` writes
-(``tests/test_hotpath_builder.py`` holds the two to that), with a writer generated from the
+(``tests/unit/test_hotpath_builder.py`` holds the two to that), with a writer generated from the
 stored shape's fields (:class:`~worker.enqueue.StoredCandidate`), and draws random ids without
 ``uuid.UUID``'s constructor. Nothing here imports pydantic.
 
@@ -105,7 +105,7 @@ def _compile_writer() -> Callable[[str, EnqueueValues, datetime], bytes]:
 
     Generated once at import rather than looping over the fields per call: one f-string runs
     as fast as the hand-written one it replaces, and the stored shape is declared once, without
-    pydantic (``tests/test_hotpath_builder.py`` holds it to ``model_dump_json``).
+    pydantic (``tests/unit/test_hotpath_builder.py`` holds it to ``model_dump_json``).
     """
     given = {"id": "q(cid)", "created_at": "q(when)"}
     items = [

@@ -16,7 +16,7 @@ Invariants:
   then), which accepts it or raises, so every error message is the one the worker's settings
   give, naming the field and its variable.
 - **Same result as Settings.** What the quick check accepts, ``Settings`` accepts with the same
-  value (``tests/test_hotpath_settings.py`` holds the two together).
+  value (``tests/unit/test_hotpath_settings.py`` holds the two together).
 - Variables of the worker's other fields are not read: a client never fails on a setting that
   only workers use.
 

