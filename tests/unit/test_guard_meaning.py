@@ -9,15 +9,22 @@ each is refused by meaning alone (the tests check the patterns miss them).
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from bench.bench_updates import load
 from tests.support.consolidation_factories import at, cand, state
 from tests.support.guard_heldout_corpus import HELD_OUT_HOSTILE, HELD_OUT_LEGITIMATE
 from tests.support.guard_meaning_corpus import LEGITIMATE
-from worker.consolidation.guard_meaning import meaning_violation, refusal, secret_shaped
+from worker.consolidation.guard_meaning import (
+    VECTORS_FILE,
+    GuardBank,
+    meaning_violation,
+    refusal,
+    secret_shaped,
+)
 from worker.consolidation.guards import violation
-from worker.consolidation.meaning import Meaning
+from worker.consolidation.meaning import Meaning, shipped_vectors
 from worker.consolidation.rules import RulesConsolidator
 from worker.consolidation.types import Add, Plan, Reject
 from worker.consolidation.validate import validate_plan
@@ -130,3 +137,13 @@ def test_a_plan_writing_a_hostile_text_is_refused_by_meaning(meaning: Meaning) -
         state(), batch, plan, max_removals=5, max_text_bytes=1000, meaning=meaning
     )
     assert any("not storable (credential" in p for p in problems)
+
+
+def test_the_shipped_vectors_are_the_default_models_for_the_shipped_examples(
+    meaning: Meaning,
+) -> None:
+    bank = GuardBank.load()
+    shipped = shipped_vectors(VECTORS_FILE, DEFAULT_EMBEDDINGS, bank.texts)
+    assert shipped is not None, "refresh them: python -m worker.runtime.embeddings"
+    fresh = np.asarray(meaning.embeddings.inner.embed_documents(list(bank.texts[:5])))
+    assert np.allclose(shipped[:5], fresh, atol=1e-4)

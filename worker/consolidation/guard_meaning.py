@@ -33,11 +33,10 @@ True
 
 from __future__ import annotations
 
-import hashlib
 import json
 import weakref
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cache, cached_property
 from importlib import resources
 from typing import Final
 
@@ -96,10 +95,6 @@ class GuardBank:
         """Every text embedded for the bank: the hostile examples, then the legitimate."""
         return (*self.examples, *self.legitimate)
 
-    @property
-    def digest(self) -> str:
-        return hashlib.sha256("\n".join(self.texts).encode()).hexdigest()[:16]
-
 
 class _Vectors:
     """The bank's vectors under one :class:`Meaning`'s model, made once: centred on the mean
@@ -113,8 +108,8 @@ class _Vectors:
     @cached_property
     def _centred(self) -> tuple[np.ndarray, np.ndarray]:
         texts = self.bank.texts
-        stored = shipped_vectors(VECTORS_FILE, self.meaning.model_name, self.bank.digest)
-        if stored is None or len(stored) != len(texts):
+        stored = shipped_vectors(VECTORS_FILE, self.meaning.model_name, texts)
+        if stored is None:
             stored = self.meaning.embed_checked(texts, "embedding the guards' examples")
         # The kinds of statement are what memories ordinarily say: legitimate anchors too.
         matrix = np.vstack([stored, self.meaning.example_vectors])
@@ -142,17 +137,19 @@ def _near(cosines: np.ndarray) -> float:
     return float(np.sort(cosines)[-NEAREST_EXAMPLES:].mean())
 
 
-_BANK: GuardBank | None = None
+@cache
+def _bank() -> GuardBank:
+    return GuardBank.load()
+
+
+#: The bank's vectors under each :class:`Meaning` (one model each), made at first use.
 _BY_MEANING: weakref.WeakKeyDictionary[Meaning, _Vectors] = weakref.WeakKeyDictionary()
 
 
 def _vectors(meaning: Meaning) -> _Vectors:
-    global _BANK
-    if _BANK is None:
-        _BANK = GuardBank.load()
     found = _BY_MEANING.get(meaning)
     if found is None:
-        found = _BY_MEANING[meaning] = _Vectors(meaning, _BANK)
+        found = _BY_MEANING[meaning] = _Vectors(meaning, _bank())
     return found
 
 

@@ -157,11 +157,6 @@ class Bank:
         pairs = self.subject_pairs
         return (*self.examples, *(a for a, _ in pairs), *(b for _, b in pairs))
 
-    @property
-    def digest(self) -> str:
-        """What the bank's vectors depend on (the texts), to know a stored matrix is theirs."""
-        return hashlib.sha256("\n".join(self.texts).encode()).hexdigest()[:16]
-
 
 class CachingEmbeddings(Embeddings):
     """``inner`` with its document vectors kept per text (an LRU of :data:`CACHE_TEXTS`).
@@ -347,8 +342,8 @@ class Meaning:
         """The vectors of the examples, then of the subject pairs (own sides, other sides):
         the shipped ones when they are this model's for these texts, else embedded now."""
         texts = self.bank.texts
-        shipped = shipped_vectors(VECTORS_FILE, self.model_name, self.bank.digest)
-        if shipped is not None and len(shipped) == len(texts):
+        shipped = shipped_vectors(VECTORS_FILE, self.model_name, texts)
+        if shipped is not None:
             return shipped
         return self.embed_checked(texts, "embedding the kinds' examples")
 
@@ -429,28 +424,35 @@ def _shared_kind(meaning: Meaning, a: str, b: str) -> Kind | None:
     return None
 
 
-def shipped_vectors(name: str, model: str | None, digest: str) -> np.ndarray | None:
-    """The vectors shipped in the package file ``name``, if they were made by ``model`` from
-    texts of ``digest``."""
+def texts_digest(texts: Sequence[str]) -> str:
+    """What vectors of ``texts`` depend on (the texts), to know a stored matrix is theirs."""
+    return hashlib.sha256("\n".join(texts).encode()).hexdigest()[:16]
+
+
+def shipped_vectors(name: str, model: str | None, texts: Sequence[str]) -> np.ndarray | None:
+    """The vectors of ``texts`` shipped in the package file ``name``, if ``model`` made them
+    from these very texts."""
     if model is None:
         return None
     try:
         with resources.files(__package__).joinpath(name).open("rb") as handle:
             stored = np.load(handle)
-            if str(stored["model"]) != model or str(stored["digest"]) != digest:
+            if str(stored["model"]) != model or str(stored["digest"]) != texts_digest(texts):
                 return None
-            return np.asarray(stored["vectors"], dtype=np.float64)
+            vectors = np.asarray(stored["vectors"], dtype=np.float64)
     except (OSError, KeyError, ValueError):
         return None
+    return vectors if len(vectors) == len(texts) else None
 
 
-def write_shipped_vectors(meaning: Meaning, path: str, texts: Sequence[str], digest: str) -> None:
-    """Write the vectors of ``texts`` (a bank of described examples whose digest is
-    ``digest``) under ``meaning``'s model to ``path``, to ship beside the bank."""
+def write_shipped_vectors(meaning: Meaning, path: str, texts: Sequence[str]) -> None:
+    """Write the vectors of ``texts`` (a bank of described examples) under ``meaning``'s
+    model to ``path``, to ship beside the bank."""
     vectors = np.asarray(meaning.embeddings.embed_documents(list(texts)))
     np.savez_compressed(
-        path, vectors=vectors.astype(np.float32), model=meaning.model_name or "", digest=digest
-    )
+        path, vectors=vectors.astype(np.float32), model=meaning.model_name or "",
+        digest=texts_digest(texts),
+    )  # fmt: skip
 
 
 def numbers_of(text: str) -> tuple[str, ...]:

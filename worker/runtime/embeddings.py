@@ -115,9 +115,9 @@ if __name__ == "__main__":  # python -m worker.runtime.embeddings: refresh the s
     model = meaning.Meaning(built)
     folder = Path(meaning.__file__).parent
     guard = guard_meaning.GuardBank.load()
-    for name, texts, digest in (
-        (meaning.VECTORS_FILE, model.bank.texts, model.bank.digest),
-        (guard_meaning.VECTORS_FILE, guard.texts, guard.digest),
+    for name, texts in (
+        (meaning.VECTORS_FILE, model.bank.texts),
+        (guard_meaning.VECTORS_FILE, guard.texts),
     ):
-        meaning.write_shipped_vectors(model, str(folder / name), texts, digest)
+        meaning.write_shipped_vectors(model, str(folder / name), texts)
         print(f"wrote {name}")
