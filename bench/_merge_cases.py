@@ -24,7 +24,17 @@ from datetime import UTC, datetime, timedelta
 from difflib import SequenceMatcher
 from typing import Final
 
-from worker.consolidation import frames, guards, justify, rules, semantic, text
+from worker.consolidation import frames
+
+from worker.consolidation import guards
+
+from worker.consolidation import justify
+
+from worker.consolidation import rules
+
+from worker.consolidation import semantic
+
+from worker.consolidation import text
 from worker.consolidation.rules import RulesConsolidator
 from worker.models import Candidate, make_candidate
 from worker.values import Entry, NamespaceState

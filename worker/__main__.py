@@ -8,6 +8,6 @@ from worker.runtime.lifetime import watch_supervisor_from_env
 
 watch_supervisor_from_env()
 
-from worker.cli.app import main  # noqa: E402  (after the watchdog: imports take seconds)
+from worker.cli import main  # noqa: E402  (after the watchdog: imports take seconds)
 
 main()

@@ -81,7 +81,7 @@ NOT_FOR_STATUS = (
 _PROBE = """
 import json, sys
 sys.argv = ["memworker", *json.loads(sys.argv[1])]
-from worker.cli.app import main
+from worker.cli import main
 try:
     main()
 except SystemExit:

@@ -15,7 +15,9 @@ from typer.testing import CliRunner
 from worker.cli.db_cmds import register
 from worker.errors import StoreError
 from worker.models import Namespace
-from worker.store import MemoryStore, migrate, search_ddl
+from worker.store import MemoryStore
+from worker.store import migrate
+from worker.store import search_ddl
 from worker.store.engine import create_store_engine
 from worker.store.schema import NAMESPACE_KEY_LENGTH, metadata
 

@@ -14,7 +14,9 @@ import sqlalchemy as sa
 
 from tests.store_support import FACTS, at, commit, entry, plan, unique_ns
 from worker.errors import ConfigurationError
-from worker.store import MemoryStore, search_ddl, search_index
+from worker.store import MemoryStore
+from worker.store import search_ddl
+from worker.store import search_index
 from worker.store.schema import namespaces
 from worker.values import Entry
 

@@ -15,7 +15,9 @@ import sqlalchemy as sa
 from alembic import command
 
 from tests.store_support import at, commit, entry, plan, unique_ns
-from worker.store import MemoryStore, migrate, search_ddl
+from worker.store import MemoryStore
+from worker.store import migrate
+from worker.store import search_ddl
 from worker.store.engine import create_store_engine
 
 pytestmark = pytest.mark.postgres

@@ -14,7 +14,8 @@ import regex
 
 from tests.support.guard_corpus import NEGATIVES, POSITIVES, variants, wrapped
 from tests.support.guard_meaning_corpus import HOSTILE, LEGITIMATE
-from worker.consolidation import guard_screen, guards
+from worker.consolidation import guard_screen
+from worker.consolidation import guards
 from worker.consolidation.guard_rules import ALL_RULES
 from worker.consolidation.guard_screen import (
     count_digits,

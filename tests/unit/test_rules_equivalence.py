@@ -13,7 +13,8 @@ from difflib import SequenceMatcher
 import pytest
 
 from tests.support.consolidation_factories import at, cand, entry, state
-from worker.consolidation import rules, text
+from worker.consolidation import rules
+from worker.consolidation import text
 from worker.consolidation.rules import RulesConsolidator
 from worker.consolidation.types import Invalidate, Plan
 from worker.models import Candidate

@@ -32,7 +32,7 @@ def _url(database_url: str | None) -> str:
     return database_url or load_settings().effective_database_url
 
 
-def register(app: typer.Typer) -> None:
+def register_db(app: typer.Typer) -> None:
     """Add the ``db`` command group (``upgrade``, ``current``) to ``app``."""
     db = typer.Typer(help="The SQL memory store: schema migrations.", no_args_is_help=True)
 

@@ -44,7 +44,7 @@ HISTORY_CAPTION: Final = (
 )
 
 
-def register(app: typer.Typer) -> None:
+def register_memory(app: typer.Typer) -> None:
     app.command("show")(show)
     app.command("history")(history)
     app.command("diff")(diff)

@@ -33,7 +33,7 @@ IdArg = Annotated[int, typer.Argument(metavar="ID", help="The approval id (`appr
 ByOpt = Annotated[str | None, typer.Option("--by", help="Who decides (default: operator:<login>).")]
 
 
-def register(app: typer.Typer) -> None:
+def register_approvals(app: typer.Typer) -> None:
     approvals = typer.Typer(
         help="Changes waiting for an operator: list, approve, reject.", no_args_is_help=True
     )

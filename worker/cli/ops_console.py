@@ -14,7 +14,7 @@ from worker.errors import ConfigurationError
 DEFAULT_PORT = 8377
 
 
-def register(app: typer.Typer) -> None:
+def register_console(app: typer.Typer) -> None:
     app.command("console")(console_command)
 
 

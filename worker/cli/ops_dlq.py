@@ -20,7 +20,7 @@ from worker.errors import InvalidOption
 NamespaceArg = Annotated[str, typer.Argument(metavar="NS", help="A namespace, e.g. user:u1.")]
 
 
-def register(app: typer.Typer) -> None:
+def register_dlq(app: typer.Typer) -> None:
     dlq = typer.Typer(help="Dead-lettered batches: list, retry, drop.", no_args_is_help=True)
     dlq.command("list")(list_dead)
     dlq.command("retry")(retry)

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from worker.service.erase import Erased, EraseTarget
 
 
-def register(app: typer.Typer) -> None:
+def register_forget(app: typer.Typer) -> None:
     app.command("forget")(forget)
 
 

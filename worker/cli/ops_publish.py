@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 _TARGETS: Final = "--user U [--assistant A], --org O, --namespace NS, or --all for every namespace"
 
 
-def register(app: typer.Typer) -> None:
+def register_publish(app: typer.Typer) -> None:
     app.command("publish")(publish)
 
 
@@ -76,9 +76,9 @@ def publish(
         )
         record_delivery(done.delivery)
         if as_json:
-            print_json(_json(done, chosen))
+            print_json(_json_published(done, chosen))
             return
-        _print(runtime, done, chosen)
+        _print_published(runtime, done, chosen)
 
 
 def _chosen_sinks(runtime: Runtime, sink: str | None) -> list[str]:
@@ -108,7 +108,7 @@ def _targets(runtime: Runtime, one: tuple[str | None, ...] | None) -> list[str]:
     return [ns.key]
 
 
-def _json(done: Republished, sinks: list[str]) -> dict[str, Any]:
+def _json_published(done: Republished, sinks: list[str]) -> dict[str, Any]:
     return {
         "namespaces": done.namespaces,
         "sinks": sinks,
@@ -121,7 +121,7 @@ def _json(done: Republished, sinks: list[str]) -> dict[str, Any]:
     }
 
 
-def _print(runtime: Runtime, done: Republished, sinks: list[str]) -> None:
+def _print_published(runtime: Runtime, done: Republished, sinks: list[str]) -> None:
     if not done.namespaces and not done.set_aside:
         console.print("no namespace has memory yet; nothing to publish")
         return

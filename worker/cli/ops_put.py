@@ -25,7 +25,7 @@ from worker.cli.ops_support import (
 from worker.errors import InvalidCandidate, InvalidOption
 
 
-def register(app: typer.Typer) -> None:
+def register_put(app: typer.Typer) -> None:
     app.command("put")(put)
 
 

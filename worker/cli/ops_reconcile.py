@@ -78,7 +78,7 @@ def _json_of(r: Reconciled, versions: dict[str, int]) -> dict[str, Any]:
     }
 
 
-def register(app: typer.Typer) -> None:
+def register_reconcile(app: typer.Typer) -> None:
     app.command("reconcile")(reconcile)
 
 

@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 DEFAULT_SINCE: Final = "1d"
 
 
-def register(app: typer.Typer) -> None:
+def register_scan(app: typer.Typer) -> None:
     app.command("scan")(scan)
 
 
@@ -69,9 +69,9 @@ def scan(
         end = now_utc()
         found = scan_now(runtime, target, start=end - lookback, end=end, enqueue=not dry_run)
         if as_json:
-            print_json(_json(found, end - lookback, end, dry_run))
+            print_json(_json_scan(found, end - lookback, end, dry_run))
             return
-        _print(found, since, target, dry_run)
+        _print_found(found, since, target, dry_run)
 
 
 def scan_now(
@@ -107,7 +107,7 @@ def _counts(found: SourceScan) -> dict[str, int]:
     return {key: len(candidates) for key, candidates in sorted(found.by_namespace.items())}
 
 
-def _json(found: SourceScan, start: datetime, end: datetime, dry_run: bool) -> dict[str, Any]:
+def _json_scan(found: SourceScan, start: datetime, end: datetime, dry_run: bool) -> dict[str, Any]:
     return {
         "dry_run": dry_run,
         "window": [start.isoformat(timespec="seconds"), end.isoformat(timespec="seconds")],
@@ -121,7 +121,7 @@ def _json(found: SourceScan, start: datetime, end: datetime, dry_run: bool) -> d
     }
 
 
-def _print(found: SourceScan, since: str, target: Namespace | None, dry_run: bool) -> None:
+def _print_found(found: SourceScan, since: str, target: Namespace | None, dry_run: bool) -> None:
     whose = f" of {target.key}" if target is not None else ""
     verb = "would queue" if dry_run else "queued"
     console.print(

@@ -119,7 +119,7 @@ def operator_session(*, writes: bool = False) -> Iterator[Runtime]:
     A command that publishes and had a delivery fail (or a sink skipped as failing) exits 1
     once its output is printed, as the exit-code table says: what it wrote is committed, but
     not yet in every sink (the workers retry it). Every publish goes through
-    :func:`publish` or :func:`record_delivery`, so no command can forget this.
+    :func:`publish_namespaces` or :func:`record_delivery`, so no command can forget this.
 
     A command that ``writes`` (commits, erases, publishes) is refused before it changes
     anything when its sinks lack one the workers publish to (:func:`require_workers_sinks`).
@@ -202,7 +202,7 @@ def record_delivery(report: DeliveryReport) -> DeliveryReport:
     return report
 
 
-def publish(runtime: Runtime, namespaces: Sequence[str]) -> DeliveryReport:
+def publish_namespaces(runtime: Runtime, namespaces: Sequence[str]) -> DeliveryReport:
     """Deliver what the outbox holds for the namespaces this command touched, so its files
     appear in the sinks right away; bounded, and the report says what is still due.
 

@@ -33,7 +33,7 @@ from worker.cli.ops_support import (
     console,
     describe_delivery,
     operator_session,
-    publish,
+    publish_namespaces,
 )
 from worker.cli.progress import progress_bar
 from worker.errors import ErasedNamespace, InvalidOption, StoreRefused
@@ -42,7 +42,7 @@ from worker.errors import ErasedNamespace, InvalidOption, StoreRefused
 IMPORT_STEPS: Final = ("written", "published")
 
 
-def register(app: typer.Typer) -> None:
+def register_transfer(app: typer.Typer) -> None:
     app.command("export")(export)
     app.command("import")(import_)
 
@@ -127,7 +127,7 @@ def import_(
                     f"{file}: {exc}; fix the document and import it again"
                 ) from None
             advance(IMPORT_STEPS[0])
-            delivery = publish(runtime, [key])
+            delivery = publish_namespaces(runtime, [key])
             advance(IMPORT_STEPS[1])
         if as_json:
             print_json(

@@ -36,7 +36,7 @@ DEFAULT_SEARCH_LIMIT: Final = 10
 MAX_SEARCH_LIMIT: Final = 100
 
 
-def register(app: typer.Typer) -> None:
+def register_why(app: typer.Typer) -> None:
     app.command("search")(search)
     app.command("why")(why)
     app.command("candidate")(candidate)

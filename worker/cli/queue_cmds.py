@@ -392,7 +392,7 @@ def _table(stats: QueueStats) -> Table:
     return table
 
 
-def register(app: typer.Typer) -> None:
+def register_queue(app: typer.Typer) -> None:
     """Add ``enqueue`` and ``status`` to the ``memworker`` app."""
     app.command("enqueue")(enqueue)
     app.command("status")(status)

@@ -14,7 +14,7 @@ from typing import Annotated
 import typer
 
 from worker.cli.help import MemworkerGroup
-from worker.cli.version import version_line
+from worker.cli import version_line
 
 
 def _new_app() -> typer.Typer:
@@ -30,28 +30,28 @@ def _new_app() -> typer.Typer:
 
 app = _new_app()
 
-#: Modules that add commands to ``app``; each exposes ``register(app)``.
-COMMAND_MODULES: tuple[str, ...] = (
-    "worker.cli.queue_cmds",
-    "worker.cli.db_cmds",
-    "worker.cli.memory_cmds",
-    "worker.cli.ops_why",
-    "worker.cli.ops_console",
-    "worker.cli.run_cmds",
-    "worker.cli.schedule_cmds",
-    "worker.cli.ops_reconcile",
-    "worker.cli.ops_publish",
-    "worker.cli.ops_scan",
-    "worker.cli.ops_dlq",
-    "worker.cli.ops_approvals",
-    "worker.cli.ops_put",
-    "worker.cli.ops_forget",
-    "worker.cli.ops_transfer",
-    "worker.cli.store_cmds",
+#: Where the commands come from: a module, and its function that adds them to ``app``.
+COMMANDS: tuple[tuple[str, str], ...] = (
+    ("worker.cli.queue_cmds", "register_queue"),
+    ("worker.cli.db_cmds", "register_db"),
+    ("worker.cli.memory_cmds", "register_memory"),
+    ("worker.cli.ops_why", "register_why"),
+    ("worker.cli.ops_console", "register_console"),
+    ("worker.cli.run_cmds", "register_run"),
+    ("worker.cli.schedule_cmds", "register_schedules"),
+    ("worker.cli.ops_reconcile", "register_reconcile"),
+    ("worker.cli.ops_publish", "register_publish"),
+    ("worker.cli.ops_scan", "register_scan"),
+    ("worker.cli.ops_dlq", "register_dlq"),
+    ("worker.cli.ops_approvals", "register_approvals"),
+    ("worker.cli.ops_put", "register_put"),
+    ("worker.cli.ops_forget", "register_forget"),
+    ("worker.cli.ops_transfer", "register_transfer"),
+    ("worker.cli.store_cmds", "register_store"),
 )
 
-for _module in COMMAND_MODULES:
-    importlib.import_module(_module).register(app)
+for _module, _register in COMMANDS:
+    getattr(importlib.import_module(_module), _register)(app)
 
 
 def _print_version(value: bool) -> None:

@@ -41,7 +41,7 @@ SupervisedOpt = Annotated[
 LoglevelOpt = Annotated[str, typer.Option(help="Log level: DEBUG, INFO, WARNING, ERROR.")]
 
 
-def register(app: typer.Typer) -> None:
+def register_run(app: typer.Typer) -> None:
     app.command("run")(run)
     app.command("worker")(worker)
     app.command("beat")(beat)

@@ -14,13 +14,13 @@ from worker.cli.errors import cli_errors
 if TYPE_CHECKING:
     from worker.scheduling.schedules import ScheduleSpec
 
-console = make_console()
+_console = make_console()
 
 #: Upcoming fires shown per schedule: enough to see the rhythm (and a weekend gap).
 FIRES_SHOWN = 3
 
 
-def register(app: typer.Typer) -> None:
+def register_schedules(app: typer.Typer) -> None:
     app.command("schedules")(schedules)
 
 
@@ -75,7 +75,7 @@ def schedules(
             fires = "\n".join(f[:16].replace("T", " ") for f in d["next_fires"])
             spans = "\n".join(_span(w["seconds"]) for w in d["windows"])
             table.add_row(name, d["cron"], d["timezone"], d["action"], fires, spans)
-        console.print(table)
+        _console.print(table)
 
 
 def _span(seconds: float) -> str:

@@ -17,7 +17,7 @@ from worker.cli.ops_support import JsonOpt, console, operator_session
 from worker.errors import ConfigurationError, InvalidOption
 
 
-def register(app: typer.Typer) -> None:
+def register_store(app: typer.Typer) -> None:
     store = typer.Typer(help="The LangGraph store sink's layout.", no_args_is_help=True)
     store.command("migrate-orgs")(migrate_orgs)
     app.add_typer(store, name="store")

@@ -63,7 +63,7 @@ _MIN_WORD: Final = 4
 
 
 @lru_cache(maxsize=4096)
-def _content(text: str) -> frozenset[str]:
+def _content_words(text: str) -> frozenset[str]:
     """Content stems of ``text``: long words cut to a stem, and character pairs of each run of
     the scripts written without spaces (and of Hangul, whose words are short syllable runs)."""
     found: set[str] = set()
@@ -91,7 +91,7 @@ def _syllabic(token: str) -> bool:
 def related(a: str, b: str, meaning: Meaning | None = None) -> bool:
     """True when ``a`` and ``b`` share a content stem, or (by ``meaning``, texts prepared) are
     about the same thing (see the module notes)."""
-    if not _content(a).isdisjoint(_content(b)):
+    if not _content_words(a).isdisjoint(_content_words(b)):
         return True
     first, second = frame_of(a), frame_of(b)
     if first is not None and second is not None and first.slot() == second.slot():

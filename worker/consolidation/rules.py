@@ -53,7 +53,9 @@ from datetime import datetime
 from operator import attrgetter
 from typing import ClassVar, Final
 
-from worker.consolidation import extract, text
+from worker.consolidation import extract
+
+from worker.consolidation import text
 from worker.consolidation.frames import Frame, frame_of
 from worker.consolidation.guard_meaning import refusal
 from worker.consolidation.ids import EntryIds

@@ -43,7 +43,7 @@ from worker.errors import QueueMisconfigured
 
 if TYPE_CHECKING:
     from redis.asyncio.connection import AbstractConnection as AsyncConnection
-    from redis.connection import AbstractConnection as Connection
+    from redis.connection import AbstractConnection
 
 log = logging.getLogger(__name__)
 
@@ -91,7 +91,7 @@ class EvictionGuard:
         self.allow_evicting = allow_evicting
         self._warned = False
 
-    def probe(self, connection: Connection) -> None:
+    def probe(self, connection: AbstractConnection) -> None:
         """Send :data:`PROBE` on a new, logged-in ``connection`` and :meth:`check` the replies
         (an error reply, such as a renamed ``CONFIG``, is one of them)."""
         packed = connection.pack_commands(PROBE)  # type: ignore[no-untyped-call]

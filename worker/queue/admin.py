@@ -23,7 +23,8 @@ import redis
 from redis.cluster import RedisCluster
 
 from worker.errors import BusyNamespace, NotFound
-from worker.queue import deployment, views
+from worker.queue import deployment
+from worker.queue import views
 from worker.queue.connect import REDIS_FAILURES
 from worker.queue.encoding import script_now
 from worker.queue.failures import translate

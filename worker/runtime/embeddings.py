@@ -108,8 +108,9 @@ def _one_line(exc: BaseException) -> str:
 if __name__ == "__main__":  # python -m worker.runtime.embeddings: refresh the shipped vectors
     from pathlib import Path
 
-    from worker.consolidation import guard_meaning, meaning
+    from worker.consolidation import guard_meaning
 
+    from worker.consolidation import meaning
     built = build_embeddings(DEFAULT_EMBEDDINGS)
     assert built is not None
     model = meaning.Meaning(built)

@@ -60,7 +60,7 @@ HEARTBEATS_PER_LEASE = 3
 Trigger = Literal["queue", "reconcile", "schedule", "cli"]
 
 
-def _nothing() -> None:
+def _nothing_after_commit() -> None:
     return None
 
 
@@ -84,7 +84,7 @@ class Pipeline:
     settings: ConsolidationSettings
     sinks: Sequence[str] = ()
     clock: Callable[[], datetime] | None = None
-    after_commit: Callable[[], None] = _nothing
+    after_commit: Callable[[], None] = _nothing_after_commit
     embedder: EntryEmbedder | None = None
     edits: EditCheck | None = None
 

@@ -16,11 +16,11 @@ from contextlib import AbstractContextManager
 Progress = Callable[[int], AbstractContextManager[Callable[[str], None]]]
 
 
-def _nothing(_step: str) -> None:
+def _no_progress(_step: str) -> None:
     return None
 
 
 @contextlib.contextmanager
 def no_progress(_total: int) -> Iterator[Callable[[str], None]]:
     """The display of a caller that shows none."""
-    yield _nothing
+    yield _no_progress

@@ -103,7 +103,7 @@ def reconcile_namespace(
     return Reconciled(namespace, result.outcome, result)
 
 
-def _nothing(_namespace: str) -> None:
+def _no_namespace_progress(_namespace: str) -> None:
     return None
 
 
@@ -114,7 +114,7 @@ def reconcile_each(
     dry_run: bool = False,
     extra: Callable[[str], Sequence[Candidate]] = lambda _namespace: (),
     now: datetime,
-    progress: Callable[[str], None] = _nothing,
+    progress: Callable[[str], None] = _no_namespace_progress,
 ) -> list[Reconciled]:
     """:func:`reconcile_namespace` for each of ``namespaces`` (``reconcile --all``), each behind
     its own bulkhead: a namespace whose step raises (a corrupt log entry a preview cannot read,

@@ -17,7 +17,8 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from worker.errors import InvalidPlan, StaleVersion, StoreRefused
-from worker.store import fence, search_index
+from worker.store import fence
+from worker.store import search_index
 from worker.store.files import NewVersion, write_versions
 from worker.store.records import CONSOLIDATOR_AUTHOR, CommitResult, RunRecord
 from worker.store.runs import insert_run

@@ -15,7 +15,11 @@ from datetime import datetime
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from worker.store import fence, search_index, vectors
+from worker.store import fence
+
+from worker.store import search_index
+
+from worker.store import vectors
 from worker.store.clock import resolve
 from worker.store.outbox import in_doubt
 from worker.store.records import EraseReport
@@ -104,7 +108,7 @@ def _delete_rows(conn: Connection, keys: Sequence[str], ns_ids: Sequence[int]) -
     run("memory_files", sa.delete(memory_files).where(memory_files.c.namespace_id.in_(ns_ids)))
     # The search index and the vectors go in this transaction too: nothing finds erased text.
     search_index.drop_namespaces(conn, ns_ids)
-    vectors.drop_namespaces(conn, ns_ids)
+    vectors.drop_namespace_vectors(conn, ns_ids)
     run("entries", sa.delete(entries).where(entries.c.namespace_id.in_(ns_ids)))
     run(
         "candidate_ledger",

@@ -17,7 +17,8 @@ from sqlalchemy.engine import Connection
 
 from worker.errors import NotFound
 from worker.models import Namespace, Scope, normalise_path
-from worker.store import fence, search_index
+from worker.store import fence
+from worker.store import search_index
 from worker.store.files import NewVersion, unified_diff, with_current_version, write_versions
 from worker.store.provenance import LIKE_ESCAPE, like_pattern
 from worker.store.records import CommitResult, FileInfo, FileVersionInfo

@@ -19,7 +19,8 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from worker.errors import ConfigurationError
-from worker.store import search_postgres, search_rank, search_sqlite, vectors
+from worker.store import search_rank
+from worker.store import vectors
 from worker.store.schema import entries, namespaces
 from worker.store.search_ddl import DOCS, STATS
 from worker.store.search_text import QueryTerms, index_text, repeats_of, term_key
@@ -59,6 +60,9 @@ REBUILD_CHUNK = 2000
 
 
 def _backend(conn: Connection) -> ModuleType:
+    # Imported here: each dialect module reads this module's tables and terms.
+    from worker.store import search_postgres
+    from worker.store import search_sqlite
     return search_postgres if conn.dialect.name == "postgresql" else search_sqlite
 
 
@@ -204,6 +208,8 @@ def backfill_repeats(conn: Connection) -> int:
 def configure(conn: Connection, config: str) -> bool:
     """Build the PostgreSQL index with text-search configuration ``config`` (rebuilding it when
     it was built with another); True when it rebuilt. SQLite has one tokenizer: a no-op."""
+    from worker.store import search_postgres
+
     if conn.dialect.name != "postgresql" or search_postgres.configured(conn) == config:
         return False
     try:

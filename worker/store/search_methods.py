@@ -15,7 +15,8 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from worker.models import Namespace
-from worker.store import fence, search_index
+from worker.store import fence
+from worker.store import search_index
 from worker.store import vectors as _vectors
 from worker.store.schema import entries
 from worker.store.search_text import query_terms

@@ -19,7 +19,8 @@ from sqlalchemy.engine import Connection
 from worker.errors import ErasedNamespace, InvalidCandidate, NotFound, StoreRefused
 from worker.models import Namespace, normalise_path
 from worker.namespaces import refuse_reserved
-from worker.store import fence, search_index
+from worker.store import fence
+from worker.store import search_index
 from worker.store.files import queue_publish
 from worker.store.records import CommitResult, RunRecord
 from worker.store.runs import insert_run

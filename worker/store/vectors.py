@@ -157,7 +157,7 @@ def _moved(conn: Connection, ns_id: int) -> None:
     )
 
 
-def drop_namespaces(conn: Connection, ns_ids: Sequence[int]) -> int:
+def drop_namespace_vectors(conn: Connection, ns_ids: Sequence[int]) -> int:
     """Delete every vector of ``ns_ids`` (erase); rows deleted."""
     v = entry_vectors
     return int(conn.execute(sa.delete(v).where(v.c.namespace_id.in_(list(ns_ids)))).rowcount)

@@ -14,8 +14,9 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-from worker.store import search_ddl, search_index
+from worker.store import search_ddl
 
+from worker.store import search_index
 TIMESTAMP = sa.DateTime(timezone=True)
 
 revision = "0004"

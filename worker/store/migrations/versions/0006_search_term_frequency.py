@@ -15,8 +15,9 @@ from __future__ import annotations
 
 from alembic import op
 
-from worker.store import search_ddl, search_index
+from worker.store import search_ddl
 
+from worker.store import search_index
 revision = "0006"
 down_revision = "0005"
 branch_labels = None
