@@ -24,20 +24,12 @@ from datetime import UTC, datetime, timedelta
 from difflib import SequenceMatcher
 from typing import Final
 
-from worker.consolidation import frames
-
-from worker.consolidation import guards
-
-from worker.consolidation import justify
-
-from worker.consolidation import rules
-
-from worker.consolidation import semantic
-
-from worker.consolidation import text
+from worker.consolidation import guards, rules, text
+from worker.consolidation import plan as justify
+from worker.consolidation import text as frames
+from worker.consolidation import text as semantic
 from worker.consolidation.rules import RulesConsolidator
-from worker.models import Candidate, make_candidate
-from worker.values import Entry, NamespaceState
+from worker.models import Candidate, Entry, NamespaceState, make_candidate
 
 T0: Final = datetime(2025, 1, 1, tzinfo=UTC)
 BATCH: Final = 200

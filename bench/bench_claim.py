@@ -7,7 +7,7 @@ so idle namespaces should not matter. Goal: p50 and p99 with 1M idle ≤ 1.5× t
 
 Setup: two deployments (key prefixes) on the same Redis, each with one real namespace whose
 candidate was enqueued through the queue, plus 1k or 1M *idle* namespaces, i.e. members of the
-shard due sets (built with :class:`~worker.queue.keys.QueueLayout`, so each lands in its real
+shard due sets (built with :class:`~worker.queue.scripts.QueueLayout`, so each lands in its real
 shard) scored an hour in the future — not due yet. Creating a million namespaces through the
 enqueue script would take minutes, so the idle members are synthetic: pipelined ``ZADD`` of
 names ``user:idle<i>`` without log or meta keys. That is exactly the state the claim script
@@ -29,8 +29,8 @@ import redis
 
 from bench._support import delete_prefix, percentile, redis_url, unique_prefix, verdict
 from worker.models import make_candidate
-from worker.queue.keys import QueueLayout
 from worker.queue.redis_queue import RedisQueue
+from worker.queue.scripts import QueueLayout
 from worker.settings import Settings
 
 SIZES: Final = (1_000, 1_000_000)

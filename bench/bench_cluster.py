@@ -29,9 +29,9 @@ from bench._support import timed
 from tests.support.redis_cluster import free_cluster_ports, redis_cluster
 from worker import MemoryClient
 from worker.models import EnqueueFields
-from worker.queue.connect import open_redis
+from worker.queue.redis import open_redis
 from worker.queue.redis_queue import RedisQueue
-from worker.runtime.embedded_redis import find_redis_server
+from worker.runtime.processes import find_redis_server
 from worker.settings import Settings
 
 OPS: Final = 2000

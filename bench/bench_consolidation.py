@@ -55,16 +55,14 @@ from bench._support import (
     unique_prefix,
     verdict,
 )
-from worker.consolidation.base import Consolidator
-from worker.consolidation.types import Plan
-from worker.constants import DEFAULT_EMBEDDINGS
-from worker.models import Candidate, make_candidate
+from worker.consolidation.plan import Consolidator, Plan
+from worker.models import Candidate, NamespaceState, make_candidate
 from worker.runtime.container import Runtime, build_runtime
 from worker.service.consolidate import Pipeline
 from worker.settings import Settings
 from worker.store.engine import create_store_engine
 from worker.store.schema import namespaces
-from worker.values import NamespaceState
+from worker.types import DEFAULT_EMBEDDINGS
 
 USERS: Final = 50
 PER_USER: Final = 40

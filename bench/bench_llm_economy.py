@@ -27,16 +27,13 @@ from typing import Final
 from bench import peers
 from bench._support import delete_prefix, redis_url, sentences, unique_prefix, verdict
 from bench.peers_model import RecordingModel, memworker_reply
-from worker.consolidation import focus
-from worker.consolidation.apply import advance
-from worker.consolidation.base import Consolidator
+from worker.consolidation import llm as focus
 from worker.consolidation.engine import consolidate_batch
 from worker.consolidation.llm import LLMConsolidator
+from worker.consolidation.plan import Consolidator, Plan, advance
 from worker.consolidation.rules import RulesConsolidator
-from worker.consolidation.types import Plan
-from worker.models import Candidate, make_candidate
+from worker.models import Candidate, Entry, NamespaceState, make_candidate
 from worker.settings import Settings
-from worker.values import Entry, NamespaceState
 
 USERS: Final = 20
 PER_USER: Final = 10
@@ -128,7 +125,7 @@ def ours_duplicates() -> dict[str, int] | str:
     """Entries holding :data:`DUPLICATE` after 8 concurrent enqueues, per consolidator path."""
     import redis
 
-    from worker.hotpath.client import MemoryClient
+    from worker.queue.client import MemoryClient
     from worker.queue.redis_queue import RedisQueue
 
     prefix = unique_prefix("econ")

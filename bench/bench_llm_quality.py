@@ -34,14 +34,11 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Final
 
 from bench.llm_quality_streams import DEFAULT_USERS, STREAMS, UserStream
-from worker.consolidation.apply import advance
-from worker.consolidation.base import Consolidator
-from worker.consolidation.engine import consolidate_batch
-from worker.consolidation.loading import load_consolidator
+from worker.consolidation.engine import consolidate_batch, load_consolidator
+from worker.consolidation.plan import Consolidator, advance
 from worker.errors import BatchFailed, InvalidModelPlan
-from worker.models import Candidate, make_candidate
+from worker.models import Candidate, NamespaceState, make_candidate
 from worker.settings import Settings
-from worker.values import NamespaceState
 
 _WORD_FREE: Final = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff]")
 T0: Final = datetime(2025, 1, 1, tzinfo=UTC)

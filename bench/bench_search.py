@@ -11,7 +11,7 @@ an evidence observation in its provenance (an observation merged into an equal e
 
 Searches, in the same run over the same entries:
 
-* the shipped search, :class:`worker.service.memory_search.SqlMemorySearch`, through its public
+* the shipped search, :class:`worker.service.search.SqlMemorySearch`, through its public
   ``search(namespace, query, limit=)`` (lexical; hybrid where the shipped search takes
   embeddings: cosine plus a full-text rank bonus), timed per call;
 * baselines computed here: a plain SQLite FTS5 BM25 table (``porter unicode61``, one table per
@@ -46,7 +46,7 @@ of the shipped full-text and hybrid searches and of a brute-force cosine, scored
 recall@1, recall@5, and no hit (the answer not in the top 10).
 
 Choosing the fusion: every question of both sets re-ranked offline from its cosines and its
-shipped full-text ranking, with :func:`~worker.service.memory_search.fuse_scores` over a grid
+shipped full-text ranking, with :func:`~worker.service.search.fuse_scores` over a grid
 of weights and depths, the fusion before (``0.1 / rank`` over 50 hits) and reciprocal-rank
 fusion; per half of each set.
 
@@ -87,18 +87,19 @@ from bench._support import (
     temp_sqlite,
     verdict,
 )
+from worker.models import AppliedPlan, Entry
 from worker.runtime.embeddings import build_embeddings
-from worker.service.embed import EntryEmbedder, to_bytes
-from worker.service.memory_search import (
+from worker.service.search import (
     LEXICAL_DEPTH,
     LEXICAL_WEIGHT,
+    EntryEmbedder,
     SqlMemorySearch,
     fuse_scores,
+    to_bytes,
 )
 from worker.store.memory import MemoryStore, RunRecord
 from worker.store.schema import entries, namespaces
-from worker.store.vectors import Embedded
-from worker.values import AppliedPlan, Entry
+from worker.store.search import Embedded
 
 DEFAULT_DATASET: Final = bench_locomo.DEFAULT_DATASET
 DEFAULT_MODEL: Final = "local:multilingual-e5-small"
@@ -650,7 +651,7 @@ def rank_bonus(case: Case, weight: float = 0.1, depth: int = DEPTH) -> list[int]
 
 
 def shipped_fusion(case: Case, weight: float, depth: int) -> list[int]:
-    """:func:`~worker.service.memory_search.fuse_scores` with ``weight`` and ``depth``."""
+    """:func:`~worker.service.search.fuse_scores` with ``weight`` and ``depth``."""
     ids = [str(i) for i in range(case.cosines.shape[0])]
     lexical = [str(i) for i in case.lexical]
     return [int(i) for i in fuse_scores(case.cosines, ids, lexical, NO_HIT_K, weight=weight,

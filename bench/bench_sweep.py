@@ -15,7 +15,7 @@ is filled up to N and measured again.
 
 Memory: ``INFO used_memory`` growth from 1k to N, per namespace added (every key and every
 set member a waiting namespace costs), and ``MEMORY USAGE`` of a sample's own keys (log and
-meta). For reference the old full recount (:func:`worker.queue.stats.recount_stats`,
+meta). For reference the old full recount (:func:`worker.queue.scripts.recount_stats`,
 O(namespaces)) is timed at 1k, and at N when N ≤ :data:`RECOUNT_UP_TO`.
 
 ``python -m bench sweep`` (N = 1,000,000, the default shard count); ``python -m bench sweep
@@ -40,14 +40,12 @@ import redis
 
 from bench._support import verdict
 from worker.models import make_candidate
-from worker.queue.evalsha import run_pipeline
 from worker.queue.redis_queue import RedisQueue
-from worker.queue.scripts import SCRIPTS, Call
-from worker.queue.stats import recount_stats
-from worker.queue_policy import QueuePolicy
-from worker.runtime.embedded_redis import find_redis_server
+from worker.queue.scripts import SCRIPTS, Call, recount_stats, run_pipeline
+from worker.runtime.processes import find_redis_server
 from worker.service.sweep import sweep
 from worker.settings import Settings
+from worker.types import QueuePolicy
 
 SMALL: Final = 1_000
 DEFAULT_NAMESPACES: Final = 1_000_000

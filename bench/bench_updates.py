@@ -33,15 +33,13 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from worker.consolidation.apply import advance
-from worker.consolidation.base import Consolidator
 from worker.consolidation.engine import consolidate_batch
 from worker.consolidation.meaning import Meaning
+from worker.consolidation.plan import Consolidator, advance
 from worker.consolidation.rules import RulesConsolidator
 from worker.errors import BatchFailed
-from worker.models import Candidate, make_candidate
+from worker.models import Candidate, Entry, NamespaceState, make_candidate
 from worker.settings import Settings
-from worker.values import Entry, NamespaceState
 
 DATA = Path(__file__).parent / "data" / "update_stories.jsonl"
 #: When the first batch arrives; each later batch a day after the one before.

@@ -163,7 +163,7 @@ def _prepare_guards() -> None:
     """What a consolidate lane builds at its start; older releases built it in a first batch,
     so it is built here by checking texts that reach every part."""
     try:
-        from worker.service.startup import prepare_merges
+        from worker.service.sweep import prepare_merges
     except ImportError:
         from worker.consolidation.guards import redact, violation
 

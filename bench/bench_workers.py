@@ -43,7 +43,7 @@ from worker.models import make_candidate
 from worker.queue.redis_queue import RedisQueue
 from worker.runtime.container import build_runtime
 from worker.service.publish import deliver_due
-from worker.service.startup import prepare_merges
+from worker.service.sweep import prepare_merges
 from worker.settings import Settings
 
 USERS: Final = 300

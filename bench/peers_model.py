@@ -29,7 +29,7 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from pydantic import Field
 
 from tests.support.scripted_model import ScriptedChatModel, plan_reply
-from worker.constants import FACTS_PATH
+from worker.types import FACTS_PATH
 
 
 class RecordingModel(ScriptedChatModel):

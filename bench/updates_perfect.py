@@ -23,8 +23,8 @@ from bench.bench_updates import Factory, Item, Story
 from tests.support.scripted_model import ScriptedChatModel, plan_reply
 from worker.consolidation.llm import LLMConsolidator
 from worker.consolidation.meaning import Meaning
-from worker.constants import FACTS_PATH
 from worker.settings import Settings
+from worker.types import FACTS_PATH
 
 _ENTRY = re.compile(r'<entry id="(E\d+)"[^>]*>(.*?)</entry>', re.S)
 _CANDIDATE = re.compile(r'<candidate id="(C\d+)"[^>]*>(.*?)</candidate>', re.S)

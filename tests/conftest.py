@@ -18,10 +18,9 @@ import redis
 import sqlalchemy as sa
 
 from tests.support.redis_cluster import redis_cluster
-from worker.queue.address import is_cluster_url
-from worker.queue.connect import RedisClient, open_redis
+from worker.queue.redis import RedisClient, is_cluster_url, open_redis
 from worker.queue.redis_queue import RedisQueue
-from worker.runtime.embedded_redis import embedded_redis
+from worker.runtime.processes import embedded_redis
 from worker.settings import Settings
 from worker.store.memory import MemoryStore
 

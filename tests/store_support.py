@@ -5,8 +5,8 @@ from __future__ import annotations
 import uuid
 from datetime import UTC, datetime, timedelta
 
+from worker.models import AppliedPlan, Entry, FileChange, LedgerRow, PendingApproval
 from worker.store import CommitResult, MemoryStore, RunRecord
-from worker.values import AppliedPlan, Entry, FileChange, LedgerRow, PendingApproval
 
 T0 = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
 FACTS = "/memories/facts.md"

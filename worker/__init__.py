@@ -21,11 +21,11 @@ from worker.errors import (
     Unavailable,
     UsageError,
 )
-from worker.lazy import lazy_exports
+from worker.types import lazy_exports
 
 if TYPE_CHECKING:
-    from worker.hotpath.async_client import AsyncMemoryClient
-    from worker.hotpath.client import MemoryClient
+    from worker.queue.async_client import AsyncMemoryClient
+    from worker.queue.client import MemoryClient
 
 __version__ = "0.1.0"
 
@@ -44,7 +44,7 @@ __all__ = [
 __getattr__ = lazy_exports(
     __name__,
     {
-        "MemoryClient": "worker.hotpath.client",
-        "AsyncMemoryClient": "worker.hotpath.async_client",
+        "MemoryClient": "worker.queue.client",
+        "AsyncMemoryClient": "worker.queue.async_client",
     },
 )

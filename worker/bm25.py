@@ -1,8 +1,8 @@
 """BM25: the one lexical scoring of memworker, for both of its rankers.
 
 The full-text search ranks a namespace's entries from postings read out of SQL
-(:mod:`worker.store.search_rank`); the consolidation ranks a namespace's active entries from
-an in-memory index of their content terms (:class:`worker.consolidation.semantic.LexicalIndex`).
+(:mod:`worker.store.search`); the consolidation ranks a namespace's active entries from
+an in-memory index of their content terms (:class:`worker.consolidation.text.LexicalIndex`).
 Each keeps its own index, terms and length normalisation; both score with :func:`scores`, the
 sum over the query terms a document holds of
 

@@ -167,7 +167,7 @@ class NotFound(MemworkerError, LookupError):
 
 class ExternalEdit(SinkError):
     """The store holds content memworker did not publish (an agent edited the file), so the
-    sink did not overwrite it; the edit is absorbed as candidates (``worker.service.agent_edits``)
+    sink did not overwrite it; the edit is absorbed as candidates (``worker.service.edits``)
     before the file is published again.
 
     Carries what the reaction needs: the memory ``namespace`` and ``path``, the ``content`` the

@@ -25,7 +25,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, star
 if TYPE_CHECKING:  # the server module (http.server) is the exporter's, not the hot path's
     from wsgiref.simple_server import WSGIServer
 
-from worker.namespaces import Scope
+from worker.types import Scope
 
 #: The registry every memworker metric lives on; serve it, or pass it to ``generate_latest``.
 REGISTRY: Final = CollectorRegistry(auto_describe=True)

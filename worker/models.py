@@ -1,17 +1,62 @@
 """Candidate memories and the enqueue contract: the vocabulary shared by the hot path and the
 worker. The contract itself (:class:`EnqueueFields`, :func:`validate_enqueue`, the stored shape)
-lives in :mod:`worker.enqueue`, without pydantic, and namespaces in :mod:`worker.namespaces`;
+lives in :mod:`worker.types`, without pydantic, and namespaces in :mod:`worker.types`;
 both are re-exported here for callers.
 
 >>> c = make_candidate(user_id="u1", trace_id="t1", text="I prefer tea", topic="drinks")
 >>> (c.namespace, c.path)
 ('user:u1', '/memories/drinks.md')
+
+Value types shared by the store and the consolidators: a namespace's memory and its changes.
+
+The store reads and writes these; the consolidators read a :class:`NamespaceState` and their
+plans are applied into an :class:`AppliedPlan`. This module imports nothing of memworker, so
+both layers can depend on it without depending on each other.
+
+>>> from datetime import UTC, datetime
+>>> t = datetime(2025, 1, 1, tzinfo=UTC)
+>>> e = Entry(id="e1", path="/memories/facts.md", text="Likes tea", valid_from=t,
+...           created_at=t, last_confirmed_at=t)
+>>> NamespaceState("user:u1", 3, None, entries=(e,)).paths()
+['/memories/facts.md']
+
+Turn a chat transcript into *exchanges*: a user's input paired with the final reply.
+
+The capture middleware, the summarisation flush and the thread-scan source all cut a message
+list the same way, so the same exchange gets the same idempotency key whichever of them sees it
+first (``thread:<thread_id>:<message id>``), and the candidate ledger keeps only one.
+
+Rules:
+
+- a human message starts an exchange; consecutive human messages belong to the same one;
+- AI messages that call tools, and tool results, are tool traffic and never appear in the text;
+- the *final reply* is the last AI message of the exchange with text and without tool calls;
+  an exchange whose last AI message still calls tools (or that has no AI message yet) is
+  incomplete;
+- system messages and the summary message that ``SummarizationMiddleware`` inserts are not
+  user input and are skipped.
+
+Messages may be LangChain message objects or the JSON dicts the LangGraph SDK returns.
+
+>>> from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+>>> msgs = [
+...     HumanMessage("Weather in Paris?", id="h1"),
+...     AIMessage("", id="a1", tool_calls=[{"name": "w", "args": {}, "id": "c1"}]),
+...     ToolMessage("sunny", tool_call_id="c1", id="t1"),
+...     AIMessage("It is sunny.", id="a2"),
+... ]
+>>> [x.render() for x in split_exchanges(msgs)]
+['user: Weather in Paris?\\nassistant: It is sunny.']
+>>> split_exchanges(msgs)[0].anchor_id
+'a2'
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Annotated, Any, Self
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Self
 
 from pydantic import (
     BaseModel,
@@ -23,22 +68,25 @@ from pydantic import (
 )
 from typing_extensions import Unpack
 
-from worker.constants import MAX_ID_LENGTH, MAX_TEXT_BYTES
-from worker.enqueue import (
+from worker.errors import InvalidCandidate
+from worker.types import (
     ENQUEUE_FIELDS,
+    MAX_ID_LENGTH,
+    MAX_TEXT_BYTES,
     REQUIRED_ENQUEUE_FIELDS,
+    SOURCES,
     STORED_FIELDS,
     EnqueueFields,
     EnqueueValues,
+    Kind,
+    Namespace,
+    Scope,
+    Source,
     StoredCandidate,
     candidate_id_for,
+    normalise_path,
     validate_enqueue,
-)
-from worker.errors import InvalidCandidate
-from worker.fields import (
-    SOURCES,
-    Kind,
-    Source,
+    validate_id,
     validate_key,
     validate_kind,
     validate_occurred_at,
@@ -47,7 +95,9 @@ from worker.fields import (
     validate_text,
     validate_time,
 )
-from worker.namespaces import Namespace, Scope, normalise_path, validate_id
+
+if TYPE_CHECKING:
+    from langchain_core.messages import BaseMessage
 
 __all__ = [
     "ENQUEUE_FIELDS",
@@ -170,13 +220,13 @@ class Candidate(BaseModel):
 
 
 def _same_fields_as_stored() -> None:
-    """Refuse to import if :class:`Candidate` and :class:`~worker.enqueue.StoredCandidate`
+    """Refuse to import if :class:`Candidate` and :class:`~worker.types.StoredCandidate`
     (which the hot path writes without pydantic) declare different fields, order or types."""
     model = [(name, f.annotation) for name, f in Candidate.model_fields.items()]
     stored = list(STORED_FIELDS.items())
     if model != stored:
         raise TypeError(
-            f"Candidate's fields {model} differ from worker.enqueue.StoredCandidate's "
+            f"Candidate's fields {model} differ from worker.types.StoredCandidate's "
             f"{stored}: declare a stored field in both, in the same order and type"
         )
 
@@ -225,3 +275,281 @@ def build_candidate(
     )
     cid = candidate_id_for(v.namespace, v.idempotency_key)
     return Candidate.model_construct(id=cid, created_at=created, **v.stored)
+
+
+class Entry(BaseModel):
+    """One remembered statement inside a memory file. Superseded entries keep their row."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    path: str
+    text: str
+    key: str | None = None
+    valid_from: datetime
+    invalid_at: datetime | None = None
+    invalid_reason: str | None = None
+    superseded_by: str | None = None
+    confirmations: int = 1
+    candidate_ids: tuple[str, ...] = ()
+    trace_ids: tuple[str, ...] = ()
+    created_at: datetime
+    last_confirmed_at: datetime
+
+    @property
+    def active(self) -> bool:
+        return self.invalid_at is None
+
+
+@dataclass(frozen=True)
+class NamespaceState:
+    """What a consolidator sees of one namespace: its active entries, grouped by file path."""
+
+    namespace: str
+    version: int
+    applied_position: str | None
+    entries: tuple[Entry, ...] = ()
+    read_only_paths: frozenset[str] = field(default_factory=frozenset)
+
+    def paths(self) -> list[str]:
+        return sorted({e.path for e in self.entries})
+
+
+LedgerOutcome = Literal["merged", "duplicate", "forgotten", "rejected", "pending_approval"]
+
+
+@dataclass(frozen=True)
+class LedgerRow:
+    """What became of one candidate."""
+
+    candidate_id: str
+    trace_id: str
+    outcome: LedgerOutcome
+    reason: str | None = None
+    entry_id: str | None = None
+    #: Where and when the candidate was said (its ``source``, ``thread_id``, ``created_at``).
+    source: str | None = None
+    thread_id: str | None = None
+    said_at: datetime | None = None
+    #: The plan operation that consumed it (``add``, ``supersede``, ``confirm``, …).
+    operation: str | None = None
+
+
+@dataclass(frozen=True)
+class FileChange:
+    """A memory file's new rendered content and the unified diff from its previous version."""
+
+    path: str
+    content: str
+    diff: str
+    previous_content: str | None
+
+
+@dataclass(frozen=True)
+class PendingApproval:
+    """An operation on a read-only or sensitive path, waiting for an operator."""
+
+    path: str
+    operation: dict[str, object]
+    candidate_ids: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class AppliedPlan:
+    """A validated plan applied to a state: everything the commit writes, computed up front."""
+
+    new_entries: tuple[Entry, ...]  #: entries to insert
+    changed_entries: tuple[Entry, ...]  #: existing entries updated (invalidated or confirmed)
+    files: tuple[FileChange, ...]  #: files whose rendered content changed
+    ledger: tuple[LedgerRow, ...]  #: one row per candidate of the batch
+    approvals: tuple[PendingApproval, ...] = ()
+    counts: dict[str, int] = field(default_factory=dict)  #: added/superseded/duplicates/…
+
+
+@dataclass(frozen=True)
+class MemoryHit:
+    """One committed entry that matched a search (the search tools' and the SQL search's shared
+    result)."""
+
+    path: str
+    text: str
+
+
+#: The marker ``SummarizationMiddleware`` puts on the summary it inserts; that message is the
+#: model's own digest, not something the user said.
+SUMMARY_MARKER = "summarization"
+
+
+_ROLE_ALIASES = {"user": "human", "assistant": "ai", "developer": "system"}
+_ELLIPSIS = "…"
+
+
+@dataclass(frozen=True)
+class Exchange:
+    """One user input and the final reply to it (either may be missing)."""
+
+    user_text: str | None
+    user_message_id: str | None
+    reply_text: str | None
+    reply_message_id: str | None
+    #: Ids of every message of the exchange, tool traffic included, in order.
+    message_ids: tuple[str, ...] = field(default=())
+
+    @property
+    def complete(self) -> bool:
+        """True when the exchange ends in a final assistant reply."""
+        return self.reply_text is not None
+
+    @property
+    def anchor_id(self) -> str | None:
+        """The message id the exchange is keyed on: the final reply's, else the user input's."""
+        return self.reply_message_id or self.user_message_id
+
+    @property
+    def last_message_id(self) -> str | None:
+        """Id of the exchange's last message; a thread cursor advances to it."""
+        return self.message_ids[-1] if self.message_ids else None
+
+    def idempotency_key(self, thread_id: str) -> str | None:
+        """``thread:<thread_id>:<anchor id>``, or ``None`` when no message carries an id."""
+        anchor = self.anchor_id
+        return f"thread:{thread_id}:{anchor}" if anchor else None
+
+    def render(self, max_bytes: int = MAX_TEXT_BYTES) -> str:
+        """``user: …`` and ``assistant: …`` lines, shortened to fit ``max_bytes``."""
+        parts = [
+            (label, text)
+            for label, text in (("user", self.user_text), ("assistant", self.reply_text))
+            if text
+        ]
+        if not parts:
+            return ""
+        share = max(1, max_bytes // len(parts) - len("assistant: \n"))
+        return "\n".join(f"{label}: {_truncate(text, share)}" for label, text in parts)
+
+
+def role_of(message: BaseMessage | Mapping[str, Any]) -> str:
+    """``human``, ``ai``, ``tool``, ``system`` (or the raw type) of a message object or dict."""
+    if isinstance(message, Mapping):
+        raw = str(message.get("type") or message.get("role") or "")
+    else:
+        raw = message.type
+    return _ROLE_ALIASES.get(raw, raw)
+
+
+def message_id(message: BaseMessage | Mapping[str, Any]) -> str | None:
+    """The message's id, if it has one."""
+    value = message.get("id") if isinstance(message, Mapping) else message.id
+    return str(value) if value else None
+
+
+def text_of(message: BaseMessage | Mapping[str, Any]) -> str:
+    """The plain text of a message: string content, or the ``text`` blocks of a list."""
+    content = message.get("content") if isinstance(message, Mapping) else message.content
+    if isinstance(content, str):
+        return content.strip()
+    pieces: list[str] = []
+    if isinstance(content, list):
+        for block in content:
+            if isinstance(block, str):
+                pieces.append(block)
+            elif isinstance(block, Mapping) and block.get("type") == "text":
+                pieces.append(str(block.get("text", "")))
+    return "".join(pieces).strip()
+
+
+def has_tool_calls(message: BaseMessage | Mapping[str, Any]) -> bool:
+    """True when an AI message asks for tool calls."""
+    calls = (
+        message.get("tool_calls")
+        if isinstance(message, Mapping)
+        else getattr(message, "tool_calls", None)
+    )
+    return bool(calls)
+
+
+def is_summary(message: BaseMessage | Mapping[str, Any]) -> bool:
+    """True for the summary message inserted by ``SummarizationMiddleware``."""
+    extra = (
+        message.get("additional_kwargs")
+        if isinstance(message, Mapping)
+        else message.additional_kwargs
+    )
+    return isinstance(extra, Mapping) and extra.get("lc_source") == SUMMARY_MARKER
+
+
+def split_exchanges(messages: Sequence[BaseMessage | Mapping[str, Any]]) -> list[Exchange]:
+    """Cut ``messages`` into exchanges in order (see the module docstring for the rules)."""
+    exchanges: list[Exchange] = []
+    current: _Builder | None = None
+    for message in messages:
+        role = role_of(message)
+        if role == "system" or is_summary(message):
+            continue
+        if role == "human":
+            if current is None or current.has_ai:
+                if current is not None:
+                    exchanges.append(current.build())
+                current = _Builder()
+            current.add_user(message)
+            continue
+        if current is None:
+            current = _Builder()
+        current.add_other(message, role)
+    if current is not None:
+        exchanges.append(current.build())
+    return exchanges
+
+
+class _Builder:
+    def __init__(self) -> None:
+        self.user_texts: list[str] = []
+        self.user_id: str | None = None
+        self.reply_text: str | None = None
+        self.reply_id: str | None = None
+        self.ids: list[str] = []
+        self.has_ai = False
+
+    def add_user(self, message: BaseMessage | Mapping[str, Any]) -> None:
+        self._note_id(message)
+        text = text_of(message)
+        if text:
+            self.user_texts.append(text)
+            # The last user message of the run is the one a reply answers; key on it.
+            self.user_id = message_id(message) or self.user_id
+
+    def add_other(self, message: BaseMessage | Mapping[str, Any], role: str) -> None:
+        self._note_id(message)
+        if role != "ai":
+            return
+        self.has_ai = True
+        text = text_of(message)
+        if has_tool_calls(message) or not text:
+            # Tool traffic: an earlier text reply is superseded by this continuation.
+            self.reply_text = None
+            self.reply_id = None
+        else:
+            self.reply_text = text
+            self.reply_id = message_id(message)
+
+    def _note_id(self, message: BaseMessage | Mapping[str, Any]) -> None:
+        mid = message_id(message)
+        if mid:
+            self.ids.append(mid)
+
+    def build(self) -> Exchange:
+        return Exchange(
+            user_text="\n".join(self.user_texts) or None,
+            user_message_id=self.user_id,
+            reply_text=self.reply_text,
+            reply_message_id=self.reply_id,
+            message_ids=tuple(self.ids),
+        )
+
+
+def _truncate(text: str, max_bytes: int) -> str:
+    data = text.encode("utf-8")
+    if len(data) <= max_bytes:
+        return text
+    cut = data[: max(0, max_bytes - len(_ELLIPSIS.encode()))].decode("utf-8", errors="ignore")
+    return cut.rstrip() + _ELLIPSIS

@@ -13,6 +13,32 @@ names and types only: its values are always the validated ones of a :class:`Sett
 5.0
 >>> s.for_queue.queue_policy.quiet
 5000
+
+The deployment's ``.env`` file: ``MEMWORKER_*`` settings kept beside the processes.
+
+Every memworker process reads its settings in one order: the environment first, then the
+``.env`` file of its working directory, then the defaults. That holds for ``memworker run``,
+the workers, beat, every CLI command, the chat side's ``MemoryClient()`` and the examples, so
+one file next to a deployment configures all of them alike.
+
+Only ``MEMWORKER_*`` lines are taken from the file, and only as settings: the file is not
+exported into the environment, so another program's variable in it (a provider's
+``OPENAI_API_KEY``) is neither read nor refused. Such a key belongs in the environment (or in
+``MEMWORKER_MODEL_KWARGS``). A ``MEMWORKER_*`` name that is no setting is ignored, as it is
+in the environment.
+
+>>> import pathlib, tempfile
+>>> folder = pathlib.Path(tempfile.mkdtemp())
+>>> _ = (folder / ".env").write_text("MEMWORKER_KEY_PREFIX=chat\\nOPENAI_API_KEY=sk-x\\n")
+>>> env_file_values(folder / ".env")
+{'MEMWORKER_KEY_PREFIX': 'chat'}
+
+Settings from given values alone, the environment unread: what a library constructor
+builds (``MemoryClient.from_url``), so a chat service's own ``MEMWORKER_*`` variables never
+leak into a client it configured in code.
+
+>>> explicit_settings(redis_url="redis://cache:6379/0").key_prefix
+'mw'
 """
 
 from __future__ import annotations
@@ -29,11 +55,15 @@ from pydantic_settings import (
     SettingsConfigDict,
 )
 
-from worker.constants import (
+from worker.errors import ConfigurationError
+from worker.types import (
     DEFAULT_DATA_DIR,
     DEFAULT_EMBEDDINGS,
     DEFAULT_KEY_PREFIX,
+    DEFAULT_MAX_PENDING,
+    DEFAULT_MAX_WAIT_MS,
     DEFAULT_QUEUE_SHARDS,
+    DEFAULT_QUIET_MS,
     DEFAULT_SOCKET_TIMEOUT_SECONDS,
     EMBEDDED_REDIS_SOCKET_NAME,
     ENV_PREFIX,
@@ -43,18 +73,9 @@ from worker.constants import (
     MAX_TEXT_BYTES,
     MAX_TEXT_BYTES_LIMIT,
     MIN_TEXT_BYTES_LIMIT,
-)
-from worker.env_file import env_file_values
-from worker.errors import ConfigurationError
-from worker.queue_policy import (
-    DEFAULT_MAX_PENDING,
-    DEFAULT_MAX_WAIT_MS,
-    DEFAULT_QUIET_MS,
-    QueuePolicy,
-)
-from worker.slices import (
     ConsolidationSettings,
     LaneSettings,
+    QueuePolicy,
     QueueSettings,
     SinkSettings,
     SourceSettings,
@@ -62,9 +83,30 @@ from worker.slices import (
     StructuredMethod,
 )
 
+#: The file's name, looked up in the working directory of the process (as docker compose and
+#: most process managers look up theirs), never in a parent folder.
+ENV_FILE: Final = ".env"
+
+
+def env_file_values(path: Path | None = None) -> dict[str, str]:
+    """The ``MEMWORKER_*`` variables the file at ``path`` (``./.env`` by default) sets, by
+    name as written; empty when there is no such file. A line without a value is skipped."""
+    path = Path(ENV_FILE) if path is None else path
+    if not path.is_file():
+        return {}
+    from dotenv import dotenv_values
+
+    prefix = ENV_PREFIX.lower()
+    return {
+        name: value
+        for name, value in dotenv_values(path, encoding="utf-8").items()
+        if value is not None and name.lower().startswith(prefix)
+    }
+
+
 _Slice = TypeVar("_Slice")
 
-#: Each field of the queue policy (:class:`~worker.queue_policy.QueuePolicy`), from the setting
+#: Each field of the queue policy (:class:`~worker.types.QueuePolicy`), from the setting
 #: that sets it and the factor to the policy's unit (seconds to ms; counts as they are).
 QUEUE_POLICY_SETTINGS: Final = {
     "quiet": ("debounce_seconds", 1000),
@@ -80,7 +122,7 @@ def _slice(kind: type[_Slice], settings: Settings) -> _Slice:
 
 
 class _EnvFileSource(EnvSettingsSource):
-    """The ``MEMWORKER_*`` lines of ``./.env`` (:mod:`worker.env_file`), read exactly as the
+    """The ``MEMWORKER_*`` lines of ``./.env`` (:mod:`worker.settings`), read exactly as the
     same variables in the environment are: pydantic-settings' own dotenv source would refuse
     every other line of the file (a provider's API key) under ``extra="forbid"``."""
 
@@ -88,11 +130,14 @@ class _EnvFileSource(EnvSettingsSource):
         return {name.lower(): value for name, value in env_file_values().items()}
 
 
-class Settings(BaseSettings):
-    """Every knob of memworker, with its default and the reason for it.
+class ClientSettings(BaseSettings):
+    """The settings the chat service's client reads: where the queue's Redis is and how to
+    talk to it. :class:`Settings` extends it with every field of the worker, so each field is
+    declared once; a client reads only these variables, so it never fails on a setting that
+    only workers use.
 
     Environment variables use the ``MEMWORKER_`` prefix, e.g. ``MEMWORKER_REDIS_URL``; a
-    variable not in the environment is looked up in ``./.env`` (:mod:`worker.env_file`).
+    variable not in the environment is looked up in ``./.env`` (:mod:`worker.settings`).
     """
 
     model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, extra="forbid", frozen=True)
@@ -109,7 +154,6 @@ class Settings(BaseSettings):
         """Arguments, then the environment, then ``./.env``, then the defaults."""
         return (init_settings, env_settings, _EnvFileSource(settings_cls), file_secret_settings)
 
-    # --- where things live -------------------------------------------------------------------
     redis_url: str | None = Field(
         default=None,
         description="Redis for the queue (and the Celery broker unless MEMWORKER_BROKER_URL is "
@@ -119,6 +163,64 @@ class Settings(BaseSettings):
         "rediss://, ssl_cert_reqs, ssl_ca_certs, ssl_certfile, ssl_keyfile, "
         "ssl_check_hostname; it refuses any other.",
     )
+    data_dir: Path = Field(
+        default=DEFAULT_DATA_DIR,
+        description="Embedded mode's home: redis socket, SQLite file, files sink, beat heartbeat.",
+    )
+    key_prefix: str = Field(
+        default=DEFAULT_KEY_PREFIX,
+        pattern=KEY_PREFIX_PATTERN,
+        description="Prefix of every Redis key, so several deployments can share one Redis.",
+    )
+    queue_shards: Annotated[int, Field(ge=1, le=MAX_QUEUE_SHARDS)] = Field(
+        default=DEFAULT_QUEUE_SHARDS,
+        description="The queue is split into this many hash-tagged shards, each one Redis "
+        "Cluster slot, so it spreads over up to this many cluster primaries and no sorted set "
+        "gets hot. Each sweep runs one claim script per shard (pipelined, one round trip per "
+        "node), so fewer shards make idle sweeps cheaper. Workers and chat hosts must agree; "
+        "workers refuse to start with a new count while the queue holds anything.",
+    )
+    max_text_bytes: Annotated[int, Field(ge=MIN_TEXT_BYTES_LIMIT, le=MAX_TEXT_BYTES_LIMIT)] = Field(
+        default=MAX_TEXT_BYTES,
+        description="Largest candidate text in UTF-8 bytes.",
+    )
+    socket_timeout_seconds: Annotated[float, Field(gt=0, le=MAX_SOCKET_TIMEOUT_SECONDS)] = Field(
+        default=DEFAULT_SOCKET_TIMEOUT_SECONDS,
+        description="Hot-path Redis socket/connect timeout: Redis trouble becomes a fast "
+        "QueueUnavailable instead of a hung chat reply.",
+    )
+    allow_evicting_redis: bool = Field(
+        default=False,
+        description="Start workers even though Redis runs an allkeys-* maxmemory-policy. "
+        "Eviction silently drops queued candidates (the queue epoch detects it afterwards), so "
+        "this is an explicit, informed override; the default refuses to start.",
+    )
+
+    @property
+    def embedded_redis_socket(self) -> Path:
+        return self.data_dir / EMBEDDED_REDIS_SOCKET_NAME
+
+    @classmethod
+    def of(cls, settings: ClientSettings) -> ClientSettings:
+        """The client's fields of ``settings`` (the worker's :class:`Settings`, or a client's)."""
+        if type(settings) is ClientSettings:
+            return settings
+        return ClientSettings.model_construct(**{f: getattr(settings, f) for f in CLIENT_FIELDS})
+
+
+#: The client's fields, in declaration order.
+CLIENT_FIELDS: Final = tuple(ClientSettings.model_fields)
+
+
+class Settings(ClientSettings):
+    """Every knob of memworker, with its default and the reason for it: the client's fields
+    (:class:`ClientSettings`) and the worker's.
+
+    Environment variables use the ``MEMWORKER_`` prefix, e.g. ``MEMWORKER_REDIS_URL``; a
+    variable not in the environment is looked up in ``./.env`` (:mod:`worker.settings`).
+    """
+
+    # --- where things live -------------------------------------------------------------------
     broker_url: str | None = Field(
         default=None,
         description="Celery broker (e.g. amqp://user:pass@rabbitmq:5672/memworker). Unset: the "
@@ -131,25 +233,8 @@ class Settings(BaseSettings):
         description="SQLAlchemy URL of the memory store. Unset: SQLite in the data directory. "
         "Production: postgresql+psycopg://…",
     )
-    data_dir: Path = Field(
-        default=DEFAULT_DATA_DIR,
-        description="Embedded mode's home: redis socket, SQLite file, files sink, beat heartbeat.",
-    )
-    key_prefix: str = Field(
-        default=DEFAULT_KEY_PREFIX,
-        pattern=KEY_PREFIX_PATTERN,
-        description="Prefix of every Redis key, so several deployments can share one Redis.",
-    )
 
     # --- the debounced queue -----------------------------------------------------------------
-    queue_shards: Annotated[int, Field(ge=1, le=MAX_QUEUE_SHARDS)] = Field(
-        default=DEFAULT_QUEUE_SHARDS,
-        description="The queue is split into this many hash-tagged shards, each one Redis "
-        "Cluster slot, so it spreads over up to this many cluster primaries and no sorted set "
-        "gets hot. Each sweep runs one claim script per shard (pipelined, one round trip per "
-        "node), so fewer shards make idle sweeps cheaper. Workers and chat hosts must agree; "
-        "workers refuse to start with a new count while the queue holds anything.",
-    )
     debounce_seconds: Annotated[float, Field(gt=0)] = Field(
         default=DEFAULT_QUIET_MS / 1000,
         description="Quiet period: a namespace is due this long after its last candidate, so a "
@@ -189,15 +274,6 @@ class Settings(BaseSettings):
         "candidates in one namespace, so one runaway client cannot fill Redis. The workers' value "
         "rules (written into Redis at start).",
     )
-    max_text_bytes: Annotated[int, Field(ge=MIN_TEXT_BYTES_LIMIT, le=MAX_TEXT_BYTES_LIMIT)] = Field(
-        default=MAX_TEXT_BYTES,
-        description="Largest candidate text in UTF-8 bytes.",
-    )
-    socket_timeout_seconds: Annotated[float, Field(gt=0, le=MAX_SOCKET_TIMEOUT_SECONDS)] = Field(
-        default=DEFAULT_SOCKET_TIMEOUT_SECONDS,
-        description="Hot-path Redis socket/connect timeout: Redis trouble becomes a fast "
-        "QueueUnavailable instead of a hung chat reply.",
-    )
     sweep_interval_seconds: Annotated[float, Field(gt=0)] = Field(
         default=2.0,
         description="How often beat sweeps for due namespaces; bounds the extra debounce lag.",
@@ -206,12 +282,6 @@ class Settings(BaseSettings):
         default=45.0,
         description="Lifetime of the single-beat lock in Redis. Only the beat holding it "
         "schedules; a standby takes over within this (plus one loop) after the holder dies.",
-    )
-    allow_evicting_redis: bool = Field(
-        default=False,
-        description="Start workers even though Redis runs an allkeys-* maxmemory-policy. "
-        "Eviction silently drops queued candidates (the queue epoch detects it afterwards), so "
-        "this is an explicit, informed override; the default refuses to start.",
     )
 
     # --- deadlines and outages ----------------------------------------------------------------
@@ -421,7 +491,7 @@ class Settings(BaseSettings):
     @field_validator("sensitive_paths")
     @classmethod
     def _paths_under_route(cls, value: list[str]) -> list[str]:
-        from worker.namespaces import normalise_path
+        from worker.types import normalise_path
 
         return [normalise_path(p) for p in value]
 
@@ -445,17 +515,13 @@ class Settings(BaseSettings):
         return self.database_url or f"sqlite:///{self.sqlite_path}"
 
     @property
-    def embedded_redis_socket(self) -> Path:
-        return self.data_dir / EMBEDDED_REDIS_SOCKET_NAME
-
-    @property
     def effective_files_dir(self) -> Path:
         return self.files_dir or (self.data_dir / "files")
 
     @property
     def queue_policy(self) -> QueuePolicy:
         """The debounce and backlog policy these settings give the queue (the workers write
-        it into Redis; see :mod:`worker.queue_policy`)."""
+        it into Redis; see :mod:`worker.types`)."""
         return QueuePolicy(
             **{
                 field: round(getattr(self, setting) * factor)
@@ -501,3 +567,72 @@ def load_settings(**overrides: object) -> Settings:
             for e in exc.errors()
         )
         raise ConfigurationError(f"invalid configuration: {problems}") from None
+
+
+class _InitOnly:
+    """Settings from constructor arguments only: a library constructor reads no environment."""
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        return (init_settings,)
+
+
+class _ExplicitSettings(_InitOnly, Settings):
+    pass
+
+
+class _ExplicitClientSettings(_InitOnly, ClientSettings):
+    pass
+
+
+def explicit_settings(**values: Any) -> Settings:
+    """Settings from ``values`` alone (pydantic's ``ValidationError`` for a bad or unknown one)."""
+    return _ExplicitSettings(**values)
+
+
+def client_settings(url: str | None = None, **overrides: Any) -> ClientSettings:
+    """The settings a client is built with.
+
+    With a ``url``: that URL and ``overrides``, the environment unread. Without one: the
+    client's ``MEMWORKER_*`` variables (the environment, then ``./.env``), ``overrides`` taking
+    precedence, so the client finds the same Redis as the worker. ``overrides`` may name any
+    field of :class:`Settings` (the worker's fields are checked, then left out); a bad value or
+    an unknown name raises :class:`ConfigurationError` naming the field.
+
+    >>> s = client_settings("redis://cache:6379/0", key_prefix="chat")
+    >>> (s.redis_url, s.key_prefix, s.queue_shards)
+    ('redis://cache:6379/0', 'chat', 256)
+    >>> try:
+    ...     client_settings("redis://cache:6379/0", debounce_seconds=0)
+    ... except ConfigurationError as exc:
+    ...     print(exc)
+    invalid client settings: debounce_seconds: Input should be greater than 0
+    """
+    from pydantic import ValidationError
+
+    given = dict(overrides) | ({} if url is None else {"redis_url": url})
+    own = {name: value for name, value in given.items() if name in CLIENT_FIELDS}
+    try:
+        client = (ClientSettings if url is None else _ExplicitClientSettings)(**own)
+        if len(own) < len(given):
+            _ExplicitSettings(**(dict(client) | given))
+    except ValidationError as exc:
+        problems = "; ".join(_problem(e, from_env=url is None) for e in exc.errors())
+        raise ConfigurationError(f"invalid client settings: {problems}") from None
+    return ClientSettings.of(client)
+
+
+def _problem(error: Any, *, from_env: bool) -> str:
+    field = ".".join(str(p) for p in error["loc"])
+    message = str(error["msg"]).removeprefix("Value error, ")
+    if not field:
+        return message
+    where = f" (argument or MEMWORKER_{field.upper()})" if from_env else ""
+    return f"{field}: {message}{where}"

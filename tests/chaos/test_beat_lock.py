@@ -16,8 +16,8 @@ import pytest
 import redis
 
 from tests.support.waiting import wait_for
-from worker.queue.beat_lock import BeatLock, beat_holder, lock_key, pid_namespace
-from worker.scheduling.heartbeat import HEARTBEAT_FILENAME
+from worker.queue.deployment import BeatLock, beat_holder, lock_key, pid_namespace
+from worker.service.schedules import HEARTBEAT_FILENAME
 from worker.settings import Settings
 
 #: Each test runs on a single Redis and on a Redis Cluster.

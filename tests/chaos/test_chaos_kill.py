@@ -55,9 +55,9 @@ from tests.chaos_support.worker_loop import STAGES
 from tests.conftest import PG_SERVER_URL
 from tests.support.private_redis import PrivateRedis, private_redis
 from worker.errors import QueueUnavailable
-from worker.hotpath.client import MemoryClient
+from worker.queue.client import MemoryClient
 from worker.queue.redis_queue import RedisQueue
-from worker.service.erase import erase
+from worker.service.transfer import erase
 from worker.settings import Settings
 from worker.store.memory import MemoryStore
 

@@ -21,9 +21,9 @@ import redis
 
 from tests.chaos_support.harness import wait_until
 from worker.errors import QueueUnavailable
-from worker.hotpath.client import MemoryClient
+from worker.queue.client import MemoryClient
 from worker.queue.redis_queue import RedisQueue
-from worker.runtime.embedded_redis import embedded_redis
+from worker.runtime.processes import embedded_redis
 from worker.settings import Settings
 
 PREFIX: Final = "chaos"

@@ -28,7 +28,7 @@ from tests.chaos_support.harness import (
     wait_until,
 )
 from tests.conftest import PG_SERVER_URL
-from worker.hotpath.client import MemoryClient
+from worker.queue.client import MemoryClient
 from worker.queue.redis_queue import RedisQueue
 from worker.settings import Settings
 

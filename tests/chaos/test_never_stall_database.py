@@ -23,7 +23,7 @@ from worker.errors import StoreUnavailable
 from worker.models import make_candidate
 from worker.queue.redis_queue import RedisQueue
 from worker.service.consolidate import Pipeline
-from worker.service.startup import prepare_merges
+from worker.service.sweep import prepare_merges
 from worker.settings import Settings
 from worker.store.memory import MemoryStore
 

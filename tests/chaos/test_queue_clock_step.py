@@ -22,14 +22,13 @@ import pytest
 import redis
 import sqlalchemy as sa
 
+from worker.consolidation.plan import Plan
 from worker.consolidation.rules import RulesConsolidator
-from worker.consolidation.types import Plan
-from worker.models import Candidate, make_candidate
+from worker.models import Candidate, NamespaceState, make_candidate
 from worker.queue.redis_queue import Claim, RedisQueue
 from worker.service.consolidate import Pipeline
 from worker.settings import Settings
 from worker.store.memory import MemoryStore
-from worker.values import NamespaceState
 
 #: Each queue test runs on a single Redis and on a Redis Cluster.
 pytestmark = pytest.mark.cluster

@@ -25,12 +25,12 @@ from worker import metrics
 from worker.cli.app import app
 from worker.consolidation.rules import RulesConsolidator
 from worker.models import make_candidate
-from worker.outcomes import Outcome
 from worker.queue.redis_queue import RedisQueue
 from worker.service.consolidate import Pipeline
 from worker.settings import Settings
 from worker.store.memory import MemoryStore
 from worker.store.schema import candidate_ledger
+from worker.types import Outcome
 
 #: Each test runs on a single Redis and on a Redis Cluster.
 pytestmark = pytest.mark.cluster
@@ -156,7 +156,7 @@ def test_an_epoch_change_is_counted_and_logged_once_at_error(
     server.start()
     before = metrics.QUEUE_EPOCH_CHANGES._value.get()
 
-    with caplog.at_level(logging.ERROR, logger="worker.service.report"):
+    with caplog.at_level(logging.ERROR, logger="worker.service.consolidate"):
         _enqueue_after(queue)
         _merge(queue, store, settings)
 

@@ -14,7 +14,7 @@ from tests.integration.test_cli_support import Ops, ops
 from tests.support.tcp_proxy import TcpProxy
 from worker.errors import QueueUnavailable
 from worker.runtime.container import Runtime, build_runtime
-from worker.service.reconcile import reconcile_each
+from worker.service.consolidate import reconcile_each
 
 __all__ = ["ops"]
 

@@ -21,10 +21,10 @@ from redis.cluster import RedisCluster
 
 from tests.support.redis_cluster import redis_cluster
 from worker.errors import QueueUnavailable
-from worker.hotpath.client import MemoryClient
-from worker.queue.connect import open_redis
-from worker.queue.keys import QueueLayout
+from worker.queue.client import MemoryClient
+from worker.queue.redis import open_redis
 from worker.queue.redis_queue import RedisQueue
+from worker.queue.scripts import QueueLayout
 from worker.queue.types import Claim
 from worker.settings import Settings
 

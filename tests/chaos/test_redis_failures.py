@@ -25,9 +25,9 @@ from worker.errors import (
     QueueReadOnly,
     QueueUnavailable,
 )
-from worker.hotpath.client import MemoryClient
+from worker.queue.client import MemoryClient
 from worker.queue.redis_queue import RedisQueue
-from worker.service.startup import prepare_queue
+from worker.service.sweep import prepare_queue
 from worker.settings import Settings
 
 PREFIX: Final = "rf"

@@ -13,15 +13,15 @@ import redis
 
 from tests.support.skewed import skewed_enqueue
 from worker.consolidation.rules import RulesConsolidator
-from worker.hotpath.client import MemoryClient
 from worker.models import make_candidate
-from worker.outcomes import Outcome
+from worker.queue.client import MemoryClient
 from worker.queue.redis_queue import RedisQueue
-from worker.queue.stats import server_ms
+from worker.queue.scripts import server_ms
 from worker.queue.types import arrived
 from worker.service.consolidate import Pipeline
 from worker.settings import Settings
 from worker.store.memory import MemoryStore
+from worker.types import Outcome
 
 DAY_MS: Final = 86_400_000
 #: The deployment's policy in these tests (a client's defaults are 30 s and 300 s).

@@ -29,17 +29,17 @@ import sqlalchemy as sa
 import time_machine
 
 from tests.support.skewed import PROCESS_TIMEOUT_SECONDS, faketime
+from worker.connectors.files import FilesSink
 from worker.consolidation.rules import RulesConsolidator
 from worker.models import make_candidate
 from worker.queue.redis_queue import RedisQueue
 from worker.service.consolidate import Pipeline
-from worker.service.erase import erase
 from worker.service.publish import CLAIM_LEASE, FIRST_RETRY_SECONDS, deliver_due
+from worker.service.transfer import erase
 from worker.settings import Settings
-from worker.sinks.files import FilesSink
 from worker.store.memory import MemoryStore
+from worker.store.outbox import BREAKER_FIRST_OPEN_SECONDS, BREAKER_THRESHOLD
 from worker.store.schema import outbox
-from worker.store.sink_health import BREAKER_FIRST_OPEN_SECONDS, BREAKER_THRESHOLD
 
 DAY: Final = timedelta(days=1)
 #: Real time between the skewed worker's writes and this test's read of the database's clock
@@ -49,7 +49,7 @@ SLACK: Final = timedelta(seconds=30)
 _WORKER: Final = """
 import sys, time
 from worker.service.publish import CLAIM_LEASE, deliver_due
-from worker.sinks.files import FilesSink
+from worker.connectors.files import FilesSink
 from worker.store.memory import MemoryStore
 url, broken, held, root = sys.argv[1:5]
 print(time.time(), flush=True)

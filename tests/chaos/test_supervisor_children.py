@@ -96,7 +96,7 @@ def _supervisor(pid_file: Path, grace: float = 30.0) -> str:
     return textwrap.dedent(
         f"""
         import sys
-        from worker.runtime.supervisor import Child, supervise
+        from worker.runtime.processes import Child, supervise
         argv = [sys.executable, "-c", {child!r}, {str(pid_file)!r}]
         sys.exit(supervise([Child("stubborn", argv)], grace_seconds={grace}))
         """
@@ -122,7 +122,7 @@ def test_without_pdeathsig_the_watchdog_ends_an_orphan_and_its_group(
 ) -> None:
     # A plain parent (no PR_SET_PDEATHSIG, as on systems without it): only the watchdog acts.
     watchdog = (
-        "from worker.runtime.lifetime import watch_parent\n"
+        "from worker.runtime.processes import watch_parent\n"
         "watch_parent(os.getppid(), grace_seconds=0.5, poll_seconds=0.05)"
     )
     child_code = STUBBORN.format(before=watchdog)
@@ -162,7 +162,7 @@ def test_the_watchdog_ignores_a_supervisor_pid_that_is_not_its_parent(
     code = (
         "import os\n"
         "os.environ['MEMWORKER_SUPERVISOR_PID'] = '1'\n"
-        "from worker.runtime.lifetime import watch_supervisor_from_env\n"
+        "from worker.runtime.processes import watch_supervisor_from_env\n"
         "assert watch_supervisor_from_env() is None\n"
         "assert 'MEMWORKER_SUPERVISOR_PID' not in os.environ\n"
     )

@@ -24,10 +24,10 @@ from langgraph_sdk import get_sync_client
 from tests.langgraph_fixtures import langgraph_url  # noqa: F401 - a fixture
 from tests.support.tcp_proxy import TcpProxy
 from tests.support.waiting import wait_for
-from worker.hotpath.client import MemoryClient
+from worker.connectors.langgraph import LangGraphStoreSink
 from worker.models import Namespace
+from worker.queue.client import MemoryClient
 from worker.settings import Settings
-from worker.sinks.langgraph_store import LangGraphStoreSink
 from worker.store.memory import MemoryStore
 
 #: Bounds every wait; polling stops as soon as the state is reached.

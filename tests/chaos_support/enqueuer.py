@@ -16,7 +16,7 @@ import time
 from collections.abc import Sequence
 
 from worker.errors import MemworkerError
-from worker.hotpath.client import MemoryClient
+from worker.queue.client import MemoryClient
 
 
 def main(argv: Sequence[str]) -> int:

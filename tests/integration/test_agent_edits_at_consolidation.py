@@ -14,11 +14,11 @@ from langgraph_sdk.client import SyncLangGraphClient
 
 from tests.integration.test_cli_support import Ops, make_ops
 from tests.langgraph_fixtures import langgraph_client, langgraph_url
+from worker.connectors.langgraph import item_content, store_namespace
 from worker.consolidation.render import is_pointer_line, pointer_line
-from worker.constants import MAX_EDIT_LINES
 from worker.runtime.container import build_runtime
-from worker.service.agent_edits import load_record
-from worker.sinks.langgraph_store import item_content, store_namespace
+from worker.service.edits import load_record
+from worker.types import MAX_EDIT_LINES
 
 __all__ = ["langgraph_client", "langgraph_url"]
 

@@ -20,7 +20,7 @@ from celery.beat import ScheduleEntry
 from kombu.connection import Connection
 
 from worker.errors import ScheduleError
-from worker.scheduling.beat import (
+from worker.runtime.beat import (
     CronTickSchedule,
     MemworkerScheduler,
     beat_schedule_for,
@@ -28,9 +28,8 @@ from worker.scheduling.beat import (
     parse_tick,
     with_tick,
 )
-from worker.scheduling.heartbeat import HEARTBEAT_INTERVAL_SECONDS, heartbeat_age
-from worker.scheduling.schedules import ScheduleSpec
-from worker.task_names import SCHEDULED_RUN_TASK
+from worker.service.schedules import HEARTBEAT_INTERVAL_SECONDS, ScheduleSpec, heartbeat_age
+from worker.types import SCHEDULED_RUN_TASK
 
 #: Bound on waiting for the published message; it is there at once, this only ends a hang.
 RECEIVE_TIMEOUT_SECONDS = 5.0

@@ -13,12 +13,11 @@ import pytest
 from celery.contrib.testing.worker import start_worker
 
 from tests.support.waiting import wait_for
-from worker.hotpath.client import MemoryClient
+from worker.queue.client import MemoryClient
+from worker.runtime.celery import LANES, create_app
 from worker.runtime.container import build_runtime
 from worker.settings import Settings
-from worker.task_names import SWEEP_LANE, SWEEP_TASK, queue_name
-from worker.tasks.app import create_app
-from worker.tasks.lanes import LANES
+from worker.types import SWEEP_LANE, SWEEP_TASK, queue_name
 
 RABBITMQCTL_TIMEOUT = 30
 

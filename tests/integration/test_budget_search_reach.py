@@ -9,7 +9,7 @@ from worker.consolidation.rules import RulesConsolidator
 from worker.models import make_candidate
 from worker.queue.redis_queue import RedisQueue
 from worker.service.consolidate import Pipeline
-from worker.service.memory_search import SqlMemorySearch
+from worker.service.search import SqlMemorySearch
 from worker.settings import Settings
 from worker.store.memory import MemoryStore
 

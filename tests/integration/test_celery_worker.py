@@ -11,12 +11,11 @@ import pytest
 from celery import Celery
 from celery.contrib.testing.worker import start_worker
 
-from worker.hotpath.client import MemoryClient
+from worker.queue.client import MemoryClient
+from worker.runtime.celery import LANES, create_app
 from worker.runtime.container import Runtime, build_runtime
 from worker.settings import Settings
-from worker.task_names import SCHEDULED_RUN_TASK, SWEEP_LANE, SWEEP_TASK, queue_name
-from worker.tasks.app import create_app
-from worker.tasks.lanes import LANES
+from worker.types import SCHEDULED_RUN_TASK, SWEEP_LANE, SWEEP_TASK, queue_name
 
 #: Each test runs on a single Redis and on a Redis Cluster.
 pytestmark = pytest.mark.cluster

@@ -36,24 +36,19 @@ NOT_FOR_THE_HOT_PATH = (
     "numpy",
     "regex",
     "croniter",
-    # The client reads its slice of the settings and validates candidates without pydantic
-    # (worker.hotpath.settings, worker.enqueue); the worker's models and settings need it.
-    "pydantic",
-    "pydantic_settings",
-    "worker.settings",
+    # The client validates candidates without the worker's models (worker.types); its settings
+    # are the worker's own reader (worker.settings.ClientSettings).
     "worker.models",
     "worker.store",
     "worker.service",
     "worker.runtime",
     "worker.consolidation",
     "worker.queue.redis_queue",
-    "worker.hotpath.async_client",
+    "worker.queue.async_client",
 )
 
 #: What ``memworker status`` must not load: the worker runtime and the model (it only reads),
-#: Alembic (a migrated database is checked with one query), and the store's write side (the
-#: commit, search, erase and transfer behind the full facade): it reads its figures through
-#: :class:`~worker.store.health.StoreHealth`.
+#: Alembic (a migrated database is checked with one query), LangChain and the consolidation.
 NOT_FOR_STATUS = (
     "celery",
     "kombu",
@@ -62,18 +57,7 @@ NOT_FOR_STATUS = (
     "langchain",
     "langgraph",
     "worker.runtime",
-    "worker.tasks",
     "worker.consolidation",
-    "worker.store.memory",
-    "worker.store.commit",
-    "worker.store.search_index",
-    "worker.store.search_methods",
-    "worker.store.transfer",
-    "worker.store.erase",
-    "worker.store.approvals",
-    "worker.store.history",
-    # It reads counts, schedules and health rows: no candidate is decoded, so no model built.
-    "worker.models",
     # The embedded store is SQLite's: PostgreSQL's dialect is loaded only for a PostgreSQL URL.
     "sqlalchemy.dialects.postgresql",
 )
@@ -134,7 +118,7 @@ def test_parsing_and_help_import_no_runtime_package(argv: list[str]) -> None:
 def test_version_is_printed_without_building_the_app() -> None:
     modules = _modules_after(_PROBE, json.dumps(["--version"]))
 
-    assert _loaded(modules, ("typer", "click", "rich", "worker.cli.root")) == []
+    assert _loaded(modules, ("typer", "click", "rich", "worker.cli.app")) == []
 
 
 def test_a_usage_error_is_reported_without_importing_the_runtime() -> None:
@@ -149,7 +133,7 @@ def test_importing_the_client_loads_the_hot_path_only() -> None:
     )
     modules = _modules_after(code)
 
-    assert "worker.hotpath.client" in modules
+    assert "worker.queue.client" in modules
     assert _loaded(modules, NOT_FOR_THE_HOT_PATH) == []
 
 
@@ -167,11 +151,11 @@ def test_building_a_client_and_enqueueing_on_one_redis_loads_no_worker_side_modu
         code, MEMWORKER_REDIS_URL=single_redis_url, MEMWORKER_KEY_PREFIX=key_prefix
     )
 
-    assert "worker.hotpath.client" in modules
+    assert "worker.queue.client" in modules
     assert _loaded(modules, NOT_FOR_THE_HOT_PATH) == []
 
 
-def test_status_reads_a_live_deployment_without_the_runtime_alembic_or_the_stores_write_side(
+def test_status_reads_a_live_deployment_without_the_runtime_alembic_or_langchain(
     single_redis_url: str, key_prefix: str, sqlite_url: str, tmp_path: Path
 ) -> None:
     MemoryStore.from_url(sqlite_url, create=True).dispose()  # as `memworker run` leaves it
@@ -185,14 +169,14 @@ def test_status_reads_a_live_deployment_without_the_runtime_alembic_or_the_store
         MEMWORKER_LANGGRAPH_URL="",
     )
 
-    assert "worker.store.health" in modules  # it did read the store
+    assert "worker.store.memory" in modules  # it did read the store
     assert _loaded(modules, NOT_FOR_STATUS) == []
 
 
 def test_the_newest_migration_read_without_alembic_is_the_one_alembic_finds() -> None:
     from alembic.script import ScriptDirectory
 
-    from worker.store import migrate
+    from worker.store import schema as migrate
 
     alembic_head = ScriptDirectory.from_config(migrate.alembic_config()).get_current_head()
 

@@ -10,8 +10,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from tests.integration.test_cli_support import Ops, ops
-from worker.cli.console import CliConsole
-from worker.cli.progress import progress_bar
+from worker.cli.common import CliConsole, progress_bar
 
 __all__ = ["ops"]
 
@@ -121,7 +120,7 @@ class _Recorded:
 
 def test_dlq_retry_all_tells_its_progress_each_namespace_it_retries(ops: Ops) -> None:
     from tests.integration.test_cli_dlq import _dead
-    from worker.service.dead_letters import retry_dead_letters
+    from worker.service.sweep import retry_dead_letters
 
     dead = {_dead(ops, "database unreachable", user=f"{ops.user}-{i}") for i in range(2)}
     shown = _Recorded()
@@ -135,7 +134,7 @@ def test_dlq_retry_all_tells_its_progress_each_namespace_it_retries(ops: Ops) ->
 def test_forget_tells_its_progress_each_namespace_then_the_store_and_the_sinks(
     ops: Ops,
 ) -> None:
-    from worker.service.erase import erase
+    from worker.service.transfer import erase
 
     ops.enqueue("I prefer green tea")
     ops("reconcile", "--user", ops.user)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from tests.integration.test_cli_support import Ops, ops
-from worker.store.sink_health import BREAKER_THRESHOLD
+from worker.store.outbox import BREAKER_THRESHOLD
 
 __all__ = ["ops"]
 

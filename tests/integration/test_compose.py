@@ -29,11 +29,10 @@ import yaml
 from celery import Celery
 from celery.contrib.testing.worker import start_worker
 
+from worker.runtime.celery import LANES, celery_argv, create_app
 from worker.runtime.container import build_runtime
 from worker.settings import Settings
-from worker.task_names import SWEEP_LANE, queue_name
-from worker.tasks.app import create_app
-from worker.tasks.lanes import LANES, celery_argv
+from worker.types import SWEEP_LANE, queue_name
 
 ROOT: Final = Path(__file__).resolve().parents[2]
 COMPOSE: Final = yaml.safe_load((ROOT / "docker-compose.yml").read_text(encoding="utf-8"))

@@ -16,8 +16,8 @@ import pytest
 from pydantic import SecretStr
 
 from tests.integration.test_cli_support import Ops, ops
+from worker.cli.web import start
 from worker.runtime.container import build_runtime
-from worker.web.server import start
 
 __all__ = ["ops"]
 

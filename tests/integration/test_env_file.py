@@ -11,8 +11,7 @@ from typer.testing import CliRunner
 
 from tests.integration.test_cli_support import Ops, ops
 from worker.cli.app import app
-from worker.hotpath.settings import client_settings
-from worker.settings import Settings, load_settings
+from worker.settings import Settings, client_settings, load_settings
 from worker.store.engine import create_store_engine
 
 __all__ = ["ops"]

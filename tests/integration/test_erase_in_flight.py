@@ -19,12 +19,12 @@ from typing import Final
 
 import pytest
 
+from worker.connectors.base import PublishedFile
+from worker.connectors.files import FilesSink
 from worker.errors import NotFound, SinkError
 from worker.queue.redis_queue import RedisQueue
-from worker.service.erase import erase
 from worker.service.publish import CLAIM_LEASE, deliver_due
-from worker.sinks.base import PublishedFile
-from worker.sinks.files import FilesSink
+from worker.service.transfer import erase
 from worker.store.memory import MemoryStore
 from worker.store.outbox import LATE_WRITE
 

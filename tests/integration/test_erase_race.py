@@ -25,20 +25,18 @@ from langgraph_sdk.client import SyncLangGraphClient
 
 from tests.integration.test_cli_support import Ops, make_ops, ops, redis_keys
 from tests.langgraph_fixtures import langgraph_client, langgraph_url
+from worker.connectors.langgraph import store_namespace
+from worker.consolidation.plan import Plan
 from worker.consolidation.rules import RulesConsolidator
-from worker.consolidation.types import Plan
-from worker.models import Candidate, Namespace
-from worker.outcomes import Outcome
+from worker.models import Candidate, Namespace, NamespaceState
 from worker.queue.types import Claim
-from worker.service.batch import BatchResult
-from worker.service.consolidate import Pipeline
-from worker.service.erase import erase, erase_target
+from worker.service.consolidate import BatchResult, Pipeline
 from worker.service.publish import CLAIM_LEASE, deliver_due, publish_now
 from worker.service.publish import _deliver as deliver_one
-from worker.sinks.langgraph_store import store_namespace
+from worker.service.transfer import erase, erase_target
 from worker.store.outbox import LATE_WRITE
 from worker.store.schema import candidate_ledger, metadata
-from worker.values import NamespaceState
+from worker.types import Outcome
 
 __all__ = ["langgraph_client", "langgraph_url", "ops"]
 

@@ -12,10 +12,10 @@ import pytest
 
 from tests.store_support import FACTS, entry, plan, unique_ns
 from tests.store_support import commit as commit_plan
+from worker.connectors.base import PublishedFile
 from worker.errors import SinkError
 from worker.queue.redis_queue import RedisQueue
-from worker.service.erase import erase
-from worker.sinks.base import PublishedFile
+from worker.service.transfer import erase
 from worker.store.memory import MemoryStore
 
 

@@ -19,12 +19,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from worker.cli.queue_cmds import register
-from worker.constants import MAX_ID_LENGTH
+from worker.cli.queue import register_queue
 from worker.errors import InvalidCandidate
-from worker.hotpath.client import MemoryClient
 from worker.models import ENQUEUE_FIELDS, SOURCES
+from worker.queue.client import MemoryClient
 from worker.settings import Settings
+from worker.types import MAX_ID_LENGTH
 
 MAX_TEXT_BYTES: Final = 8192
 VALID: Final[dict[str, Any]] = {
@@ -273,7 +273,7 @@ def cli() -> typer.Typer:
     def root() -> None:
         """memworker (only the queue commands)."""
 
-    register(app)
+    register_queue(app)
     return app
 
 

@@ -13,10 +13,10 @@ from redis.cluster import RedisCluster
 
 from tests.support.private_redis import PrivateRedis, private_redis
 from worker.errors import QueueMisconfigured
-from worker.hotpath.async_client import AsyncMemoryClient
-from worker.hotpath.client import MemoryClient
 from worker.models import EnqueueFields
-from worker.queue.connect import open_redis
+from worker.queue.async_client import AsyncMemoryClient
+from worker.queue.client import MemoryClient
+from worker.queue.redis import open_redis
 
 EVICTING = ("--maxmemory", "64mb", "--maxmemory-policy", "allkeys-lru")
 
@@ -76,7 +76,7 @@ def test_a_redis_that_hides_its_policy_entirely_is_accepted_with_one_warning(
     # The documented decision: the workers' start-up check (their own credentials) decides.
     hidden = ("--rename-command", "CONFIG", "", "--rename-command", "INFO", "")
     with (
-        caplog.at_level(logging.WARNING, logger="worker.hotpath.eviction"),
+        caplog.at_level(logging.WARNING, logger="worker.queue.pool"),
         private_redis(tmp_path, *EVICTING, *hidden) as server,
         MemoryClient.from_url(server.url, key_prefix="mw") as client,
     ):

@@ -22,7 +22,7 @@ from tests.support.tcp_proxy import TcpProxy, proxied
 from tests.support.waiting import wait_for
 from worker import AsyncMemoryClient, ConfigurationError, MemoryClient, QueueUnavailable
 from worker.errors import BacklogFull, QueueMisconfigured
-from worker.queue.connect import open_redis
+from worker.queue.redis import open_redis
 from worker.queue.redis_queue import RedisQueue
 from worker.settings import Settings
 

@@ -19,14 +19,22 @@ from langgraph.checkpoint.memory import InMemorySaver
 from tests.langgraph_app.scripted import QueuedChatModel
 from tests.support.memory_queue import make_enqueuer, queued
 from worker.errors import IdentityMismatch, UnknownOwner
-from worker.identity import thread_owner
-from worker.integrations.capture import MemoryCaptureMiddleware, make_memory_tools
-from worker.integrations.deepagents import NO_ORG_NAMESPACE, memory_backend
-from worker.integrations.enqueuer import CAPTURE_ERRORS
-from worker.integrations.run_context import RunIdentity, resolve_identity
-from worker.integrations.search_tools import MemoryHit, make_search_tools
-from worker.integrations.summary_flush import flush_args
+from worker.integrations.capture import (
+    CAPTURE_ERRORS,
+    MemoryCaptureMiddleware,
+    RunIdentity,
+    make_memory_tools,
+    resolve_identity,
+)
+from worker.integrations.deepagents import (
+    NO_ORG_NAMESPACE,
+    MemoryHit,
+    make_search_tools,
+    memory_backend,
+)
+from worker.integrations.summary import flush_args
 from worker.models import Namespace, Scope
+from worker.types import thread_owner
 
 
 class _ServerUser:

@@ -12,12 +12,11 @@ from pathlib import Path
 from typing import Any
 
 from tests.integration.test_cli_support import Ops, ops
-from worker.consolidation.ids import EntryIds
+from worker.consolidation.plan import EntryIds
 from worker.consolidation.render import render_file
-from worker.models import make_candidate
+from worker.models import Entry, make_candidate
 from worker.service.transfer import import_problems
 from worker.store.transfer import parse_document
-from worker.values import Entry
 
 __all__ = ["ops"]
 

@@ -13,15 +13,15 @@ from langgraph_sdk.client import SyncLangGraphClient
 
 from tests.langgraph_app.graphs import HELPER_ASSISTANT, HELPER_LAYOUT
 from tests.langgraph_fixtures import langgraph_client, langgraph_url
+from worker.connectors.base import PublishedFile
+from worker.connectors.langgraph import LangGraphStoreSink, item_content
 from worker.consolidation.rules import RulesConsolidator
 from worker.models import make_candidate
 from worker.queue.redis_queue import RedisQueue
-from worker.service.agent_edits import load_record, settle_agent_edits
 from worker.service.consolidate import Pipeline
+from worker.service.edits import load_record, settle_agent_edits
 from worker.service.publish import DeliveryReport, deliver_due
 from worker.settings import Settings
-from worker.sinks.base import PublishedFile
-from worker.sinks.langgraph_store import LangGraphStoreSink, item_content
 from worker.store.memory import MemoryStore
 
 __all__ = ["langgraph_client", "langgraph_url"]

@@ -13,10 +13,9 @@ from langgraph.runtime import ExecutionInfo, Runtime
 from tests.langgraph_app.scripted import QueuedChatModel
 from tests.langgraph_fixtures import free_port
 from tests.support.memory_queue import make_enqueuer, queue_settings, queued
-from worker.hotpath.async_client import AsyncMemoryClient
-from worker.hotpath.client import MemoryClient
-from worker.integrations.capture import MemoryCaptureMiddleware, make_memory_tools
-from worker.integrations.enqueuer import CAPTURE_ERRORS
+from worker.integrations.capture import CAPTURE_ERRORS, MemoryCaptureMiddleware, make_memory_tools
+from worker.queue.async_client import AsyncMemoryClient
+from worker.queue.client import MemoryClient
 
 pytestmark = pytest.mark.langgraph
 

@@ -15,8 +15,8 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from tests.langgraph_app.scripted import QueuedChatModel
 from tests.support.memory_queue import make_enqueuer, queued
-from worker.integrations.deep_summary import DeepAgentSummaryFlush
-from worker.integrations.enqueuer import Enqueuer
+from worker.integrations.capture import Enqueuer
+from worker.integrations.deepagents import DeepAgentSummaryFlush
 
 pytestmark = pytest.mark.langgraph
 

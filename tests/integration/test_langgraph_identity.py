@@ -20,12 +20,12 @@ from tests.langgraph_app.auth import OWNER_ORG_KEY
 from tests.langgraph_app.graphs import HELPER_ASSISTANT, HELPER_LAYOUT
 from tests.langgraph_fixtures import langgraph_auth_url
 from tests.support.memory_queue import queued
+from worker.connectors.base import PublishedFile
+from worker.connectors.langgraph import LangGraphStoreSink
 from worker.queue.redis_queue import RedisQueue
-from worker.runtime.parts import scan_parts
+from worker.runtime.container import scan_parts
 from worker.service.scan import THREAD_SET_ASIDE, SourceScan, scan_sources
 from worker.settings import Settings
-from worker.sinks.base import PublishedFile
-from worker.sinks.langgraph_store import LangGraphStoreSink
 from worker.store.memory import MemoryStore
 
 __all__ = ["langgraph_auth_url"]

@@ -14,14 +14,14 @@ from langgraph_sdk.client import SyncLangGraphClient
 from tests.langgraph_app.graphs import HELPER_ASSISTANT
 from tests.langgraph_fixtures import langgraph_client, langgraph_url, owned_by
 from tests.support.memory_queue import queue_settings
+from worker.connectors.layout import StoreLayout
 from worker.consolidation.rules import RulesConsolidator
 from worker.queue.redis_queue import RedisQueue
-from worker.runtime.parts import scan_parts
+from worker.runtime.container import scan_parts
 from worker.service.consolidate import Pipeline
 from worker.service.scan import SourceScan, scan_sources
 from worker.settings import Settings
 from worker.store.memory import MemoryStore
-from worker.store_layout import StoreLayout
 
 __all__ = ["langgraph_client", "langgraph_url"]
 
@@ -178,8 +178,8 @@ def test_a_scanned_exchange_and_its_live_capture_are_one_candidate_of_the_assist
 def test_forget_removes_what_the_agents_wrote_to_the_users_inbox(
     langgraph_client: SyncLangGraphClient, queue: RedisQueue, store: MemoryStore, cfg: Settings
 ) -> None:
-    from worker.service.erase import erase
-    from worker.sinks.langgraph_store import LangGraphStoreSink
+    from worker.connectors.langgraph import LangGraphStoreSink
+    from worker.service.transfer import erase
 
     user = f"u-{uuid.uuid4().hex[:8]}"
     namespace = f"user:{user}:{HELPER_ASSISTANT}"

@@ -12,11 +12,11 @@ from langchain_core.messages import AIMessage
 from tests.langgraph_app.scripted import QueuedChatModel
 from worker.consolidation.rules import RulesConsolidator
 from worker.errors import ConfigurationError
-from worker.integrations.search_tools import make_search_tools
+from worker.integrations.deepagents import make_search_tools
 from worker.models import make_candidate
 from worker.queue.redis_queue import RedisQueue
 from worker.service.consolidate import Pipeline
-from worker.service.memory_search import SqlMemorySearch
+from worker.service.search import SqlMemorySearch
 from worker.settings import Settings
 from worker.store.memory import MemoryStore
 

@@ -9,7 +9,7 @@ from langgraph_sdk.client import SyncLangGraphClient
 
 from tests.integration.test_cli_support import Ops, ops
 from tests.langgraph_fixtures import langgraph_client, langgraph_url
-from worker.store_layout import StoreLayout
+from worker.connectors.layout import StoreLayout
 
 __all__ = ["langgraph_client", "langgraph_url", "ops"]
 

@@ -15,9 +15,9 @@ from langgraph.checkpoint.memory import InMemorySaver
 from tests.langgraph_app.scripted import QueuedChatModel
 from tests.langgraph_fixtures import free_port
 from tests.support.memory_queue import make_enqueuer, queued
-from worker.hotpath.client import MemoryClient
-from worker.integrations.enqueuer import Enqueuer
-from worker.integrations.summary_flush import SUMMARY_FAILURES, SUMMARY_TAG, MemorySummaryFlush
+from worker.integrations.capture import Enqueuer
+from worker.integrations.summary import SUMMARY_FAILURES, SUMMARY_TAG, MemorySummaryFlush
+from worker.queue.client import MemoryClient
 
 pytestmark = pytest.mark.langgraph
 

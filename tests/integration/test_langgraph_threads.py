@@ -11,8 +11,8 @@ from langgraph_sdk.client import SyncLangGraphClient
 from tests.langgraph_fixtures import converse, langgraph_client, langgraph_url
 from tests.support.cursors import InMemoryCursorStore
 from tests.support.memory_queue import queued
-from worker.constants import MAX_TEXT_BYTES
-from worker.sources.langgraph_threads import scan_threads
+from worker.connectors.langgraph import scan_threads
+from worker.types import MAX_TEXT_BYTES
 
 __all__ = ["langgraph_client", "langgraph_url"]
 

@@ -19,8 +19,7 @@ from tests.integration.test_cli_support import Ops, ops
 from tests.support.consolidation_factories import at, cand, entry, state
 from tests.support.hashing_embeddings import HangingEmbeddings
 from worker.consolidation.engine import consolidate_batch
-from worker.consolidation.focus import touched_entries
-from worker.consolidation.justify import related
+from worker.consolidation.llm import touched_entries
 from worker.consolidation.meaning import (
     VECTORS_FILE,
     Bank,
@@ -28,15 +27,14 @@ from worker.consolidation.meaning import (
     Meaning,
     shipped_vectors,
 )
+from worker.consolidation.plan import Add, Confirm, Invalidate, Plan, Supersede, related
 from worker.consolidation.rules import RulesConsolidator, corrected
-from worker.consolidation.types import Add, Confirm, Invalidate, Plan, Supersede
-from worker.constants import DEFAULT_EMBEDDINGS
 from worker.errors import InvalidPlan, ModelUnavailable, Unavailable
-from worker.models import Candidate
+from worker.models import Candidate, Entry, NamespaceState
 from worker.runtime.container import Runtime
 from worker.runtime.embeddings import build_embeddings
 from worker.settings import Settings
-from worker.values import Entry, NamespaceState
+from worker.types import DEFAULT_EMBEDDINGS
 
 __all__ = ["ops"]
 

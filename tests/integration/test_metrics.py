@@ -22,8 +22,8 @@ from worker.metrics import (
     start_metrics_server,
 )
 from worker.models import make_candidate
-from worker.queue.encoding import to_ms
 from worker.queue.redis_queue import RedisQueue
+from worker.queue.scripts import to_ms
 from worker.settings import Settings
 
 #: Bound on the scrape request to the local metrics server; it answers at once.

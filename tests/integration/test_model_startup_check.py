@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from worker.errors import ConfigurationError, ModelUnavailable
-from worker.service.startup import build_consolidator, probe_model_server
+from worker.service.sweep import build_consolidator, probe_model_server
 from worker.settings import Settings
 
 #: The two places the check must hold: a worker's start and a model-using operator command.

@@ -8,15 +8,14 @@ from datetime import datetime
 
 import redis
 
+from worker.consolidation.plan import Plan
 from worker.consolidation.rules import RulesConsolidator
-from worker.consolidation.types import Plan
 from worker.errors import ConsolidatorError, ModelUnavailable
-from worker.models import Candidate, make_candidate
+from worker.models import Candidate, NamespaceState, make_candidate
 from worker.queue.redis_queue import RedisQueue
 from worker.service.consolidate import Pipeline
 from worker.settings import Settings
 from worker.store.memory import MemoryStore
-from worker.values import NamespaceState
 
 
 class Failing(RulesConsolidator):

@@ -11,11 +11,11 @@ from datetime import timedelta
 import pytest
 
 from tests.store_support import at, commit, entry, plan, unique_ns
+from worker.connectors.base import PublishedFile
 from worker.errors import SinkError
 from worker.service.publish import CLAIM_LEASE, deliver_due, publish_now
-from worker.sinks.base import PublishedFile
 from worker.store import MemoryStore
-from worker.store.sink_health import BREAKER_THRESHOLD
+from worker.store.outbox import BREAKER_THRESHOLD
 
 LEASE = timedelta(seconds=60)
 

@@ -15,16 +15,14 @@ import pytest
 import redis
 import sqlalchemy as sa
 
+from worker.consolidation.plan import Plan
 from worker.consolidation.rules import RulesConsolidator
-from worker.consolidation.types import Plan
 from worker.errors import ConsolidatorError
-from worker.models import Candidate, make_candidate
+from worker.models import Candidate, NamespaceState, make_candidate
 from worker.queue.redis_queue import RedisQueue
-from worker.service.consolidate import Pipeline
-from worker.service.preview import preview
+from worker.service.consolidate import Pipeline, preview
 from worker.settings import Settings
 from worker.store.memory import MemoryStore
-from worker.values import NamespaceState
 
 
 @pytest.fixture

@@ -14,9 +14,9 @@ from typing import Final
 import pytest
 
 from tests.store_support import at, unique_ns
+from worker.connectors.base import PublishedFile
 from worker.errors import SinkError
 from worker.service.publish import MAX_RETRY_SECONDS, deliver_due
-from worker.sinks.base import PublishedFile
 from worker.store.memory import MemoryStore
 
 #: Healthy namespaces beside the refused one.

@@ -10,8 +10,8 @@ from typing import Final
 import pytest
 
 from tests.store_support import at, commit, entry, plan, unique_ns
+from worker.connectors.base import PublishedFile
 from worker.service.publish import publish_now
-from worker.sinks.base import PublishedFile
 from worker.store import MemoryStore
 
 #: More names than PostgreSQL (65,535) accepts as bind parameters of one statement.

@@ -11,7 +11,7 @@ import redis
 import typer
 from typer.testing import CliRunner
 
-from worker.cli.queue_cmds import register
+from worker.cli.queue import register_queue
 from worker.queue.redis_queue import RedisQueue
 from worker.settings import Settings
 
@@ -27,7 +27,7 @@ def app() -> typer.Typer:
     def root() -> None:
         """memworker (test app: only the queue commands)."""
 
-    register(app)
+    register_queue(app)
     return app
 
 

@@ -17,7 +17,7 @@ import redis
 from worker import MemoryClient
 from worker.models import Candidate, make_candidate
 from worker.queue.redis_queue import RedisQueue
-from worker.runtime.embedded_redis import embedded_redis
+from worker.runtime.processes import embedded_redis
 from worker.settings import Settings
 
 T0 = 1_700_000_000.0

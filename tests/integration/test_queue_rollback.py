@@ -24,14 +24,13 @@ from tests.chaos.test_queue_epoch import _ledger_counts
 from worker import metrics
 from worker.consolidation.rules import RulesConsolidator
 from worker.models import make_candidate
-from worker.outcomes import Outcome
-from worker.queue.connect import RedisClient
+from worker.queue.redis import RedisClient
 from worker.queue.redis_queue import RedisQueue
-from worker.service.batch import BatchResult, merge_entries
-from worker.service.consolidate import Pipeline
-from worker.service.queue_health import queue_health
+from worker.service.consolidate import BatchResult, Pipeline, merge_entries
+from worker.service.sweep import queue_health
 from worker.settings import Settings
 from worker.store.memory import MemoryStore
+from worker.types import Outcome
 
 NS: Final = "user:u1"
 DAY: Final = 86_400.0
@@ -117,7 +116,7 @@ def test_a_rollback_is_logged_at_error_and_counted(
     rollbacks = metrics.QUEUE_ROLLBACKS._value.get()
     changes = metrics.QUEUE_EPOCH_CHANGES._value.get()
 
-    with caplog.at_level(logging.ERROR, logger="worker.service.report"):
+    with caplog.at_level(logging.ERROR, logger="worker.service.consolidate"):
         _enqueue(queue, "new", NEW)
         _merge(queue, sqlite_store, settings)
 

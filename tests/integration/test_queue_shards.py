@@ -10,9 +10,9 @@ from __future__ import annotations
 import pytest
 
 from worker.errors import QueueMisconfigured
-from worker.hotpath.client import MemoryClient
 from worker.models import make_candidate
-from worker.queue.connect import RedisClient
+from worker.queue.client import MemoryClient
+from worker.queue.redis import RedisClient
 from worker.queue.redis_queue import RedisQueue
 from worker.settings import Settings
 

@@ -19,13 +19,13 @@ import redis
 from worker.consolidation.rules import RulesConsolidator
 from worker.errors import BacklogFull, BusyNamespace, NotFound
 from worker.models import Candidate, make_candidate
-from worker.outcomes import Outcome
 from worker.queue.redis_queue import Claim, RedisQueue
-from worker.queue.stats import collect_stats, rebuild_stats, recount_stats
+from worker.queue.scripts import collect_stats, rebuild_stats, recount_stats
 from worker.service.consolidate import Pipeline
-from worker.service.startup import prepare_queue
+from worker.service.sweep import prepare_queue
 from worker.settings import Settings
 from worker.store.memory import MemoryStore
+from worker.types import Outcome
 
 #: Each test runs on a single Redis and on a Redis Cluster.
 pytestmark = pytest.mark.cluster

@@ -29,8 +29,8 @@ from tests.readme_support import (
     readme_blocks,
     started_run,
 )
-from worker.consolidation.loading import chat_model
-from worker.scheduling.schedules import load_schedules
+from worker.consolidation.engine import chat_model
+from worker.service.schedules import load_schedules
 from worker.settings import Settings
 
 
@@ -68,8 +68,9 @@ HANDLING: Final[list[tuple[str, str, How]]] = [
     ("Quick start", '$ memworker enqueue --user u1 "I prefer short answers" && memworker '
      "reconcile --user u1 --dry-run", How.CONSOLE),
     ("Quick start", '$ pip install -e ".[dev]" && python -m pytest', How.CI),
-    ("Enqueue from your chat service", "$ pip install --no-deps memworker redis prometheus-client",
-     How.CLIENT_ALONE),
+    ("Enqueue from your chat service",
+     "$ pip install --no-deps memworker && pip install redis prometheus-client "
+     "pydantic-settings", How.CLIENT_ALONE),
     ("Enqueue from your chat service", "", How.PYTHON),
     ("Wire a deep agent to its memory in one call", "", How.PYTHON_WITH_MODEL),
     ("Capture conversations", "", How.PYTHON_WITH_MODEL),

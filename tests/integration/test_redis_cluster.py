@@ -17,14 +17,13 @@ import redis
 from redis.cluster import RedisCluster
 
 from worker.errors import ConfigurationError, QueueMisconfigured, QueueUnavailable
-from worker.hotpath.async_client import AsyncMemoryClient
-from worker.hotpath.client import MemoryClient
-from worker.queue.address import ClusterAddress, check_redis_url, redacted
-from worker.queue.connect import open_redis
-from worker.queue.keys import QueueLayout
+from worker.queue.async_client import AsyncMemoryClient
+from worker.queue.client import MemoryClient
+from worker.queue.redis import ClusterAddress, check_redis_url, open_redis, redacted
 from worker.queue.redis_queue import RedisQueue
+from worker.queue.scripts import QueueLayout
+from worker.runtime.celery import create_app
 from worker.settings import Settings
-from worker.tasks.app import create_app
 
 USERS = 60
 

@@ -2,7 +2,7 @@
 
 Agents write the inbox freely and the inbox scan removes each item once merged, so a memory
 file memworker wrote there would be deleted from the store by the next scan. The one rule
-(:func:`worker.namespaces.reserved_prefix`) is attacked at every entry: an enqueue topic (the
+(:func:`worker.types.reserved_prefix`) is attacked at every entry: an enqueue topic (the
 hot-path client, the agent's own ``remember`` tool), a plan's path, ``put`` and import, with
 the default inbox and a deployment's own.
 """
@@ -22,14 +22,13 @@ from tests.langgraph_app.scripted import QueuedChatModel
 from tests.support.consolidation_factories import at, cand, state
 from tests.support.memory_queue import make_enqueuer, queued
 from worker.consolidation.engine import consolidate_batch
+from worker.consolidation.plan import Add, Plan, validate_plan
 from worker.consolidation.rules import RulesConsolidator
-from worker.consolidation.types import Add, Plan
-from worker.consolidation.validate import validate_plan
 from worker.errors import InvalidCandidate
 from worker.integrations.capture import make_memory_tools
 from worker.models import make_candidate
-from worker.namespaces import reserved_prefix
 from worker.settings import Settings
+from worker.types import reserved_prefix
 
 __all__ = ["ops"]
 

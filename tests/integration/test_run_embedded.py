@@ -17,9 +17,9 @@ import pytest
 import redis
 
 from worker.errors import StoreError
-from worker.hotpath.client import MemoryClient
-from worker.runtime.embedded_redis import embedded_redis
-from worker.scheduling.heartbeat import HEARTBEAT_FILENAME
+from worker.queue.client import MemoryClient
+from worker.runtime.processes import embedded_redis
+from worker.service.schedules import HEARTBEAT_FILENAME
 from worker.settings import Settings
 from worker.store.memory import MemoryStore
 

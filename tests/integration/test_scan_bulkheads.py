@@ -16,16 +16,16 @@ import pytest
 from langgraph_sdk.client import SyncLangGraphClient
 
 from tests.langgraph_fixtures import langgraph_client, langgraph_url
-from worker.constants import MAX_INBOX_ITEM_BYTES, MAX_INBOX_ITEM_LINES
+from worker.connectors import inbox as inbox_source
+from worker.connectors.inbox import CURSOR_SOURCE
+from worker.connectors.layout import StoreLayout
 from worker.models import Namespace, make_candidate
 from worker.queue.redis_queue import RedisQueue
-from worker.runtime.parts import scan_parts
+from worker.runtime.container import scan_parts
 from worker.service.scan import SourceScan, scan_sources
 from worker.settings import Settings
-from worker.sources import inbox as inbox_source
-from worker.sources.inbox import CURSOR_SOURCE
 from worker.store.memory import MemoryStore
-from worker.store_layout import StoreLayout
+from worker.types import MAX_INBOX_ITEM_BYTES, MAX_INBOX_ITEM_LINES
 
 __all__ = ["langgraph_client", "langgraph_url"]
 

@@ -21,15 +21,14 @@ from tests.support.hashing_embeddings import (
 )
 from worker.consolidation.rules import RulesConsolidator
 from worker.models import make_candidate
-from worker.outcomes import Outcome
 from worker.queue.redis_queue import RedisQueue
 from worker.service.consolidate import Pipeline
-from worker.service.embed import EntryEmbedder
-from worker.service.memory_search import SqlMemorySearch
+from worker.service.search import EntryEmbedder, SqlMemorySearch
 from worker.settings import Settings
 from worker.store import MemoryStore
 from worker.store.schema import entry_vectors, namespaces
-from worker.store.vectors import Embedded
+from worker.store.search import Embedded
+from worker.types import Outcome
 
 
 @pytest.fixture

@@ -13,9 +13,9 @@ from langchain_core.runnables import RunnableConfig
 from tests.integration.test_cli_support import Ops, ops
 from tests.langgraph_app.scripted import QueuedChatModel
 from worker.errors import ConfigurationError
-from worker.integrations.search_tools import make_search_tools
-from worker.runtime.search import memory_search_from_settings
-from worker.service.memory_search import SqlMemorySearch
+from worker.integrations.deepagents import make_search_tools
+from worker.runtime.container import memory_search_from_settings
+from worker.service.search import SqlMemorySearch
 
 __all__ = ["ops"]
 

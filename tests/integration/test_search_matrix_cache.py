@@ -17,8 +17,7 @@ from langchain_core.embeddings import Embeddings
 
 from tests.store_support import at, commit, entry, plan, unique_ns
 from tests.support.hashing_embeddings import HashingEmbeddings
-from worker.service.embed import EntryEmbedder
-from worker.service.memory_search import SqlMemorySearch
+from worker.service.search import EntryEmbedder, SqlMemorySearch
 from worker.store import MemoryStore
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -177,7 +176,7 @@ def test_a_cached_search_sees_what_another_process_wrote(
         f"""
         from tests.store_support import at, commit, entry, plan
         from tests.support.hashing_embeddings import HashingEmbeddings
-        from worker.service.embed import EntryEmbedder
+        from worker.service.search import EntryEmbedder
         from worker.store import MemoryStore
 
         store = MemoryStore.from_url({database_url!r})

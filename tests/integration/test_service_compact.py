@@ -9,8 +9,8 @@ import pytest
 from worker.consolidation.rules import RulesConsolidator
 from worker.models import make_candidate
 from worker.queue.redis_queue import RedisQueue
-from worker.service.compact import RunContext, compact_files
 from worker.service.consolidate import Pipeline
+from worker.service.operator import RunContext, compact_files
 from worker.settings import Settings
 from worker.store.memory import MemoryStore
 

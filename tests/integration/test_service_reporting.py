@@ -4,17 +4,16 @@ from __future__ import annotations
 
 import pytest
 
+from worker.consolidation.plan import Plan
 from worker.consolidation.rules import RulesConsolidator
-from worker.consolidation.types import Plan
 from worker.errors import ConsolidatorError
 from worker.metrics import REGISTRY
-from worker.models import Candidate, make_candidate
+from worker.models import Candidate, NamespaceState, make_candidate
 from worker.queue.redis_queue import Claim, RedisQueue
 from worker.service.consolidate import Pipeline
 from worker.service.sweep import sweep
 from worker.settings import Settings
 from worker.store.memory import MemoryStore
-from worker.values import NamespaceState
 
 T0 = 1_800_000_000.0
 

@@ -9,12 +9,12 @@ import pytest
 from langgraph_sdk.client import SyncLangGraphClient
 
 from tests.langgraph_fixtures import converse, langgraph_client, langgraph_url
+from worker.connectors.langgraph import ThreadScan
 from worker.models import make_candidate
 from worker.queue.redis_queue import RedisQueue
-from worker.runtime.parts import scan_parts
+from worker.runtime.container import scan_parts
 from worker.service.scan import SourceScan, scan_sources
 from worker.settings import Settings
-from worker.sources.langgraph_threads import ThreadScan
 from worker.store.memory import MemoryStore
 
 __all__ = ["langgraph_client", "langgraph_url"]

@@ -9,15 +9,15 @@ import pytest
 from langgraph_sdk.client import SyncLangGraphClient
 
 from tests.langgraph_fixtures import free_port, langgraph_client, langgraph_url
-from worker.errors import ExternalEdit, SinkError
-from worker.models import Namespace
-from worker.sinks.base import PublishedFile
-from worker.sinks.langgraph_store import (
+from worker.connectors.base import PublishedFile
+from worker.connectors.langgraph import (
     LangGraphStoreSink,
     content_sha256,
     item_content,
     store_namespace,
 )
+from worker.errors import ExternalEdit, SinkError
+from worker.models import Namespace
 
 __all__ = ["langgraph_client", "langgraph_url"]
 

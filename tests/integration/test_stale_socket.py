@@ -21,8 +21,8 @@ from typer.testing import CliRunner
 
 from worker import MemoryClient, QueueUnavailable
 from worker.cli.app import app
-from worker.queue.address import SocketState, probe_socket
-from worker.runtime.embedded_redis import embedded_redis
+from worker.queue.redis import SocketState, probe_socket
+from worker.runtime.processes import embedded_redis
 from worker.settings import Settings
 
 #: "Milliseconds": generous for a loaded CI machine, far below the seconds of a retried PING.

@@ -11,6 +11,7 @@ import sqlalchemy as sa
 
 from tests.store_support import FACTS, T0, at, commit, entry, plan, render, run, unique_ns
 from worker.errors import InvalidPlan, StaleVersion, StoreError
+from worker.models import AppliedPlan, FileChange, LedgerRow, PendingApproval
 from worker.store import MemoryStore
 from worker.store.schema import (
     candidate_ledger,
@@ -21,7 +22,6 @@ from worker.store.schema import (
     outbox,
     runs,
 )
-from worker.values import AppliedPlan, FileChange, LedgerRow, PendingApproval
 
 
 @pytest.fixture

@@ -8,9 +8,9 @@ import pytest
 import sqlalchemy as sa
 
 from tests.store_support import FACTS, T0, at, commit, entry, plan, unique_ns
+from worker.models import PendingApproval
 from worker.store import MemoryStore, RunRecord
 from worker.store.schema import file_versions, memory_files, metadata, namespaces, runs
-from worker.values import PendingApproval
 
 
 @pytest.fixture

@@ -12,12 +12,12 @@ from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from typer.testing import CliRunner
 
-from worker.cli.db_cmds import register
+from worker.cli.run import register_db
 from worker.errors import StoreError
 from worker.models import Namespace
 from worker.store import MemoryStore
-from worker.store import migrate
-from worker.store import search_ddl
+from worker.store import schema as migrate
+from worker.store import search as search_ddl
 from worker.store.engine import create_store_engine
 from worker.store.schema import NAMESPACE_KEY_LENGTH, metadata
 
@@ -144,7 +144,7 @@ def _cli() -> typer.Typer:
     def main() -> None:
         """memworker (test harness)."""
 
-    register(app)
+    register_db(app)
     return app
 
 

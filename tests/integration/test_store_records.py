@@ -9,8 +9,8 @@ import pytest
 
 from tests.store_support import FACTS, T0, at, commit, entry, plan, unique_ns
 from worker.errors import NotFound, StoreError
+from worker.models import PendingApproval
 from worker.store import MemoryStore, RunRecord
-from worker.values import PendingApproval
 
 
 @pytest.fixture

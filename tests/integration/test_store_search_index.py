@@ -14,11 +14,11 @@ import sqlalchemy as sa
 
 from tests.store_support import FACTS, at, commit, entry, plan, unique_ns
 from worker.errors import ConfigurationError
+from worker.models import Entry
 from worker.store import MemoryStore
-from worker.store import search_ddl
-from worker.store import search_index
+from worker.store import search as search_ddl
+from worker.store import search as search_index
 from worker.store.schema import namespaces
-from worker.values import Entry
 
 
 @pytest.fixture

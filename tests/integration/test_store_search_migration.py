@@ -7,8 +7,8 @@ import sqlalchemy as sa
 from tests.integration.test_store_migrations import empty_url  # noqa: F401  (the fixture)
 from tests.store_support import T0, unique_ns
 from worker.store import MemoryStore
-from worker.store import migrate
-from worker.store import search_ddl
+from worker.store import schema as migrate
+from worker.store import search as search_ddl
 from worker.store.engine import create_store_engine
 from worker.store.schema import entries, namespaces
 

@@ -16,8 +16,8 @@ from alembic import command
 
 from tests.store_support import at, commit, entry, plan, unique_ns
 from worker.store import MemoryStore
-from worker.store import migrate
-from worker.store import search_ddl
+from worker.store import schema as migrate
+from worker.store import search as search_ddl
 from worker.store.engine import create_store_engine
 
 pytestmark = pytest.mark.postgres

@@ -19,7 +19,7 @@ def _supervisor(body: str, marker: Path) -> subprocess.CompletedProcess[bytes]:
     code = textwrap.dedent(
         """
         import os, signal, sys
-        from worker.runtime.supervisor import Child, StopSignals, supervise
+        from worker.runtime.processes import Child, StopSignals, supervise
         marker = sys.argv[1]
         # A child that would leave proof of its start behind.
         child = Child("lane", [sys.executable, "-c", f"open({marker!r}, 'w').close()"])
@@ -84,7 +84,7 @@ def test_a_ctrl_c_inside_generated_code_during_start_up_exits_130_under_python_m
         textwrap.dedent(
             """
             import sys
-            from worker.runtime.supervisor import Child, StopSignals, supervise
+            from worker.runtime.processes import Child, StopSignals, supervise
             child = Child("lane", [sys.executable, "-c", f"open({sys.argv[1]!r}, 'w').close()"])
             with StopSignals() as signals:
                 try:  # a library building a class from source text when Ctrl-C comes
@@ -169,7 +169,7 @@ COUNTING_CHILD = textwrap.dedent(
 
 
 def test_a_signal_that_came_while_a_child_started_reaches_it_once() -> None:
-    from worker.runtime.supervisor import StopSignals
+    from worker.runtime.processes import StopSignals
 
     signals = StopSignals()
     signals.received.append(signal.SIGTERM)

@@ -8,11 +8,10 @@ import time
 import redis
 
 from worker.models import make_candidate
-from worker.queue.redis_queue import Claim, RedisQueue
-from worker.queue.sweep import sweep_due
+from worker.queue.redis_queue import Claim, RedisQueue, sweep_due
+from worker.runtime.celery import consolidation_task_id
 from worker.service.sweep import drain
 from worker.settings import Settings
-from worker.tasks.tasks import consolidation_task_id
 
 
 def enqueue_for(queue: RedisQueue, users: list[str], now: float) -> None:

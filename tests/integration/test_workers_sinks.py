@@ -4,7 +4,7 @@ fewer sinks refuses (nothing changed), and ``memworker status`` shows the set an
 from __future__ import annotations
 
 from tests.integration.test_cli_support import Ops, ops
-from worker.service.startup import prepare_queue
+from worker.service.sweep import prepare_queue
 
 __all__ = ["ops"]
 
@@ -87,7 +87,7 @@ def test_status_says_when_no_worker_recorded_its_sinks(ops: Ops) -> None:
 
 
 def test_the_workers_start_records_the_sinks_of_their_settings(ops: Ops) -> None:
-    from worker.cli.run_cmds import _prepare
+    from worker.cli.run import _prepare
 
     settings = ops.settings.model_copy(update={"sinks": ["files", "tests.x:Sink"]})
     _prepare(settings, model=True)
@@ -96,7 +96,7 @@ def test_the_workers_start_records_the_sinks_of_their_settings(ops: Ops) -> None
 
 
 def test_beats_start_leaves_the_workers_record_alone(ops: Ops) -> None:
-    from worker.cli.run_cmds import _prepare
+    from worker.cli.run import _prepare
 
     ops.queue.admin.record_sinks(WORKERS_SINKS)
     _prepare(ops.settings)

@@ -27,11 +27,11 @@ from langgraph.config import get_config
 
 from tests.langgraph_app.scripted import RuleChatModel, ToolCallChatModel
 from tests.support.memory_queue import make_enqueuer
+from worker.connectors.langgraph import store_namespace
+from worker.connectors.layout import StoreLayout
 from worker.integrations.capture import MemoryCaptureMiddleware
 from worker.integrations.deepagents import memory_backend
 from worker.models import Namespace
-from worker.sinks.langgraph_store import store_namespace
-from worker.store_layout import StoreLayout
 
 #: Set by the server fixture; the Redis the capture middleware enqueues to.
 REDIS_URL = os.environ.get("MEMWORKER_TEST_GRAPH_REDIS_URL", "redis://127.0.0.1:6379/0")

@@ -5,8 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
 
-from worker.models import Candidate, make_candidate
-from worker.values import Entry, NamespaceState
+from worker.models import Candidate, Entry, NamespaceState, make_candidate
 
 T0 = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
 NS = "user:u1"

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import redis
 
-from worker.hotpath.client import MemoryClient
 from worker.models import Candidate
-from worker.queue.connect import open_redis
+from worker.queue.client import MemoryClient
+from worker.queue.redis import open_redis
 from worker.queue.redis_queue import RedisQueue
 from worker.settings import Settings
 

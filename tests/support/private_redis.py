@@ -15,7 +15,7 @@ from typing import Final
 
 import redis
 
-from worker.runtime.embedded_redis import find_redis_server
+from worker.runtime.processes import find_redis_server
 
 #: A fresh server answers in ~10 ms; this only trips on a broken binary.
 STARTUP_SECONDS: Final = 10.0

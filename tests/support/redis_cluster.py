@@ -24,8 +24,7 @@ from typing import Final
 
 import redis
 
-from worker.runtime.embedded_redis import find_redis_server
-from worker.runtime.lifetime import die_with_parent
+from worker.runtime.processes import die_with_parent, find_redis_server
 
 #: Masters of the test cluster: the smallest cluster Redis accepts without replicas.
 MASTERS: Final = 3

@@ -1,4 +1,4 @@
-"""An in-memory :class:`~worker.scheduling.runner.ScheduleLedger`: the protocol's contract in
+"""An in-memory :class:`~worker.service.tick.ScheduleLedger`: the protocol's contract in
 dictionaries, for pure tests of the runner and the window property tests.
 
 It is a full implementation (uniqueness per tick, retry after failure, monotone watermark),

@@ -22,7 +22,7 @@ PROCESS_TIMEOUT_SECONDS: Final = 60
 
 _SCRIPT: Final = """
 import json, sys, time
-from worker.hotpath.client import MemoryClient
+from worker.queue.client import MemoryClient
 url, prefix, shards = sys.argv[1], sys.argv[2], int(sys.argv[3])
 print(time.time(), flush=True)
 with MemoryClient.from_url(url, key_prefix=prefix, queue_shards=shards) as client:

@@ -5,10 +5,10 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from pathlib import Path
 
+from worker.connectors.base import PublishedFile
+from worker.connectors.files import FilesSink
 from worker.errors import ExternalEdit
-from worker.service.agent_edits import absorb_external_edit, edit_candidates, load_record
-from worker.sinks.base import PublishedFile
-from worker.sinks.files import FilesSink
+from worker.service.edits import absorb_external_edit, edit_candidates, load_record
 from worker.store.memory import MemoryStore
 
 T0 = datetime(2026, 2, 1, 9, 0, tzinfo=UTC)

@@ -15,7 +15,7 @@ import pytest
 
 from worker.errors import InvalidCandidate
 from worker.models import make_candidate
-from worker.queue.encoding import decode_candidate
+from worker.queue.scripts import decode_candidate
 
 STREAM_ID = "1700000000000-0"
 T0 = datetime(2025, 1, 1, 12, tzinfo=UTC)

@@ -7,7 +7,7 @@ import pytest
 
 from tests.langgraph_app.scripted import ToolCallChatModel
 from worker.errors import ConfigurationError
-from worker.integrations.chat_models import chat_model_from
+from worker.integrations.summary import chat_model_from
 
 
 @pytest.mark.parametrize(
@@ -38,7 +38,7 @@ def test_a_class_path_builds_that_class() -> None:
 
 
 def test_the_workers_model_setting_is_refused_in_one_line_too() -> None:
-    from worker.consolidation.loading import chat_model
+    from worker.consolidation.engine import chat_model
     from worker.settings import Settings
 
     with pytest.raises(ConfigurationError) as refused:

@@ -1,6 +1,6 @@
 """``memworker … --help``: every command shows one example that parses, and flags carry no type.
 
-The examples are in :data:`worker.cli.help.EXAMPLES`; these tests walk the command tree the
+The examples are in :data:`worker.cli.app.EXAMPLES`; these tests walk the command tree the
 app really has, so a new command without an example, or an example an option rename broke,
 fails here.
 """
@@ -14,8 +14,7 @@ import pytest
 from typer.main import get_command
 from typer.testing import CliRunner
 
-from worker.cli.app import app, app_for
-from worker.cli.help import EXAMPLES
+from worker.cli.app import EXAMPLES, app, app_for
 
 
 def _commands(command: Any, path: tuple[str, ...] = ()) -> list[tuple[str, ...]]:

@@ -25,9 +25,7 @@ def test_no_arguments_still_show_the_commands() -> None:
 
 
 def test_the_entry_point_prints_the_same_version_line_as_the_app() -> None:
-    code = (
-        "import sys\nsys.argv = ['memworker', '--version']\nfrom worker.cli import main\nmain()"
-    )
+    code = "import sys\nsys.argv = ['memworker', '--version']\nfrom worker.cli import main\nmain()"
     ran = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     by_app = CliRunner().invoke(app, ["--version"])
 

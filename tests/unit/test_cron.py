@@ -9,7 +9,7 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from worker.errors import ScheduleError
-from worker.scheduling.cron import (
+from worker.service.schedules import (
     Window,
     is_tick,
     lookback_window,

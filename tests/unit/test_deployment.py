@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 import yaml
 
-from worker.scheduling.heartbeat import HEARTBEAT_FILENAME
-from worker.tasks.lanes import LANES
+from worker.runtime.celery import LANES
+from worker.service.schedules import HEARTBEAT_FILENAME
 
 ROOT = Path(__file__).resolve().parents[2]
 COMPOSE = ROOT / "docker-compose.yml"
@@ -125,7 +125,7 @@ def test_beat_health_check_reads_the_heartbeat_in_its_data_dir(
     assert beat["healthcheck"]["test"][1:5] == [
         "python",
         "-m",
-        "worker.scheduling.heartbeat",
+        "worker.service.schedules",
         heartbeat,
     ]
 

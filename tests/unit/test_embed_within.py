@@ -9,7 +9,7 @@ import time
 from langchain_core.embeddings import Embeddings
 
 from tests.support.hashing_embeddings import HashingEmbeddings
-from worker.consolidation.embed_within import EMBED_BATCH, embed_within, usable_vector
+from worker.consolidation.meaning import EMBED_BATCH, embed_within, usable_vector
 
 
 class _AnswersThenHangs(Embeddings):

@@ -11,8 +11,7 @@ import pytest
 from langchain_core.embeddings import Embeddings
 
 from worker.errors import ConfigurationError
-from worker.runtime.embeddings import build_embeddings
-from worker.runtime.local_embeddings import LOCAL_MODELS, LocalEmbeddings
+from worker.runtime.embeddings import LOCAL_MODELS, LocalEmbeddings, build_embeddings
 
 LOCAL = "local:multilingual-e5-small"
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from worker.consolidation.frames import frame_of
+from worker.consolidation.text import frame_of
 
 #: One statement per pattern: (text, subject, attribute, value terms).
 FRAMES = [

@@ -1,7 +1,7 @@
 """Prompt injection: stored and candidate texts stay escaped data inside their own tags.
 
 Texts built from an injection corpus (closing tags, "ignore previous instructions", role
-markers) and random text go through :func:`worker.consolidation.prompt.build_messages` as
+markers) and random text go through :func:`worker.consolidation.llm.build_messages` as
 existing entries, candidates and repair problems. The data message must keep exactly its own
 structure — one ``<memories>``, one ``<candidates>``, elements holding no raw ``<`` or ``>`` —
 and every text must come back unchanged when unescaped.
@@ -18,10 +18,9 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from worker.consolidation.guards import redact
-from worker.consolidation.prompt import INSTRUCTIONS, build_messages
+from worker.consolidation.llm import INSTRUCTIONS, build_messages
 from worker.errors import InvalidCandidate
-from worker.models import Candidate, make_candidate
-from worker.values import Entry, NamespaceState
+from worker.models import Candidate, Entry, NamespaceState, make_candidate
 
 T0: Final = datetime(2025, 3, 1, tzinfo=UTC)
 CORPUS: Final = (

@@ -21,10 +21,9 @@ from tests.support.guard_corpus import NEGATIVES, POSITIVES, homoglyphs, variant
 from tests.support.guard_heldout_corpus import HELD_OUT_HOSTILE, HELD_OUT_LEGITIMATE
 from tests.support.guard_meaning_corpus import HOSTILE, LEGITIMATE
 from worker.consolidation import guards
-from worker.consolidation.guard_rules import ALL_RULES, SCANNER_PLUGINS
-from worker.consolidation.national_ids import national_id
+from worker.consolidation.guards import ALL_RULES, SCANNER_PLUGINS, national_id
+from worker.consolidation.plan import Add, Reject
 from worker.consolidation.rules import RulesConsolidator
-from worker.consolidation.types import Add, Reject
 
 
 def test_the_corpus_is_large_enough() -> None:

@@ -12,8 +12,7 @@ from __future__ import annotations
 from tests.support.guard_corpus import NEGATIVES, POSITIVES, variants, wrapped
 from tests.support.guard_meaning_corpus import HOSTILE
 from worker.consolidation import guards
-from worker.consolidation.guard_screen import count_digits
-from worker.consolidation.national_ids import _CANDIDATES, MIN_DIGITS
+from worker.consolidation.guards import _CANDIDATES, MIN_DIGITS, count_digits
 
 _TEXTS = [
     *POSITIVES,

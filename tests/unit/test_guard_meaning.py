@@ -25,11 +25,10 @@ from worker.consolidation.guard_meaning import (
 )
 from worker.consolidation.guards import violation
 from worker.consolidation.meaning import Meaning, shipped_vectors
+from worker.consolidation.plan import Add, Plan, Reject, validate_plan
 from worker.consolidation.rules import RulesConsolidator
-from worker.consolidation.types import Add, Plan, Reject
-from worker.consolidation.validate import validate_plan
-from worker.constants import DEFAULT_EMBEDDINGS
 from worker.runtime.embeddings import build_embeddings
+from worker.types import DEFAULT_EMBEDDINGS
 
 #: Hostile texts in Indonesian, Turkish and Swedish, one per class: no row of the rule table
 #: names their words, so the patterns let them through.

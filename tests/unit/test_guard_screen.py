@@ -1,7 +1,7 @@
 """The guard rows' pre-screen never hides a row that matches: verdicts are those of a full scan.
 
 :func:`~worker.consolidation.guards.violation` searches only the rows whose literals and digits
-a text holds (:mod:`~worker.consolidation.guard_screen`). These tests hold, on every hostile,
+a text holds (:mod:`~worker.consolidation.guards`). These tests hold, on every hostile,
 near-miss and legitimate text of the corpora in every spelling (and spelled with the letters
 ``regex`` folds to ASCII case-insensitively), that each row matching a form of the text is one
 the screen leaves, and that the first reason is the one a scan of every row in table order gives.
@@ -14,10 +14,10 @@ import regex
 
 from tests.support.guard_corpus import NEGATIVES, POSITIVES, variants, wrapped
 from tests.support.guard_meaning_corpus import HOSTILE, LEGITIMATE
-from worker.consolidation import guard_screen
 from worker.consolidation import guards
-from worker.consolidation.guard_rules import ALL_RULES
-from worker.consolidation.guard_screen import (
+from worker.consolidation import guards as guard_screen
+from worker.consolidation.guards import (
+    ALL_RULES,
     count_digits,
     min_digits,
     needed_literals,

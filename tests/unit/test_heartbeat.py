@@ -7,7 +7,7 @@ from pathlib import Path
 
 import time_machine
 
-from worker.scheduling.heartbeat import heartbeat_age, is_fresh, main, write_heartbeat
+from worker.service.schedules import heartbeat_age, is_fresh, main, write_heartbeat
 
 T0 = datetime(2024, 1, 1, 12, tzinfo=UTC)
 

@@ -15,9 +15,9 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from worker.hotpath.builder import CandidateBuilder, random_id, stored_json
 from worker.models import EnqueueFields, build_candidate, validate_enqueue
-from worker.queue.encoding import EnqueueEncoder, decode_candidate
+from worker.queue.client import CandidateBuilder, random_id, stored_json
+from worker.queue.scripts import EnqueueEncoder, decode_candidate
 from worker.settings import Settings
 
 HOUR = timedelta(hours=1)

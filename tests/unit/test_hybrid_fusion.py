@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from worker.service.memory_search import (
+from worker.service.search import (
     LEXICAL_DEPTH,
     LEXICAL_WEIGHT,
     UNEMBEDDED_BONUS,

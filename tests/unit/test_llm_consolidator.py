@@ -13,7 +13,7 @@ from tests.support.consolidation_factories import at, cand, entry, state
 from tests.support.scripted_model import ScriptedChatModel, plan_reply
 from worker.consolidation.engine import consolidate_batch
 from worker.consolidation.llm import LLMConsolidator
-from worker.consolidation.types import Reject
+from worker.consolidation.plan import Reject
 from worker.errors import ConsolidatorError, InvalidPlan
 from worker.models import Candidate
 from worker.settings import Settings

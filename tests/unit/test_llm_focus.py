@@ -7,11 +7,9 @@ from langchain_core.messages import AIMessage, BaseMessage
 
 from tests.support.consolidation_factories import at, cand, entry, state
 from tests.support.scripted_model import ScriptedChatModel, plan_reply
-from worker.consolidation.focus import NEAREST_CAP, NEAREST_PER_CANDIDATE, SHOW_ALL
-from worker.consolidation.llm import LLMConsolidator
+from worker.consolidation.llm import NEAREST_CAP, NEAREST_PER_CANDIDATE, SHOW_ALL, LLMConsolidator
 from worker.errors import InvalidPlan
-from worker.models import Candidate
-from worker.values import Entry
+from worker.models import Candidate, Entry
 
 #: More entries than the prompt shows in full, none of them about dogs or languages.
 FILLER = [entry(f"e{i}", f"I visited museum number {i} in town {i}") for i in range(SHOW_ALL + 60)]

@@ -9,14 +9,13 @@ from typing import ClassVar
 import pytest
 
 from tests.support.scripted_model import ScriptedChatModel
+from worker.consolidation.engine import load_consolidator
 from worker.consolidation.llm import LLMConsolidator
-from worker.consolidation.loading import load_consolidator
+from worker.consolidation.plan import Plan
 from worker.consolidation.rules import RulesConsolidator
-from worker.consolidation.types import Plan
 from worker.errors import ConfigurationError
-from worker.models import Candidate
+from worker.models import Candidate, NamespaceState
 from worker.settings import Settings
-from worker.values import NamespaceState
 
 
 class FactsOnly:

@@ -22,11 +22,10 @@ from langchain_core.messages import AIMessage, BaseMessage
 from bench.bench_llm_quality import Report, evaluate, main
 from tests.support.scripted_model import ScriptedChatModel, plan_reply
 from worker.consolidation.llm import LLMConsolidator
+from worker.consolidation.plan import Add, Invalidate, Plan, Reject
 from worker.consolidation.rules import RulesConsolidator
-from worker.consolidation.types import Add, Invalidate, Plan, Reject
 from worker.errors import InvalidPlan
-from worker.models import Candidate, Kind
-from worker.values import NamespaceState
+from worker.models import Candidate, Kind, NamespaceState
 
 METRICS = {
     "latest_value_accuracy", "stale_values_visible", "stale_rate", "duplicate_entries",

@@ -16,8 +16,7 @@ from langchain_core.messages import AIMessage, AIMessageChunk
 
 from tests.support.consolidation_factories import at, cand, state
 from tests.support.scripted_model import PLAN_TOOL, JsonTextModel, ScriptedChatModel
-from worker.consolidation.answer import ConsolidationPlan
-from worker.consolidation.llm import LLMConsolidator, Method
+from worker.consolidation.llm import ConsolidationPlan, LLMConsolidator, Method
 from worker.errors import InvalidModelPlan
 
 FACTS = "/memories/facts.md"

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from worker.constants import MAX_OCCURRED_AT_SKEW
 from worker.errors import InvalidCandidate
 from worker.models import Candidate, make_candidate
+from worker.types import MAX_OCCURRED_AT_SKEW
 
 
 def build(**overrides: Any) -> Candidate:

@@ -16,12 +16,19 @@ import pytest
 
 from tests.support.consolidation_factories import at, cand, state
 from tests.support.multilingual_corpus import CORPUS
-from worker.consolidation.apply import advance, apply_plan
-from worker.consolidation.ids import created_ids
+from worker.consolidation.plan import (
+    Add,
+    Confirm,
+    Invalidate,
+    Plan,
+    Reject,
+    Supersede,
+    advance,
+    apply_plan,
+    created_ids,
+)
 from worker.consolidation.rules import RulesConsolidator
-from worker.consolidation.types import Add, Confirm, Invalidate, Plan, Reject, Supersede
-from worker.models import Candidate
-from worker.values import NamespaceState
+from worker.models import Candidate, NamespaceState
 
 FACTS_TOTAL = sum(len(s.facts) for s in CORPUS)
 

@@ -7,15 +7,15 @@ import inspect
 import pytest
 
 from worker import errors
-from worker.cli.errors import (
+from worker.cli.common import (
     EXIT_FAILURE,
     EXIT_NOT_FOUND,
     EXIT_UNAVAILABLE,
     EXIT_USAGE,
     exit_code_for,
+    parse_duration,
 )
-from worker.cli.ops_support import parse_duration
-from worker.outcomes import MEANINGS, RUN_OUTCOMES, Outcome
+from worker.types import MEANINGS, RUN_OUTCOMES, Outcome
 
 TIERS = (errors.UsageError, errors.Unavailable, errors.BatchFailed, errors.NotFound)
 

@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 from tests.support.consolidation_factories import at, cand, entry, state
-from worker.consolidation.apply import apply_plan
-from worker.consolidation.ids import created_ids
+from worker.consolidation.plan import (
+    Add,
+    Confirm,
+    Invalidate,
+    Plan,
+    Reject,
+    Supersede,
+    apply_plan,
+    created_ids,
+)
 from worker.consolidation.render import entry_line, pointer_line
-from worker.consolidation.types import Add, Confirm, Invalidate, Plan, Reject, Supersede
-from worker.models import Candidate, make_candidate
-from worker.values import AppliedPlan, Entry, NamespaceState
+from worker.models import AppliedPlan, Candidate, Entry, NamespaceState, make_candidate
 
 FACTS = "/memories/facts.md"
 PREFS = "/memories/preferences.md"

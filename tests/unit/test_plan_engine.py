@@ -10,11 +10,10 @@ import pytest
 
 from tests.support.consolidation_factories import at, cand, state
 from worker.consolidation.engine import consolidate_batch
-from worker.consolidation.types import Add, Plan
+from worker.consolidation.plan import Add, Plan
 from worker.errors import ConsolidatorError, InvalidPlan
-from worker.models import Candidate
+from worker.models import Candidate, NamespaceState
 from worker.settings import Settings
-from worker.values import NamespaceState
 
 
 class Escaping:

@@ -3,9 +3,16 @@
 from __future__ import annotations
 
 from tests.support.consolidation_factories import cand, entry, state
-from worker.consolidation.ids import created_ids
-from worker.consolidation.types import Add, Confirm, Invalidate, Plan, Reject, Supersede
-from worker.consolidation.validate import validate_plan
+from worker.consolidation.plan import (
+    Add,
+    Confirm,
+    Invalidate,
+    Plan,
+    Reject,
+    Supersede,
+    created_ids,
+    validate_plan,
+)
 from worker.models import Candidate
 
 C1 = cand("I have a dog")

@@ -4,8 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from worker.queue.keys import QueueLayout
-from worker.queue.scripts import SCRIPTS, ScriptCallError, check_policy_fields, parse_header
+from worker.queue.scripts import (
+    SCRIPTS,
+    QueueLayout,
+    ScriptCallError,
+    check_policy_fields,
+    parse_header,
+)
 
 LAYOUT = QueueLayout("mw", shards=16)
 #: Keys a script names that are not the queue layout's (the beat lock lives outside shards).

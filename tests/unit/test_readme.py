@@ -74,7 +74,7 @@ def test_the_command_table_lists_each_commands_required_options_and_its_user() -
 
 
 def test_every_exit_code_is_documented() -> None:
-    from worker.cli import errors
+    from worker.cli import common as errors
 
     codes = {v for k, v in vars(errors).items() if k.startswith("EXIT_")}
     table = CLI[CLI.index("| exit code | meaning |") :].split("\n\n", 1)[0]
@@ -87,7 +87,7 @@ def test_the_readme_is_a_front_page() -> None:
 
 
 def test_the_migration_the_readme_prints_reaches_the_newest_schema_revision() -> None:
-    from worker.store.migrate import head_revision
+    from worker.store.schema import head_revision
 
     shown = set(re.findall(r"^upgraded .+ -> (\S+)$", DOCUMENTATION, re.M))
 

@@ -16,8 +16,8 @@ from worker.consolidation.render import (
     pointer_line,
     render_file,
 )
-from worker.service.agent_edits import edit_candidates, edit_lines
-from worker.values import Entry
+from worker.models import Entry
+from worker.service.edits import edit_candidates, edit_lines
 
 FACTS = "/memories/facts.md"
 POINTER = re.compile(

@@ -4,9 +4,16 @@ from __future__ import annotations
 
 from tests.support.consolidation_factories import T0, at, cand, entry, state
 from worker.consolidation.engine import consolidate_batch
+from worker.consolidation.plan import (
+    Add,
+    Confirm,
+    Invalidate,
+    Plan,
+    Reject,
+    Supersede,
+    validate_plan,
+)
 from worker.consolidation.rules import RulesConsolidator
-from worker.consolidation.types import Add, Confirm, Invalidate, Plan, Reject, Supersede
-from worker.consolidation.validate import validate_plan
 from worker.models import Candidate
 from worker.settings import Settings
 

@@ -13,12 +13,10 @@ from difflib import SequenceMatcher
 import pytest
 
 from tests.support.consolidation_factories import at, cand, entry, state
-from worker.consolidation import rules
-from worker.consolidation import text
+from worker.consolidation import rules, text
+from worker.consolidation.plan import Invalidate, Plan
 from worker.consolidation.rules import RulesConsolidator
-from worker.consolidation.types import Invalidate, Plan
-from worker.models import Candidate
-from worker.values import Entry
+from worker.models import Candidate, Entry
 
 SUBJECTS = ("My sister", "Our dog", "The dentist", "My manager", "I", "My flatmate")
 VERBS = ("prefers", "likes", "repairs", "avoids", "collects", "does not like", "never eats")

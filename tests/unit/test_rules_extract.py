@@ -5,9 +5,8 @@ from __future__ import annotations
 import pytest
 
 from tests.support.consolidation_factories import at, cand, entry, state
-from worker.consolidation.extract import extract_statements
-from worker.consolidation.rules import RulesConsolidator
-from worker.consolidation.types import Add, Invalidate, Reject
+from worker.consolidation.plan import Add, Invalidate, Reject
+from worker.consolidation.rules import RulesConsolidator, extract_statements
 
 
 @pytest.mark.parametrize(

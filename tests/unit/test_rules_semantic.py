@@ -9,11 +9,10 @@ from hypothesis import strategies as st
 
 from tests.support.consolidation_factories import at, cand, entry, state
 from worker.consolidation.engine import consolidate_batch
+from worker.consolidation.plan import Add, Confirm, Invalidate, Plan, Reject, Supersede
 from worker.consolidation.rules import RulesConsolidator
-from worker.consolidation.types import Add, Confirm, Invalidate, Plan, Reject, Supersede
-from worker.models import Candidate
+from worker.models import Candidate, Entry
 from worker.settings import Settings
-from worker.values import Entry
 
 RULES = RulesConsolidator()
 

@@ -7,9 +7,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from tests.support.schedule_ledger import InMemoryScheduleLedger
-from worker.scheduling.cron import Window
-from worker.scheduling.runner import ActionReport, ScheduledAction, TickOutcome, run_scheduled_tick
-from worker.scheduling.schedules import ScheduleSpec
+from worker.service.schedules import ScheduleSpec, Window
+from worker.service.tick import ActionReport, ScheduledAction, TickOutcome, run_scheduled_tick
 
 HOURLY = ScheduleSpec(name="hourly", cron="0 * * * *", action="consolidate_pending")
 

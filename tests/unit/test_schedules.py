@@ -8,7 +8,7 @@ import pytest
 
 from worker.errors import ScheduleError
 from worker.models import Scope
-from worker.scheduling.schedules import ScheduleSpec, bundled_schedules_dir, load_schedules
+from worker.service.schedules import ScheduleSpec, bundled_schedules_dir, load_schedules
 
 REPO_SCHEDULES = Path(__file__).resolve().parents[2] / "schedules"
 

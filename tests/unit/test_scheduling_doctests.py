@@ -8,18 +8,15 @@ from types import ModuleType
 import pytest
 
 import worker.metrics
-import worker.scheduling.beat
-import worker.scheduling.cron
-import worker.scheduling.heartbeat
-import worker.scheduling.runner
-import worker.scheduling.schedules
+import worker.runtime.beat
+import worker.service.schedules
 
 MODULES = [
-    worker.scheduling.cron,
-    worker.scheduling.schedules,
-    worker.scheduling.runner,
-    worker.scheduling.beat,
-    worker.scheduling.heartbeat,
+    worker.service.schedules,
+    worker.service.schedules,
+    worker.service.schedules,
+    worker.runtime.beat,
+    worker.service.schedules,
     worker.metrics,
 ]
 

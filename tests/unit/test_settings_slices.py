@@ -11,12 +11,17 @@ from pathlib import Path
 
 import pytest
 
-from worker.hotpath.settings import CLIENT_FIELDS, ClientSettings
-from worker.queue_policy import QueuePolicy
-from worker.settings import QUEUE_POLICY_SETTINGS, Settings, load_settings
-from worker.slices import (
+from worker.settings import (
+    CLIENT_FIELDS,
+    QUEUE_POLICY_SETTINGS,
+    ClientSettings,
+    Settings,
+    load_settings,
+)
+from worker.types import (
     ConsolidationSettings,
     LaneSettings,
+    QueuePolicy,
     QueueSettings,
     SinkSettings,
     SourceSettings,

@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
+from worker.connectors.base import PublishedFile
+from worker.connectors.files import FilesSink
+from worker.connectors.langgraph import LangGraphStoreSink
 from worker.errors import ConfigurationError, SinkError
-from worker.runtime.parts import load_sinks
+from worker.runtime.container import load_sinks
 from worker.settings import Settings
-from worker.sinks.base import PublishedFile
-from worker.sinks.files import FilesSink
-from worker.sinks.langgraph_store import LangGraphStoreSink
 
 T = datetime(2025, 1, 1, tzinfo=UTC)
 
@@ -83,7 +83,7 @@ def test_load_sinks_builds_files_and_langgraph_sinks(tmp_path: Path) -> None:
 
 
 def test_load_sinks_builds_a_sink_from_a_dotted_path(tmp_path: Path) -> None:
-    settings = Settings(sinks=["worker.sinks.files:FilesSink"], files_dir=tmp_path)
+    settings = Settings(sinks=["worker.connectors.files:FilesSink"], files_dir=tmp_path)
 
     assert [s.name for s in load_sinks(settings.for_sinks)] == ["files"]
 
@@ -94,7 +94,7 @@ def test_load_sinks_builds_a_sink_from_a_dotted_path(tmp_path: Path) -> None:
         {"sinks": ["nowhere"]},
         {"sinks": ["langgraph"]},
         {"sinks": ["no.such.module:Sink"]},
-        {"sinks": ["worker.sinks.files:NoSuchClass"]},
+        {"sinks": ["worker.connectors.files:NoSuchClass"]},
     ],
     ids=["unknown", "langgraph-without-url", "bad-module", "bad-attribute"],
 )

@@ -1,11 +1,11 @@
-"""The SQL deadline watchdog (:mod:`worker.store.deadline`): every guard fires at its own
+"""The SQL deadline watchdog (:mod:`worker.store.engine`): every guard fires at its own
 deadline, whatever the guards registered before it."""
 
 from __future__ import annotations
 
 import threading
 
-from worker.store.deadline import Watchdog
+from worker.store.engine import Watchdog
 
 #: How long a test waits for a guard that should fire at once: generous for a busy machine,
 #: and far below the long deadlines beside it, so a guard that waits for those fails.

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
+from worker.connectors.langgraph import LangGraphStoreSink
+from worker.connectors.layout import StoreLayout
 from worker.errors import ConfigurationError
 from worker.models import Namespace
 from worker.settings import Settings
-from worker.sinks.langgraph_store import LangGraphStoreSink
-from worker.store_layout import StoreLayout
 
 
 def test_two_orgs_get_two_tuples_by_default() -> None:

@@ -6,7 +6,7 @@ import random
 import re
 
 from worker.consolidation import text
-from worker.consolidation.extract import extract_statements
+from worker.consolidation.rules import extract_statements
 
 
 def test_zero_width_and_other_invisible_characters_are_dropped() -> None:

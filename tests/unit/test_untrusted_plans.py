@@ -3,7 +3,7 @@ text a model writes passes the same guards as candidate text.
 
 Each test scripts a misbehaving chat model (it answers the same way when asked to repair, so
 the final word is the validator's) and runs it through the LLM consolidator and the engine,
-the path a worker takes. The justification rule is :mod:`worker.consolidation.justify`.
+the path a worker takes. The justification rule is :mod:`worker.consolidation.plan`.
 """
 
 from __future__ import annotations
@@ -20,15 +20,13 @@ from worker.consolidation import guards
 from worker.consolidation.engine import consolidate_batch
 from worker.consolidation.llm import LLMConsolidator
 from worker.consolidation.meaning import Meaning
+from worker.consolidation.plan import Add, Invalidate, Plan, Reject, Supersede, validate_plan
 from worker.consolidation.rules import RulesConsolidator
-from worker.consolidation.types import Add, Invalidate, Plan, Reject, Supersede
-from worker.consolidation.validate import validate_plan
-from worker.constants import DEFAULT_EMBEDDINGS
 from worker.errors import InvalidPlan
-from worker.models import Candidate
+from worker.models import Candidate, Entry, NamespaceState
 from worker.runtime.embeddings import build_embeddings
 from worker.settings import Settings
-from worker.values import Entry, NamespaceState
+from worker.types import DEFAULT_EMBEDDINGS
 
 FACTS = "/memories/facts.md"
 SETTINGS = Settings()

@@ -14,9 +14,15 @@ from hypothesis import strategies as st
 
 from tests.support.schedule_ledger import InMemoryScheduleLedger
 from worker.errors import ScheduleError
-from worker.scheduling.cron import Window, is_tick, next_ticks, previous_tick, validate_cron
-from worker.scheduling.runner import ActionReport, run_scheduled_tick
-from worker.scheduling.schedules import ScheduleSpec
+from worker.service.schedules import (
+    ScheduleSpec,
+    Window,
+    is_tick,
+    next_ticks,
+    previous_tick,
+    validate_cron,
+)
+from worker.service.tick import ActionReport, run_scheduled_tick
 
 ZONES = ["UTC", "Europe/Berlin", "America/New_York", "Australia/Lord_Howe", "Asia/Kolkata"]
 

@@ -1,6 +1,6 @@
 """The words the meaning guards look for, in the languages the guard corpus covers.
 
-:mod:`~worker.consolidation.guard_rules` builds its class rows (a credential word near a
+:mod:`~worker.consolidation.guards` builds its class rows (a credential word near a
 secret-looking token, instructions addressed to the assistant, grants of rights) from these
 alternations, so a language is added here, one group per row, and every row of its class
 picks it up. Written in normal form (:func:`~worker.consolidation.text.normalise`: lower case,

@@ -32,7 +32,7 @@ entry's line never does unescaped (:func:`entry_line` escapes a leading ``_``), 
 ``memworker show`` prints and the agent loads are these bytes.
 
 >>> from datetime import UTC, datetime
->>> from worker.values import Entry
+>>> from worker.models import Entry
 >>> t = datetime(2025, 1, 1, tzinfo=UTC)
 >>> e = Entry(id="a", path="/memories/work/side_projects.md", text="Builds a\\n# keyboard <b>",
 ...           valid_from=t, created_at=t, last_confirmed_at=t)
@@ -50,8 +50,8 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Final
 
-from worker.constants import MEMORY_ROUTE
-from worker.values import Entry
+from worker.models import Entry
+from worker.types import MEMORY_ROUTE
 
 #: Control and bidirectional-override characters: shown as a space (line breaks are folded
 #: by ``str.splitlines`` first).

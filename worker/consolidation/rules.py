@@ -1,4 +1,49 @@
-"""The rules consolidator: deterministic merging without a chat model (the default).
+"""The entries active at one point of a rules merge, and the features a fuzzy match keys on.
+
+An entry is live from the moment the plan holds it (an existing entry, or one the plan added)
+until the plan retires it; the rules consolidator (:mod:`~worker.consolidation.rules`) keeps
+them indexed by these features so a candidate is compared with a few, not all.
+
+>>> fuzzy_key(Normalised.of("I have 2 cats"))
+(('2',), False)
+
+Explicit statements from conversation turns, by anchored patterns (no model).
+
+A ``turn`` candidate's text holds the user's input and the assistant's reply, one role per
+line prefix (``user:`` / ``human:``, ``assistant:`` / ``ai:``, ``system:``, ``tool:``); lines
+without a prefix continue the previous role. Only user lines are read: the assistant's reply
+is not the user's word, and a text without any user line yields nothing.
+
+Each user sentence is matched, after dropping leading fillers ("oh,", "also", "btw"),
+against these patterns, anchored at the sentence start:
+
+=========================================  =====================================================
+pattern                                    result
+=========================================  =====================================================
+``remember (that) X`` / ``note that X``    X, itself matched by the patterns below, else a fact
+``forget (that) X``                        forget X
+``I no longer X`` / ``I don't X anymore``  forget X
+``I prefer X`` / ``I'd rather X``          a preference
+``(you can) call me X``                    key ``preference.name``
+``my X is Y``                              key ``profile.x`` (X of at most 4 words)
+``I live in X``                            key ``profile.location``
+``I work at/for X``                        key ``profile.employer``
+``I work as X``                            key ``profile.occupation``
+=========================================  =====================================================
+
+Limits, on purpose: questions are skipped; "remember to …" (a to-do, not a memory) is skipped;
+statements not at a sentence start ("my friend said I prefer …") are not matched; sentences are
+split at ``.!?;`` and newlines, so "Dr. Who" splits; there is no coreference ("it", "there").
+The statement is stored in the user's words (first letter capitalised, end punctuation dropped).
+
+>>> [s.text for s in extract_statements("user: Hi! I prefer tea. What's up?\\nassistant: Noted.")]
+['I prefer tea']
+>>> extract_statements("user: My favourite colour is blue")[0].key
+'profile.favourite_colour'
+>>> extract_statements("assistant: I prefer coffee")
+[]
+
+The rules consolidator: deterministic merging without a chat model (the default).
 
 For each candidate, oldest first by when it was said (``occurred_at``, else arrival), then id:
 
@@ -7,7 +52,7 @@ For each candidate, oldest first by when it was said (``occurred_at``, else arri
   a normalised or fuzzy duplicate of an active entry (:func:`~.text.is_near_duplicate`)
   *confirms* that entry; a ``key`` already held by an active entry *supersedes* it (newer wins,
   the old entry stays in history; a candidate said before the held value is rejected as stale).
-  Otherwise the wordings the rules know decide first (:mod:`~worker.consolidation.frames`:
+  Otherwise the wordings the rules know decide first (:mod:`~worker.consolidation.text`:
   "I live in Paris" … "I moved to Berlin" supersedes; "my sister lives in Berlin", "I worked at
   Globex in 2010" or "I don't live in Berlin" retire nothing), then meaning decides
   (:mod:`~worker.consolidation.meaning`, when a model is at hand, as it is by default) for
@@ -22,7 +67,7 @@ For each candidate, oldest first by when it was said (``occurred_at``, else arri
 - ``forget``: invalidates the active entries holding its ``key``, or else those whose text
   contains the forget target on word boundaries (:func:`~.extract.forget_target`) or nearly
   equals it; nothing matching is a reject ("nothing to forget").
-- ``turn``: the explicit statements of its user lines (:mod:`~worker.consolidation.extract`) go
+- ``turn``: the explicit statements of its user lines (:mod:`~worker.consolidation.rules`) go
   through the two rules above; a turn with none is rejected ("no explicit statement").
 
 Without a meaning model (``MEMWORKER_EMBEDDINGS=none``) only duplicates, keys and forgets
@@ -36,7 +81,7 @@ guard rail :func:`~.validate.validate_plan` enforces); a candidate that would pa
 rejected with that reason rather than failing the whole batch.
 
 >>> from datetime import UTC, datetime
->>> from worker.values import NamespaceState
+>>> from worker.models import NamespaceState
 >>> from worker.models import make_candidate
 >>> t = datetime(2025, 1, 1, tzinfo=UTC)
 >>> batch = [make_candidate(user_id="u1", trace_id="t1", text=s, now=t, idempotency_key=s)
@@ -48,33 +93,286 @@ rejected with that reason rather than failing the whole batch.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime
 from operator import attrgetter
-from typing import ClassVar, Final
-
-from worker.consolidation import extract
+from typing import ClassVar, Final, Literal
 
 from worker.consolidation import text
-from worker.consolidation.frames import Frame, frame_of
 from worker.consolidation.guard_meaning import refusal
-from worker.consolidation.ids import EntryIds
-from worker.consolidation.justify import related
-from worker.consolidation.live import FuzzyKey, LiveEntry, fuzzy_key, fuzzy_lengths, slot_index
 from worker.consolidation.meaning import CORRECTION, Meaning, numbers_of
-from worker.consolidation.semantic import (
+from worker.consolidation.plan import (
+    Add,
+    Confirm,
+    EntryIds,
+    Invalidate,
+    Operation,
+    Plan,
+    Reject,
+    Supersede,
+    related,
+)
+from worker.consolidation.text import (
+    Frame,
     LexicalIndex,
+    Normalised,
     Similarity,
     build_index,
+    canonical,
+    conflict,
+    frame_of,
     is_paraphrase,
     paraphrase_key,
 )
-from worker.consolidation.text import Normalised
-from worker.consolidation.types import Add, Confirm, Invalidate, Operation, Plan, Reject, Supersede
-from worker.constants import FACTS_PATH, MAX_TEXT_BYTES, PREFERENCES_PATH
-from worker.models import Candidate, Kind
-from worker.slices import ConsolidationSettings
-from worker.values import NamespaceState
+from worker.models import Candidate, Kind, NamespaceState
+from worker.types import FACTS_PATH, MAX_TEXT_BYTES, PREFERENCES_PATH, ConsolidationSettings
+
+
+@dataclass(eq=False, slots=True)  # identity: ``by_text`` lists remove the very entry dropped
+class LiveEntry:
+    """An entry active at this point of the plan (existing or created earlier in it)."""
+
+    id: str
+    path: str
+    text: str
+    key: str | None
+    valid_from: datetime
+    existing: bool
+    #: The normalised text and its comparison features, derived once per entry and merge.
+    norm: Normalised = field(repr=False)
+    #: Position in ``live`` order (set when added), to pick the first of several matches.
+    seq: int = field(default=0, repr=False)
+    #: The content-term set paraphrases share (:func:`~.semantic.paraphrase_key`).
+    terms: frozenset[str] | None = field(default=None, repr=False)
+
+    @property
+    def frame(self) -> Frame | None:
+        """The attribute frame the text sets, if any (:func:`~.frames.frame_of`, kept per
+        text): read only where a candidate's own frame or a match needs it, so a batch that
+        sets no frame reads none of its namespace's entries for one."""
+        return frame_of(self.text)
+
+    def conflicts_with(self, frame: Frame | None) -> bool:
+        """:func:`~.frames.conflict` of this entry's frame with ``frame``, the entry's read
+        only when ``frame`` is set (without it nothing conflicts)."""
+        return frame is not None and conflict(self.frame, frame)
+
+
+#: Index of live entries by the features a fuzzy match needs equal (numbers, negation), then by
+#: the length of their normal form.
+FuzzyKey = tuple[tuple[str, ...], bool]
+
+
+def fuzzy_key(norm: Normalised) -> FuzzyKey:
+    return (norm.numbers, norm.negated)
+
+
+def fuzzy_lengths(norm: Normalised) -> range:
+    """Every length a near-duplicate of ``norm`` can have (a superset of the rule's window)."""
+    size = len(norm.text)
+    if size < text.MIN_FUZZY_CHARS:
+        return range(0)
+    spread = min(text.MAX_EDITS, size // 4 + 1)
+    return range(max(text.MIN_FUZZY_CHARS, size - spread), size + spread + 1)
+
+
+#: The live entries by the (subject, attribute) slot their frame sets, each list in live order.
+Slots = dict[tuple[str, str], list[LiveEntry]]
+
+
+def slot_index(entries: Iterable[LiveEntry]) -> Slots:
+    """``entries`` by the slot their frame sets, in the order given (one setting none is left
+    out)."""
+    slots: Slots = {}
+    for entry in entries:
+        if (frame := entry.frame) is not None:
+            slots.setdefault(frame.slot(), []).append(entry)
+    return slots
+
+
+#: Role prefixes of a turn's lines; only the first two are the user's words.
+_ROLE_LINE: Final = re.compile(r"^\s*(user|human|assistant|ai|system|tool)\s*:\s?(.*)$", re.I)
+_USER_ROLES: Final = frozenset({"user", "human"})
+
+_SENTENCE_SPLIT: Final = re.compile(r"(?<=[.!?;])\s+|\n+")
+_FILLERS: Final = re.compile(
+    r"^(?:(?:oh|ok|okay|so|also|and|but|actually|btw|by the way|well|hey|hi|hello|fyi|"
+    r"just so you know|for the record|please)\b[,!:]?\s*)+",
+    re.I,
+)
+_END_PUNCT: Final = re.compile(r"[\s.!;,]+$")
+
+_REMEMBER: Final = re.compile(
+    r"^(?:remember|note|keep in mind|don'?t forget)\b[,:]?\s+(?:that\s+)?(?P<body>.+)$", re.I
+)
+_REMEMBER_TODO: Final = re.compile(r"^(?:remember|don'?t forget)\s+to\s", re.I)
+_FORGET: Final = re.compile(r"^forget\s+(?:that\s+|about\s+)?(?P<body>.+)$", re.I)
+_NO_LONGER: Final = re.compile(r"^I\s+no\s+longer\s+(?P<body>.+)$", re.I)
+_NOT_ANYMORE: Final = re.compile(r"^I\s+(?:don'?t|do\s+not)\s+(?P<body>.+?)\s+any\s?more$", re.I)
+_PREFER: Final = re.compile(
+    r"^I(?:\s+(?:really\s+|strongly\s+|generally\s+|usually\s+)?prefer|(?:'d|\s+would)\s+"
+    r"(?:really\s+)?(?:prefer|rather))\s+(?P<body>.+)$",
+    re.I,
+)
+_CALL_ME: Final = re.compile(
+    r"^(?:you\s+(?:can|may|should)\s+)?call\s+me\s+(?P<name>[\w'\- ]{1,40})$", re.I
+)
+_MY_X_IS: Final = re.compile(
+    r"^my\s+(?P<attr>[a-z][a-z'\-]*(?:\s+[a-z][a-z'\-]*){0,3}?)\s+(?:is|are)\s+(?P<value>.+)$",
+    re.I,
+)
+_LIVE_IN: Final = re.compile(r"^I\s+(?:now\s+|currently\s+)?live\s+in\s+(?P<body>.+)$", re.I)
+_WORK_AT: Final = re.compile(r"^I\s+(?:now\s+|currently\s+)?work\s+(?:at|for)\s+\S", re.I)
+_WORK_AS: Final = re.compile(r"^I\s+(?:now\s+|currently\s+)?work\s+as\s+\S", re.I)
+
+#: Words that make "my X is Y" about the conversation rather than the user ("my question is").
+_CONVERSATIONAL_ATTRS: Final = frozenset(
+    {"question", "point", "guess", "bad", "pleasure", "answer", "problem", "issue", "request"}
+)
+
+#: Statements that read as a preference, for routing a plain fact to the preferences file.
+_PREFERENCE_LIKE: Final = re.compile(
+    r"^(?:I(?:'d|\s+would)\s+(?:prefer|rather)\b|I\s+(?:really\s+|strongly\s+)?(?:prefer|"
+    r"like|love|enjoy|dislike|hate|can'?t\s+stand)\b|(?:please\s+)?call\s+me\b|"
+    r"my\s+(?:favou?rite|preferred)\b|(?:always|never|please)\s+(?:use|answer|reply|write|"
+    r"respond|show|include|avoid)\b)",
+    re.I,
+)
+
+
+@dataclass(frozen=True)
+class Statement:
+    """One thing the user said explicitly."""
+
+    kind: Literal["fact", "forget"]
+    text: str  #: the fact in the user's words, or the forget target
+    key: str | None = None
+    preference: bool = False
+    rule: str = "fact"  #: which pattern matched, for ledger reasons and tests
+
+
+def user_text(turn: str) -> str:
+    """Only the user's lines of a turn.
+
+    >>> user_text("user: hi\\nthere\\nassistant: hello\\nuser: bye")
+    'hi\\nthere\\nbye'
+    """
+    role: str | None = None
+    kept: list[str] = []
+    for raw in turn.splitlines():
+        line = raw
+        match = _ROLE_LINE.match(raw)
+        if match:
+            role, line = match.group(1).lower(), match.group(2)
+        if role in _USER_ROLES:
+            kept.append(line)
+    return "\n".join(kept).strip()
+
+
+def sentences(text: str) -> list[str]:
+    """Sentences of ``text`` with fillers and trailing punctuation dropped, questions skipped."""
+    out = []
+    for raw in _SENTENCE_SPLIT.split(text):
+        sentence = _FILLERS.sub("", raw.strip())
+        if not sentence or sentence.endswith("?"):
+            continue
+        sentence = _END_PUNCT.sub("", sentence)
+        if sentence:
+            out.append(sentence)
+    return out
+
+
+def _cap(text: str) -> str:
+    return text[:1].upper() + text[1:]
+
+
+def key_slug(words: str) -> str:
+    """``profile`` key suffix from an attribute phrase.
+
+    >>> key_slug("Favourite  colour")
+    'favourite_colour'
+    """
+    return re.sub(r"[^a-z0-9]+", "_", words.lower()).strip("_")[:60] or "unnamed"
+
+
+def is_preference_like(text: str) -> bool:
+    """True when ``text`` reads as a preference (routing hint for plain facts).
+
+    >>> is_preference_like("I'd rather get short answers"), is_preference_like("I have a dog")
+    (True, False)
+    """
+    return bool(_PREFERENCE_LIKE.match(_FILLERS.sub("", text.strip())))
+
+
+def forget_target(text: str) -> str:
+    """What a forget request points at, with the request words removed.
+
+    >>> forget_target("Please forget that I live in Paris.")
+    'I live in Paris'
+    >>> forget_target("I no longer live in Paris")
+    'live in Paris'
+    """
+    sentence = _END_PUNCT.sub("", _FILLERS.sub("", canonical(text).strip()))
+    for pattern in (_FORGET, _NO_LONGER, _NOT_ANYMORE):
+        match = pattern.match(sentence)
+        if match:
+            return _END_PUNCT.sub("", match.group("body")).strip()
+    return sentence
+
+
+def classify(sentence: str) -> Statement | None:
+    """The statement one sentence makes, or None when no pattern matches."""
+    if _REMEMBER_TODO.match(sentence):
+        return None
+    match = _REMEMBER.match(sentence)
+    if match:
+        body = _END_PUNCT.sub("", match.group("body"))
+        inner = classify(body)
+        if inner is not None:
+            return inner
+        return Statement("fact", _cap(body), preference=is_preference_like(body), rule="remember")
+    for pattern, rule in (
+        (_FORGET, "forget"),
+        (_NO_LONGER, "no_longer"),
+        (_NOT_ANYMORE, "no_longer"),
+    ):
+        match = pattern.match(sentence)
+        if match:
+            return Statement("forget", match.group("body").strip(), rule=rule)
+    if _PREFER.match(sentence):
+        return Statement("fact", _cap(sentence), preference=True, rule="prefer")
+    match = _CALL_ME.match(sentence)
+    if match:
+        name = match.group("name").strip()
+        return Statement(
+            "fact", f"Call me {name}", key="preference.name", preference=True, rule="call_me"
+        )
+    match = _MY_X_IS.match(sentence)
+    if match and match.group("attr").split()[-1].lower() not in _CONVERSATIONAL_ATTRS:
+        key = "profile." + key_slug(match.group("attr"))
+        return Statement("fact", _cap(sentence), key=key, rule="my_x_is")
+    if _LIVE_IN.match(sentence):
+        return Statement("fact", _cap(sentence), key="profile.location", rule="live_in")
+    if _WORK_AT.match(sentence):
+        return Statement("fact", _cap(sentence), key="profile.employer", rule="work_at")
+    if _WORK_AS.match(sentence):
+        return Statement("fact", _cap(sentence), key="profile.occupation", rule="work_as")
+    return None
+
+
+def extract_statements(turn: str) -> list[Statement]:
+    """Every explicit statement in the user lines of ``turn``, in order."""
+    found = []
+    # The canonical form (NFKC, zero-width characters dropped, look-alikes folded in Latin
+    # words), so a fullwidth "ｍｙ ｃｉｔｙ ｉｓ …" routes to the same key as the plain one.
+    for sentence in sentences(canonical(user_text(turn))):
+        statement = classify(sentence)
+        if statement is not None:
+            found.append(statement)
+    return found
+
 
 #: Shortest normalised forget target matched by text (:func:`~.text.weight`: a character of a
 #: word-free script counts twice); a shorter one ("it", "me") would match entries by accident,
@@ -179,7 +477,7 @@ class _Merge:
         self.added = 0
         self.meaning = owner.meaning
         #: The statements of each ``turn`` candidate, extracted once.
-        self.statements: dict[str, list[extract.Statement]] = {}
+        self.statements: dict[str, list[Statement]] = {}
         of = text.form_of
         self._add_live(
             LiveEntry(e.id, e.path, e.text, e.key, e.valid_from, True, of(e.text)) for e in ordered
@@ -264,7 +562,7 @@ class _Merge:
         texts = [e.text for e in self.live.values()]
         for cand in batch:
             if cand.kind is Kind.TURN:
-                found = self.statements[cand.id] = extract.extract_statements(cand.text)
+                found = self.statements[cand.id] = extract_statements(cand.text)
                 texts += [st.text for st in found if st.kind != "forget"]
             elif cand.kind is Kind.FACT:
                 texts.append(cand.text.strip())
@@ -273,7 +571,7 @@ class _Merge:
     # --- per candidate -------------------------------------------------------------------
     def _candidate(self, cand: Candidate) -> None:
         if cand.kind is Kind.FORGET:
-            reason = self._forget(cand, key=cand.key, target=extract.forget_target(cand.text))
+            reason = self._forget(cand, key=cand.key, target=forget_target(cand.text))
             if reason:
                 self._reject(cand, reason)
         elif cand.kind is Kind.TURN:
@@ -281,7 +579,7 @@ class _Merge:
         else:
             reason = refusal(cand.text, self.meaning)
             if reason is None:
-                preference = extract.is_preference_like(cand.text)
+                preference = is_preference_like(cand.text)
                 reason = self._store(cand, cand.text.strip(), cand.key, preference)
             if reason:
                 self._reject(cand, reason)
@@ -289,7 +587,7 @@ class _Merge:
     def _turn(self, cand: Candidate) -> None:
         statements = self.statements.get(cand.id)
         if statements is None:
-            statements = extract.extract_statements(cand.text)
+            statements = extract_statements(cand.text)
         if not statements:
             self._reject(cand, "no explicit statement in the user's lines")
             return

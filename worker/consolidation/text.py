@@ -1,4 +1,20 @@
-"""Text normalisation and fuzzy similarity, for de-duplicating memories without a model.
+"""Word lists of the languages the tests cover, for :mod:`~worker.consolidation.text`.
+
+Written as people type them (lower case); the text module folds them into normal form. Each
+list has one row per language, so a language is added by adding a row.
+
+The first stage of the normal form: one canonical spelling of a text, case and punctuation kept.
+
+NFKC, default-ignorable and zero-width characters removed, every decimal digit made ASCII, and
+look-alike letters (:func:`confusable_table`) folded to Latin inside words that mix Latin with
+other letters. :mod:`~worker.consolidation.text` builds the normal form on it; the guards
+(:mod:`~worker.consolidation.guards`) read it as the *shape* of a text, and its
+:func:`skeleton` (every look-alike folded) as a second look.
+
+>>> canonical("４２ и раѕѕword"), skeleton("раѕѕword")
+('42 и password', 'password')
+
+Text normalisation and fuzzy similarity, for de-duplicating memories without a model.
 
 One normal form (:func:`normalise`) is used by everything that compares text: dedupe, confirm,
 forget matching and the guards (:mod:`~worker.consolidation.guards`). It is built from
@@ -22,7 +38,7 @@ text found in the other (a changed character is a different word).
 
 >>> normalise("  I prefer   Dark-mode!! ")
 'i prefer dark mode'
->>> normalise("ig\\u200bnore"), normalise("ｐａｓｓｗｏｒｄ"), normalise("pаssword")  # Cyrillic а
+>>> normalise("ig\u200bnore"), normalise("ｐａｓｓｗｏｒｄ"), normalise("pаssword")  # Cyrillic а
 ('ignore', 'password', 'password')
 >>> normalise("我喜欢喝茶")
 '我 喜 欢 喝 茶'
@@ -32,6 +48,87 @@ True
 False
 >>> is_near_duplicate("🍕🍕", "🎉🎉"), is_near_duplicate("!!!", "???")
 (False, False)
+
+Word lists for :mod:`~worker.consolidation.text`, one row per language, in normal form.
+
+Normal form: NFKC, case-folded, apostrophes read as word breaks (``j'habite`` → ``j habite``).
+A word in :data:`STOPWORDS` carries no content of its own, so two statements differing only in
+these say the same thing. On purpose *not* here: negations (they flip a statement), past forms
+(``was``, ``had``, ``lived``, ``worked``: a past fact is another fact), ``from`` (``moved from``
+is the opposite of ``moved to``), quantities, and ``will`` (a plan is not a fact).
+
+Meaning-level comparison without a model: content terms, a BM25 ranker and paraphrases.
+
+Built on the normal form of :mod:`~worker.consolidation.text`, with apostrophes read as word
+breaks (French elision: ``j'habite`` is ``j habite``). A text's *terms* are its tokens with
+function words dropped (:data:`~.semantic_lexicon.STOPWORDS`, one row per language),
+synonyms folded to one word (``lives``/``reside``/``home`` → ``live``, ``color`` → ``colour``)
+and a light plural stem (``sisters`` → ``sister``). Characters of word-free scripts (Han, kana,
+Thai, …) are terms one by one, particles dropped, and the ranker indexes their bigrams too.
+
+- :class:`LexicalIndex`: an in-memory BM25 index (:mod:`worker.bm25`) over the terms of a
+  namespace's active entries, updated as a merge adds and retires entries;
+  :meth:`LexicalIndex.nearest` ranks them for a text (ties and zero scores in insertion order).
+- :func:`is_paraphrase`: the same terms as a set, the same numbers, the same negation, and no
+  two names swapped ("Anna pays Ben" is not "Ben pays Anna"). Word order and function words do
+  not count: "Dune is my favourite book" restates "My favourite book is Dune".
+
+>>> terms("My sister's home is in Riga") == terms("My sister lives in Riga")
+True
+>>> is_paraphrase("Dune is my favourite book", "My favourite book is Dune")
+True
+>>> is_paraphrase("I live in Paris", "I lived in Paris"), is_paraphrase("Anna pays Ben",
+...     "Ben pays Anna")
+(False, False)
+
+Attribute frames: which single-valued attribute of whom an unkeyed statement sets.
+
+"I live in Paris" and "I moved to Berlin last month" both set *where I live*; the second, newer
+one replaces the first. :func:`frame_of` reads a statement as ``(subject, attribute, value)``
+when it matches one of the patterns below, anchored at its start, and ``None`` otherwise: the
+consolidator only retires an entry when both statements have a frame, the same subject and
+attribute, and values that differ (neither value's terms contained in the other's).
+
+========================  ==========================================================  =========
+attribute                 examples (English, French, German, Spanish, Russian, Chinese)  value
+========================  ==========================================================  =========
+``residence``             I live in / moved to …, j'habite à …, ich wohne in …,          a name
+                          vivo en …, я живу в …, 我住在…
+``employer``              I work at/for …, je travaille chez …, ich arbeite bei …,       a name
+                          trabajo para …, я работаю в компании …, 我在…公司工作
+``occupation``            I work as a …, my job is …, je travaille comme …               any
+``name``                  my name is …, je m'appelle …, ich heiße …, me llamo …,         any
+                          меня зовут …, 我叫…
+``preferred name``        call me …                                                       any
+``age`` (self only)       I am 30, j'ai 30 ans, ich bin 30 Jahre alt, tengo 30 años …    any
+``favourite <thing>``     my favourite colour is …, … is my favourite book,             any
+                          ma couleur préférée est …, meine Lieblingsfarbe ist …,
+                          mi color favorito es …, мой любимый цвет …, 我最喜欢的颜色是…
+``spouse``                I am married to …, je suis marié à …                           any
+========================  ==========================================================  =========
+
+The subject is "self" for first-person statements, or the relation after a possessive when
+it names one person (:data:`UNIQUE_RELATIONS`: "my wife lives in …" is about her, not me).
+A relation that may be several people ("my sister", "my friend", "my colleague") sets no
+frame: two of its statements are never taken to conflict.
+What is *not* a frame, on purpose (such a statement is added and never retires anything):
+negated statements; past or dated facts ("I worked at Globex in 2010", "used to", a year other
+than after "since"); additions ("I also work at …", "another", "as well", 也/还); residence and
+employer values without a capitalised name ("I live in a flat", "I work for a startup") in
+cased scripts; counts ("I have two kids" / "I have three kids" may be two true facts);
+statements about third parties named by name; temporary or part-time states ("this summer",
+"on weekends", "volunteer"); values of more than :data:`MAX_VALUE_TERMS` terms; where one
+works rather than for whom ("trabajo en Madrid", "работаю в Москве", "我在北京工作"); anything
+else unmatched. Texts longer than :data:`~.semantic.MAX_SEMANTIC_CHARS` set no frame.
+
+>>> frame_of("I moved to Berlin last month")
+Frame(subject='self', attribute='residence', value=('berlin',))
+>>> frame_of("My wife lives in Berlin").subject, frame_of("My sister lives in Berlin")
+('wife', None)
+>>> frame_of("I worked at Globex in 2010") is None
+True
+>>> frame_of("我最喜欢的颜色是蓝色")
+Frame(subject='self', attribute='favourite 颜色', value=('蓝', '色'))
 """
 
 from __future__ import annotations
@@ -39,21 +136,142 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections import Counter
-from functools import lru_cache
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from functools import cache, lru_cache
 from itertools import pairwise
 from typing import Final, NamedTuple
 
 import regex
 from rapidfuzz.distance import Indel, Levenshtein
 
-from worker.consolidation.canonical import KEPT_TEXTS, canonical
-from worker.consolidation.lexicon import (
-    CJK_NUMERALS,
-    NEGATION_MARKERS,
-    NEGATION_PREFIXES,
-    NEGATIONS,
-    NUMBER_WORDS,
+from worker.bm25 import scores
+
+#: Words that flip a statement's meaning; two texts differing in these are never duplicates.
+#: One row per language, in normal form (apostrophes dropped, case-folded).
+NEGATIONS: Final = frozenset(
+    {
+        # English
+        *("not", "no", "never", "dont", "doesnt", "didnt", "isnt", "arent", "wasnt", "cant"),
+        *("wont", "nobody", "nothing", "neither", "nor", "without", "hate", "dislike"),
+        # French, Spanish, Portuguese, Italian, German
+        *("ne", "pas", "jamais", "nunca", "nao", "não", "non", "mai", "nicht", "kein", "keine"),
+        # Russian, Ukrainian (Cyrillic)
+        *("не", "нет", "ни", "никогда", "ніколи", "ні", "без"),
+        # Greek
+        *("δεν", "δε", "μην", "όχι", "ποτέ", "χωρίς"),
+        # Arabic, Hebrew
+        *("لا", "لم", "لن", "ليس", "ليست", "ما", "غير", "לא", "אין", "אינו", "אינה", "מעולם"),
+        # Hindi (Devanagari)
+        *("नहीं", "नही", "न", "मत", "बिना"),
+        # Korean (whole words; suffix forms are in NEGATION_PREFIXES)
+        *("안", "못", "아니", "아니요", "아뇨"),
+    }
 )
+
+#: Word beginnings that negate in Korean, where negation is an auxiliary word ("먹지 않아요").
+NEGATION_PREFIXES: Final = ("않", "없", "못하")
+
+#: Negation markers of word-free scripts, searched in the text with spaces removed.
+NEGATION_MARKERS: Final = (
+    "不",
+    "没",
+    "沒",
+    "别",
+    "別",
+    "无",
+    "無",
+    "非",
+    "未",
+    "ない",
+    "ません",
+    "ไม่",
+)
+
+#: CJK numerals: two texts differing in one are about different quantities, like digits.
+CJK_NUMERALS: Final = frozenset("〇零一二三四五六七八九十百千万萬億亿两兩")
+
+#: Number words of spaced scripts, in normal form: they count as numbers, like digits, so
+#: "two cats" and "three cats" stay apart. One row per language.
+NUMBER_WORDS: Final = frozenset(
+    {
+        # English
+        *("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine"),
+        *("ten", "eleven", "twelve", "twenty", "thirty", "hundred", "thousand", "million"),
+        # French, Spanish, German
+        *("un", "deux", "trois", "quatre", "cinq", "dos", "tres", "cuatro", "cinco"),
+        *("eins", "zwei", "drei", "vier", "fünf"),
+        # Russian
+        *("один", "одна", "два", "две", "три", "четыре", "пять", "шесть", "десять"),
+        # Greek
+        *("ένα", "ένας", "μία", "μια", "δύο", "τρία", "τρεις", "τέσσερα", "τέσσερις", "πέντε"),
+        # Arabic
+        *("واحد", "واحدة", "اثنان", "اثنين", "ثلاث", "ثلاثة", "أربع", "أربعة", "خمس"),
+        # Hebrew
+        *("אחד", "אחת", "שניים", "שתיים", "שני", "שתי", "שלוש", "שלושה", "ארבע", "חמש"),
+        # Hindi
+        *("एक", "दो", "तीन", "चार", "पांच", "पाँच", "छह", "दस"),
+        # Korean: native and Sino-Korean counting words
+        *("하나", "한", "둘", "두", "셋", "세", "넷", "네", "다섯", "여섯", "일곱", "여덟"),
+        *("아홉", "열", "일", "이", "삼", "사", "오", "육", "칠", "팔", "구", "십", "백", "천"),
+    }
+)
+
+
+_IGNORABLE: Final = regex.compile(r"[\p{Default_Ignorable_Code_Point}\p{Cf}\u0640]+")
+_OTHER_DIGIT: Final = regex.compile(r"(?![0-9])\p{Nd}")
+_MIXED_WORD: Final = regex.compile(r"\S*[A-Za-z]\S*")
+
+#: Texts whose normal forms are kept: the guards and dedupe look at the same candidate.
+KEPT_TEXTS: Final = 1024
+
+
+@cache
+def confusable_table() -> dict[int, str]:
+    """Non-ASCII characters that look like one ASCII letter or digit → that character.
+
+    From the Unicode confusables data shipped with ``confusable-homoglyphs`` (e.g. Cyrillic
+    ``а`` → ``a``, Greek ``ο`` → ``o``); used to fold look-alikes before text is compared.
+    """
+    from confusable_homoglyphs.utils import load
+
+    table: dict[int, str] = {}
+    for char, homoglyphs in load("confusables.json").items():
+        if len(char) != 1 or char.isascii():
+            continue
+        for glyph in homoglyphs:
+            target = glyph["c"]
+            if len(target) == 1 and target.isascii() and target.isalnum():
+                table[ord(char)] = target
+                break
+    return table
+
+
+def skeleton(text: str) -> str:
+    """``text`` with every look-alike character folded to ASCII (the guards' second look)."""
+    if text.isascii():  # the table maps non-ASCII characters only
+        return text
+    return text.translate(confusable_table())
+
+
+@lru_cache(maxsize=KEPT_TEXTS)
+def canonical(text: str) -> str:
+    """The case-preserving first stage of :func:`normalise` (punctuation kept).
+
+    NFKC, default-ignorable/zero-width characters and tatweel removed, decimal digits of every
+    script made ASCII, and look-alikes folded inside words that mix Latin letters with others.
+
+    >>> canonical("４２ и раѕѕword")
+    '42 и password'
+    """
+    if text.isascii():  # NFKC and the rest change nothing in ASCII
+        return text
+    folded = _IGNORABLE.sub("", unicodedata.normalize("NFKC", text))
+    if not folded.isascii():
+        folded = _OTHER_DIGIT.sub(lambda m: str(unicodedata.digit(m.group())), folded)
+        folded = _MIXED_WORD.sub(lambda m: skeleton(m.group()), folded)
+    return folded
+
 
 #: Character similarity at or above which two statements count as the same memory, as a share
 #: of their total length: at most ``(len(a) + len(b)) // 10`` insertions/deletions. 0.9
@@ -399,3 +617,509 @@ def contains_phrase(haystack: str, phrase: str) -> bool:
 def contains_normalised_phrase(haystack: str, phrase: str) -> bool:
     """:func:`contains_phrase` for texts already normalised (e.g. cached per entry)."""
     return bool(phrase) and f" {phrase} " in f" {haystack} "
+
+
+STOPWORDS: Final = frozenset(
+    {
+        # English
+        *("i", "me", "my", "mine", "myself", "a", "an", "the", "is", "am", "are", "be", "been"),
+        *("to", "in", "at", "of", "on", "for", "and", "or", "with", "by", "it", "its", "this"),
+        *("that", "s", "m", "re", "ve", "ll", "d", "very", "really", "just", "now", "currently"),
+        *("actually", "also", "too", "still", "so", "quite", "here", "there", "do", "as"),
+        # French
+        *("je", "j", "moi", "mon", "ma", "mes", "le", "la", "les", "l", "un", "une", "des", "de"),
+        *("du", "est", "suis", "es", "à", "au", "aux", "en", "et", "ou", "que", "qu", "qui", "c"),
+        *("ce", "ça", "maintenant", "aussi", "très", "y", "vraiment"),
+        # German
+        *("ich", "mich", "mir", "mein", "meine", "meinen", "meinem", "meiner", "meines", "der"),
+        *("die", "das", "den", "dem", "des", "ein", "eine", "einen", "einem", "einer", "ist"),
+        *("bin", "bist", "sind", "im", "am", "an", "bei", "und", "oder", "zu", "zum", "zur"),
+        *("jetzt", "auch", "sehr", "gerade", "nun", "es", "wirklich"),
+        # Spanish
+        *("yo", "mi", "mis", "el", "los", "las", "lo", "unos", "unas", "soy", "eres", "estoy"),
+        *("está", "al", "del", "y", "o", "ahora", "también", "muy", "ya", "realmente"),
+        # Russian
+        *("я", "меня", "мне", "мой", "моя", "моё", "мое", "мои", "в", "во", "на", "и", "а"),
+        *("это", "сейчас", "теперь", "тоже", "также", "очень", "у", "уже", "же"),
+    }
+)
+
+#: Characters of word-free scripts that are particles or pronouns, not content: Chinese 我
+#: (I), 的, 了, 是, 在, 很, 也, 都, sentence particles; Japanese 私 (I) and case particles.
+WORD_FREE_STOP: Final = frozenset("我的了是在很也都吗呢啊吧私はがをにでのもね")
+
+#: Words of one meaning folded to one term (the key is in normal form, the value any label).
+SYNONYMS: Final = {
+    # residence: present forms only ("lived" is a past fact, "moved" a change, see frames)
+    **dict.fromkeys(("live", "lives", "living", "reside", "resides", "residing", "home"), "live"),
+    **dict.fromkeys(("habite", "habites", "habitent", "vis", "vit", "réside"), "live"),
+    **dict.fromkeys(("wohne", "wohnt", "lebe", "lebt", "vivo", "vive", "vives"), "live"),
+    **dict.fromkeys(("живу", "живёт", "живет", "живёшь"), "live"),
+    # spelling and register variants
+    **dict.fromkeys(("color", "colour", "colours", "colors", "couleur"), "colour"),
+    **dict.fromkeys(("favorite", "favourite", "fave", "préféré", "préférée", "favori"), "fav"),
+    **dict.fromkeys(("favorito", "favorita", "любимый", "любимая", "любимое"), "fav"),
+    **dict.fromkeys(("kid", "kids", "child", "children", "enfants", "kinder", "hijos"), "child"),
+    **dict.fromkeys(("mom", "mum", "mother", "mama", "mommy", "mummy"), "mother"),
+    **dict.fromkeys(("dad", "father", "papa", "daddy"), "father"),
+}
+
+
+#: A similarity a caller may add (e.g. cosine of embeddings), 0.0 … 1.0 for two texts.
+Similarity = Callable[[str, str], float]
+
+#: Longest text (characters) compared by meaning: a memory worth restating in other words is a
+#: sentence or two; past this only the exact and fuzzy rules apply (and their cost bounds).
+MAX_SEMANTIC_CHARS: Final = 300
+
+#: BM25's length normalisation (the usual default; the saturation is :data:`worker.bm25.K1`).
+BM25_B: Final = 0.75
+
+_APOSTROPHE: Final = regex.compile(r"['’`ʼ]")
+#: A token that is one character of a word-free script (see :mod:`~.text`).
+WORD_FREE_CHAR: Final = regex.compile(
+    r"^[\p{Han}\p{Hiragana}\p{Katakana}\u30fc\p{Thai}\p{Lao}\p{Khmer}\p{Myanmar}]"
+)
+_CAPITALISED: Final = regex.compile(r"(?<![\p{L}\p{M}\p{N}])\p{Lu}[\p{L}\p{M}]*")
+#: Shortest word a plural ``-s`` is taken from ("bus", "gas" keep theirs).
+_MIN_PLURAL: Final = 4
+#: Cyrillic case endings dropped from words this long (Москве / Москву / Москва → москв).
+_MIN_CYRILLIC_STEM: Final = 5
+_CYRILLIC_END: Final = regex.compile(r"[аяоеёиыуюйь]+$")
+
+
+@lru_cache(maxsize=4096)
+def spaced(text: str) -> str:
+    """The normal form with apostrophes as word breaks (``J'habite`` → ``j habite``)."""
+    if text.isascii() and "'" not in text and "`" not in text:
+        return Normalised.of(text).text  # no apostrophe to break on: the (kept) normal form
+    return normalise(_APOSTROPHE.sub(" ", text))
+
+
+def stem(word: str) -> str:
+    """A light, conservative stem: synonyms folded, plural ``-s``/``-ies``, Cyrillic endings.
+
+    >>> stem("sisters"), stem("lives"), stem("cities"), stem("bus"), stem("москве")
+    ('sister', 'live', 'city', 'bus', 'москв')
+    """
+    if word in SYNONYMS:
+        return SYNONYMS[word]
+    if word.isascii():
+        if len(word) > _MIN_PLURAL and word.endswith("ies"):
+            word = word[:-3] + "y"
+        elif len(word) >= _MIN_PLURAL and word.endswith("s") and not word.endswith("ss"):
+            word = word[:-1]
+        return SYNONYMS.get(word, word)
+    if len(word) >= _MIN_CYRILLIC_STEM and "\u0400" <= word[0] <= "\u04ff":
+        return _CYRILLIC_END.sub("", word) or word
+    return word
+
+
+#: Tokens whose term is kept: a vocabulary (a namespace's texts repeat their words, so most
+#: tokens of a text are found here), bounded so a stream of novel tokens cannot grow it.
+_KEPT_TOKENS: Final = 16384
+
+
+@lru_cache(maxsize=_KEPT_TOKENS)
+def token_term(token: str) -> str | None:
+    """The content term one token of a spaced normal form gives (None: a function word).
+
+    >>> token_term("sisters"), token_term("the"), token_term("书"), token_term("的")
+    ('sister', None, '书', None)
+    """
+    if WORD_FREE_CHAR.match(token):
+        return None if token in WORD_FREE_STOP else token
+    if token in STOPWORDS:
+        return None
+    word = stem(token)
+    return None if word in STOPWORDS else word
+
+
+@lru_cache(maxsize=4096)
+def terms(text: str) -> tuple[str, ...]:
+    """The content terms of ``text``, in order (see the module notes).
+
+    >>> terms("J'habite à Paris"), terms("我最喜欢的书是三体")
+    (('live', 'pari'), ('最', '喜', '欢', '书', '三', '体'))
+    """
+    # A term is never empty (a stem keeps a letter), so None is the only value dropped.
+    return tuple(filter(None, map(token_term, spaced(text).split())))
+
+
+def index_terms(text: str) -> list[str]:
+    """What the ranker indexes: the terms, plus bigrams of adjacent word-free characters."""
+    found = list(terms(text))
+    found += [
+        a + b for a, b in pairwise(found) if WORD_FREE_CHAR.match(a) and WORD_FREE_CHAR.match(b)
+    ]
+    return found
+
+
+def _names(raw: str) -> list[str]:
+    """Capitalised words in order (not ``I``), case-folded: the names a paraphrase keeps."""
+    return [w.casefold() for w in _CAPITALISED.findall(raw) if w != "I"]
+
+
+@lru_cache(maxsize=4096)
+def paraphrase_key(text: str) -> frozenset[str] | None:
+    """What two paraphrases share exactly: the set of content terms (None when ``text`` is
+    too long to compare by meaning, or has no content term).
+
+    Kept as long as the :func:`terms` it is built from: a merge keys every live entry by it,
+    and a set built afresh per entry per merge costs more than the lookup of its terms.
+    """
+    if len(text) > MAX_SEMANTIC_CHARS:
+        return None
+    return frozenset(terms(text)) or None
+
+
+def is_paraphrase(a: str, b: str) -> bool:
+    """True when ``a`` and ``b`` say the same thing in other words (module notes)."""
+    ka, kb = paraphrase_key(a), paraphrase_key(b)
+    if ka is None or ka != kb:
+        return False
+    ta, tb = set(ka), set(kb)
+    na, nb = Normalised.of(a), Normalised.of(b)
+    if sorted(na.numbers) != sorted(nb.numbers) or na.negated != nb.negated:
+        return False
+    # Two or more names in another order are other roles: "Anna pays Ben" / "Ben pays Anna".
+    names_a = [n for n in _names(a) if n in ta or stem(n) in ta]
+    names_b = [n for n in _names(b) if n in tb or stem(n) in tb]
+    return len(set(names_a)) < 2 or names_a == names_b
+
+
+#: Query terms a ranking looks up at most, the rarest first: a long text's common words add
+#: cost, not order (a paraphrase shares all its terms, so any of them finds it).
+MAX_QUERY_TERMS: Final = 32
+
+
+class LexicalIndex:
+    """BM25 over the content terms of a set of texts, by id; add and remove as they change.
+
+    >>> index = LexicalIndex()
+    >>> for i, t in enumerate(["I have a dog named Rex", "I play the cello", "Rex is ten"]):
+    ...     index.add(str(i), t)
+    >>> [doc for doc, _ in index.nearest("My dog Rex", 2)]
+    ['0', '2']
+    """
+
+    def __init__(self) -> None:
+        #: id → the terms of its text with their counts, its length in terms, and the order
+        #: in which it was (last) added.
+        self._terms: dict[str, Counter[str]] = {}
+        self._lengths: dict[str, int] = {}
+        self._order: dict[str, int] = {}
+        #: term → the ids of the texts holding it (its length is the document frequency).
+        self._postings: dict[str, set[str]] = {}
+        self._total = 0
+        self._seq = 0
+
+    def __len__(self) -> int:
+        return len(self._terms)
+
+    def add(self, doc_id: str, text: str) -> None:
+        """Index ``text`` under ``doc_id`` (replacing what that id held)."""
+        self.remove(doc_id)
+        found = Counter(index_terms(text))
+        self._seq += 1
+        self._terms[doc_id] = found
+        self._lengths[doc_id] = sum(found.values())
+        self._order[doc_id] = self._seq
+        for term in found:
+            self._postings.setdefault(term, set()).add(doc_id)
+        self._total += sum(found.values())
+
+    def remove(self, doc_id: str) -> None:
+        """Forget ``doc_id`` (nothing happens when it is not indexed)."""
+        held = self._terms.pop(doc_id, None)
+        if held is None:
+            return
+        self._total -= self._lengths.pop(doc_id)
+        del self._order[doc_id]
+        for term in held:
+            holders = self._postings[term]
+            holders.discard(doc_id)
+            if not holders:
+                del self._postings[term]
+
+    def scores(self, text: str) -> dict[str, float]:
+        """BM25 score of every indexed text sharing a term with ``text`` (others score 0)."""
+        n = len(self._terms)
+        held = sorted(
+            (len(self._postings[t]), t) for t in set(index_terms(text)) if t in self._postings
+        )[:MAX_QUERY_TERMS]
+        if not n or not held:
+            return {}
+        return scores(
+            ((term, df, self._postings[term]) for df, term in held),
+            docs=n,
+            avg_len=self._total / n,
+            lengths=self._lengths,
+            tf=lambda doc_id, term: self._terms[doc_id][term],
+            b=BM25_B,
+        )
+
+    def nearest(self, text: str, limit: int, *, pad: bool = False) -> list[tuple[str, float]]:
+        """Up to ``limit`` ids, best first (ties in insertion order); ``pad``: fill with the
+        zero-score rest, in insertion order, up to ``limit``."""
+        found = self.scores(text)
+        order = self._order
+        ranked = sorted(found.items(), key=lambda kv: (-kv[1], order[kv[0]]))
+        if pad and len(ranked) < limit:
+            rest = sorted((d for d in order if d not in found), key=order.__getitem__)
+            ranked += [(d, 0.0) for d in rest[: limit - len(ranked)]]
+        return ranked[:limit]
+
+
+def build_index(items: Iterable[tuple[str, str]]) -> LexicalIndex:
+    """An index of ``(id, text)`` pairs, in that order."""
+    index = LexicalIndex()
+    for doc_id, body in items:
+        index.add(doc_id, body)
+    return index
+
+
+_WF: Final = r"\p{Han}\p{Hiragana}\p{Katakana}\u30fc"
+_JOIN: Final = regex.compile(rf"(?<=[{_WF}]) (?=[{_WF}])")
+_CAPITALISED_WORD: Final = regex.compile(r"(?<![\p{L}\p{M}\p{N}])\p{Lu}[\p{L}\p{M}\p{N}]*")
+_UNCASED: Final = regex.compile(rf"[{_WF}\p{{Hangul}}\p{{Arabic}}\p{{Hebrew}}\p{{Devanagari}}]")
+
+#: Subjects: first person, or a possessive and the relation it names (the group ``rel``).
+_SELF: Final = r"(?:i|je|j|ich|yo|я)"
+_POSS: Final = r"(?:my|mon|ma|mes|mein|meine|meiner|mi|mis|мой|моя|мои)"
+_SUBJ: Final = rf"(?:{_SELF}|{_POSS} (?P<rel>\p{{L}}+)(?: s)?)"
+_OWNER: Final = rf"{_POSS}(?: (?P<rel>\p{{L}}+) s)?"  # "my" / "my sister s" (possessive)
+_VAL: Final = r"(?P<val>.+)"
+
+#: (attribute, pattern) in order; a pattern names ``val`` and may name ``rel`` and ``attr``.
+_PATTERNS: Final[tuple[tuple[str, str], ...]] = (
+    # residence
+    ("residence", rf"{_SUBJ} (?:live|lives|reside|resides|am living|is living|am based|is based|"
+     r"moved|have moved|has moved|relocated|have relocated|ve moved) (?:in|to) " + _VAL),
+    ("residence", rf"{_OWNER} home is in {_VAL}"),
+    ("residence", rf"{_SUBJ} (?:habite|habites|habitent|vis|vit|réside|suis installée?|"
+     r"me suis installée?|ai déménagé|a déménagé|s est installée?) (?:à|a|en|au|aux|dans) "
+     + _VAL),
+    ("residence", rf"{_SUBJ} (?:wohne|wohnt|lebe|lebt) (?:in|im) {_VAL}"),
+    ("residence", rf"{_SUBJ} (?:bin|ist) nach (?P<val>.+?) (?:gezogen|umgezogen)"),
+    ("residence", rf"(?:yo )?(?:vivo|resido|me mudé|me he mudado) (?:en|a) {_VAL}"),
+    ("residence", rf"{_POSS} (?P<rel>\p{{L}}+) (?:vive|reside|se mudó) (?:en|a) {_VAL}"),
+    ("residence", rf"(?:я )?(?:живу|переехал|переехала) (?:в|во|на) {_VAL}"),
+    ("residence", rf"{_POSS} (?P<rel>\p{{L}}+) (?:живёт|живет|переехал|переехала) (?:в|во|на) "
+     + _VAL),
+    ("residence", r"我(?:的)?(?P<rel>[^\s]{0,3}?)(?:现在|目前)?(?:住在|生活在|搬到了|搬到|搬去了|"
+     r"搬去)(?P<val>.+)"),
+    ("residence", r"私は(?P<val>.+?)に(?:住んでいます|住んでいる|住んでる|引っ越しました)"),
+    # employer
+    ("employer", rf"{_SUBJ}(?: (?:changed|switched) (?:jobs?|employers?|companies)(?: and)?|"
+     r" got a new job(?: and)?| started a new job(?: and)?)? (?:work|works|am working|"
+     r"is working) (?:at|for) " + _VAL),
+    ("employer", rf"{_SUBJ} (?:am|is|m|s) employed (?:at|by) {_VAL}"),
+    ("employer", rf"{_OWNER} employer is {_VAL}"),
+    ("employer", rf"{_SUBJ} (?:travaille|travailles) (?:chez|pour) {_VAL}"),
+    ("employer", rf"{_SUBJ} (?:arbeite|arbeitet) (?:bei|für) {_VAL}"),
+    # Spanish "en", Russian "в" and Chinese "在" also say *where* one works ("trabajo en
+    # Madrid", "работаю в Москве", "我在北京工作"): only the forms that name an employer.
+    ("employer", rf"(?:yo )?trabajo (?:para|en la empresa) {_VAL}"),
+    ("employer", rf"(?:я )?работаю (?:в компании|на компанию) {_VAL}"),
+    ("employer", r"我(?:的)?(?P<rel>[^\s]{0,3}?)(?:在(?P<val>.+?(?:公司|集团|银行))(?:工作|上班)|"
+     r"(?:就职于|任职于)(?P<val>.+))"),
+    # occupation
+    ("occupation", rf"{_SUBJ} (?:work|works) as (?:a |an )?{_VAL}"),
+    ("occupation", rf"{_OWNER} (?:job|occupation|profession) is (?:a |an )?{_VAL}"),
+    ("occupation", rf"{_SUBJ} (?:travaille|travailles) comme {_VAL}"),
+    ("occupation", rf"{_SUBJ} (?:arbeite|arbeitet) als {_VAL}"),
+    ("occupation", rf"(?:yo )?trabajo (?:como|de) {_VAL}"),
+    # name
+    ("name", rf"{_OWNER} name is {_VAL}"),
+    ("preferred name", rf"(?:you can |please )?call me {_VAL}"),
+    ("name", rf"{_SUBJ} (?:am|m|is|s) called {_VAL}"),
+    ("name", rf"(?:je m appelle|mon nom est|ich heisse|mein name ist|me llamo|mi nombre es|"
+     rf"меня зовут) {_VAL}"),
+    ("name", r"我叫(?P<val>.+)|我的名字是(?P<val>.+)|私の名前は(?P<val>.+?)(?:です)?"),
+    # age (self only: "my sister is 30" is left alone)
+    ("age", r"(?:i (?:am|m)|ich bin) (?P<val>\d+)(?: (?:years?|jahre) old| jahre alt)?"),
+    ("age", r"(?:my age is|j ai|tengo|мне) (?P<val>\d+)(?: ans| años| год| года| лет)?"),
+    ("age", r"我(?:今年)? ?(?P<val>\d+) ?岁"),
+    # favourite things
+    ("favourite", rf"{_OWNER} (?:favourite|favorite|fave) (?P<attr>\p{{L}}+(?: \p{{L}}+)?) is "
+     + _VAL),
+    ("favourite", rf"{_VAL} is {_OWNER} (?:favourite|favorite|fave) (?P<attr>\p{{L}}+)"),
+    ("favourite", rf"{_OWNER} (?P<attr>\p{{L}}+) (?:préférée?|favori|favorite) est {_VAL}"),
+    ("favourite", rf"{_OWNER} lieblings(?P<attr>\p{{L}}+) ist {_VAL}"),
+    ("favourite", rf"{_OWNER} (?P<attr>\p{{L}}+) (?:favorit[oa]|preferid[oa]) es {_VAL}"),
+    ("favourite", rf"{_OWNER} (?:любимый|любимая|любимое) (?P<attr>\p{{L}}+)(?: это)? {_VAL}"),
+    ("favourite", r"我(?:的)?(?P<rel>[^\s]{0,3}?)最喜欢的(?P<attr>[^\s]+?)是(?P<val>.+)"),
+    ("favourite", r"私の好きな(?P<attr>[^\s]+?)は(?P<val>.+?)(?:です)?"),
+    # spouse
+    ("spouse", rf"{_SUBJ} (?:am|m|is|s) married to {_VAL}"),
+    ("spouse", rf"{_SUBJ} (?:suis|est) mariée? (?:à|a|avec) {_VAL}"),
+)  # fmt: skip
+_COMPILED: Final = tuple((name, regex.compile(p)) for name, p in _PATTERNS)
+
+#: Words every pattern above holds one of (a cheap first look, as substrings: most statements
+#: set no frame). Keep in step with the patterns; the tests run every pattern's examples.
+_TRIGGERS: Final = (
+    *("live", "reside", "moved", "relocated", "based", "home", "habite", "vis ", "vit "),
+    *("installé", "déménagé", "wohn", "lebe", "gezogen", "vivo", "resido", "mud", "vive"),
+    *("жив", "переех", "住", "搬", "生活", "work", "employ", "travaill", "arbeite", "trabaj"),
+    *(
+        "работа",
+        "工作",
+        "上班",
+        "就职",
+        "任职",
+        "job",
+        "occupation",
+        "profession",
+        "name",
+        "call",
+        "appel",
+    ),
+    *("nom ", "heisse", "llamo", "nombre", "зовут", "叫", "名字", "名前", "岁", "fav"),
+    *("préféré", "lieblings", "preferid", "любим", "喜欢", "好き", "married", "marié"),
+)
+#: How the age patterns start (their other trigger is a number).
+_AGE_STARTS: Final = ("i am ", "i m ", "ich bin ", "my age is ", "j ai ", "tengo ", "мне ")
+
+
+#: The triggers an ASCII text can hold (the others hold a letter outside ASCII).
+_ASCII_TRIGGERS: Final = tuple(word for word in _TRIGGERS if word.isascii())
+
+
+def _may_frame(flat: str) -> bool:
+    triggers = _ASCII_TRIGGERS if flat.isascii() else _TRIGGERS
+    return any(word in flat for word in triggers) or flat.startswith(_AGE_STARTS)
+
+
+#: Most value terms a frame takes: a longer value carries qualifiers ("a volunteer at the
+#: shelter on …") the rules cannot weigh, so the statement is added instead.
+MAX_VALUE_TERMS: Final = 4
+
+#: Attributes whose value must hold a capitalised name in cased scripts ("a flat" is no city).
+_NAMED_VALUES: Final = frozenset({"residence", "employer"})
+
+#: Words that make a statement an addition rather than a replacement, or a past fact.
+_NOT_A_CHANGE: Final = regex.compile(
+    r"(?:^| )(?:also|too|as well|another|second|side|part time|used to|when i was|weekends?|"
+    r"sometimes|occasionally|spare time|free time|volunteer|temporarily|for now|this summer|"
+    r"this winter|for a while|for a few|visiting|on holiday|on vacation|aussi|également|"
+    r"autre|auch|noch|zusätzlich|früher|también|otro|otra|antes|тоже|также|ещё|еще|"
+    r"раньше)(?: |$)|[也还又曾]|以前|暂时"
+)
+_YEAR: Final = regex.compile(r"(?<!(?:since|depuis|seit|desde|с) )(?:19|20)\d\d")
+_TRAILING: Final = regex.compile(
+    r"(?: (?:now|recently|these days|nowadays|again|last (?:week|month|year)|this (?:week|month|"
+    r"year)|a (?:few )?(?:days?|weeks?|months?|years?) ago|maintenant|désormais|depuis peu|"
+    r"le mois dernier|l an dernier|jetzt|seit kurzem|letzten monat|ahora|el mes pasado|"
+    r"recientemente|сейчас|теперь|недавно|в прошлом месяце))+$|[了啦呢吧]+$"
+)
+_LEADING: Final = regex.compile(r"^(?:the|a|an|le|la|les|l|el|los|las|der|die|das|den) ")
+#: Adverbs that change nothing about which value is current; dropped before matching.
+_FILLER: Final = regex.compile(
+    r"(?:^| )(?:now|currently|still|really|actually|just|recently|finally|maintenant|"
+    r"actuellement|jetzt|gerade|ahora|actualmente|сейчас|теперь)(?= |$)|现在|目前"
+)
+_SELF_FORMS: Final = frozenset({"", "i", "je", "j", "ich", "yo", "я", "我"})
+
+#: Relations that name one person, so "my wife lives in …" twice is one attribute set twice.
+#: Others may be several people ("my sister lives in Berlin", "my sister lives in Paris" can
+#: be two sisters; friends, colleagues, children): their statements set no frame.
+UNIQUE_RELATIONS: Final = frozenset(
+    {
+        *("mother", "father", "wife", "husband", "partner", "spouse", "boyfriend", "girlfriend"),
+        *("fiancé", "fiancée", "mère", "père", "femme", "mari", "mutter", "vater", "frau"),
+        *("mann", "madre", "padre", "esposa", "esposo", "marido", "мама", "папа", "мать"),
+        *("отец", "жена", "муж", "妈妈", "爸爸", "母亲", "父亲", "妻子", "老婆", "丈夫", "老公"),
+    }
+)
+
+
+@dataclass(frozen=True)
+class Frame:
+    """Who, which single-valued attribute, and the value's content terms."""
+
+    subject: str
+    attribute: str
+    value: tuple[str, ...]
+
+    def slot(self) -> tuple[str, str]:
+        """The (subject, attribute) pair two statements must share to conflict."""
+        return (self.subject, self.attribute)
+
+    def conflicts(self, other: Frame) -> bool:
+        """Same slot and values that differ (neither contained in the other)."""
+        if self.slot() != other.slot() or not self.value or not other.value:
+            return False
+        mine, theirs = set(self.value), set(other.value)
+        return not (mine <= theirs or theirs <= mine)
+
+    def same_value(self, other: Frame) -> bool:
+        """Same slot and the same value terms: a restatement."""
+        return self.slot() == other.slot() and set(self.value) == set(other.value) != set()
+
+
+def _too_long(value: tuple[str, ...]) -> bool:
+    """More than :data:`MAX_VALUE_TERMS` distinct terms (twice as many characters of a
+    word-free script, where a character is a term)."""
+    word_free = all(WORD_FREE_CHAR.match(v) for v in value)
+    return len(set(value)) > MAX_VALUE_TERMS * (2 if word_free else 1)
+
+
+def conflict(a: Frame | None, b: Frame | None) -> bool:
+    """Whether two statements' frames conflict (False when either sets none)."""
+    return a is not None and b is not None and a.conflicts(b)
+
+
+def _value_terms(value: str) -> tuple[str, ...]:
+    """The value's words, stemmed, function words dropped; every character of a word-free
+    script kept (in a name, 都 of 成都 is no particle)."""
+    value = _LEADING.sub("", _TRAILING.sub("", value.strip()))
+    found = tuple(
+        word if WORD_FREE_CHAR.match(word) else stem(word)
+        for word in spaced(value).split()
+        if WORD_FREE_CHAR.match(word) or word not in STOPWORDS
+    )
+    return found or tuple(value.split())
+
+
+@lru_cache(maxsize=4096)
+def frame_of(raw: str) -> Frame | None:
+    """The frame ``raw`` sets, or None when it sets none (see the module notes)."""
+    if len(raw) > MAX_SEMANTIC_CHARS:
+        return None
+    flat = spaced(raw)
+    if not flat.isascii():  # only characters of word-free scripts have spaces to join
+        flat = _JOIN.sub("", flat)
+    if not _may_frame(flat) or _NOT_A_CHANGE.search(flat) or _YEAR.search(flat):
+        return None
+    if Normalised.of(raw).negated:
+        return None
+    flat = _FILLER.sub("", flat).strip()
+    for attribute, pattern in _COMPILED:
+        match = pattern.fullmatch(flat)
+        if match is None:
+            continue
+        groups = match.groupdict()
+        value = _value_terms(groups.get("val") or "")
+        if not value or _too_long(value):
+            return None
+        if attribute in _NAMED_VALUES and not _named(raw, value):
+            return None
+        rel = (groups.get("rel") or "").removesuffix("的")
+        subject = "self" if rel in _SELF_FORMS else stem(rel)
+        if subject != "self" and (attribute == "age" or subject not in UNIQUE_RELATIONS):
+            return None
+        thing = " ".join(stem(w) for w in (groups.get("attr") or "").split())
+        return Frame(subject, f"favourite {thing}" if thing else attribute, value)
+    return None
+
+
+def _named(raw: str, value: tuple[str, ...]) -> bool:
+    """Whether ``value`` holds a name: a word capitalised in ``raw``, or an uncased script."""
+    if any(_UNCASED.search(v) for v in value):
+        return True
+    names = {stem(w.casefold()) for w in _CAPITALISED_WORD.findall(raw)} | {
+        w.casefold() for w in _CAPITALISED_WORD.findall(raw)
+    }
+    return any(v in names for v in value)

@@ -1,4 +1,46 @@
-"""Wire a deep agent to memworker's memory in one place: routes, namespaces, memory, permissions.
+"""Tool mode: ``search_memory`` and ``read_memory`` over the user's committed memory.
+
+Beside ``remember``/``forget`` (which enqueue candidates), these read what consolidation
+committed. The namespace comes from the run — the user by the one identity rule
+(:func:`~worker.integrations.capture.tool_user`: the authenticated identity on a server that
+authenticates, else the user id in the tool runtime's context, ``configurable`` or metadata),
+and the assistant given here — never from the model's arguments, so neither a prompt nor a
+run's context can read another user's memory (a mismatch is refused: nothing is read).
+
+The tools need something that **offers search** (:class:`MemorySearch`); the SQL-backed one is
+:class:`worker.service.search.SqlMemorySearch`. Building the tools without one, or with
+one that declares ``supports_search = False``, is a :class:`~worker.errors.ConfigurationError`
+at start-up rather than a tool that fails in every conversation.
+
+>>> make_search_tools(None)  # doctest: +ELLIPSIS
+Traceback (most recent call last):
+...
+worker.errors.ConfigurationError: search_memory needs a memory search backend...
+
+The summary flush for deep agents: replaces deepagents' own ``SummarizationMiddleware``.
+
+``create_deep_agent`` always installs deepagents' summarisation (it offloads evicted history to
+the backend and keeps the raw messages, recording a ``_summarization_event``). A middleware
+passed in ``middleware=[...]`` replaces a built-in one **by name**, so
+:class:`DeepAgentSummaryFlush` — deepagents' class, named ``SummarizationMiddleware`` — takes
+its place instead of running beside it::
+
+    from deepagents import create_deep_agent
+    from deepagents.backends import StateBackend
+    from worker.integrations.deepagents import DeepAgentSummaryFlush
+
+    backend = StateBackend()
+    agent = create_deep_agent(model=model, backend=backend, middleware=[
+        DeepAgentSummaryFlush(model, backend=backend, enqueuer=client, trigger=("tokens", 4000))])
+
+After a compaction the model call succeeded with, the messages it compacted away (those between
+the previous event's cutoff and the new one) are enqueued as ``turn`` candidates, keyed like the
+capture middleware's. A summary that fails (the model raised, or answered only whitespace)
+changes nothing and enqueues nothing: the model is called on the uncompacted context, and the
+failure is logged and counted (``memworker_summary_failures_total``). Summary calls are tagged
+``middleware:summarize`` and ``nostream``.
+
+Wire a deep agent to memworker's memory in one place: routes, namespaces, memory, permissions.
 
 :func:`memory_backend` returns a :class:`MemworkerMemory` whose parts go straight into
 ``create_deep_agent``::
@@ -10,14 +52,14 @@
     agent = create_deep_agent(model=model, **memory.agent_kwargs())
     agent.invoke({"messages": [...]}, context={"user_id": "u1", "org_id": "acme"})
 
-What it sets up, from the same :class:`~worker.store_layout.StoreLayout` the store
+What it sets up, from the same :class:`~worker.connectors.layout.StoreLayout` the store
 sink writes with (so reader and writer cannot disagree):
 
 - **routes** of a ``CompositeBackend``: the user's memory at ``/memories/``, the assistant's
   shared memory at ``/shared/``, the organisation's at ``/policies/`` (each a ``StoreBackend``
   over the graph's store; any of the last two can be left out);
 - **namespace factories** reading the ids by the one identity rule
-  (:func:`~worker.integrations.run_context.resolve_identity`): on a server that
+  (:func:`~worker.integrations.capture.resolve_identity`): on a server that
   authenticates, the identity is the user and its org claim the organisation, and a run whose
   ``context``/``configurable``/metadata names anyone else is refused
   (:class:`~worker.errors.IdentityMismatch`, nothing read); without authentication, the
@@ -32,17 +74,214 @@ sink writes with (so reader and writer cannot disagree):
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final, Protocol, runtime_checkable
 
 from deepagents import FilesystemPermission
 from deepagents.backends import CompositeBackend, StateBackend, StoreBackend
+from deepagents.middleware.summarization import (
+    SUMMARIZATION_EVENT_KEY,
+    SummarizationMiddleware,
+)
+from langchain.agents.middleware import ModelRequest, ModelResponse
+from langchain.agents.middleware.types import ExtendedModelResponse
+from langchain.tools import ToolRuntime
+from langchain_core.tools import BaseTool, StructuredTool
 
-from worker.errors import ConfigurationError
-from worker.integrations.run_context import RunIdentity, current_config, resolve_identity
-from worker.models import Namespace, Scope
-from worker.store_layout import StoreLayout
+from worker.connectors.layout import StoreLayout
+from worker.errors import ConfigurationError, IdentityMismatch, InvalidCandidate, MemworkerError
+from worker.integrations.capture import (
+    TOOLS_INTEGRATION,
+    AsyncEnqueuer,
+    Enqueuer,
+    RunIdentity,
+    UserIdFrom,
+    asubmit,
+    current_config,
+    report_refused,
+    resolve_identity,
+    submit,
+    tool_identity,
+)
+from worker.integrations.summary import (
+    CheckedSummaries,
+    SummaryFailed,
+    flush_args,
+    summary_failed,
+    tag_summary_calls,
+)
+from worker.models import EnqueueFields, MemoryHit, Namespace, Scope, normalise_path
+from worker.types import MAX_TEXT_BYTES
+
+#: Hits one search returns by default: enough to answer, short enough for a tool result.
+DEFAULT_LIMIT: Final = 5
+
+SEARCH_DESCRIPTION: Final = (
+    "Search what you remember about the user (their committed memory). `query`: words to look "
+    "for. Returns matching memories with the file each is in."
+)
+READ_DESCRIPTION: Final = (
+    "Read one of the user's memory files in full. `path`: e.g. 'preferences' or "
+    "'/memories/preferences.md'."
+)
+
+
+@runtime_checkable
+class MemorySearch(Protocol):
+    """Searches and reads one namespace's committed memory."""
+
+    def search(self, namespace: str, query: str, *, limit: int) -> Sequence[MemoryHit]: ...
+
+    def read(self, namespace: str, path: str) -> str | None: ...
+
+
+def make_search_tools(
+    search: MemorySearch | None,
+    *,
+    user_id_from: UserIdFrom | None = None,
+    assistant_id: str | None = None,
+    limit: int = DEFAULT_LIMIT,
+) -> list[BaseTool]:
+    """``search_memory`` and ``read_memory`` tools over ``search`` (see the module docstring)."""
+    if not isinstance(search, MemorySearch) or getattr(search, "supports_search", True) is False:
+        raise ConfigurationError(
+            "search_memory needs a memory search backend (e.g. "
+            "worker.service.search.SqlMemorySearch over the memory store); "
+            f"{type(search).__name__} offers no search"
+        )
+
+    def namespace_of(runtime: ToolRuntime[Any, Any], done: str) -> tuple[str | None, str]:
+        """``(the user's namespace, "")``, or ``(None, why nothing was <done>)`` when no user is
+        known or the run names another user than the authenticated one (refused, counted)."""
+        try:
+            identity = tool_identity(runtime, user_id_from)
+        except IdentityMismatch as exc:
+            report_refused(TOOLS_INTEGRATION, exc)
+            return None, f"Refused: this conversation names another user; nothing was {done}."
+        if identity.user_id is None:
+            return None, f"No user is known for this conversation; nothing was {done}."
+        return identity.user_namespace(assistant_id).key, ""
+
+    def search_memory(query: str, runtime: ToolRuntime[Any, Any]) -> str:
+        namespace, why = namespace_of(runtime, "searched")
+        if namespace is None:
+            return why
+        try:
+            hits = search.search(namespace, query, limit=limit)
+        except MemworkerError:
+            return "Memory cannot be searched right now."
+        if not hits:
+            return "Nothing in memory matches."
+        return "\n".join(f"- {hit.text} ({hit.path})" for hit in hits)
+
+    def read_memory(path: str, runtime: ToolRuntime[Any, Any]) -> str:
+        namespace, why = namespace_of(runtime, "read")
+        if namespace is None:
+            return why
+        try:
+            wanted = normalise_path(path)
+        except InvalidCandidate as exc:
+            return f"Not a memory path: {exc}"
+        try:
+            content = search.read(namespace, wanted)
+        except MemworkerError:
+            return "Memory cannot be read right now."
+        return content if content is not None else f"There is no memory file {wanted}."
+
+    return [
+        StructuredTool.from_function(
+            func=search_memory, name="search_memory", description=SEARCH_DESCRIPTION
+        ),
+        StructuredTool.from_function(
+            func=read_memory, name="read_memory", description=READ_DESCRIPTION
+        ),
+    ]
+
+
+#: Label of this integration in logs and counters.
+DEEP_FLUSH_INTEGRATION = "deep_summary_flush"
+
+
+class DeepAgentSummaryFlush(CheckedSummaries, SummarizationMiddleware):
+    """deepagents' ``SummarizationMiddleware`` that flushes what it compacts (module docstring).
+
+    Args:
+        model, backend, **summarization: as for deepagents' ``SummarizationMiddleware``.
+        enqueuer: the hot-path client (sync or async).
+        user_key: the key naming the user in the run's context, ``configurable`` or metadata.
+        assistant_id: the per-assistant user namespace, as in the capture middleware.
+        max_text_bytes: each exchange's text is shortened to this many bytes.
+    """
+
+    def __init__(
+        self,
+        model: Any,
+        *,
+        backend: Any,
+        enqueuer: Enqueuer | AsyncEnqueuer,
+        user_key: str = "user_id",
+        assistant_id: str | None = None,
+        max_text_bytes: int = MAX_TEXT_BYTES,
+        **summarization: Any,
+    ) -> None:
+        super().__init__(model, backend=backend, **summarization)
+        tag_summary_calls(self._lc_helper)
+        self.enqueuer = enqueuer
+        self.user_key = user_key
+        self.assistant_id = assistant_id
+        self.max_text_bytes = max_text_bytes
+
+    @property
+    def name(self) -> str:
+        """The built-in's name, so ``create_deep_agent`` replaces it with this one."""
+        return "SummarizationMiddleware"
+
+    def wrap_model_call(
+        self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]
+    ) -> Any:
+        try:
+            response = super().wrap_model_call(request, handler)
+        except SummaryFailed as exc:
+            summary_failed(DEEP_FLUSH_INTEGRATION, exc)
+            return handler(request.override(messages=self._get_effective_messages(request)))
+        for args in self._compacted(request, response):
+            submit(self.enqueuer, DEEP_FLUSH_INTEGRATION, **args)
+        return response
+
+    async def awrap_model_call(
+        self, request: ModelRequest, handler: Callable[[ModelRequest], Awaitable[ModelResponse]]
+    ) -> Any:
+        try:
+            response = await super().awrap_model_call(request, handler)
+        except SummaryFailed as exc:
+            summary_failed(DEEP_FLUSH_INTEGRATION, exc)
+            return await handler(request.override(messages=self._get_effective_messages(request)))
+        for args in self._compacted(request, response):
+            await asubmit(self.enqueuer, DEEP_FLUSH_INTEGRATION, **args)
+        return response
+
+    def _compacted(self, request: ModelRequest, response: Any) -> list[EnqueueFields]:
+        """The candidates of the messages a new summarisation event compacted away."""
+        if not isinstance(response, ExtendedModelResponse) or response.command is None:
+            return []
+        update = response.command.update
+        event = update.get(SUMMARIZATION_EVENT_KEY) if isinstance(update, Mapping) else None
+        if not isinstance(event, Mapping):
+            return []
+        previous = request.state.get(SUMMARIZATION_EVENT_KEY)
+        start = int(previous["cutoff_index"]) if isinstance(previous, Mapping) else 0
+        messages = list(request.state.get("messages") or [])
+        removed = messages[start : int(event["cutoff_index"])]
+        return flush_args(
+            removed,
+            request.runtime,
+            user_key=self.user_key,
+            assistant_id=self.assistant_id,
+            max_text_bytes=self.max_text_bytes,
+            integration=DEEP_FLUSH_INTEGRATION,
+        )
+
 
 NamespaceFactory = Callable[[Any], tuple[str, ...]]
 
@@ -134,7 +373,7 @@ class MemworkerMemory:
 
     def identity(self, runtime: Any) -> RunIdentity:
         """The run's identity, by the one rule every integration uses
-        (:func:`~worker.integrations.run_context.resolve_identity`)."""
+        (:func:`~worker.integrations.capture.resolve_identity`)."""
         return resolve_identity(
             runtime, current_config(), user_key=self.user_key, org_key=self.org_key
         )

@@ -1,19 +1,19 @@
 """The durable debounced queue in Redis: per-namespace logs, due times, leases, dead letters.
 
 The names below are imported on first use (PEP 562): the hot path reads
-:mod:`worker.queue.address` and the scripts without loading the worker's queue.
+:mod:`worker.queue.redis` and the scripts without loading the worker's queue.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from worker.lazy import lazy_exports
+from worker.types import lazy_exports
 
 if TYPE_CHECKING:
     from worker.queue.admin import QueueAdmin
-    from worker.queue.keys import QueueLayout
     from worker.queue.redis_queue import RedisQueue
+    from worker.queue.scripts import QueueLayout
     from worker.queue.types import Claim, DeadLetter, QueueStats, ScopeStats
 
 __all__ = [
@@ -31,7 +31,7 @@ __getattr__ = lazy_exports(
     __name__,
     {
         "QueueAdmin": "worker.queue.admin",
-        "QueueLayout": "worker.queue.keys",
+        "QueueLayout": "worker.queue.scripts",
         "RedisQueue": "worker.queue.redis_queue",
         "Claim": "worker.queue.types",
         "DeadLetter": "worker.queue.types",

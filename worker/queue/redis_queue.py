@@ -33,6 +33,8 @@ Example (needs a Redis server)::
 The operators' side (what is queued, dead letters, purging a namespace, the deployment's
 policy and durability) is ``queue.admin``, a :class:`~worker.queue.admin.QueueAdmin` on the
 same client.
+
+Sweep: claim every due namespace and hand each claim to a dispatcher (one task per claim).
 """
 
 from __future__ import annotations
@@ -40,36 +42,42 @@ from __future__ import annotations
 import itertools
 import logging
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Final, Literal
 
 from worker.errors import MAX_ERROR_CHARS, InvalidCandidate
 from worker.metrics import count_enqueued
 from worker.queue.admin import QueueAdmin
-from worker.queue.connect import REDIS_FAILURES, RedisClient
-from worker.queue.encoding import (
+from worker.queue.redis import REDIS_FAILURES, RedisClient, translate
+from worker.queue.scripts import (
+    SCRIPTS,
+    Call,
     EnqueueEncoder,
+    QueueLayout,
+    ScriptRunner,
+    call_script,
+    claims_of,
+    claims_of_shards,
     enqueue_error,
+    entries_of,
+    run_pipeline,
+    s,
     script_now,
     seconds_to_ms,
 )
-from worker.queue.evalsha import call_script, run_pipeline
-from worker.queue.failures import translate
-from worker.queue.keys import QueueLayout
-from worker.queue.replies import claims_of, claims_of_shards, entries_of, s
-from worker.queue.runner import ScriptRunner
-from worker.queue.scripts import SCRIPTS, Call
 from worker.queue.types import Claim, DeadLetter, QueueStats
-from worker.slices import QueueSettings
+from worker.types import QueueSettings
 
 if TYPE_CHECKING:
     from worker.models import Candidate
+
+__all__ = ["Claim", "DeadLetter", "QueueStats", "RedisQueue"]
+
 
 #: Longest delay between retries of a failing batch, whatever the attempt count: an hour keeps
 #: a flapping dependency from pushing a user's memories back by days.
 MAX_RETRY_DELAY_SECONDS: Final = 3600.0
 
-__all__ = ["Claim", "DeadLetter", "QueueStats", "RedisQueue"]
 
 log = logging.getLogger(__name__)
 
@@ -79,7 +87,7 @@ class RedisQueue:
     :class:`worker.MemoryClient`, the operators' is :attr:`admin`).
 
     ``redis`` may or may not decode responses; the queue handles both. It may be a single node
-    or a :class:`~redis.cluster.RedisCluster` (see :mod:`worker.queue.connect`).
+    or a :class:`~redis.cluster.RedisCluster` (see :mod:`worker.queue.redis`).
     """
 
     def __init__(self, redis: RedisClient, settings: QueueSettings) -> None:
@@ -322,3 +330,21 @@ class RedisQueue:
             outage_max_ms=seconds_to_ms(self.settings.outage_retry_max_seconds),
         )
         return s(verdict)
+
+
+def sweep_due(
+    queue: RedisQueue, dispatch: Callable[[Claim], None], *, now: float | None = None
+) -> list[Claim]:
+    """Claim due namespaces and dispatch each claim; a claim that cannot be dispatched is
+    released at once (due again) rather than waiting for its lease to expire."""
+    claims = queue.claim_due(now=now)
+    dispatched = []
+    for claim in claims:
+        try:
+            dispatch(claim)
+        except Exception:
+            log.exception("could not dispatch %s; releasing its claim", claim.namespace)
+            queue.release(claim, now=now)
+        else:
+            dispatched.append(claim)
+    return dispatched

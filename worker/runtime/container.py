@@ -1,32 +1,292 @@
-"""Build the long-lived dependencies of a worker process from settings, once.
+"""A Redis outage is logged once per change of state, never once per retry.
+
+Celery's consumer logs every reconnect attempt (three lines each, a traceback when the
+connection drops): a 30-second outage printed about a dozen tracebacks per lane.
+:class:`BrokerOutageFilter` lets the first such record of an outage through as one line and
+drops the rest until the lane is ready again. Under a supervisor (``memworker run`` and
+``memworker worker``), the children say nothing about Redis at all and :class:`RedisWatch`
+in the supervisor says it once for all of them: one line when Redis stops answering, one when
+it answers again.
+
+>>> import logging
+>>> def retry():
+...     return logging.LogRecord("celery", logging.ERROR, "", 0,
+...         "consumer: Cannot connect to %s: %s.", ("redis://r", "refused"), None)
+>>> outage, first = BrokerOutageFilter(report=True), retry()
+>>> outage.filter(first), outage.filter(retry()), outage.filter(retry())
+(True, False, False)
+>>> first.getMessage()[:60]
+'the broker is unreachable (consumer: Cannot connect to redis'
+>>> def connected():
+...     return logging.LogRecord("celery", logging.INFO, "", 0, "Connected to %s", ("r",), None)
+>>> back = connected()
+>>> outage.filter(back), back.getMessage(), outage.filter(connected())
+(True, 'the broker answers again; consuming', False)
+
+Build the concrete sinks and sources from settings (the service sees only their protocols).
+
+:func:`load_sinks` builds the configured sinks: ``files``, ``langgraph``, or a dotted path. A
+built-in sink is its own module plus one line in :func:`_build`; it takes part in publish and
+erase through the protocols of :mod:`worker.connectors.base`. :func:`scan_parts` builds what the
+source scan reads (:class:`~worker.service.scan.ScanParts`).
+
+A dotted path ``package.module:Name`` names a class with a ``from_settings(settings)``
+classmethod, or any callable taking the sinks' slice of the settings
+(:class:`~worker.types.SinkSettings`); either must return a :class:`~worker.connectors.base.Sink`.
+
+>>> from worker.settings import Settings
+>>> [s.name for s in load_sinks(Settings(sinks=["files"], files_dir="mw-files").for_sinks)]
+['files']
+
+Build the long-lived dependencies of a worker process from settings, once.
 
 The composition root: Celery tasks, beat actions and CLI commands fetch the parts from here
 and call the use cases of :mod:`worker.service` with them.
+
+The deployment's memory search, built from settings: what an agent's search tools use.
+
+``make_search_tools(SqlMemorySearch(store))`` searches by full text alone: it is handed no
+embedding model, so with ``MEMWORKER_EMBEDDINGS`` set a query such as "pet" still misses "I
+have a dog named Rex". :func:`memory_search_from_settings` builds the search the worker and
+``memworker search`` run: the configured store, and the configured embedding model when one
+is named (hybrid ranking; see :mod:`worker.service.search`)::
+
+    from worker.integrations.deepagents import make_search_tools
+    from worker.runtime.container import memory_search_from_settings
+
+    tools = make_search_tools(memory_search_from_settings(), assistant_id="support-bot")
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
-from collections.abc import Callable
+import importlib
+import logging
+import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import Any, Final
 
-from worker.consolidation.base import Consolidator
+from worker.connectors.base import ReadsEdits, Sink
+from worker.connectors.files import FilesSink
+from worker.connectors.inbox import LangGraphInbox
+from worker.connectors.langgraph import LangGraphStoreSink, LangGraphThreads
 from worker.consolidation.meaning import CachingEmbeddings, Meaning
-from worker.queue.address import resolve_redis_url
-from worker.queue.connect import RedisClient, open_redis
+from worker.consolidation.plan import Consolidator
+from worker.errors import ConfigurationError, MemworkerError
+from worker.queue.redis import REDIS_FAILURES, RedisClient, open_redis, redacted, resolve_redis_url
 from worker.queue.redis_queue import RedisQueue
 from worker.runtime.embeddings import build_embeddings
-from worker.runtime.parts import load_sinks
 from worker.service.consolidate import Pipeline
-from worker.service.edit_check import EditCheck
-from worker.service.embed import EntryEmbedder
-from worker.service.memory_search import SqlMemorySearch
+from worker.service.edits import EditCheck
 from worker.service.publish import SinkGate
-from worker.service.startup import build_consolidator
-from worker.service.sweep import GaugeSchedule
-from worker.settings import Settings
-from worker.sinks.base import ReadsEdits, Sink
+from worker.service.scan import ScanParts
+from worker.service.search import EntryEmbedder, SqlMemorySearch
+from worker.service.sweep import GaugeSchedule, build_consolidator
+from worker.settings import Settings, load_settings
 from worker.store.memory import MemoryStore
+from worker.types import SinkSettings
+
+#: The logger of Celery's consumer, which reports lost and failed broker connections.
+CONSUMER_LOGGER: Final = "celery.worker.consumer.consumer"
+#: The logger that says "Connected to …" at every (re)connection.
+CONNECTION_LOGGER: Final = "celery.worker.consumer.connection"
+
+#: How the consumer's outage messages begin.
+OUTAGE_MESSAGES: Final = ("consumer: Cannot connect to", "consumer: Connection to broker lost")
+
+#: How the connection step says it is connected (at start and after each outage).
+CONNECTED: Final = "Connected to "
+
+#: What the consumer says on each reconnect that tells an operator nothing (always dropped).
+RECONNECT_NOISE: Final = ("Skipping prefetch count reduction after connection restart",)
+
+#: How often a supervisor asks Redis whether it answers: often enough that the line comes
+#: within seconds of the change, rarely enough to cost nothing.
+WATCH_EVERY_SECONDS: Final = 2.0
+
+#: A ping's deadline: a Redis that does not answer within it counts as down.
+PING_TIMEOUT_SECONDS: Final = 1.0
+
+
+class BrokerOutageFilter(logging.Filter):
+    """Passes the first outage record of an outage as one line (``report``) or none, and
+    drops the consumer's retries; :meth:`recovered` ends the outage."""
+
+    def __init__(self, *, report: bool) -> None:
+        super().__init__()
+        self.report = report
+        self.down = False
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        if message.startswith(RECONNECT_NOISE):
+            return False
+        if message.startswith(CONNECTED):
+            # Every start and reconnect says it; only the end of an outage is news.
+            if not (self.recovered() and self.report):
+                return False
+            record.msg, record.args = "the broker answers again; consuming", ()
+            record.levelno, record.levelname = logging.WARNING, "WARNING"
+            return True
+        if not message.startswith(OUTAGE_MESSAGES):
+            return True
+        first = not self.down
+        self.down = True
+        if not (first and self.report):
+            return False
+        reason = " ".join(message.splitlines()[0].split())
+        record.msg = f"the broker is unreachable ({reason}); retrying until it answers"
+        record.args = ()
+        record.exc_info = record.exc_text = None
+        return True
+
+    def recovered(self) -> bool:
+        """True once after an outage (the lane is connected again)."""
+        was, self.down = self.down, False
+        return was
+
+
+def install_outage_filter(*, report: bool) -> BrokerOutageFilter:
+    """Attach one :class:`BrokerOutageFilter` to Celery's consumer and connection loggers in
+    this process; the connection logger speaks at INFO so the end of an outage is seen (the
+    filter lets nothing else of it through)."""
+    outage = BrokerOutageFilter(report=report)
+    logging.getLogger(CONSUMER_LOGGER).addFilter(outage)
+    connection = logging.getLogger(CONNECTION_LOGGER)
+    connection.addFilter(outage)
+    connection.setLevel(logging.INFO)
+    return outage
+
+
+class RedisWatch:
+    """Called from a supervisor's loop: pings ``url`` every :data:`WATCH_EVERY_SECONDS` and
+    calls ``say`` when Redis stops answering and when it answers again (never in between)."""
+
+    def __init__(
+        self,
+        url: str,
+        say: Callable[[str], None],
+        *,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.url = url
+        self.say = say
+        self.clock = clock
+        self.up = True
+        self.next_at = clock() + WATCH_EVERY_SECONDS
+
+    def __call__(self) -> None:
+        now = self.clock()
+        if now < self.next_at:
+            return
+        self.next_at = now + WATCH_EVERY_SECONDS
+        reason = self._ping()
+        if reason is not None and self.up:
+            self.say(
+                f"Redis at {redacted(self.url)} is unreachable ({reason}); the lanes and beat "
+                "wait for it, nothing queued is lost"
+            )
+        elif reason is None and not self.up:
+            self.say(f"Redis at {redacted(self.url)} answers again; the lanes resume")
+        self.up = reason is None
+
+    def _ping(self) -> str | None:
+        """None when Redis answers, else why not (one line)."""
+        try:
+            client = open_redis(self.url, timeout=PING_TIMEOUT_SECONDS)
+        except MemworkerError as exc:
+            return str(exc).splitlines()[0]
+        try:
+            client.ping()
+        except REDIS_FAILURES as exc:
+            return " ".join(str(exc).split()) or type(exc).__name__
+        finally:
+            client.close()
+        return None
+
+
+def load_sinks(settings: SinkSettings) -> list[Sink]:
+    """One sink per entry of ``settings.sinks``, in order; ConfigurationError on a bad entry."""
+    sinks: list[Sink] = []
+    seen: set[str] = set()
+    for entry in settings.sinks:
+        sink = _build(entry.strip(), settings)
+        if sink.name in seen:
+            raise ConfigurationError(f"sink {sink.name!r} is configured twice")
+        seen.add(sink.name)
+        sinks.append(sink)
+    return sinks
+
+
+def _build(entry: str, settings: SinkSettings) -> Sink:
+    if entry == "files":
+        return FilesSink.from_settings(settings)
+    if entry == "langgraph":
+        return LangGraphStoreSink.from_settings(settings)
+    if ":" in entry:
+        target = _import(entry)
+        # A class with ``from_settings`` is built with it; anything else is called with settings.
+        factory = getattr(target, "from_settings", target)
+        try:
+            sink: Any = factory(settings)
+        except ConfigurationError:
+            raise
+        except Exception as exc:
+            raise ConfigurationError(f"sink {entry!r} failed to start: {exc}") from exc
+        if not isinstance(sink, Sink) or not isinstance(getattr(sink, "name", None), str):
+            raise ConfigurationError(
+                f"sink {entry!r} did not return a sink "
+                "(needs name, deliver(item), erase(namespace, paths))"
+            )
+        return sink
+    raise ConfigurationError(
+        f"unknown sink {entry!r}: use 'files', 'langgraph' or a dotted path 'package.module:Class'"
+    )
+
+
+def _import(entry: str) -> Callable[[SinkSettings], object]:
+    module_name, _, attr = entry.partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise ConfigurationError(f"sink {entry!r}: cannot import {module_name!r}: {exc}") from exc
+    factory = getattr(module, attr, None)
+    if not callable(factory):
+        raise ConfigurationError(f"sink {entry!r}: {module_name} has no callable {attr!r}")
+    return factory  # type: ignore[no-any-return]
+
+
+@contextlib.contextmanager
+def scan_parts(settings: Settings) -> Iterator[ScanParts]:
+    """The sources the scan reads, closed afterwards: a LangGraph server's threads when
+    ``settings.langgraph_url`` is set, and with the ``langgraph`` sink its store's inbox and
+    the agent edits it absorbed."""
+    sources = settings.for_sources
+    if not sources.langgraph_url:
+        yield ScanParts()
+        return
+    from langgraph_sdk import get_sync_client
+
+    client = get_sync_client(url=sources.langgraph_url, api_key=sources.langgraph_api_key)
+    threads = LangGraphThreads(
+        client,
+        assistant_key=sources.thread_assistant_key,
+        max_text_bytes=sources.max_text_bytes,
+        owner_key=sources.thread_owner_key,
+        org_key=sources.thread_org_key,
+    )
+    if "langgraph" not in settings.sinks:
+        yield ScanParts(threads)
+        return
+    sink = LangGraphStoreSink.from_settings(settings.for_sinks)
+    try:
+        inbox = LangGraphInbox(sink.client, sink.layout, max_text_bytes=sources.max_text_bytes)
+        yield ScanParts(threads, inbox, sink)
+    finally:
+        sink.close()
+
 
 #: Worker-side Redis timeout: longer than the hot path's, since a sweep may wait on a busy
 #: Redis, but bounded so a dead Redis fails a task instead of hanging it.
@@ -183,3 +443,15 @@ def build_runtime(settings: Settings) -> Runtime:
     if settings.database_url is None:
         settings.data_dir.mkdir(parents=True, exist_ok=True)
     return Runtime(settings=settings)
+
+
+def memory_search_from_settings(settings: Settings | None = None) -> SqlMemorySearch:
+    """The memory search of the deployment ``settings`` describe (default: the environment's
+    ``MEMWORKER_*``, as :func:`~worker.settings.load_settings` reads them): over its store,
+    hybrid when ``settings.embeddings`` names a model, full text otherwise.
+
+    A wrong embedding name (malformed, a provider not installed, credentials missing) raises
+    :class:`~worker.errors.ConfigurationError` here, at start-up, not on the first query.
+    """
+    runtime = build_runtime(settings if settings is not None else load_settings())
+    return runtime.memory_search

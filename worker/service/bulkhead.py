@@ -1,4 +1,11 @@
-"""Bulkheads: one bad namespace or item never blocks anyone else's.
+"""How a long use case reports progress to whoever shows it (a CLI progress bar), without
+knowing how it is shown: it opens the display with its number of steps and tells it each
+step done, by name.
+
+>>> with no_progress(3) as advance:
+...     advance("user:u1")
+
+Bulkheads: one bad namespace or item never blocks anyone else's.
 
 Every fan-out (scan, import, publish, tick, reconcile-all) runs its per-namespace step through
 :class:`Bulkhead`: a step that raises sets just that namespace (or item) aside with a named
@@ -15,12 +22,28 @@ is what happened; nothing is hidden behind the first error.
 
 from __future__ import annotations
 
+import contextlib
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Final, TypeVar
 
 from worker.errors import describe_error
+
+#: Opens a progress display for a number of steps; what it yields is told each one done.
+Progress = Callable[[int], AbstractContextManager[Callable[[str], None]]]
+
+
+def _no_progress(_step: str) -> None:
+    return None
+
+
+@contextlib.contextmanager
+def no_progress(_total: int) -> Iterator[Callable[[str], None]]:
+    """The display of a caller that shows none."""
+    yield _no_progress
+
 
 log = logging.getLogger(__name__)
 

@@ -10,15 +10,29 @@ so a sink can never see an uncommitted version. Invariants of a delivery pass:
   each sink (:class:`SinkGate`); another pass skips that sink and serves the others, so a
   sink that stopped answering never delays the files of a healthy one.
 * **A failing sink is probed, not hammered.** After a few failures in a row the sink's breaker
-  opens (:mod:`worker.store.sink_health`): passes skip it until the breaker lets one probe
+  opens (:mod:`worker.store.outbox`): passes skip it until the breaker lets one probe
   through. Its rows wait with their own backoff; nothing is lost.
 * **Bounded.** A pass claims a small batch per sink and stops before its claim could expire,
   giving back what it did not attempt; an operator command publishes only the namespaces it
   touched and reports what is still due.
 * **No resurrection.** A delivery that lands after its namespace was erased is taken back at once.
 * **One clock.** Every time a pass writes or compares (claims, retries, the breaker) is the
-  database's (``now=None``, :mod:`worker.store.clock`); a host whose clock is a day off changes
+  database's (``now=None``, :mod:`worker.store.engine`); a host whose clock is a day off changes
   nothing. A ``now`` passed in is a test's injected time.
+
+Deliver the current files again (``memworker publish``): to every configured sink, or one.
+
+The case it is for: a sink added after memory was merged (the LangGraph store turned on for a
+deep agent) holds nothing, because the outbox files each commit under the sinks configured
+when it was made. Publishing again queues each current file for the chosen sinks in the
+outbox (a row of its current version, new or made due again, :meth:`~worker.store.memory.
+MemoryStore.requeue_current`) and delivers it through the same claimed, breaker-guarded path
+as every commit (:func:`~worker.service.publish.publish_now`), so a worker delivering at the
+same moment never doubles a delivery, and a sink that fails is retried by the workers.
+
+Each namespace is its own step behind a bulkhead: one the store cannot read is set aside with
+its reason, the others are published; the store being down ends the run (nothing would fare
+better).
 """
 
 from __future__ import annotations
@@ -34,11 +48,11 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Final
 
-from worker.errors import ExternalEdit, MemworkerError, NotFound, describe_error
+from worker.connectors.base import PublishedFile, Sink
+from worker.errors import ExternalEdit, MemworkerError, NotFound, StoreUnavailable, describe_error
 from worker.metrics import SINK_DELIVERIES
-from worker.service.agent_edits import absorb_external_edit
-from worker.service.bulkhead import SetAside
-from worker.sinks.base import PublishedFile, Sink
+from worker.service.bulkhead import Bulkhead, Progress, SetAside, no_progress
+from worker.service.edits import absorb_external_edit
 from worker.store.memory import MemoryStore
 from worker.store.records import OutboxItem
 
@@ -419,3 +433,56 @@ def _recheck_erase(
         taken = describe_error(exc)
     store.take_back(sink=name, namespace=item.namespace, path=item.path, now=now)
     return error or taken
+
+
+@dataclass(frozen=True)
+class Republished:
+    """The namespaces published, the outbox rows queued for them, what the delivery did, and
+    the namespaces set aside (their files were not queued)."""
+
+    namespaces: list[str]
+    queued: int
+    delivery: DeliveryReport
+    set_aside: tuple[SetAside, ...] = ()
+
+
+def republish(
+    store: MemoryStore,
+    sinks: Mapping[str, Sink],
+    namespaces: Sequence[str],
+    *,
+    now: datetime | None = None,
+    progress: Progress = no_progress,
+) -> Republished:
+    """Queue and deliver the current files of each of ``namespaces`` to ``sinks`` (see the
+    module); ``progress`` is told each namespace done. ``now`` is a test's injected time."""
+    bulkhead = Bulkhead("publish")
+    delivery = DeliveryReport(0, 0)
+    queued = 0
+    remaining = 0
+    done: list[str] = []
+    with progress(len(namespaces)) as advance:
+        for namespace in namespaces:
+            rows = bulkhead.run(
+                namespace,
+                lambda n=namespace: store.requeue_current(  # type: ignore[misc]
+                    n, sinks=list(sinks), now=now
+                ),
+                stops=(StoreUnavailable,),
+            )
+            if rows is not None:
+                queued += rows
+                report = publish_now(store, sinks, now=now, namespaces=[namespace])
+                delivery += report
+                remaining += report.remaining
+                done.append(namespace)
+            advance(namespace)
+    total = DeliveryReport(
+        delivery.delivered,
+        delivery.failed,
+        delivery.skipped_sinks,
+        remaining,
+        delivery.set_aside,
+        delivery.by_sink,
+    )
+    return Republished(done, queued, total, tuple(bulkhead.set_aside))

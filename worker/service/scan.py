@@ -6,11 +6,11 @@ afterwards (a crash in between re-reads the same messages, whose deterministic i
 then dedupes); a thread whose candidates were filtered out keeps its cursor.
 
 With the LangGraph store sink configured, the same scan also reads what agents wrote: their
-inbox items (:mod:`worker.sources.inbox`; removed once merged) and the direct edits the sink
-absorbed (:func:`worker.service.agent_edits.settle_agent_edits`).
+inbox items (:mod:`worker.connectors.inbox`; removed once merged) and the direct edits the sink
+absorbed (:func:`worker.service.edits.settle_agent_edits`).
 
 **Identity.** A thread files under its owner, as the server vouches for it (see
-:mod:`worker.sources.langgraph_threads`); a thread whose owner cannot be established is set
+:mod:`worker.connectors.langgraph`); a thread whose owner cannot be established is set
 aside, listed and counted (:attr:`SourceScan.threads_set_aside`), never filed under anyone.
 Inbox items and agent edits file under the user whose store namespace holds them (the
 deep-agent helper gives each run its own by the same identity rule).
@@ -18,8 +18,8 @@ deep-agent helper gives each run its own by the same identity rule).
 **Bulkheads.** Each namespace is enqueued on its own (:class:`~worker.service.bulkhead.Bulkhead`):
 a namespace whose backlog is full, or whose enqueue fails for any reason, is set aside with
 the reason and keeps its cursors (read again next time), while every other namespace is
-enqueued and moves on. An inbox item over :data:`~worker.constants.MAX_INBOX_ITEM_LINES`
-lines or :data:`~worker.constants.MAX_INBOX_ITEM_BYTES` bytes is set aside by itself (named in the
+enqueued and moves on. An inbox item over :data:`~worker.types.MAX_INBOX_ITEM_LINES`
+lines or :data:`~worker.types.MAX_INBOX_ITEM_BYTES` bytes is set aside by itself (named in the
 result) before any line of it is read, never enqueued in part, so it cannot fill its user's
 backlog every night nor make every scan parse it: its cursor remembers it, and later scans
 name it again without reading it until the agent changes it.
@@ -34,12 +34,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Final
 
+from worker.connectors.base import InboxSource, Sink, ThreadSource
 from worker.models import Candidate
 from worker.queue.redis_queue import RedisQueue
-from worker.service.agent_edits import settle_agent_edits
 from worker.service.bulkhead import Bulkhead, SetAside
-from worker.sinks.base import Sink
-from worker.sources.base import InboxSource, ThreadSource
+from worker.service.edits import settle_agent_edits
 from worker.store.memory import MemoryStore
 
 log = logging.getLogger(__name__)
@@ -57,7 +56,7 @@ def _everything(_namespace: str) -> bool:
 @dataclass(frozen=True)
 class ScanParts:
     """The parts a scan reads, built by the runtime from settings (see
-    :func:`worker.runtime.parts.scan_parts`); without ``threads`` no source is configured."""
+    :func:`worker.runtime.container.scan_parts`); without ``threads`` no source is configured."""
 
     threads: ThreadSource | None = None
     #: What agents append to their inbox, when a store carries one.

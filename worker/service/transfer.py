@@ -13,7 +13,7 @@ none, and only then writes it (one transaction). The checks:
 - **guards**: every entry text, every line of an operator-written file and every pending
   approval's text passes :func:`~worker.consolidation.guards.violation`;
 - **ids**: an entry id in the deterministic id space (32 hex digits, what
-  :class:`~worker.consolidation.ids.EntryIds` makes) must be the id its own first candidate
+  :class:`~worker.consolidation.plan.EntryIds` makes) must be the id its own first candidate
   made, and that candidate must be in the document's ledger (so it is never merged again);
   anything else could collide with the id of a future candidate, which would then fail on the
   unique constraint forever;
@@ -31,28 +31,70 @@ holds its candidate id, a ``pending_approval`` row only when an imported approva
 other row — ``rejected`` and ``forgotten`` ones, which leave no entry holding their id, and
 rows no entry backs — is **dropped, each with its reason** (the import reports them): nothing
 in the document can vouch for it, and a candidate sent again is simply judged again.
+
+Erase a user everywhere: the queue, the SQL store and the sinks.
+
+Order matters: the queue first (so no batch of the user is merged back afterwards), then SQL
+in one transaction (which queues an erase tombstone per file and sink, and takes the namespace's
+fence), then the tombstones are delivered (the sinks delete their copies; a delivered tombstone
+is itself deleted).
+
+What keeps erased data from coming back:
+
+* The queue's purge refuses a namespace a worker holds an unexpired lease on, checked and
+  erased in one script (after the operator confirmed, not before): that namespace is reported
+  busy and left whole, to be erased once the batch is done.
+* A worker whose lease expired (a zombie) finds its token gone; its commit is refused by the
+  SQL fence (the erase records the namespace's version, see :mod:`worker.store.commit`), so it
+  writes nothing, not even a run row, and lease tokens are never reissued to trim a later batch.
+* A delivery read before the erase and landing after it is taken back out of the sink
+  (:mod:`worker.service.publish`).
+
+Move org memory out of the one store namespace every org used to share.
+
+Before store namespaces were per scope, one template served every scope, and every org namespace
+mapped to the same tuple (``('_org', '_shared', 'memories')`` by default): the last org to
+publish a path won it, and every org's agents read it. The shared item cannot tell whose it is,
+so nothing is copied from it: each org's files are published again **from SQL** (the source of
+truth) to their own tuple, and then the old shared items are deleted.
+
+Safe to run more than once, and while workers run (publishing is compare-and-set, and an item
+already at its new place is published over only if it is still memworker's).
 """
 
 from __future__ import annotations
 
+import contextlib
 import re
 import uuid
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from itertools import pairwise
 from typing import Any, Final
 
+from worker.connectors.base import (
+    ErasesAgentWrites,
+    PublishedFile,
+    ReadsBack,
+    Sink,
+    TidiesAfterErase,
+)
+from worker.connectors.layout import LEGACY_TEMPLATE, fill, store_key
 from worker.consolidation import guards
-from worker.consolidation.ids import ENTRY_ID_NAMESPACE
+from worker.consolidation.plan import ENTRY_ID_NAMESPACE
 from worker.consolidation.render import as_shown
-from worker.errors import StoreRefused
-from worker.namespaces import reserved_prefix
+from worker.errors import BusyNamespace, ExternalEdit, MemworkerError, SinkError, StoreRefused
+from worker.models import Entry, Namespace, Scope
+from worker.queue.admin import QueueAdmin
+from worker.service.bulkhead import Progress, no_progress
+from worker.service.publish import DeliveryReport, publish_now
 from worker.store.memory import MemoryStore
 from worker.store.records import CommitResult
 from worker.store.transfer import EntryDoc, FileDoc, LedgerDoc, NamespaceDoc, parse_document
-from worker.values import Entry
+from worker.types import reserved_prefix
 
-#: What :class:`~worker.consolidation.ids.EntryIds` produces: uuid5 hex.
+#: What :class:`~worker.consolidation.plan.EntryIds` produces: uuid5 hex.
 DETERMINISTIC_ID: Final = re.compile(r"[0-9a-f]{32}")
 #: Entry-creating ops one candidate may account for in one plan (a turn's statements).
 MAX_IDS_PER_CANDIDATE: Final = 32
@@ -257,3 +299,175 @@ def import_document(
         written, namespace=key, sinks=sinks, now=now, restore_erased=restore_erased
     )
     return doc, result, dropped
+
+
+#: The steps of an erase after each namespace's purge, as a progress display names them.
+ERASE_STEPS: Final = ("store", "sinks")
+
+
+@dataclass(frozen=True)
+class EraseTarget:
+    """The namespaces an erase would cover, and what stands in its way."""
+
+    keys: list[str]  #: the user's namespaces the store or the queue knows, per the request
+    others: list[str]  #: the user's namespaces the request leaves alone (other assistants)
+
+
+@dataclass(frozen=True)
+class Erased:
+    files: dict[str, list[str]]  #: per namespace, the paths of the files erased
+    queued: dict[str, int]  #: per namespace, the queued candidates dropped
+    busy: list[str]  #: namespaces left whole: a worker held them (run forget again later)
+    sql_rows: dict[str, int]  #: per table, the rows deleted (tables with none left out)
+    delivery: DeliveryReport  #: the sinks' deletions
+
+
+def erase_target(
+    queue: QueueAdmin,
+    store: MemoryStore,
+    user: str,
+    *,
+    assistant: str | None = None,
+    every_assistant: bool = False,
+    org: str | None = None,
+) -> EraseTarget:
+    """The user's namespaces to erase: one (with or without an assistant), or all of them.
+
+    With ``org``, the user of that org; without, the user of no org: the same user id in
+    another org is another person, never erased with this one."""
+    every = _all_of_user(queue, store, user, org)
+    if every_assistant:
+        keys = every
+    else:
+        key = Namespace.for_user(user, assistant_id=assistant, org_id=org).key
+        known = key in every or queue.namespace_state(key).known
+        keys = [key] if known else []
+    return EraseTarget(keys, [k for k in every if k not in keys])
+
+
+def erase(
+    queue: QueueAdmin,
+    store: MemoryStore,
+    sinks: Mapping[str, Sink],
+    keys: list[str],
+    *,
+    now: datetime | None = None,
+    progress: Progress = no_progress,
+) -> Erased:
+    """Erase ``keys`` from the queue, then SQL, then the sinks (see the module docstring).
+
+    A namespace a worker holds right now is left whole and listed in ``busy``. ``now`` is a
+    test's injected time; without it the tombstones are due by the database's clock.
+    ``progress`` is told each step done: each namespace's purge, then the SQL erase and the
+    sinks' deletions.
+    """
+    queued: dict[str, int] = {}
+    busy: list[str] = []
+    with progress(len(keys) + len(ERASE_STEPS)) as advance:
+        for key in keys:
+            try:
+                queued[key] = queue.purge_namespace(key)
+            except BusyNamespace:
+                busy.append(key)
+            advance(key)
+        done = [k for k in keys if k not in busy]
+        files = {k: [f.path for f in store.list_files(k)] for k in done}
+        if not done:
+            return Erased(files, queued, busy, {}, DeliveryReport(0, 0))
+        # What agents wrote (inbox items) holds the user's words too, and the inbox cursors go
+        # with the SQL erase: removed first, so a sink that fails here leaves the user known and
+        # `forget` can simply run again (nothing is erased from SQL yet, nor re-read later).
+        _erase_agent_writes(sinks, done)
+        report = store.erase_namespaces(done, now=now, sinks=tuple(sinks))
+        advance(ERASE_STEPS[0])
+        delivery = publish_now(store, sinks, now=now, namespaces=done)
+        _tidy_after_erase(sinks, files)
+        advance(ERASE_STEPS[1])
+    rows = {table: n for table, n in sorted(report.deleted.items()) if n}
+    return Erased(files, queued, busy, rows, delivery)
+
+
+def _erase_agent_writes(sinks: Mapping[str, Sink], keys: list[str]) -> None:
+    """Delete what agents wrote for ``keys`` in every sink that holds such writes."""
+    for sink in sinks.values():
+        if not isinstance(sink, ErasesAgentWrites):
+            continue
+        try:
+            sink.erase_agent_writes(keys)
+        except SinkError as exc:
+            raise SinkError(
+                f"{exc}; nothing was erased from SQL. Run `memworker forget` again once the "
+                f"{sink.name} sink answers"
+            ) from exc
+
+
+def _all_of_user(queue: QueueAdmin, store: MemoryStore, user: str, org: str | None) -> list[str]:
+    found: set[str] = set()
+    for key in [*store.namespaces(scope="user", user_id=user), *queue.namespaces()]:
+        with contextlib.suppress(MemworkerError):
+            ns = Namespace.parse(key)
+            if ns.scope is Scope.USER and ns.user_id == user and ns.org_id == org:
+                found.add(key)
+    return sorted(found)
+
+
+def _tidy_after_erase(sinks: Mapping[str, Sink], files: dict[str, list[str]]) -> None:
+    for sink in sinks.values():
+        if isinstance(sink, TidiesAfterErase):
+            sink.tidy_after_erase(files)
+
+
+@dataclass(frozen=True)
+class Move:
+    """One org file: where the old layout kept it and where it goes now."""
+
+    namespace: str
+    path: str
+    old_namespace: tuple[str, ...]
+    old_key: str
+    new_namespace: tuple[str, ...]
+    new_key: str
+    #: Whether an item was at the old place (always reported by a dry run as it is now).
+    old_present: bool
+    #: ``moved``, ``would move``, or ``kept: <why>`` when the new place holds an agent's edit.
+    outcome: str
+
+
+def migrate_org_items(
+    store: MemoryStore,
+    sink: ReadsBack,
+    *,
+    old_template: Sequence[str] = LEGACY_TEMPLATE,
+    old_route: str = "/memories/",
+    dry_run: bool = False,
+) -> list[Move]:
+    """Publish every org file to its own tuple from SQL, then delete the old shared items;
+    ``dry_run`` only reports what it would do."""
+    moves: list[Move] = []
+    stale: set[tuple[tuple[str, ...], str]] = set()
+    for key in store.namespaces(scope="org"):
+        ns = Namespace.parse(key)
+        old_ns = fill(old_template, ns)
+        for info in store.list_files(key):
+            old_key = store_key(info.path, old_route)
+            new_ns, new_key = sink.namespace_for(key), sink.key_for(key, info.path)
+            present = sink.has_item(old_ns, old_key)
+            outcome = "would move" if dry_run else "moved"
+            if not dry_run:
+                history = store.file_history(key, info.path)
+                last = history[-1]
+                item = PublishedFile(
+                    key, info.path, last.content, last.version, history[0].created_at,
+                    last.created_at,
+                )  # fmt: skip
+                try:
+                    sink.deliver(item)
+                except ExternalEdit:
+                    outcome = "kept: the new place holds content memworker did not publish"
+            if (old_ns, old_key) != (new_ns, new_key):
+                stale.add((old_ns, old_key))
+            moves.append(Move(key, info.path, old_ns, old_key, new_ns, new_key, present, outcome))
+    if not dry_run:
+        for old_ns, old_key in sorted(stale):
+            sink.remove_item(old_ns, old_key)
+    return moves

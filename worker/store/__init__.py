@@ -7,7 +7,7 @@
 >>> store.dispose()
 
 The names below are imported on first use (PEP 562): importing one part of the store
-(``worker.store.health``, ``worker.store.engine``…) does not load the whole facade.
+(``worker.store.memory``, ``worker.store.engine``…) does not load the whole facade.
 """
 
 from __future__ import annotations

@@ -1,12 +1,25 @@
-"""The memory store: one facade over the SQL source of truth.
+"""The memory store's search methods: full-text search, vectors, the index's configuration.
+
+A mixin of :class:`~worker.store.memory.MemoryStore` (kept apart so the facade stays one
+screen per concern); each method is one transaction of the store.
+
+The store's approvals repository: changes to read-only or sensitive files, waiting for an
+operator, and their decisions (an approval commits like a merge, fenced in one transaction).
+
+The store's progress repository: how far each schedule and each source got.
+
+A schedule's ticks and watermark (the :class:`~worker.service.tick.ScheduleLedger` the
+tick runner needs) and the sources' cursors; both only ever move forward.
+
+The memory store: one facade over the SQL source of truth.
 
 Each method is one transaction. Methods that stamp or compare times other processes read
 (outbox retries and claims, sink breakers, erase tombstones) take ``now=None`` for the
-database's clock (:mod:`worker.store.clock`), read in their own transaction; a timezone-aware
+database's clock (:mod:`worker.store.engine`), read in their own transaction; a timezone-aware
 ``now`` is a test's injected time. Nothing here reads the host's clock or the environment.
 
 >>> from datetime import UTC, datetime
->>> from worker.values import AppliedPlan, Entry, FileChange, LedgerRow
+>>> from worker.models import AppliedPlan, Entry, FileChange, LedgerRow
 >>> store = MemoryStore.from_url("sqlite://", create=True)
 >>> now = datetime(2025, 1, 1, tzinfo=UTC)
 >>> state = store.load_state("user:u1")
@@ -26,32 +39,77 @@ database's clock (:mod:`worker.store.clock`), read in their own transaction; a t
 >>> store.current_files("user:u1")
 {'/memories/facts.md': '- Likes tea\\n'}
 >>> store.dispose()
+
+Pending approvals: changes to read-only or sensitive paths, waiting for an operator.
+
+:func:`decide` only records the decision. :func:`apply_approved` decides *and* commits the
+waiting operation in the caller's transaction, so an approval is never marked approved without
+its change, nor applied twice; how the operation becomes file content is the ``build``
+callback's business (the store does not run consolidation logic).
+
+Source cursors: how far a source (e.g. the thread scan) got, per key (e.g. per thread).
+
+Scheduled ticks and watermarks: duplicate beats are harmless and windows never go back.
+
+A tick row is unique per (schedule, tick): the first ``try_start_tick`` wins, later beats of
+the same tick get False. A failed tick may be started again (a retry), and so may a tick left
+``running`` longer than ``stale_after`` (its process died). The watermark — the end of the last
+successful window — only ever moves forward.
+
+The store's health figures, read without loading its write side.
+
+``memworker status`` shows each schedule's last tick and watermark, the sinks' delivery lag
+and breakers, the recent failed runs and the queue positions recently committed. Opening a
+:class:`~worker.store.memory.MemoryStore` for that would import every part of the store (the
+commit, search, erase, transfer); :class:`StoreHealth` imports only the tables and queries
+those reads use, and answers them exactly as ``MemoryStore``'s methods of the same names do
+(the same functions, in the same read transactions, with the same error translation).
+
+>>> from datetime import UTC, datetime
+>>> health = StoreHealth.from_url("sqlite://", create=True)
+>>> health.count_runs(outcome="failed", since=datetime(2025, 1, 1, tzinfo=UTC))
+0
+>>> health.dispose()
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
-from datetime import datetime
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any, TypeVar
 
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from worker.errors import NotFound
+from worker.models import AppliedPlan, Entry, Namespace, NamespaceState
 from worker.store import commit as _commit
-from worker.store import erase as _erase
-from worker.store import fence as _fence
+from worker.store import commit as _fence
+from worker.store import commit as _runs
+from worker.store import commit as _snapshot
+from worker.store import commit as fence
 from worker.store import history as _history
-from worker.store import migrate as _migrate
-from worker.store import provenance as _provenance
-from worker.store import runs as _runs
-from worker.store import snapshot as _snapshot
+from worker.store import history as _provenance
+from worker.store import outbox as _health
+from worker.store import outbox as _outbox
+from worker.store import schema as _migrate
+from worker.store import search as _vectors
+from worker.store import search as search_index
+from worker.store import transfer as _erase
 from worker.store import transfer as _transfer
-from worker.store.approval_methods import ApprovalMethods
-from worker.store.delivery_methods import DeliveryMethods
+from worker.store.commit import BatchSnapshot, entry_from_row
 from worker.store.engine import (
     DEFAULT_CONNECT_TIMEOUT_SECONDS,
     DEFAULT_TRANSACTION_TIMEOUT_SECONDS,
+    Transactions,
+    dialect_insert,
+    open_engine,
 )
-from worker.store.progress_methods import ProgressMethods
+from worker.store.outbox import DeliveryMethods
 from worker.store.records import (
     ROLLBACK_AUTHOR,
+    ApprovalInfo,
     CommitResult,
     EntryProvenance,
     EraseReport,
@@ -60,22 +118,308 @@ from worker.store.records import (
     LedgerInfo,
     RunInfo,
     RunRecord,
+    SinkHealth,
+    SinkLag,
+    TickInfo,
 )
-from worker.store.search_methods import SearchMethods
-from worker.store.snapshot import BatchSnapshot
-from worker.store.transactions import open_engine
-from worker.values import AppliedPlan, NamespaceState
+from worker.store.schema import (
+    approvals,
+    candidate_ledger,
+    entries,
+    namespaces,
+    require_utc,
+    schedule_ticks,
+    schedule_watermarks,
+    source_cursors,
+)
+from worker.store.search import Embedded, PendingText, query_terms
 
 __all__ = ["BatchSnapshot", "CommitResult", "MemoryStore", "RunRecord"]
 
 
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class NamespaceVectors:
+    """The vectors of a namespace's active entries from one model (rows of ``vectors``)."""
+
+    entry_ids: list[str]
+    vectors: list[bytes]
+    dim: int
+    #: Changes whenever the namespace's vectors may have (see :meth:`vectors_fingerprint`).
+    fingerprint: tuple[int, int] = (0, 0)
+
+
+@dataclass(frozen=True)
+class SearchRead:
+    """What :meth:`SearchMethods.search_and_read` read in one snapshot: the namespace's
+    vector fingerprint, the full-text ids best first, and the active entries among those
+    its ``choose`` picked (None when it picked none)."""
+
+    fingerprint: tuple[int, int]
+    entry_ids: list[str]
+    entries: list[Entry] | None
+
+
+class SearchMethods:
+    """Search over the store (mixed into :class:`~worker.store.memory.MemoryStore`)."""
+
+    def _read(self, what: str, fn: Callable[[Connection], T]) -> T:
+        raise NotImplementedError
+
+    def _snapshot_read(self, what: str, fn: Callable[[Connection], T]) -> T:
+        raise NotImplementedError
+
+    def _write(self, what: str, fn: Callable[[Connection], T]) -> T:
+        raise NotImplementedError
+
+    def search_entries(self, namespace: str, query: str, *, limit: int) -> list[Entry]:
+        """The best ``limit`` active entries of ``namespace`` for ``query`` (full-text, BM25),
+        best first. Any text is a valid query: it is cut into terms, never read as syntax."""
+        Namespace.parse(namespace)
+        terms = query_terms(query)
+
+        def run(conn: Connection) -> list[Entry]:
+            at = search_index.head(conn, namespace)
+            if at is None or not terms:
+                return []
+            ranked = [i for i, _ in search_index.search(conn, at, terms, limit)]
+            return _active(conn, at.ns_id, ranked)
+
+        return self._snapshot_read("searching " + namespace, run)
+
+    def search_and_read(
+        self,
+        namespace: str,
+        query: str,
+        *,
+        limit: int,
+        choose: Callable[[tuple[int, int], list[str]], Sequence[str] | None],
+    ) -> SearchRead:
+        """:meth:`vectors_fingerprint` and the ids of :meth:`search_entries`' entries, best
+        first, read in one snapshot; then, in the same snapshot, the active entries of
+        ``namespace`` among the ids ``choose(fingerprint, ids)`` returns, in its order (None:
+        none are read). A hybrid search ranks in ``choose`` when the vectors it keeps are
+        those of this fingerprint: one transaction per query instead of two, and what it
+        returns is checked active in the snapshot it was ranked in. ``choose`` runs inside
+        the transaction: it must be quick and must not use the store."""
+        Namespace.parse(namespace)
+        terms = query_terms(query)
+
+        def run(conn: Connection) -> SearchRead:
+            at = search_index.head(conn, namespace)
+            if at is None:
+                chosen = choose((0, 0), [])
+                return SearchRead((0, 0), [], None if chosen is None else [])
+            found = search_index.search(conn, at, terms, limit) if terms else []
+            ids = [i for i, _ in found]
+            chosen = choose(at.fingerprint, ids)
+            read = None if chosen is None else _active(conn, at.ns_id, chosen)
+            return SearchRead(at.fingerprint, ids, read)
+
+        return self._snapshot_read("searching " + namespace, run)
+
+    def entries_by_id(self, namespace: str, entry_ids: Sequence[str]) -> list[Entry]:
+        """The active entries of ``namespace`` among ``entry_ids``, in the order given."""
+        ids = list(entry_ids)
+
+        def run(conn: Connection) -> list[Entry]:
+            ns_id = fence.namespace_id(conn, namespace)
+            return [] if ns_id is None else _active(conn, ns_id, ids)
+
+        return self._read("reading entries", run)
+
+    def pending_embeddings(self, namespace: str, model: str, *, limit: int) -> list[PendingText]:
+        """Active entries of ``namespace`` with no vector from ``model`` yet."""
+
+        def run(conn: Connection) -> list[PendingText]:
+            ns_id = fence.namespace_id(conn, namespace)
+            return [] if ns_id is None else _vectors.pending(conn, ns_id, model, limit)
+
+        return self._read("finding entries to embed", run)
+
+    def store_embeddings(
+        self, namespace: str, model: str, items: Sequence[Embedded], *, now: datetime
+    ) -> int:
+        """Store vectors of entries still active with the text embedded; how many were."""
+
+        def run(conn: Connection) -> int:
+            ns_id = fence.namespace_id(conn, namespace)
+            if ns_id is None or not items:
+                return 0
+            return _vectors.store(conn, ns_id, model, items, now=now)
+
+        return self._write("storing vectors", run)
+
+    def namespace_vectors(self, namespace: str, model: str) -> NamespaceVectors:
+        """The vectors from ``model`` of the active entries of ``namespace``."""
+
+        def run(conn: Connection) -> NamespaceVectors:
+            at = search_index.head(conn, namespace)
+            if at is None:
+                return NamespaceVectors([], [], 0)
+            vectors = _vectors.active_vectors(conn, at.ns_id, model)
+            return NamespaceVectors(*vectors, at.fingerprint)
+
+        return self._snapshot_read("reading vectors", run)
+
+    def vectors_fingerprint(self, namespace: str, model: str) -> tuple[int, int]:
+        """A value that changes whenever the vectors :meth:`namespace_vectors` would return
+        may have (the namespace's version, which every commit moves, and its vector counter,
+        which every change of its vectors moves): one indexed read, so a caller can keep the
+        matrix between queries."""
+        del model  # one counter for all models: a change of any moves it
+
+        def run(conn: Connection) -> tuple[int, int]:
+            at = search_index.head(conn, namespace)
+            return (0, 0) if at is None else at.fingerprint
+
+        return self._read("reading vectors", run)
+
+    def configure_search(self, config: str) -> bool:
+        """Use PostgreSQL text-search configuration ``config``, rebuilding the index if it was
+        built with another (True then); SQLite: nothing to do."""
+        return self._write("configuring search", lambda c: search_index.configure(c, config))
+
+    def rebuild_search(self) -> int:
+        """Rebuild the whole search index from the active entries; entries indexed."""
+        return self._write("rebuilding the search index", search_index.rebuild)
+
+
+#: PostgreSQL's read back: the ids bound as one array, so the statement is the same whatever
+#: their number (an expanded ``IN`` list is rendered parameter by parameter for every query,
+#: and is a new statement for the driver at each count: half the read's client time).
+_ACTIVE_PG = sa.select(entries).where(
+    entries.c.namespace_id == sa.bindparam("ns"),
+    entries.c.id == sa.any_(sa.bindparam("ids", type_=sa.ARRAY(entries.c.id.type))),
+)
+
+
+def _active(conn: Connection, ns_id: int, entry_ids: Sequence[str]) -> list[Entry]:
+    """The active entries of ``ns_id`` among ``entry_ids``, in that order (the index only
+    holds active entries; reading them back through ``entries`` checks it again)."""
+    if not entry_ids:
+        return []
+    if conn.dialect.name == "postgresql":
+        rows = conn.execute(_ACTIVE_PG, {"ns": ns_id, "ids": list(entry_ids)}).all()
+    else:
+        rows = conn.execute(
+            sa.select(entries).where(
+                entries.c.namespace_id == ns_id, entries.c.id.in_(list(entry_ids))
+            )
+        ).all()
+    # Activity is checked here, not in SQL: with ``invalid_at IS NULL`` in the WHERE clause,
+    # SQLite's planner walks the (namespace, invalid_at) index, every active entry, instead
+    # of looking the few ids up by primary key.
+    found = {r.id: entry_from_row(r) for r in rows if r.invalid_at is None}
+    return [found[i] for i in entry_ids if i in found]
+
+
+class ApprovalMethods(Transactions):
+    """Pending approvals (mixed into :class:`~worker.store.memory.MemoryStore`)."""
+
+    def pending_approvals(
+        self, *, namespace: str | None = None, limit: int = 100
+    ) -> list[ApprovalInfo]:
+        return self._read(
+            "listing approvals", lambda c: pending(c, namespace=namespace, limit=limit)
+        )
+
+    def decide_approval(
+        self, approval_id: int, approve: bool, by: str, now: datetime
+    ) -> ApprovalInfo:
+        return self._write(
+            "deciding an approval",
+            lambda c: decide(c, approval_id, approve=approve, by=by, now=now),
+        )
+
+    def apply_approval(
+        self,
+        approval_id: int,
+        *,
+        by: str,
+        build: ApprovalBuilder,
+        sinks: Sequence[str] = (),
+        now: datetime,
+    ) -> tuple[ApprovalInfo, CommitResult]:
+        """Approve and commit a waiting operation in one transaction, fenced like a merge.
+
+        ``build`` turns the approval into the applied change; if it raises (e.g. the operation
+        no longer validates), nothing is written and the approval stays pending.
+        """
+        return self._write(
+            "applying an approval",
+            lambda c: apply_approved(c, approval_id, by=by, build=build, sinks=sinks, now=now),
+        )
+
+    def reject_approval(self, approval_id: int, *, by: str, now: datetime) -> ApprovalInfo:
+        """Reject a waiting operation; its candidates' ledger rows record the rejection."""
+        return self._write(
+            "rejecting an approval", lambda c: reject(c, approval_id, by=by, now=now)
+        )
+
+
+class ProgressMethods(Transactions):
+    """Schedule ticks and source cursors (mixed into :class:`~worker.store.memory.MemoryStore`)."""
+
+    def try_start_tick(
+        self, schedule: str, tick: datetime, *, now: datetime, stale_after: timedelta | None = None
+    ) -> bool:
+        """Claim a scheduled tick; False when another beat already started or finished it."""
+        return self._write(
+            "starting a tick",
+            lambda c: try_start_tick(c, schedule, tick, now=now, stale_after=stale_after),
+        )
+
+    def finish_tick(
+        self,
+        schedule: str,
+        tick: datetime,
+        *,
+        ok: bool,
+        window: tuple[datetime, datetime] | None,
+        error: str | None,
+        now: datetime,
+    ) -> None:
+        """Record a tick's outcome; a success moves the watermark forward (never back)."""
+        self._write(
+            "finishing a tick",
+            lambda c: finish_tick(c, schedule, tick, ok=ok, window=window, error=error, now=now),
+        )
+
+    def watermark(self, schedule: str) -> datetime | None:
+        return self._read("reading a watermark", lambda c: watermark(c, schedule))
+
+    def last_ticks(self, schedule: str, limit: int = 5) -> list[TickInfo]:
+        return self._read("listing ticks", lambda c: last_ticks(c, schedule, limit))
+
+    def get_cursor(self, source: str, key: str) -> str | None:
+        return self._read("reading a cursor", lambda c: get_cursor(c, source, key))
+
+    def set_cursor(
+        self, source: str, key: str, value: str, *, now: datetime, namespace: str | None = None
+    ) -> None:
+        self._write(
+            "writing a cursor",
+            lambda c: set_cursor(c, source, key, value, namespace=namespace, now=now),
+        )
+
+    def list_cursors(self, source: str, *, limit: int, after: str = "") -> list[tuple[str, str]]:
+        """A page of ``source``'s (key, value) cursors with keys after ``after``, key order."""
+        return self._read(
+            f"listing {source} cursors",
+            lambda c: list_cursors(c, source, limit=limit, after=after),
+        )
+
+
 class MemoryStore(DeliveryMethods, ProgressMethods, ApprovalMethods, SearchMethods):
     """Namespaces, files and their versions, entries, ledger, runs, erase and transfer; with
-    the repositories of deliveries (:class:`~worker.store.delivery_methods.DeliveryMethods`),
-    schedule and source progress (:class:`~worker.store.progress_methods.ProgressMethods`),
-    approvals (:class:`~worker.store.approval_methods.ApprovalMethods`) and search
-    (:class:`~worker.store.search_methods.SearchMethods`), all over one transaction helper
-    (:class:`~worker.store.transactions.Transactions`)."""
+    the repositories of deliveries (:class:`~worker.store.outbox.DeliveryMethods`),
+    schedule and source progress (:class:`~worker.store.memory.ProgressMethods`),
+    approvals (:class:`~worker.store.memory.ApprovalMethods`) and search
+    (:class:`~worker.store.memory.SearchMethods`), all over one transaction helper
+    (:class:`~worker.store.engine.Transactions`)."""
 
     # --- lifecycle -------------------------------------------------------------------------
     @classmethod
@@ -117,7 +461,7 @@ class MemoryStore(DeliveryMethods, ProgressMethods, ApprovalMethods, SearchMetho
     ) -> BatchSnapshot:
         """What a merge reads, in one read transaction: the state, the current files, which of
         ``candidate_ids`` the ledger already holds, and (``read_clock``) the database's clock
-        (see :mod:`worker.store.snapshot`)."""
+        (see :mod:`worker.store.commit`)."""
         ids = list(candidate_ids)
         return self._read(
             "loading " + namespace,
@@ -228,7 +572,7 @@ class MemoryStore(DeliveryMethods, ProgressMethods, ApprovalMethods, SearchMetho
         )
 
     def provenance(self, namespace: str, entry_ids: Sequence[str]) -> list[EntryProvenance]:
-        """Each entry with the candidates behind it (see :mod:`worker.store.provenance`)."""
+        """Each entry with the candidates behind it (see :mod:`worker.store.history`)."""
         return self._snapshot_read(
             "reading provenance", lambda c: _provenance.provenance(c, namespace, entry_ids)
         )
@@ -342,3 +686,323 @@ class MemoryStore(DeliveryMethods, ProgressMethods, ApprovalMethods, SearchMetho
         return self._read(
             "reading erase generations", lambda c: _transfer.erased_namespaces(c, *keys)
         )
+
+
+def _info(r: Any) -> ApprovalInfo:
+    return ApprovalInfo(
+        id=int(r.id),
+        namespace=r.key,
+        path=r.path,
+        operation=dict(r.operation),
+        candidate_ids=tuple(r.candidate_ids),
+        status=r.status,
+        created_at=r.created_at,
+        decided_at=r.decided_at,
+        decided_by=r.decided_by,
+    )
+
+
+def _select() -> sa.Select[Any]:
+    return sa.select(approvals, namespaces.c.key).join(
+        namespaces, namespaces.c.id == approvals.c.namespace_id
+    )
+
+
+def pending(conn: Connection, *, namespace: str | None, limit: int) -> list[ApprovalInfo]:
+    """Undecided approvals, oldest first, of one namespace or of all."""
+    stmt = _select().where(approvals.c.status == "pending").order_by(approvals.c.id).limit(limit)
+    if namespace is not None:
+        stmt = stmt.where(namespaces.c.key == namespace)
+    return [_info(r) for r in conn.execute(stmt)]
+
+
+def decide(
+    conn: Connection, approval_id: int, *, approve: bool, by: str, now: datetime
+) -> ApprovalInfo:
+    """Approve or reject a pending approval; a decided or unknown one is :class:`NotFound`."""
+    now = require_utc(now, "now")
+    changed = conn.execute(
+        sa.update(approvals)
+        .where(approvals.c.id == approval_id, approvals.c.status == "pending")
+        .values(status="approved" if approve else "rejected", decided_at=now, decided_by=by)
+        .returning(approvals.c.id)
+    ).first()
+    row = conn.execute(_select().where(approvals.c.id == approval_id)).first()
+    if row is None:
+        raise NotFound(
+            f"approval {approval_id} does not exist; `memworker approvals list` lists them"
+        )
+    if changed is None:
+        raise NotFound(
+            f"approval {approval_id} is not pending: it was {row.status} by {row.decided_by} "
+            f"at {row.decided_at.isoformat()}"
+        )
+    return _info(row)
+
+
+#: Builds what approving commits: ``(approval, namespace state, current files) -> applied``.
+ApprovalBuilder = Callable[[ApprovalInfo, NamespaceState, dict[str, str]], AppliedPlan]
+
+
+def apply_approved(
+    conn: Connection,
+    approval_id: int,
+    *,
+    by: str,
+    build: ApprovalBuilder,
+    sinks: Sequence[str],
+    now: datetime,
+) -> tuple[ApprovalInfo, CommitResult]:
+    """Approve ``approval_id`` and commit its operation as a new version, fenced like a merge."""
+    info = decide(conn, approval_id, approve=True, by=by, now=now)
+    state = _snapshot.load_state(conn, info.namespace)
+    applied = build(info, state, _snapshot.current_files(conn, info.namespace))
+    result = _commit.commit_batch(
+        conn,
+        namespace=info.namespace,
+        expected_version=state.version,
+        applied_position=state.applied_position,
+        applied=applied,
+        run=RunRecord(
+            trigger="cli",
+            namespace=info.namespace,
+            started_at=now,
+            finished_at=now,
+            outcome="ok",
+            candidates=len(info.candidate_ids),
+            counts={"approved": 1},
+        ),
+        sinks=sinks,
+        now=now,
+    )
+    op = info.operation.get("op")
+    settle_ledger(
+        conn,
+        info,
+        outcome="forgotten" if op == "invalidate" else "merged",
+        reason=f"approved by {by}",
+    )
+    return info, result
+
+
+def reject(conn: Connection, approval_id: int, *, by: str, now: datetime) -> ApprovalInfo:
+    """Reject ``approval_id``; its candidates' ledger rows say so."""
+    info = decide(conn, approval_id, approve=False, by=by, now=now)
+    settle_ledger(conn, info, outcome="rejected", reason=f"rejected by {by}")
+    return info
+
+
+def settle_ledger(conn: Connection, info: ApprovalInfo, *, outcome: str, reason: str) -> None:
+    """Ledger rows still ``pending_approval`` for the approval's candidates get the decision."""
+    if not info.candidate_ids:
+        return
+    ns_id = sa.select(namespaces.c.id).where(namespaces.c.key == info.namespace).scalar_subquery()
+    conn.execute(
+        sa.update(candidate_ledger)
+        .where(
+            candidate_ledger.c.namespace_id == ns_id,
+            candidate_ledger.c.candidate_id.in_(list(info.candidate_ids)),
+            candidate_ledger.c.outcome == "pending_approval",
+        )
+        .values(outcome=outcome, reason=reason)
+    )
+
+
+def get_cursor(conn: Connection, source: str, key: str) -> str | None:
+    """The stored value, or None when the source never recorded this key."""
+    value: str | None = conn.execute(
+        sa.select(source_cursors.c.value).where(
+            source_cursors.c.source == source, source_cursors.c.key == key
+        )
+    ).scalar_one_or_none()
+    return value
+
+
+def set_cursor(
+    conn: Connection, source: str, key: str, value: str, *, namespace: str | None, now: datetime
+) -> None:
+    """Insert or overwrite a cursor; ``namespace`` ties it to a user so an erase finds it."""
+    now = require_utc(now, "now")
+    insert = dialect_insert(conn, source_cursors).values(
+        source=source, key=key, value=value, namespace=namespace, updated_at=now
+    )
+    set_: dict[str, object] = {"value": value, "updated_at": now}
+    if namespace is not None:
+        set_["namespace"] = namespace
+    conn.execute(insert.on_conflict_do_update(index_elements=["source", "key"], set_=set_))
+
+
+def list_cursors(
+    conn: Connection, source: str, *, limit: int, after: str = ""
+) -> list[tuple[str, str]]:
+    """Up to ``limit`` (key, value) pairs of ``source`` with keys after ``after``, key order
+    (a page; pass the last key back as ``after`` for the next)."""
+    rows = conn.execute(
+        sa.select(source_cursors.c.key, source_cursors.c.value)
+        .where(source_cursors.c.source == source, source_cursors.c.key > after)
+        .order_by(source_cursors.c.key)
+        .limit(limit)
+    ).all()
+    return [(str(k), str(v)) for k, v in rows]
+
+
+def try_start_tick(
+    conn: Connection,
+    schedule: str,
+    tick: datetime,
+    *,
+    now: datetime,
+    stale_after: timedelta | None,
+) -> bool:
+    """Claim ``tick`` of ``schedule``; False when it is running or done already."""
+    tick = require_utc(tick, "tick")
+    now = require_utc(now, "now")
+    inserted = conn.execute(
+        dialect_insert(conn, schedule_ticks)
+        .values(schedule=schedule, tick=tick, status="running", attempts=1, started_at=now)
+        .on_conflict_do_nothing(index_elements=["schedule", "tick"])
+        .returning(schedule_ticks.c.id)
+    ).first()
+    # RETURNING, not rowcount: psycopg reports -1 for INSERT … ON CONFLICT DO NOTHING.
+    if inserted is not None:
+        return True
+    retry = schedule_ticks.c.status == "failed"
+    if stale_after is not None:
+        retry = sa.or_(
+            retry,
+            sa.and_(
+                schedule_ticks.c.status == "running",
+                schedule_ticks.c.started_at < now - stale_after,
+            ),
+        )
+    restarted = conn.execute(
+        sa.update(schedule_ticks)
+        .where(schedule_ticks.c.schedule == schedule, schedule_ticks.c.tick == tick, retry)
+        .values(
+            status="running",
+            attempts=schedule_ticks.c.attempts + 1,
+            started_at=now,
+            finished_at=None,
+            error=None,
+        )
+        .returning(schedule_ticks.c.id)
+    ).first()
+    return restarted is not None
+
+
+def finish_tick(
+    conn: Connection,
+    schedule: str,
+    tick: datetime,
+    *,
+    ok: bool,
+    window: tuple[datetime, datetime] | None,
+    error: str | None,
+    now: datetime,
+) -> None:
+    """Record a tick's outcome; on success move the watermark to the window's end (or tick)."""
+    tick = require_utc(tick, "tick")
+    now = require_utc(now, "now")
+    start, end = (
+        (require_utc(window[0], "window start"), require_utc(window[1], "window end"))
+        if window
+        else (None, None)
+    )
+    done = conn.execute(
+        sa.update(schedule_ticks)
+        .where(schedule_ticks.c.schedule == schedule, schedule_ticks.c.tick == tick)
+        .values(
+            status="ok" if ok else "failed",
+            finished_at=now,
+            window_start=start,
+            window_end=end,
+            error=error,
+        )
+        .returning(schedule_ticks.c.id)
+    ).first()
+    if done is None:
+        raise NotFound(
+            f"schedule {schedule!r} has no started tick {tick.isoformat()}; "
+            "call try_start_tick first"
+        )
+    if not ok:
+        return
+    mark = end or tick
+    insert = dialect_insert(conn, schedule_watermarks).values(
+        schedule=schedule, watermark=mark, updated_at=now
+    )
+    conn.execute(
+        insert.on_conflict_do_update(
+            index_elements=["schedule"],
+            set_={"watermark": insert.excluded.watermark, "updated_at": now},
+            # Never backwards: a late-finishing older tick leaves a newer watermark alone.
+            where=schedule_watermarks.c.watermark < insert.excluded.watermark,
+        )
+    )
+
+
+def watermark(conn: Connection, schedule: str) -> datetime | None:
+    """End of the last successful window of ``schedule``, or None before its first success."""
+    value: datetime | None = conn.execute(
+        sa.select(schedule_watermarks.c.watermark).where(schedule_watermarks.c.schedule == schedule)
+    ).scalar_one_or_none()
+    return value
+
+
+def last_ticks(conn: Connection, schedule: str, limit: int) -> list[TickInfo]:
+    """The newest ``limit`` ticks of ``schedule``, newest first."""
+    rows = conn.execute(
+        sa.select(schedule_ticks)
+        .where(schedule_ticks.c.schedule == schedule)
+        .order_by(schedule_ticks.c.tick.desc())
+        .limit(limit)
+    )
+    return [_tick(r) for r in rows]
+
+
+def _tick(r: Any) -> TickInfo:
+    return TickInfo(
+        schedule=r.schedule,
+        tick=r.tick,
+        status=r.status,
+        attempts=r.attempts,
+        started_at=r.started_at,
+        finished_at=r.finished_at,
+        window=(r.window_start, r.window_end) if r.window_start and r.window_end else None,
+        error=r.error,
+    )
+
+
+class StoreHealth(Transactions):
+    """Read-only health figures of the store at one engine."""
+
+    @classmethod
+    def from_url(cls, url: str, *, create: bool = False) -> StoreHealth:
+        """Open the store at ``url`` as :meth:`MemoryStore.from_url
+        <worker.store.memory.MemoryStore.from_url>` does: ``create=True`` migrates it first
+        (embedded mode); an unmigrated database raises :class:`SchemaOutOfDate`."""
+        return cls(open_engine(url, create=create))
+
+    def last_ticks(self, schedule: str, limit: int = 5) -> list[TickInfo]:
+        return self._read("listing ticks", lambda c: last_ticks(c, schedule, limit))
+
+    def watermark(self, schedule: str) -> datetime | None:
+        return self._read("reading a watermark", lambda c: watermark(c, schedule))
+
+    def outbox_lag(self, *, now: datetime | None = None) -> dict[str, SinkLag]:
+        """Per sink: pending deliveries and the age in seconds of the oldest."""
+        return self._read("measuring outbox lag", lambda c: _outbox.lag(c, now=now))
+
+    def sink_health(self) -> list[SinkHealth]:
+        """The breaker of every sink seen."""
+        return self._read("reading sink health", _health.read_all)
+
+    def count_runs(self, *, outcome: str, since: datetime) -> int:
+        """How many runs with ``outcome`` started at or after ``since``."""
+        return self._read(
+            "counting runs", lambda c: _runs.count_runs(c, outcome=outcome, since=since)
+        )
+
+    def recent_positions(self, limit: int = 500) -> list[tuple[str, str]]:
+        """(namespace, applied queue position) of the most recently committed namespaces."""
+        return self._read("positions", lambda c: _fence.recent_positions(c, limit))

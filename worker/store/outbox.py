@@ -6,7 +6,7 @@ never due, and delivering a row retires the older ones. That way a slow retry of
 can never overwrite version 4, and an erase followed by a new memory ends with the memory.
 
 **Erase reaches in-flight deliveries.** Each claimed row carries its namespace's erase
-generation (:func:`worker.store.fence.erase_generation`); the deliverer compares it again after
+generation (:func:`worker.store.commit.erase_generation`); the deliverer compares it again after
 the sink call, whatever its outcome, and takes a copy that landed after an erase back out
 (:func:`take_back`). A failed call may still land later (a timed-out write the server finishes
 anyway): the row is *in doubt* for :data:`LATE_WRITE`, an erase tombstone of the item inherits
@@ -19,13 +19,30 @@ lease expiry, and no other deliverer can claim them, or any other row of the sam
 the lease ends or the outcome is recorded. Claims of one sink are serialised (a PostgreSQL
 advisory lock for the claiming transaction; SQLite's single writer), so two deliverers never
 both see an item as free. Each row is therefore attempted by one deliverer at a time.
+
+The store's delivery repository: the outbox the sinks are fed from, and each sink's breaker.
+
+Times other processes compare (claims, retries, breakers) default to the database's clock
+(``now=None``); a timezone-aware ``now`` is a test's injected time.
+
+Each sink's circuit breaker, shared by every deliverer through SQL.
+
+A sink that fails :data:`BREAKER_THRESHOLD` deliveries in a row is *open*: deliverers leave it
+alone until ``open_until``, then send one probe. A success closes it; a failed probe opens it
+again for twice as long (capped), so a sink that is down for an hour costs a handful of
+timeouts, not one per row per pass. ``memworker status`` reads the same rows.
+
+**A bulkhead, not a fuse.** Failures of one namespace in a row count once (its digest is kept
+in ``failing_digest``) and do not re-open the breaker: a single item the sink refuses (too
+large, a path it rejects) cannot open the breaker for every user. A sink that is down fails
+for every namespace and opens it after :data:`BREAKER_THRESHOLD` of them.
 """
 
 from __future__ import annotations
 
 import functools
 import zlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any, Final
 
@@ -33,11 +50,10 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from worker.errors import MAX_ERROR_CHARS, NotFound
-from worker.store import fence
-from worker.store.clock import resolve
-from worker.store.prebuilt import param
-from worker.store.records import OutboxItem, SinkLag
-from worker.store.schema import file_versions, memory_files, namespaces, outbox
+from worker.store import commit as fence
+from worker.store.engine import Transactions, dialect_insert, param, resolve
+from worker.store.records import OutboxItem, SinkHealth, SinkLag
+from worker.store.schema import file_versions, memory_files, namespaces, outbox, sink_health
 
 #: How long after a sink call failed (or its deliverer's claim ran out) its write may still
 #: land: a server that finishes a request its client gave up on does so within its own request
@@ -96,7 +112,7 @@ def due(
 ) -> list[OutboxItem]:
     """Undelivered, due, newest-per-item rows, oldest first, with their committed content
     (claimed or not: this is what an operator sees, not what a deliverer takes). ``now=None``:
-    the database's clock (:mod:`worker.store.clock`), as everywhere in this module."""
+    the database's clock (:mod:`worker.store.engine`), as everywhere in this module."""
     now = resolve(conn, now)
     stmt = _select_items().where(_due_filter(now)).order_by(outbox.c.id).limit(limit)
     if sink is not None:
@@ -139,7 +155,7 @@ def claim(
 
 @functools.lru_cache(maxsize=32)  # limits are a deployment's few settings
 def _claimable(limit: int, *, by_namespace: bool) -> sa.Select[Any]:
-    """:func:`claim`'s search, built once per limit (:mod:`worker.store.prebuilt`)."""
+    """:func:`claim`'s search, built once per limit (:mod:`worker.store.engine`)."""
     now = param(outbox.c.next_attempt_at, "c_now")
     stmt = (
         sa.select(outbox.c.id)
@@ -240,7 +256,7 @@ def _row(conn: Connection, outbox_id: int) -> Any:
     return row
 
 
-#: :func:`mark_delivered`'s statements, built once (:mod:`worker.store.prebuilt`): a
+#: :func:`mark_delivered`'s statements, built once (:mod:`worker.store.engine`): a
 #: published version is marked by one ``UPDATE … RETURNING`` naming its item, then the item's
 #: older rows are retired.
 _MARK_PUBLISHED: Final = (
@@ -500,3 +516,218 @@ def lag(conn: Connection, *, now: datetime | None) -> dict[str, SinkLag]:
 
 #: The rows :func:`claim` took, with their content (built once).
 _CLAIMED: Final = _select_items().where(_claimed_ids()).order_by(outbox.c.id)
+
+
+class DeliveryMethods(Transactions):
+    """Outbox deliveries and sink health (mixed into :class:`~worker.store.memory.MemoryStore`)."""
+
+    def due_outbox(
+        self, *, sink: str | None, now: datetime | None = None, limit: int = 100
+    ) -> list[OutboxItem]:
+        """Deliveries due at ``now`` (of one sink, or all), oldest first."""
+        return self._read("reading the outbox", lambda c: due(c, sink=sink, now=now, limit=limit))
+
+    def claim_outbox(
+        self,
+        *,
+        sink: str,
+        claimant: str,
+        now: datetime | None = None,
+        lease: timedelta,
+        limit: int,
+        namespaces: Sequence[str] | None = None,
+    ) -> list[OutboxItem]:
+        """Claim due deliveries of ``sink`` (see :func:`worker.store.outbox.claim`)."""
+        return self._write(
+            "claiming deliveries",
+            lambda c: claim(
+                c,
+                sink=sink,
+                claimant=claimant,
+                now=now,
+                lease=lease,
+                limit=limit,
+                namespaces=namespaces,
+            ),
+        )
+
+    def release_outbox(self, outbox_ids: Sequence[int]) -> None:
+        """Give claimed, unattempted deliveries back."""
+        ids = list(outbox_ids)
+        if ids:
+            self._write("releasing deliveries", lambda c: release(c, ids))
+
+    def outbox_pending(self, *, namespaces: Sequence[str] | None = None) -> int:
+        """Undelivered items (newest per item and sink), due or waiting for a retry."""
+        return self._read("counting deliveries", lambda c: pending_count(c, namespaces=namespaces))
+
+    def sink_health(self, sink: str | None = None) -> list[SinkHealth]:
+        """The breaker of ``sink`` (a healthy default when never seen), or of every sink seen."""
+        if sink is None:
+            return self._read("reading sink health", read_all)
+        return [self._read("reading sink health", lambda c: read(c, sink))]
+
+    def record_sink_failure(
+        self, sink: str, error: str, *, now: datetime | None = None, namespace: str | None = None
+    ) -> SinkHealth:
+        """Count a failed delivery (of ``namespace``) toward the sink's breaker."""
+        return self._write(
+            "recording a sink failure",
+            lambda c: record_failure(c, sink, error, now=now, namespace=namespace),
+        )
+
+    def record_sink_success(self, sink: str, *, now: datetime | None = None) -> None:
+        self._write("recording a sink success", lambda c: record_success(c, sink, now=now))
+
+    def mark_delivered(self, outbox_id: int, *, now: datetime | None = None) -> None:
+        self._write("marking a delivery", lambda c: mark_delivered(c, outbox_id, now=now))
+
+    def mark_delivered_unless_erased(
+        self, outbox_id: int, *, namespace: str, generation: int, now: datetime | None = None
+    ) -> bool:
+        """Mark a delivery unless ``namespace``'s erase generation moved on from
+        ``generation`` (False: nothing marked), in one transaction."""
+        return self._write(
+            "marking a delivery",
+            lambda c: mark_delivered_unless_erased(
+                c, outbox_id, namespace=namespace, generation=generation, now=now
+            ),
+        )
+
+    def mark_delivery_failed(
+        self,
+        outbox_id: int,
+        error: str,
+        *,
+        next_attempt_at: datetime | None = None,
+        retry_in: timedelta | None = None,
+        now: datetime | None = None,
+    ) -> None:
+        """Count a failed attempt; retry at ``next_attempt_at`` or ``retry_in`` after now."""
+        self._write(
+            "recording a failed delivery",
+            lambda c: mark_failed(
+                c, outbox_id, error, next_attempt_at=next_attempt_at, retry_in=retry_in, now=now
+            ),
+        )
+
+    def outbox_lag(self, *, now: datetime | None = None) -> dict[str, SinkLag]:
+        """Per sink: pending deliveries and the age in seconds of the oldest."""
+        return self._read("measuring outbox lag", lambda c: lag(c, now=now))
+
+    def requeue_current(
+        self, namespace: str, *, sinks: Sequence[str], now: datetime | None = None
+    ) -> int:
+        """Make ``namespace``'s current files due again for ``sinks``; returns the rows made
+        due (see :func:`worker.store.outbox.requeue_current`)."""
+        return self._write(
+            f"queueing {namespace}'s files again",
+            lambda c: requeue_current(c, namespace=namespace, sinks=sinks, now=now),
+        )
+
+    def take_back(
+        self, *, sink: str, namespace: str, path: str, now: datetime | None = None
+    ) -> None:
+        """Make ``sink`` end with the item's current state after an erased copy landed there
+        (see :func:`worker.store.outbox.take_back`)."""
+        self._write(
+            "taking a delivery back",
+            lambda c: take_back(c, sink=sink, namespace=namespace, path=path, now=now),
+        )
+
+
+#: Failures in a row that open the breaker: enough that one flaky request does not, few enough
+#: that a dead sink is noticed within one delivery pass.
+BREAKER_THRESHOLD: Final = 3
+#: How long the breaker first stays open; doubles with each failed probe.
+BREAKER_FIRST_OPEN_SECONDS: Final = 15.0
+#: Longest the breaker stays open, so a sink back from an outage is found within it.
+BREAKER_MAX_OPEN_SECONDS: Final = 300.0
+
+
+def open_for(consecutive_failures: int) -> timedelta:
+    """How long the breaker stays open after this many failures in a row (0 when closed).
+
+    >>> open_for(2), open_for(3), open_for(4), open_for(40)
+    (datetime.timedelta(0), datetime.timedelta(seconds=15), datetime.timedelta(seconds=30), \
+datetime.timedelta(seconds=300))
+    """
+    if consecutive_failures < BREAKER_THRESHOLD:
+        return timedelta(0)
+    doublings = min(consecutive_failures - BREAKER_THRESHOLD, 16)
+    seconds = min(BREAKER_FIRST_OPEN_SECONDS * 2**doublings, BREAKER_MAX_OPEN_SECONDS)
+    return timedelta(seconds=seconds)
+
+
+def read(conn: Connection, sink: str) -> SinkHealth:
+    """The sink's breaker; a sink never seen is healthy."""
+    row = conn.execute(sa.select(sink_health).where(sink_health.c.sink == sink)).first()
+    if row is None:
+        return SinkHealth(sink=sink)
+    return _health(row)
+
+
+def read_all(conn: Connection) -> list[SinkHealth]:
+    """Every sink with a recorded outcome, by name."""
+    rows = conn.execute(sa.select(sink_health).order_by(sink_health.c.sink))
+    return [_health(r) for r in rows]
+
+
+def record_failure(
+    conn: Connection, sink: str, error: str, *, now: datetime | None, namespace: str | None = None
+) -> SinkHealth:
+    """Count one more failure in a row; opens (or re-opens) the breaker past the threshold,
+    until a time on the database's clock (``now=None``), which every deliverer compares with.
+    A failure of the same ``namespace`` as the last one only updates the error."""
+    now = resolve(conn, now)
+    current = conn.execute(
+        sa.select(sink_health.c.consecutive_failures, sink_health.c.failing_digest).where(
+            sink_health.c.sink == sink
+        )
+    ).first()
+    failures = int(current.consecutive_failures) if current is not None else 0
+    failing = fence.digest(namespace) if namespace is not None else None
+    values: dict[str, object] = {"last_error": error[:MAX_ERROR_CHARS], "last_failure_at": now}
+    if not (failing is not None and failures and current and current.failing_digest == failing):
+        # Another namespace failed (or none was named): one more failure in a row.
+        window = open_for(failures + 1)
+        values |= {
+            "consecutive_failures": failures + 1,
+            "open_until": now + window if window else None,
+            "failing_digest": failing,
+        }
+    _upsert(conn, sink, values)
+    return read(conn, sink)
+
+
+def record_success(conn: Connection, sink: str, *, now: datetime | None) -> None:
+    """Close the breaker: the sink answered."""
+    now = resolve(conn, now)
+    _upsert(
+        conn,
+        sink,
+        {
+            "consecutive_failures": 0,
+            "open_until": None,
+            "last_error": None,
+            "last_success_at": now,
+            "failing_digest": None,
+        },
+    )
+
+
+def _upsert(conn: Connection, sink: str, values: Mapping[str, object]) -> None:
+    insert = dialect_insert(conn, sink_health).values(sink=sink, **values)
+    conn.execute(insert.on_conflict_do_update(index_elements=["sink"], set_=values))
+
+
+def _health(row: sa.Row[tuple[object, ...]]) -> SinkHealth:
+    m = row._mapping
+    return SinkHealth(
+        sink=str(m["sink"]),
+        consecutive_failures=int(m["consecutive_failures"]),
+        open_until=m["open_until"],
+        last_error=m["last_error"],
+        last_failure_at=m["last_failure_at"],
+        last_success_at=m["last_success_at"],
+    )

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Final, Literal
 
-from worker.values import Entry
+from worker.models import Entry
 
 RunTrigger = Literal["queue", "reconcile", "schedule", "cli", "import"]
 TickStatus = Literal["running", "ok", "failed"]
@@ -29,7 +29,7 @@ ROLLBACK_AUTHOR: Final = "rollback"
 @dataclass(frozen=True)
 class RunRecord:
     """One consolidation run as the caller saw it; ``trigger``/``outcome`` take the values of
-    :data:`RunTrigger`/:data:`~worker.outcomes.RunOutcome` (checked when written)."""
+    :data:`RunTrigger`/:data:`~worker.types.RunOutcome` (checked when written)."""
 
     trigger: str
     namespace: str | None
@@ -124,7 +124,7 @@ class SinkLag:
 
 @dataclass(frozen=True)
 class SinkHealth:
-    """A sink's circuit breaker (see :mod:`worker.store.sink_health`).
+    """A sink's circuit breaker (see :mod:`worker.store.outbox`).
 
     >>> from datetime import UTC, datetime, timedelta
     >>> t = datetime(2025, 1, 1, tzinfo=UTC)

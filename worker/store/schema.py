@@ -1,23 +1,121 @@
-"""The SQL schema of the memory store (SQLAlchemy Core), the source of truth.
+"""Column types that behave the same on SQLite and PostgreSQL.
+
+Datetimes go in and come out timezone-aware in UTC on both databases. PostgreSQL stores
+``timestamptz`` (and hands back the session's zone, which we convert); SQLite has no datetime
+type at all, so values are stored as naive UTC text in one fixed format — which also makes
+lexicographic comparison in SQL (``next_attempt_at <= :now``) equal to time comparison.
+
+>>> from datetime import UTC, datetime, timedelta, timezone
+>>> t = UTCDateTime()
+>>> t.process_bind_param(datetime(2025, 1, 1, 12, tzinfo=timezone(timedelta(hours=2))), None)
+datetime.datetime(2025, 1, 1, 10, 0, tzinfo=datetime.timezone.utc)
+
+The SQL schema of the memory store (SQLAlchemy Core), the source of truth.
 
 Every namespace-owned table hangs off ``namespaces.id`` so isolation is one indexed column and
 erasing a user is a handful of ``DELETE … WHERE namespace_id IN (…)``. The migrations
 (``0001_initial``, ``0002_namespace_fences``, ``0003_outbox_claims``, ``0004_search_index``)
 create exactly these tables; a test compares. The full-text index's dialect-specific tables are
-described in :mod:`worker.store.search_ddl` instead.
+described in :mod:`worker.store.search` instead.
 
 >>> sorted(t.name for t in metadata.sorted_tables)[:3]
 ['approvals', 'candidate_ledger', 'entries']
+
+Alembic migrations, driven from code: no ``alembic.ini``, scripts found inside the package.
+
+``script_location`` is given as ``worker.store:migrations`` (a package resource), so upgrades
+work from an installed wheel as well as from a checkout.
+
+>>> from worker.store.engine import create_store_engine
+>>> engine = create_store_engine("sqlite://")
+>>> upgrade(engine); current_revision(engine) == head_revision()
+True
+>>> engine.dispose()
 """
 
 from __future__ import annotations
 
-from typing import Final
+import functools
+import re
+from datetime import UTC, datetime
+from importlib import resources
+from typing import TYPE_CHECKING, Any, Final
 
 import sqlalchemy as sa
+from sqlalchemy.engine import Dialect, Engine
+from sqlalchemy.types import TypeEngine
 
-from worker.constants import MAX_ID_LENGTH, MAX_PATH_LENGTH
-from worker.store.sqltypes import BigId, JSONType, UTCDateTime
+from worker.errors import SchemaOutOfDate, StoreRefused, StoreUnavailable
+from worker.types import MAX_ID_LENGTH, MAX_PATH_LENGTH
+
+
+def require_utc(value: datetime, what: str) -> datetime:
+    """Return ``value`` in UTC; a naive datetime is refused because its zone is a guess.
+
+    >>> from datetime import UTC, datetime
+    >>> require_utc(datetime(2025, 1, 1, tzinfo=UTC), "now").isoformat()
+    '2025-01-01T00:00:00+00:00'
+    """
+    if not isinstance(value, datetime):
+        raise StoreRefused(f"{what} must be a datetime, got {type(value).__name__}")
+    if value.tzinfo is None or value.utcoffset() is None:
+        raise StoreRefused(
+            f"{what} is a naive datetime ({value.isoformat()}); pass a timezone-aware one, "
+            "e.g. datetime.now(UTC)"
+        )
+    return value.astimezone(UTC)
+
+
+class UTCDateTime(sa.TypeDecorator[datetime]):
+    """A datetime column that only accepts aware datetimes and always returns UTC-aware ones."""
+
+    impl = sa.DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(
+        self, value: datetime | None, dialect: Dialect | None
+    ) -> datetime | None:
+        if value is None:
+            return None
+        utc = require_utc(value, "a datetime column value")
+        if dialect is not None and dialect.name == "sqlite":
+            # SQLite's DATETIME storage drops the offset anyway; make that explicit: naive UTC.
+            return utc.replace(tzinfo=None)
+        return utc
+
+    def process_result_value(self, value: Any, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        assert isinstance(value, datetime)
+        if value.tzinfo is None:
+            return value.replace(tzinfo=UTC)
+        return value.astimezone(UTC)
+
+
+class JSONDocument(sa.TypeDecorator[Any]):
+    """JSON everywhere; JSONB on PostgreSQL so the documents are compact and indexable if
+    needed. PostgreSQL's type is looked up when a PostgreSQL connection first uses the column,
+    so a store on SQLite never imports that dialect."""
+
+    impl = sa.JSON
+    cache_ok = True
+    #: As ``sa.JSON``: a Python ``None`` is stored as JSON ``null``, not SQL ``NULL``.
+    should_evaluate_none = True
+
+    def load_dialect_impl(self, dialect: Dialect) -> TypeEngine[Any]:
+        if dialect.name == "postgresql":
+            from sqlalchemy.dialects.postgresql import JSONB
+
+            return dialect.type_descriptor(JSONB())
+        return dialect.type_descriptor(sa.JSON())
+
+
+JSONType: TypeEngine[Any] = JSONDocument()
+
+#: Surrogate keys: BIGINT on PostgreSQL (the ledger grows without bound); INTEGER on SQLite,
+#: where only ``INTEGER PRIMARY KEY`` is the auto-incrementing rowid.
+BigId: TypeEngine[int] = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
+
 
 #: ``org:<org>:user:<id>:<assistant>`` is the longest namespace key: three ids plus the scopes
 #: and colons (widened from two ids by migration 0009 when user namespaces gained their org).
@@ -337,3 +435,104 @@ source_cursors = sa.Table(
     sa.Column("updated_at", UTCDateTime, nullable=False),
     sa.UniqueConstraint("source", "key"),
 )
+
+
+#: Our own version table, so memworker can share a database with an application that uses
+#: Alembic itself (whose table is ``alembic_version``).
+VERSION_TABLE: Final = "memworker_alembic_version"
+
+SCRIPT_LOCATION: Final = "worker.store:migrations"
+
+#: ``revision = "0002"`` and ``down_revision = "0001"`` lines of a migration script.
+_REVISION_LINE: Final = re.compile(
+    r'^(down_revision|revision)\s*(?::[^=]*)?=\s*"?([^"\s]*)"?', re.MULTILINE
+)
+
+if TYPE_CHECKING:
+    from alembic.config import Config
+
+# Alembic is imported only where a migration runs or an unknown revision is explained: every
+# process opens the store, and importing Alembic (0.1 s) just to learn the newest revision
+# would make each operator command pay for it.
+
+
+def alembic_config(engine: Engine | None = None) -> Config:
+    """An in-memory Alembic config; ``engine`` is handed to ``env.py`` through attributes."""
+    from alembic.config import Config
+
+    config = Config()
+    config.set_main_option("script_location", SCRIPT_LOCATION)
+    config.set_main_option("version_table", VERSION_TABLE)
+    if engine is not None:
+        config.attributes["engine"] = engine
+    return config
+
+
+@functools.cache
+def head_revision() -> str:
+    """The newest migration this code ships: the revision no other script names as its
+    ``down_revision``, read from the scripts' text (the same answer as Alembic's
+    ``get_current_head``, which a test checks, without importing Alembic)."""
+    revisions: set[str] = set()
+    parents: set[str] = set()
+    versions = resources.files("worker.store").joinpath("migrations", "versions")
+    for script in versions.iterdir():
+        if not script.name.endswith(".py") or script.name.startswith("_"):
+            continue
+        for name, value in _REVISION_LINE.findall(script.read_text(encoding="utf-8")):
+            if value and value != "None":
+                (revisions if name == "revision" else parents).add(value)
+    heads = revisions - parents
+    assert len(heads) == 1, f"the package ships one line of migrations, found heads {heads}"
+    return heads.pop()
+
+
+def current_revision(engine: Engine) -> str | None:
+    """The migration the database is at, or None for a database memworker never touched."""
+    # Read the version table directly: Alembic's migration context logs two INFO lines each
+    # time it is configured, and every worker process opens the store.
+    try:
+        with engine.connect() as conn:
+            if not sa.inspect(conn).has_table(VERSION_TABLE):
+                return None
+            table = sa.table(VERSION_TABLE, sa.column("version_num", sa.String))
+            heads = list(conn.execute(sa.select(table.c.version_num)).scalars())
+    except sa.exc.OperationalError as exc:
+        raise StoreUnavailable(f"could not reach the database: {exc.orig}") from None
+    return str(heads[0]) if len(heads) == 1 else None
+
+
+def upgrade(engine: Engine, revision: str = "head") -> None:
+    """Migrate the database to ``revision`` (default: the newest); safe to repeat."""
+    if revision == "head" and current_revision(engine) == head_revision():
+        return  # nothing to do: skip Alembic, whose context logs on every configure
+    from alembic import command
+
+    try:
+        command.upgrade(alembic_config(engine), revision)
+    except sa.exc.OperationalError as exc:
+        raise StoreUnavailable(f"could not migrate the database: {exc.orig}") from None
+
+
+def check_migrated(engine: Engine) -> None:
+    """Raise :class:`SchemaOutOfDate` unless the database is at this code's newest migration."""
+    current = current_revision(engine)
+    head = head_revision()
+    if current == head:
+        return
+    where = engine.url.render_as_string(hide_password=True)
+    if current is None:
+        raise SchemaOutOfDate(
+            f"the database {where} has no memworker schema; run `memworker db upgrade` to create it"
+        )
+    from alembic.script import ScriptDirectory
+
+    known = {s.revision for s in ScriptDirectory.from_config(alembic_config()).walk_revisions()}
+    if current not in known:
+        raise SchemaOutOfDate(
+            f"the database {where} is at migration {current}, newer than this memworker "
+            f"(newest known: {head}); upgrade memworker"
+        )
+    raise SchemaOutOfDate(
+        f"the database {where} is at migration {current}, behind {head}; run `memworker db upgrade`"
+    )

@@ -5,7 +5,7 @@ weight A) plus the same words under ``simple`` (language-neutral, weight B: name
 languages, words the stemmer mangles) plus its n-grams verbatim (``array_to_tsvector``). A
 query term is the OR of its stemmed and its plain form (an n-gram: itself), found through the
 GIN index one term at a time; ``ts_rank`` knows no document frequencies, so the ranking is
-computed by :mod:`worker.store.search_rank` from these postings. Terms reach SQL as bound,
+computed by :mod:`worker.store.search` from these postings. Terms reach SQL as bound,
 quoted lexemes: no query text is read as tsquery syntax.
 """
 
@@ -17,8 +17,7 @@ from typing import Final
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from worker.store.search_ddl import CONFIG, DOCS
-from worker.store.search_text import IndexText, QueryTerms
+from worker.store.search import CONFIG, DOCS, IndexText, QueryTerms
 
 _CONFIG: Final = f"CAST((SELECT config FROM {CONFIG}) AS regconfig)"
 

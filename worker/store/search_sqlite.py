@@ -1,10 +1,10 @@
-"""The SQLite search index: FTS5 postings per namespace (see :mod:`worker.store.search_ddl`).
+"""The SQLite search index: FTS5 postings per namespace (see :mod:`worker.store.search`).
 
 A namespace is a rowid range of ``search_fts`` (``namespace id << 32`` upward), which FTS5
 seeks to inside its index: other namespaces cost nothing and are never returned. Each term is
 looked up on its own, as one quoted FTS5 string (``"term"``, a ``"`` inside doubled), so
 nothing a user types is read as FTS5 syntax; the ranking is computed by
-:mod:`worker.store.search_rank` (``bm25()`` would read every namespace's postings of a term
+:mod:`worker.store.search` (``bm25()`` would read every namespace's postings of a term
 to weigh it).
 """
 
@@ -16,8 +16,7 @@ from typing import Final
 from sqlalchemy.engine import Connection
 
 from worker.errors import StoreRefused
-from worker.store.search_ddl import DOCS, FTS
-from worker.store.search_text import IndexText, QueryTerms
+from worker.store.search import DOCS, FTS, IndexText, QueryTerms
 
 #: Bits of an id that number entries inside their namespace.
 _SEQ_BITS: Final = 32

@@ -56,7 +56,7 @@ end
 -- The deployment's queue policy: the shard's policy hash, which the workers write. A field the
 -- hash lacks (no worker wrote it yet: a fresh or emptied Redis) comes from `given`, the copy
 -- the caller sent: its values in field order as big-endian doubles (one argument, read only
--- then). No defaults live here. The fields are worker/queue_policy.py's, in its order
+-- then). No defaults live here. The fields are worker/types.py's, in its order
 -- (checked when the scripts are loaded); the reply is HMGET's own table, made numbers in
 -- place (a table more per call, or more arguments, would cost the hot path), indexed by
 -- these names. policy_fields() lists the same fields,

@@ -17,7 +17,7 @@
 -- ARGV[6]   base          shard base "<prefix>:{sN}:"; the script derives namespace keys from it.
 --                         They carry the shard's hash tag: the same Cluster slot as KEYS.
 -- ARGV[7]   namespace     to claim now whatever its due time, or "" to sweep the shard
--- ARGV[8]   policy        the workers' policy, packed (worker/queue_policy.py),
+-- ARGV[8]   policy        the workers' policy, packed (worker/types.py),
 --                         written when the shard has none (a restart or flush lost it)
 -- Derived from the shard base: <prefix>:{sN}:stats (counters) and :oldest:<scope>.
 --

@@ -14,7 +14,7 @@
 -- ARGV[5]   shards        the client's shard count (MEMWORKER_QUEUE_SHARDS), checked with the
 --                         workers'
 -- ARGV[6]   policy        the release's default policy, packed: used only for what no worker
---                         has written into the hash (worker/queue_policy.py)
+--                         has written into the hash (worker/types.py)
 -- Derived (same hash tag): <prefix>:{sN}:oldest:<scope>, written on a namespace's first arrival.
 --
 -- Returns the entry's stream id, or the error "BACKLOG_FULL <pending> <limit>", or

@@ -1,1 +1,1 @@
-"""Alembic migrations of the memory store (run through :mod:`worker.store.migrate`)."""
+"""Alembic migrations of the memory store (run through :mod:`worker.store.schema`)."""

@@ -1,4 +1,4 @@
-"""Alembic environment: migrates the engine handed over by :func:`worker.store.migrate.upgrade`.
+"""Alembic environment: migrates the engine handed over by :func:`worker.store.schema.upgrade`.
 
 Only online migrations are supported: the store always has an engine to migrate.
 """
@@ -10,7 +10,7 @@ from sqlalchemy.engine import Engine
 
 from worker.errors import StoreRefused
 from worker.store.schema import metadata
-from worker.store.search_ddl import is_index_object
+from worker.store.search import is_index_object
 
 
 def _run() -> None:
@@ -19,7 +19,7 @@ def _run() -> None:
     if not isinstance(engine, Engine):
         raise StoreRefused(
             "memworker migrations run through `memworker db upgrade` "
-            "(worker.store.migrate.upgrade), not the alembic command line"
+            "(worker.store.schema.upgrade), not the alembic command line"
         )
     with engine.connect() as conn:
         context.configure(

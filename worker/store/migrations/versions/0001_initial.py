@@ -5,7 +5,7 @@ Revises:
 Create Date: 2025-01-01
 
 A frozen snapshot: later schema changes get their own revision, never an edit here. Column
-types are the storage types of :mod:`worker.store.sqltypes` (``UTCDateTime`` is stored as
+types are the storage types of :mod:`worker.store.schema` (``UTCDateTime`` is stored as
 ``TIMESTAMP WITH TIME ZONE``), spelled out so this file never changes with the code.
 """
 

@@ -5,7 +5,7 @@ Revises: 0003
 Create Date: 2026-12-01
 
 Creates the full-text index (FTS5 on SQLite, a GIN-indexed ``tsvector`` on PostgreSQL; see
-``worker.store.search_ddl``) and fills it from the active entries already stored, in the
+``worker.store.search``) and fills it from the active entries already stored, in the
 migration's transaction; and ``entry_vectors``, where the worker keeps optional embeddings.
 """
 
@@ -14,9 +14,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-from worker.store import search_ddl
-
-from worker.store import search_index
+from worker.store import search as search_ddl
+from worker.store import search as search_index
 TIMESTAMP = sa.DateTime(timezone=True)
 
 revision = "0004"

@@ -4,7 +4,7 @@ Revision ID: 0006
 Revises: 0005
 Create Date: 2026-12-01
 
-Adds ``search_docs.repeats`` (see ``worker.store.search_ddl``) and fills it from the text of
+Adds ``search_docs.repeats`` (see ``worker.store.search``) and fills it from the text of
 every entry already indexed, in the migration's transaction; the rest of the index (its
 postings, statistics and text-search configuration) is left as it is. An index that migration
 ``0004`` created with the current code has the column already: it is filled again, to the
@@ -15,9 +15,8 @@ from __future__ import annotations
 
 from alembic import op
 
-from worker.store import search_ddl
-
-from worker.store import search_index
+from worker.store import search as search_ddl
+from worker.store import search as search_index
 revision = "0006"
 down_revision = "0005"
 branch_labels = None

@@ -5,7 +5,7 @@ Revises: 0006
 Create Date: 2026-12-03
 
 Sets ``fastupdate = on`` with a 64 kB ``gin_pending_list_limit`` on the GIN index of
-``search_docs`` (see ``worker.store.search_ddl``): commits append their entries to the list
+``search_docs`` (see ``worker.store.search``): commits append their entries to the list
 and the one that fills it merges them into the index in one pass, instead of each entry being
 indexed on its own. Only the index's storage options change; no row is rewritten. SQLite's
 FTS5 index is left as it is.
@@ -15,8 +15,7 @@ from __future__ import annotations
 
 from alembic import op
 
-from worker.store import search_ddl
-
+from worker.store import search as search_ddl
 revision = "0007"
 down_revision = "0006"
 branch_labels = None

@@ -1,0 +1,823 @@
+"""Plans: what a consolidator proposes for one batch, as operations over entry and candidate ids.
+
+Every candidate of a batch is accounted for by exactly one operation (or named in one as
+confirming/replacing evidence). The entries and states the operations refer to are the shared
+value types of :mod:`worker.models`.
+
+>>> from worker.consolidation.plan import Add, Plan
+>>> Plan(ops=[Add(candidate_ids=["c1"], path="/memories/facts.md", text="Likes tea")]).ops[0].op
+'add'
+
+The consolidator protocol: pure code from (state, batch) to a plan.
+
+A consolidator reads one namespace's state and a batch of its candidates and answers a
+:class:`~worker.consolidation.plan.Plan`; it writes nothing. One that decides by meaning holds
+its :class:`~worker.consolidation.meaning.Meaning` as ``meaning`` (the built-in ones do, when
+embeddings are configured): the trust check on its plan asks the same questions with it
+(:func:`~worker.consolidation.engine.consolidate_batch`); without one, by words alone. The
+caller validates the plan (:func:`~worker.consolidation.plan.validate_plan`) and applies it
+(:func:`~worker.consolidation.plan.apply_plan`). Capabilities are class attributes so
+:func:`~worker.consolidation.engine.load_consolidator` can check them at start-up, before any
+batch is claimed.
+
+>>> from worker.consolidation.rules import RulesConsolidator
+>>> isinstance(RulesConsolidator(), Consolidator)
+True
+>>> (RulesConsolidator.needs_model, RulesConsolidator.handles_turns)
+(False, True)
+
+Deterministic ids for the entries a plan creates.
+
+An entry created by an ``Add`` or ``Supersede`` gets ``uuid5(namespace, first candidate id, n)``
+where ``n`` counts earlier entry-creating ops of the same plan with the same first candidate (a
+turn can yield several memories). Ids therefore depend only on the plan, never on a clock or a
+random source: replaying a batch makes the same ids, and a consolidator can refer to an entry it
+creates earlier in the same plan (duplicates within one batch, or a split LLM batch).
+
+>>> ids = EntryIds("user:u1")
+>>> first = ids.next("c1")
+>>> first == EntryIds("user:u1").next("c1")
+True
+>>> first != ids.next("c1")
+True
+
+What may remove a memory: a plan retires an entry only where its batch's candidates say so.
+
+A consolidator's plan is untrusted (a model's above all): a misbehaving model could invalidate
+every entry, or "update" an unrelated entry into something else, while each operation still
+names some candidate of the batch. :func:`removal_problem` says when an operation that retires
+an *existing* entry (an ``invalidate`` or a ``supersede``) is not justified by the candidates it
+names. One of them must be:
+
+- a ``forget`` candidate (one with a ``key`` forgets only entries of that key);
+- a candidate with the entry's ``key`` (a newer value for the slot);
+- a candidate that carries a replacement about the same thing as the entry: the supersede's
+  own text, or an ``add``/``supersede`` the same candidate backs in this plan, shares a content
+  word with the entry (a contradiction in the same words: "I live in Rome" retires "I live in
+  Paris"), sets the same attribute of the same person in a wording the rules know
+  (:mod:`worker.consolidation.text`: "I moved to Berlin" retires "I live in Paris"), or, by
+  meaning in any language (:meth:`~worker.consolidation.meaning.Meaning.may_replace`),
+  restates it or lies near it with a kind of statement in common ("nos hemos mudado a Bilbao"
+  retires "vivo en Valencia"); or a correction ("sorry, I meant 43") of an entry holding a
+  number it names.
+
+"Related" cannot prove a contradiction; it makes an unrelated rewrite impossible (a replacement
+about something else is refused), and the removal cap bounds the rest.
+
+>>> related("I live in Paris", "I live in Rome"), related("I have a dog", "I prefer tea")
+(True, False)
+>>> related("저는 커피를 좋아해요", "저는 커피가 싫어요"), related("我住在巴黎", "我住在罗马")
+(True, True)
+>>> related("I live in Paris", "I moved to Berlin")
+True
+
+Check a plan before anything is written: the guard rails every consolidator passes through.
+
+:func:`validate_plan` walks the operations in order over the namespace's active entries (so an
+operation may refer to an entry an earlier operation of the same plan creates, see
+:mod:`~worker.consolidation.plan`) and lists every problem in plain words; an empty list means
+the plan may be applied. The problems are fed back to an LLM for its one repair attempt, so each
+names the operation and what to change.
+
+Removals: an operation that retires an existing entry must be justified by a candidate it
+names (:mod:`~worker.consolidation.plan`): a plan removes only what its batch asks for.
+Text a consolidator writes passes the same guards as candidate text, by pattern and by meaning
+(:func:`~worker.consolidation.guard_meaning.refusal`), and no path may be reserved
+(:func:`~worker.types.reserved_prefix`: the inbox route).
+
+Accounting: every candidate of the batch is named by at least one operation; one candidate may
+back several (a turn yields several memories, a forget removes several entries) but a rejected
+candidate backs nothing else, and each gets exactly one ledger row.
+
+>>> from worker.consolidation.plan import Plan
+>>> from worker.models import NamespaceState
+>>> validate_plan(NamespaceState("user:u1", 0, None), [], Plan(), max_removals=5,
+...               max_text_bytes=100)
+[]
+
+Apply a validated plan to a namespace state: new entries, ledger, files and diffs.
+
+Pure and deterministic: the same state, batch, plan and ``now`` give an equal
+:class:`~worker.consolidation.plan.AppliedPlan` (entry ids come from
+:mod:`~worker.consolidation.plan`). Nothing is deleted: superseded and forgotten entries get
+``invalid_at`` and a reason and stay in history.
+
+- Operations touching a read-only (``state.read_only_paths``) or sensitive path become
+  :class:`~worker.consolidation.plan.PendingApproval` instead, and so do later operations that
+  depend on an entry such an operation would have created. A confirmation changes no file
+  content and is applied anywhere.
+- Each changed file is rendered within ``file_budget_bytes``
+  (:func:`~worker.consolidation.render.select`): over it, the file keeps the entries most worth
+  loading (keyed, confirmed, recent) and ends with one line saying how many more
+  ``search_memory`` reaches. The entries left out stay **active** (searchable, mergeable,
+  shown again when room frees up); nothing is invalidated to fit a budget.
+- Files are rendered (:func:`~worker.consolidation.render.render_counted`) only for paths the plan
+  touched, and returned only when the content differs from ``current_files``.
+
+The ledger has one row per candidate, ordered by (``created_at``, id) so the batch order does
+not matter; a candidate backing several operations reports the strongest outcome (merged >
+forgotten > duplicate > pending_approval > rejected).
+
+``counts``: ``added``, ``superseded``, ``forgotten`` count entries, ``evicted`` the active
+entries the changed files leave out; ``duplicates`` and ``rejected`` count candidates;
+``pending_approval`` counts queued operations.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import uuid
+from collections import Counter, defaultdict
+from collections.abc import Collection, Mapping, Sequence
+from datetime import datetime
+from functools import lru_cache
+from typing import Annotated, ClassVar, Final, Literal, Protocol, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from worker.consolidation.guard_meaning import refusal
+from worker.consolidation.meaning import CORRECTION, Meaning, numbers_of
+from worker.consolidation.render import render_counted
+from worker.consolidation.text import frame_of, normalise
+from worker.errors import InvalidCandidate, InvalidPlan
+from worker.models import (
+    AppliedPlan,
+    Candidate,
+    Entry,
+    FileChange,
+    LedgerOutcome,
+    LedgerRow,
+    NamespaceState,
+    PendingApproval,
+    normalise_path,
+)
+from worker.types import KEY_PATTERN, Kind, reserved_prefix
+
+
+class _Op(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    #: Candidates this operation accounts for (evidence); at least one for candidate-driven ops.
+    candidate_ids: list[str] = Field(default_factory=list)
+
+
+class Add(_Op):
+    """A new entry in ``path``."""
+
+    op: Literal["add"] = "add"
+    path: str
+    text: str
+    key: str | None = None
+
+
+class Confirm(_Op):
+    """The candidates restate ``entry_id``: count a confirmation, add nothing (a duplicate)."""
+
+    op: Literal["confirm"] = "confirm"
+    entry_id: str
+
+
+class Supersede(_Op):
+    """``entry_id`` is replaced by a new entry with ``text`` (kept in history, invalidated)."""
+
+    op: Literal["supersede"] = "supersede"
+    entry_id: str
+    text: str
+    key: str | None = None
+    path: str | None = None  #: defaults to the replaced entry's path
+    reason: str = "superseded"
+
+
+class Invalidate(_Op):
+    """``entry_id`` stops being valid (forget, contradiction, eviction); kept in history."""
+
+    op: Literal["invalidate"] = "invalidate"
+    entry_id: str
+    reason: str
+
+
+class Reject(_Op):
+    """The candidates are not stored (secret, empty extraction, guard rail) and why."""
+
+    op: Literal["reject"] = "reject"
+    reason: str
+
+
+Operation = Annotated[Add | Confirm | Supersede | Invalidate | Reject, Field(discriminator="op")]
+
+
+class Plan(BaseModel):
+    """The consolidator's answer for one batch."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    ops: list[Operation] = Field(default_factory=list)
+    llm_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+
+@runtime_checkable
+class Consolidator(Protocol):
+    """Merges a batch of candidates into a namespace's memories."""
+
+    #: Short name recorded on runs and metrics, e.g. ``"rules"`` or ``"llm"``.
+    name: ClassVar[str]
+    #: True when the class needs a chat model (``MEMWORKER_MODEL``) to work.
+    needs_model: ClassVar[bool]
+    #: True when it can extract memories from ``turn`` candidates (thread scans need this).
+    handles_turns: ClassVar[bool]
+
+    def merge(self, state: NamespaceState, batch: Sequence[Candidate], *, now: datetime) -> Plan:
+        """A plan that accounts for every candidate of ``batch`` against ``state``."""
+        ...
+
+
+#: uuid5 namespace for entry ids; fixed forever, since changing it would re-key every replay.
+ENTRY_ID_NAMESPACE: Final = uuid.UUID("0b6f3c59-2f1e-4d3a-9a57-41d1c0e7a2b4")
+
+
+class EntryIds:
+    """Hands out the ids of new entries in plan order."""
+
+    def __init__(self, namespace: str) -> None:
+        self._namespace = namespace
+        self._seen: Counter[str] = Counter()
+
+    def next(self, first_candidate_id: str) -> str:
+        n = self._seen[first_candidate_id]
+        self._seen[first_candidate_id] += 1
+        return uuid5_hex(f"{self._namespace}\x00{first_candidate_id}\x00{n}")
+
+
+_NAMESPACE_BYTES: Final = ENTRY_ID_NAMESPACE.bytes
+
+
+def uuid5_hex(name: str) -> str:
+    """``uuid.uuid5(ENTRY_ID_NAMESPACE, name).hex``, from the digest's bytes (no UUID object).
+
+    >>> name = "user:u1/c1/0"
+    >>> uuid5_hex(name) == uuid.uuid5(ENTRY_ID_NAMESPACE, name).hex
+    True
+    """
+    digest = bytearray(hashlib.sha1(_NAMESPACE_BYTES + name.encode("utf-8")).digest()[:16])
+    digest[6] = (digest[6] & 0x0F) | 0x50  # version 5
+    digest[8] = (digest[8] & 0x3F) | 0x80  # RFC 4122 variant
+    return digest.hex()
+
+
+def created_ids(namespace: str, ops: Sequence[Operation]) -> list[str | None]:
+    """For each op, the id of the entry it creates (None for ops that create none).
+
+    An entry-creating op without candidates creates no id here; validation rejects it.
+    """
+    ids = EntryIds(namespace)
+    out: list[str | None] = []
+    for op in ops:
+        if isinstance(op, Add | Supersede) and op.candidate_ids:
+            out.append(ids.next(op.candidate_ids[0]))
+        else:
+            out.append(None)
+    return out
+
+
+#: Frequent words long enough to count as content but carrying none (English; the other
+#: languages' function words are mostly shorter than four letters).
+_FILLER: Final = frozenset(
+    {
+        *("that", "this", "with", "have", "from", "they", "them", "what", "your", "been", "were"),
+        *("will", "would", "about", "there", "their", "which", "when", "where", "also", "just"),
+        *("very", "much", "some", "like", "into", "than", "then", "only", "more", "most", "over"),
+        *("such", "dont", "does", "doesnt", "cant", "im", "ive"),
+    }
+)
+#: Character pairs that only say "I" or "my" (Chinese, Korean).
+_FILLER_PAIRS: Final = frozenset({"我是", "我的", "我在", "我有", "저는", "나는", "제가", "내가"})
+#: Letters of a word compared (a crude stem: "lives"/"living" meet "live").
+_STEM: Final = 5
+#: Shortest word that counts as content (one less outside ASCII, where the English filler
+#: words are not).
+_MIN_WORD: Final = 4
+
+
+@lru_cache(maxsize=4096)
+def _content_words(text: str) -> frozenset[str]:
+    """Content stems of ``text``: long words cut to a stem, and character pairs of each run of
+    the scripts written without spaces (and of Hangul, whose words are short syllable runs)."""
+    found: set[str] = set()
+    run = ""
+    for token in [*normalise(text).split(), " "]:
+        if _syllabic(token):
+            run += token
+            continue
+        found.update(run[i : i + 2] for i in range(len(run) - 1))
+        run = ""
+        minimum = _MIN_WORD if token.isascii() else _MIN_WORD - 1
+        if len(token) >= minimum and token not in _FILLER and not token.isdigit():
+            found.add(token[:_STEM])
+    return frozenset(found - _FILLER_PAIRS)
+
+
+def _syllabic(token: str) -> bool:
+    """True for a token of Han, kana, Thai or Hangul, compared by character pairs."""
+    return any(
+        "\u3040" <= ch <= "\u9fff" or "\u0e00" <= ch <= "\u0e7f" or "\uac00" <= ch <= "\ud7af"
+        for ch in token
+    )
+
+
+def related(a: str, b: str, meaning: Meaning | None = None) -> bool:
+    """True when ``a`` and ``b`` share a content stem, or (by ``meaning``, texts prepared) are
+    about the same thing (see the module notes)."""
+    if not _content_words(a).isdisjoint(_content_words(b)):
+        return True
+    first, second = frame_of(a), frame_of(b)
+    if first is not None and second is not None and first.slot() == second.slot():
+        return True
+    if meaning is None:
+        return False
+    if meaning.may_replace(a, b):
+        return True
+    kind = meaning.kind(b)
+    named = set(numbers_of(b))
+    return kind is not None and kind.name == CORRECTION and bool(named & set(numbers_of(a)))
+
+
+def replacements(plan_ops: Sequence[Operation]) -> dict[str, list[str]]:
+    """Per candidate id, the texts the plan's ``add``/``supersede`` operations it backs write."""
+    texts: dict[str, list[str]] = {}
+    for op in plan_ops:
+        if isinstance(op, Add | Supersede):
+            for cid in op.candidate_ids:
+                texts.setdefault(cid, []).append(op.text)
+    return texts
+
+
+def removal_problem(
+    label: str,
+    op: Invalidate | Supersede,
+    old: Entry,
+    candidates: Mapping[str, Candidate],
+    written: Mapping[str, list[str]],
+    *,
+    meaning: Meaning | None = None,
+) -> str | None:
+    """Why ``op`` may not retire the existing entry ``old``; ``None`` when a candidate it names
+    justifies it (see the module notes)."""
+    for cid in op.candidate_ids:
+        cand = candidates.get(cid)
+        if cand is None:
+            continue  # an unknown id is its own problem
+        if cand.kind is Kind.FORGET:
+            if cand.key is None or cand.key == old.key:
+                return None
+            continue
+        if old.key is not None and cand.key == old.key:
+            return None
+        texts = [op.text] if isinstance(op, Supersede) else written.get(cid, [])
+        if meaning is not None and cand.kind is Kind.FACT and related(old.text, cand.text, meaning):
+            return None
+        if any(related(old.text, t, meaning) for t in texts):
+            return None
+    return (
+        f"{label}: retires entry {op.entry_id}, but no candidate it names justifies that; an "
+        "entry is invalidated only for a forget candidate (of its key, when the forget has "
+        "one), and superseded only by a candidate with the same key or by a replacement about "
+        "the same thing; otherwise confirm the entry or leave it alone"
+    )
+
+
+def validate_plan(
+    state: NamespaceState,
+    batch: Sequence[Candidate],
+    plan: Plan,
+    *,
+    max_removals: int,
+    max_text_bytes: int,
+    reserved: Collection[str] = (),
+    justify: bool = True,
+    meaning: Meaning | None = None,
+) -> list[str]:
+    """Every problem of ``plan`` for ``batch`` against ``state``; empty when it is valid.
+
+    ``reserved``: path prefixes refused beside the built-in ones (the deployment's inbox route).
+    ``justify=False`` skips the removal check, for an operation an operator approved: it was
+    justified by its real candidates when proposed, and they have left the queue since.
+    """
+    problems: list[str] = []
+    batch_ids = {c.id for c in batch}
+    by_id = {c.id: c for c in batch}
+    written = replacements(plan.ops)
+    if justify and meaning is not None:
+        meaning.prepare(_compared_texts(state, batch, plan))
+    entries = {e.id: e for e in state.entries}
+    for cand in batch:
+        if cand.namespace != state.namespace:
+            problems.append(
+                f"candidate {cand.id} belongs to namespace {cand.namespace}, not "
+                f"{state.namespace}; batches never mix namespaces"
+            )
+    live = {e.id for e in state.entries if e.active}
+    existing = {e.id for e in state.entries}
+    gone: set[str] = set()  # entries invalidated earlier in this plan
+    uses: dict[str, list[str]] = defaultdict(list)
+    removals = 0
+    for index, (op, new_id) in enumerate(
+        zip(plan.ops, created_ids(state.namespace, plan.ops), strict=True), 1
+    ):
+        label = f"operation {index} ({op.op})"
+        problems += _candidates(label, op, batch_ids, uses)
+        if isinstance(op, Confirm | Supersede | Invalidate):
+            if op.entry_id in live:
+                if not isinstance(op, Confirm):
+                    live.discard(op.entry_id)
+                    gone.add(op.entry_id)
+                    removals += op.entry_id in existing
+                    if justify and op.entry_id in existing:
+                        old = entries[op.entry_id]
+                        problem = removal_problem(label, op, old, by_id, written, meaning=meaning)
+                        problems += [problem] if problem else []
+            elif op.entry_id in gone or op.entry_id in existing:
+                problems.append(f"{label}: entry {op.entry_id} is no longer active")
+            else:
+                problems.append(
+                    f"{label}: unknown entry id {op.entry_id}; refer only to entries of this "
+                    "namespace shown to you"
+                )
+        if isinstance(op, Add | Supersede):
+            problems += _content(label, op, max_text_bytes, reserved, meaning)
+        if isinstance(op, Invalidate | Reject | Supersede) and not op.reason.strip():
+            problems.append(f"{label}: give a reason")
+        if new_id is not None:
+            live.add(new_id)
+    for cid in sorted(batch_ids - uses.keys()):
+        problems.append(f"candidate {cid} is not accounted for; add, confirm or reject it")
+    for cid, kinds in sorted(uses.items()):
+        if "reject" in kinds and len(kinds) > 1:
+            problems.append(f"candidate {cid} is rejected and also used by another operation")
+    if removals > max_removals:
+        problems.append(
+            f"the plan removes {removals} existing entries; at most {max_removals} may be "
+            "invalidated or superseded per batch"
+        )
+    return problems
+
+
+def _candidates(
+    label: str, op: Operation, batch_ids: set[str], uses: dict[str, list[str]]
+) -> list[str]:
+    problems = []
+    if not op.candidate_ids and not isinstance(op, Invalidate):
+        problems.append(f"{label}: name the candidate ids it accounts for")
+    if len(set(op.candidate_ids)) != len(op.candidate_ids):
+        problems.append(f"{label}: a candidate id is listed twice")
+    for cid in dict.fromkeys(op.candidate_ids):
+        if cid in batch_ids:
+            uses[cid].append(op.op)
+        else:
+            problems.append(f"{label}: unknown candidate id {cid}; use only ids of this batch")
+    return problems
+
+
+def _content(
+    label: str,
+    op: Add | Supersede,
+    max_text_bytes: int,
+    reserved: Collection[str],
+    meaning: Meaning | None,
+) -> list[str]:
+    problems = []
+    body = op.text.strip()
+    size = len(body.encode("utf-8", errors="surrogatepass"))
+    if not body:
+        problems.append(f"{label}: text is empty")
+    elif size > max_text_bytes:
+        problems.append(f"{label}: text is {size} bytes; the limit is {max_text_bytes}")
+    reason = refusal(op.text, meaning)
+    if reason is not None:
+        problems.append(f"{label}: text is not storable ({reason}); reject that candidate")
+    if op.path is not None:
+        try:
+            normal = normalise_path(op.path)
+        except InvalidCandidate as exc:
+            problems.append(f"{label}: bad path: {exc}")
+        else:
+            if normal != op.path:
+                problems.append(f"{label}: path {op.path!r} is not normalised; use {normal!r}")
+            prefix = reserved_prefix(normal, reserved)
+            if prefix is not None:
+                problems.append(
+                    f"{label}: path {op.path!r} is under the reserved prefix {prefix} (the "
+                    "inbox route); write the entry to another file"
+                )
+    if op.key is not None and not KEY_PATTERN.fullmatch(op.key):
+        problems.append(f"{label}: key {op.key!r} must match [a-z0-9][a-z0-9_.-]*")
+    return problems
+
+
+def _compared_texts(state: NamespaceState, batch: Sequence[Candidate], plan: Plan) -> list[str]:
+    """The texts the trust check compares by meaning: each retired entry's, the candidates'
+    and the texts the plan writes (embedded in one call before the check)."""
+    retired = {op.entry_id for op in plan.ops if isinstance(op, Invalidate | Supersede)}
+    texts = [e.text for e in state.entries if e.id in retired]
+    texts += [c.text for c in batch]
+    texts += [op.text for op in plan.ops if isinstance(op, Add | Supersede)]
+    return texts
+
+
+#: Provenance kept per entry: the latest candidate and trace ids. A fact confirmed in every
+#: conversation would otherwise grow its row without bound.
+MAX_PROVENANCE: Final = 50
+
+#: When one candidate backs several operations, its ledger row reports the strongest outcome.
+_OUTCOME_RANK: Final[dict[LedgerOutcome, int]] = {
+    "merged": 0,
+    "forgotten": 1,
+    "duplicate": 2,
+    "pending_approval": 3,
+    "rejected": 4,
+}
+
+COUNT_NAMES: Final = (
+    "added",
+    "superseded",
+    "duplicates",
+    "forgotten",
+    "rejected",
+    "evicted",
+    "pending_approval",
+)
+
+
+class _Applier:
+    def __init__(
+        self,
+        state: NamespaceState,
+        batch: Sequence[Candidate],
+        now: datetime,
+        protected: frozenset[str],
+    ) -> None:
+        self.state = state
+        self.now = now
+        self.protected = protected
+        self.cands = {c.id: c for c in batch}
+        self.work: dict[str, Entry] = {e.id: e for e in state.entries}
+        self.existing = frozenset(self.work)
+        self.new_ids: list[str] = []
+        self.changed: set[str] = set()
+        self.touched: set[str] = set()
+        self.waiting: dict[str, str] = {}  # id a waiting operation would create -> its path
+        self.approvals: list[PendingApproval] = []
+        #: candidate id -> (outcome, reason, entry id, the operation that decided it)
+        self.outcomes: dict[str, tuple[LedgerOutcome, str | None, str | None, str]] = {}
+        self.counts = dict.fromkeys(COUNT_NAMES, 0)
+
+    # --- bookkeeping ---------------------------------------------------------------------
+    def _outcome(
+        self, op: Operation, outcome: LedgerOutcome, reason: str | None, entry_id: str | None
+    ) -> None:
+        for cid in op.candidate_ids:
+            old = self.outcomes.get(cid)
+            if old is None or _OUTCOME_RANK[outcome] < _OUTCOME_RANK[old[0]]:
+                self.outcomes[cid] = (outcome, reason, entry_id, op.op)
+
+    def _put(self, entry: Entry) -> None:
+        self.work[entry.id] = entry
+        if entry.id in self.existing:
+            self.changed.add(entry.id)
+
+    def _provenance(
+        self, cids: Sequence[str], before: tuple[str, ...] = (), traces: tuple[str, ...] = ()
+    ) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        ids = tuple(dict.fromkeys((*before, *cids)))[-MAX_PROVENANCE:]
+        new_traces = (self.cands[c].trace_id for c in cids if c in self.cands)
+        return ids, tuple(dict.fromkeys((*traces, *new_traces)))[-MAX_PROVENANCE:]
+
+    def _valid_from(self, cids: Sequence[str]) -> datetime:
+        """When the entry became true: its earliest candidate's event time (``said_at``: when
+        it was said, not when it arrived); the entry's ``created_at`` is the commit time."""
+        times = [self.cands[c].said_at for c in cids if c in self.cands]
+        return min(times) if times else self.now
+
+    # --- operations ----------------------------------------------------------------------
+    def op(self, op: Operation, new_id: str | None) -> None:
+        if isinstance(op, Reject):
+            self._outcome(op, "rejected", op.reason, None)
+            return
+        if isinstance(op, Confirm):
+            self._confirm(op)
+            return
+        paths = {op.path} if isinstance(op, Add) else set()
+        if isinstance(op, Supersede | Invalidate):
+            old = self.work.get(op.entry_id)
+            if old is not None:
+                paths.add(old.path)
+                if isinstance(op, Supersede):
+                    paths.add(op.path or old.path)
+        blocked = sorted(paths & self.protected)
+        depends = isinstance(op, Supersede | Invalidate) and op.entry_id in self.waiting
+        if blocked or depends:
+            self._wait(op, new_id, blocked[0] if blocked else None)
+            return
+        self.touched |= paths
+        if isinstance(op, Add):
+            assert new_id is not None  # validated: an add names its candidates
+            self._create(new_id, op.path, op.text, op.key, op.candidate_ids)
+            self.counts["added"] += 1
+            self._outcome(op, "merged", None, new_id)
+        elif isinstance(op, Supersede):
+            assert new_id is not None
+            old = self.work[op.entry_id]
+            self._put(
+                old.model_copy(
+                    update={
+                        "invalid_at": self.now,
+                        "invalid_reason": op.reason,
+                        "superseded_by": new_id,
+                    }
+                )
+            )
+            key = op.key if op.key is not None else old.key
+            self._create(new_id, op.path or old.path, op.text, key, op.candidate_ids)
+            self.counts["superseded"] += 1
+            self._outcome(op, "merged", op.reason, new_id)
+        else:
+            old = self.work[op.entry_id]
+            self._put(old.model_copy(update={"invalid_at": self.now, "invalid_reason": op.reason}))
+            self.counts["forgotten"] += 1
+            self._outcome(op, "forgotten", op.reason, op.entry_id)
+
+    def _confirm(self, op: Confirm) -> None:
+        if op.entry_id in self.waiting:
+            self._wait(op, None, None)
+            return
+        old = self.work[op.entry_id]
+        ids, traces = self._provenance(op.candidate_ids, old.candidate_ids, old.trace_ids)
+        self._put(
+            old.model_copy(
+                update={
+                    "confirmations": old.confirmations + len(op.candidate_ids),
+                    "last_confirmed_at": max(old.last_confirmed_at, self.now),
+                    "candidate_ids": ids,
+                    "trace_ids": traces,
+                }
+            )
+        )
+        self.counts["duplicates"] += len(op.candidate_ids)
+        self._outcome(op, "duplicate", None, op.entry_id)
+
+    def _create(
+        self, new_id: str, path: str, body: str, key: str | None, cids: Sequence[str]
+    ) -> None:
+        ids, traces = self._provenance(cids)
+        self.work[new_id] = Entry(
+            id=new_id,
+            path=path,
+            text=body.strip(),
+            key=key,
+            valid_from=self._valid_from(cids),
+            candidate_ids=ids,
+            trace_ids=traces,
+            created_at=self.now,
+            last_confirmed_at=self.now,
+        )
+        self.new_ids.append(new_id)
+
+    def _wait(self, op: Operation, new_id: str | None, path: str | None) -> None:
+        if path is None:  # it depends on an entry a waiting operation would create
+            assert isinstance(op, Confirm | Supersede | Invalidate)
+            path = self.waiting[op.entry_id]
+            reason = f"depends on a change to {path} that waits for approval"
+        else:
+            reason = f"{path} is read-only or sensitive: waiting for approval"
+        if new_id is not None:
+            self.waiting[new_id] = path
+        self.approvals.append(
+            PendingApproval(
+                path=path,
+                operation=op.model_dump(mode="json"),
+                candidate_ids=tuple(op.candidate_ids),
+            )
+        )
+        self.counts["pending_approval"] += 1
+        self._outcome(op, "pending_approval", reason, None)
+
+
+def apply_plan(
+    state: NamespaceState,
+    batch: Sequence[Candidate],
+    plan: Plan,
+    *,
+    now: datetime,
+    current_files: Mapping[str, str],
+    file_budget_bytes: int,
+    sensitive_paths: Collection[str],
+) -> AppliedPlan:
+    """Everything the commit writes for ``plan`` (which :func:`validate_plan` accepted)."""
+    applier = _Applier(
+        state, batch, now, frozenset(state.read_only_paths) | frozenset(sensitive_paths)
+    )
+    for op, new_id in zip(plan.ops, created_ids(state.namespace, plan.ops), strict=True):
+        applier.op(op, new_id)
+    return _finish(applier, batch, current_files, file_budget_bytes)
+
+
+def compact(
+    state: NamespaceState,
+    *,
+    now: datetime,
+    current_files: Mapping[str, str],
+    file_budget_bytes: int,
+    sensitive_paths: Collection[str],
+) -> AppliedPlan:
+    """Re-render *every* writable file within the budget (a batch only renders the files it
+    touched), e.g. after the budget was lowered. Protected paths are left alone; no entry
+    changes."""
+    protected = frozenset(state.read_only_paths) | frozenset(sensitive_paths)
+    applier = _Applier(state, (), now, protected)
+    applier.touched = {e.path for e in state.entries if e.active} - protected
+    return _finish(applier, (), current_files, file_budget_bytes)
+
+
+def _finish(
+    applier: _Applier,
+    batch: Sequence[Candidate],
+    current_files: Mapping[str, str],
+    file_budget_bytes: int,
+) -> AppliedPlan:
+    files = []
+    entries = list(applier.work.values())
+    for path in sorted(applier.touched):
+        content, hidden = render_counted(path, entries, file_budget_bytes)
+        previous = current_files.get(path)
+        has_entries = any(e.active and e.path == path for e in entries)
+        if content == previous or (previous is None and not has_entries):
+            continue
+        applier.counts["evicted"] += hidden
+        files.append(
+            FileChange(
+                path=path,
+                content=content,
+                previous_content=previous,
+                diff=unified_diff(path, previous, content),
+            )
+        )
+    ledger = []
+    missing = []
+    unique = {c.id: c for c in batch}
+    for cid, cand in sorted(unique.items(), key=lambda kv: (kv[1].created_at, kv[0])):
+        if cid not in applier.outcomes:
+            missing.append(f"candidate {cid} is not accounted for")
+            continue
+        outcome, reason, entry_id, operation = applier.outcomes[cid]
+        applier.counts["rejected"] += outcome == "rejected"
+        ledger.append(
+            LedgerRow(
+                cid, cand.trace_id, outcome, reason, entry_id,
+                source=cand.source, thread_id=cand.thread_id, said_at=cand.created_at,
+                operation=operation,
+            )
+        )  # fmt: skip
+    if missing:
+        raise InvalidPlan(missing)
+    return AppliedPlan(
+        new_entries=tuple(applier.work[i] for i in applier.new_ids),
+        changed_entries=tuple(applier.work[i] for i in sorted(applier.changed)),
+        files=tuple(files),
+        ledger=tuple(ledger),
+        approvals=tuple(applier.approvals),
+        counts=applier.counts,
+    )
+
+
+def unified_diff(path: str, previous: str | None, content: str) -> str:
+    """The unified diff of one file version, ``a/…`` → ``b/…`` (from nothing when new).
+
+    >>> print(unified_diff("/memories/x.md", "# X\\n", "# X\\n- tea\\n"), end="")
+    --- a/memories/x.md
+    +++ b/memories/x.md
+    @@ -1 +1,2 @@
+     # X
+    +- tea
+    """
+    old = (previous or "").splitlines(keepends=True)
+    fromfile = f"a{path}" if previous is not None else "/dev/null"
+    lines = difflib.unified_diff(
+        old, content.splitlines(keepends=True), fromfile=fromfile, tofile=f"b{path}"
+    )
+    return "".join(lines)
+
+
+def advance(state: NamespaceState, applied: AppliedPlan) -> NamespaceState:
+    """The state after ``applied``: for merging a split batch's next chunk against it."""
+    entries = {e.id: e for e in state.entries}
+    entries.update((e.id, e) for e in applied.changed_entries)
+    entries.update((e.id, e) for e in applied.new_entries)
+    return NamespaceState(
+        namespace=state.namespace,
+        version=state.version,
+        applied_position=state.applied_position,
+        entries=tuple(e for e in entries.values() if e.active),
+        read_only_paths=state.read_only_paths,
+    )

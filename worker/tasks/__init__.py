@@ -1,1 +1,0 @@
-"""Celery: the app factory and the thin task shims over plain functions."""
