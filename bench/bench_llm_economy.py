@@ -28,9 +28,8 @@ from bench import peers
 from bench._support import delete_prefix, redis_url, sentences, unique_prefix, verdict
 from bench.peers_model import RecordingModel, memworker_reply
 from worker.consolidation import llm as focus
-from worker.consolidation.engine import consolidate_batch
 from worker.consolidation.llm import LLMConsolidator
-from worker.consolidation.plan import Consolidator, Plan, advance
+from worker.consolidation.plan import Consolidator, Plan, advance, consolidate_batch
 from worker.consolidation.rules import RulesConsolidator
 from worker.models import Candidate, Entry, NamespaceState, make_candidate
 from worker.settings import Settings

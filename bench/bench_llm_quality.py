@@ -8,7 +8,7 @@ settings), so a user can compare their model with the deterministic baseline on 
 Streams (:mod:`bench.llm_quality_streams`): keyed knowledge updates, duplicates and
 paraphrases, forget requests, unkeyed contradictions, and paraphrases and contradictions
 beside compatible near statements in three scripts (English, French, Chinese). Each user's
-batches are merged in order through :func:`~worker.consolidation.engine.consolidate_batch`
+batches are merged in order through :func:`~worker.consolidation.plan.consolidate_batch`
 (merge, validate, apply) into an in-memory state; a batch that fails (invalid plan, model
 unavailable) keeps its candidates pending for the next batch, as the worker does. Measured
 on each user's final active entries:
@@ -34,8 +34,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Final
 
 from bench.llm_quality_streams import DEFAULT_USERS, STREAMS, UserStream
-from worker.consolidation.engine import consolidate_batch, load_consolidator
-from worker.consolidation.plan import Consolidator, advance
+from worker.consolidation.loading import load_consolidator
+from worker.consolidation.plan import Consolidator, advance, consolidate_batch
 from worker.errors import BatchFailed, InvalidModelPlan
 from worker.models import Candidate, NamespaceState, make_candidate
 from worker.settings import Settings

@@ -33,9 +33,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from worker.consolidation.engine import consolidate_batch
 from worker.consolidation.meaning import Meaning
-from worker.consolidation.plan import Consolidator, advance
+from worker.consolidation.plan import Consolidator, advance, consolidate_batch
 from worker.consolidation.rules import RulesConsolidator
 from worker.errors import BatchFailed
 from worker.models import Candidate, Entry, NamespaceState, make_candidate

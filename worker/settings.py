@@ -45,7 +45,7 @@ from __future__ import annotations
 
 from dataclasses import fields
 from pathlib import Path
-from typing import Annotated, Any, Final, TypeVar
+from typing import Annotated, Any, ClassVar, Final, TypeVar
 
 from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import (
@@ -142,6 +142,9 @@ class ClientSettings(BaseSettings):
 
     model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, extra="forbid", frozen=True)
 
+    #: False for settings from constructor arguments only (:func:`explicit_settings`).
+    _reads_environment: ClassVar[bool] = True
+
     @classmethod
     def settings_customise_sources(
         cls,
@@ -151,7 +154,10 @@ class ClientSettings(BaseSettings):
         dotenv_settings: PydanticBaseSettingsSource,
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
-        """Arguments, then the environment, then ``./.env``, then the defaults."""
+        """Arguments, then the environment, then ``./.env``, then the defaults; arguments alone
+        where the class reads no environment (a library constructor's settings)."""
+        if not cls._reads_environment:
+            return (init_settings,)
         return (init_settings, env_settings, _EnvFileSource(settings_cls), file_secret_settings)
 
     redis_url: str | None = Field(
@@ -569,27 +575,16 @@ def load_settings(**overrides: object) -> Settings:
         raise ConfigurationError(f"invalid configuration: {problems}") from None
 
 
-class _InitOnly:
+class _ExplicitSettings(Settings):
     """Settings from constructor arguments only: a library constructor reads no environment."""
 
-    @classmethod
-    def settings_customise_sources(
-        cls,
-        settings_cls: type[BaseSettings],
-        init_settings: PydanticBaseSettingsSource,
-        env_settings: PydanticBaseSettingsSource,
-        dotenv_settings: PydanticBaseSettingsSource,
-        file_secret_settings: PydanticBaseSettingsSource,
-    ) -> tuple[PydanticBaseSettingsSource, ...]:
-        return (init_settings,)
+    _reads_environment: ClassVar[bool] = False
 
 
-class _ExplicitSettings(_InitOnly, Settings):
-    pass
+class _ExplicitClientSettings(ClientSettings):
+    """The client's settings from constructor arguments only."""
 
-
-class _ExplicitClientSettings(_InitOnly, ClientSettings):
-    pass
+    _reads_environment: ClassVar[bool] = False
 
 
 def explicit_settings(**values: Any) -> Settings:

@@ -26,9 +26,9 @@ from tests.chaos_support.harness import audit_store
 from tests.local_model_fixtures import MODEL_ALIAS, local_model_url
 from tests.support.consolidation_factories import at, cand, entry, state
 from worker.consolidation import guards
-from worker.consolidation.engine import consolidate_batch, load_consolidator
 from worker.consolidation.llm import ConsolidationPlan, LLMConsolidator, Method
-from worker.consolidation.plan import Plan
+from worker.consolidation.loading import load_consolidator
+from worker.consolidation.plan import Plan, consolidate_batch
 from worker.errors import InvalidModelPlan, ModelUnavailable
 from worker.models import Candidate, make_candidate
 from worker.queue.redis_queue import RedisQueue

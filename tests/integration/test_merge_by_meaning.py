@@ -18,7 +18,6 @@ import pytest
 from tests.integration.test_cli_support import Ops, ops
 from tests.support.consolidation_factories import at, cand, entry, state
 from tests.support.hashing_embeddings import HangingEmbeddings
-from worker.consolidation.engine import consolidate_batch
 from worker.consolidation.llm import touched_entries
 from worker.consolidation.meaning import (
     VECTORS_FILE,
@@ -27,7 +26,15 @@ from worker.consolidation.meaning import (
     Meaning,
     shipped_vectors,
 )
-from worker.consolidation.plan import Add, Confirm, Invalidate, Plan, Supersede, related
+from worker.consolidation.plan import (
+    Add,
+    Confirm,
+    Invalidate,
+    Plan,
+    Supersede,
+    consolidate_batch,
+    related,
+)
 from worker.consolidation.rules import RulesConsolidator, corrected
 from worker.errors import InvalidPlan, ModelUnavailable, Unavailable
 from worker.models import Candidate, Entry, NamespaceState

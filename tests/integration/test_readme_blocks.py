@@ -29,7 +29,7 @@ from tests.readme_support import (
     readme_blocks,
     started_run,
 )
-from worker.consolidation.engine import chat_model
+from worker.consolidation.loading import chat_model
 from worker.service.schedules import load_schedules
 from worker.settings import Settings
 

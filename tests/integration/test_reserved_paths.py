@@ -21,8 +21,7 @@ from tests.integration.test_cli_support import Ops, ops
 from tests.langgraph_app.scripted import QueuedChatModel
 from tests.support.consolidation_factories import at, cand, state
 from tests.support.memory_queue import make_enqueuer, queued
-from worker.consolidation.engine import consolidate_batch
-from worker.consolidation.plan import Add, Plan, validate_plan
+from worker.consolidation.plan import Add, Plan, consolidate_batch, validate_plan
 from worker.consolidation.rules import RulesConsolidator
 from worker.errors import InvalidCandidate
 from worker.integrations.capture import make_memory_tools

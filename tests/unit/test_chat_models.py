@@ -38,7 +38,7 @@ def test_a_class_path_builds_that_class() -> None:
 
 
 def test_the_workers_model_setting_is_refused_in_one_line_too() -> None:
-    from worker.consolidation.engine import chat_model
+    from worker.consolidation.loading import chat_model
     from worker.settings import Settings
 
     with pytest.raises(ConfigurationError) as refused:

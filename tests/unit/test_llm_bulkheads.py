@@ -16,7 +16,7 @@ from langchain_core.messages.utils import count_tokens_approximately
 from tests.support.consolidation_factories import at, cand, state
 from tests.support.scripted_model import ScriptedChatModel
 from tests.unit.test_llm_consolidator import add_all, agent
-from worker.consolidation.engine import consolidate_batch
+from worker.consolidation.plan import consolidate_batch
 from worker.errors import ConsolidatorError
 from worker.settings import Settings
 

@@ -11,9 +11,8 @@ from langchain_core.messages.utils import count_tokens_approximately
 
 from tests.support.consolidation_factories import at, cand, entry, state
 from tests.support.scripted_model import ScriptedChatModel, plan_reply
-from worker.consolidation.engine import consolidate_batch
 from worker.consolidation.llm import LLMConsolidator
-from worker.consolidation.plan import Reject
+from worker.consolidation.plan import Reject, consolidate_batch
 from worker.errors import ConsolidatorError, InvalidPlan
 from worker.models import Candidate
 from worker.settings import Settings

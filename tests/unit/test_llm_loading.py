@@ -9,8 +9,8 @@ from typing import ClassVar
 import pytest
 
 from tests.support.scripted_model import ScriptedChatModel
-from worker.consolidation.engine import load_consolidator
 from worker.consolidation.llm import LLMConsolidator
+from worker.consolidation.loading import load_consolidator
 from worker.consolidation.plan import Plan
 from worker.consolidation.rules import RulesConsolidator
 from worker.errors import ConfigurationError

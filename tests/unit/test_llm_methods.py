@@ -16,8 +16,8 @@ from pydantic import Field
 
 from tests.support.consolidation_factories import at, cand, state
 from tests.support.scripted_model import ScriptedChatModel, plan_reply
-from worker.consolidation.engine import load_consolidator, model_arguments
 from worker.consolidation.llm import LLMConsolidator, Method, structured_methods
+from worker.consolidation.loading import load_consolidator, model_arguments
 from worker.errors import (
     ConfigurationError,
     ConsolidatorError,

@@ -9,8 +9,7 @@ from typing import ClassVar
 import pytest
 
 from tests.support.consolidation_factories import at, cand, state
-from worker.consolidation.engine import consolidate_batch
-from worker.consolidation.plan import Add, Plan
+from worker.consolidation.plan import Add, Plan, consolidate_batch
 from worker.errors import ConsolidatorError, InvalidPlan
 from worker.models import Candidate, NamespaceState
 from worker.settings import Settings

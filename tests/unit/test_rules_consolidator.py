@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from tests.support.consolidation_factories import T0, at, cand, entry, state
-from worker.consolidation.engine import consolidate_batch
 from worker.consolidation.plan import (
     Add,
     Confirm,
@@ -11,6 +10,7 @@ from worker.consolidation.plan import (
     Plan,
     Reject,
     Supersede,
+    consolidate_batch,
     validate_plan,
 )
 from worker.consolidation.rules import RulesConsolidator

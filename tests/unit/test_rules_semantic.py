@@ -8,8 +8,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.support.consolidation_factories import at, cand, entry, state
-from worker.consolidation.engine import consolidate_batch
-from worker.consolidation.plan import Add, Confirm, Invalidate, Plan, Reject, Supersede
+from worker.consolidation.plan import (
+    Add,
+    Confirm,
+    Invalidate,
+    Plan,
+    Reject,
+    Supersede,
+    consolidate_batch,
+)
 from worker.consolidation.rules import RulesConsolidator
 from worker.models import Candidate, Entry
 from worker.settings import Settings

@@ -17,10 +17,17 @@ from tests.support.consolidation_factories import at, cand, entry, state
 from tests.support.guard_corpus import MEANING_POSITIVES
 from tests.support.scripted_model import ScriptedChatModel
 from worker.consolidation import guards
-from worker.consolidation.engine import consolidate_batch
 from worker.consolidation.llm import LLMConsolidator
 from worker.consolidation.meaning import Meaning
-from worker.consolidation.plan import Add, Invalidate, Plan, Reject, Supersede, validate_plan
+from worker.consolidation.plan import (
+    Add,
+    Invalidate,
+    Plan,
+    Reject,
+    Supersede,
+    consolidate_batch,
+    validate_plan,
+)
 from worker.consolidation.rules import RulesConsolidator
 from worker.errors import InvalidPlan
 from worker.models import Candidate, Entry, NamespaceState

@@ -53,8 +53,7 @@ import redis
 
 from worker import metrics
 from worker.connectors.base import Sink
-from worker.consolidation.engine import Limits, Merge, merge_new
-from worker.consolidation.plan import Consolidator
+from worker.consolidation.plan import Consolidator, Limits, Merge, merge_new
 from worker.errors import (
     LeaseLost,
     MemworkerError,

@@ -166,7 +166,7 @@ def build_consolidator(
     """
     # Imported here: the start-up checks load the consolidator, what a sweep or `status` never
     # needs (LangChain, the meaning model).
-    from worker.consolidation.engine import load_consolidator
+    from worker.consolidation.loading import load_consolidator
 
     model = None
     if settings.model:
@@ -244,7 +244,7 @@ def one_line(text: str) -> str:
 def _build_model(settings: ConsolidationSettings) -> BaseChatModel:
     """The chat model; the provider's own refusal (missing credentials, a bad argument) is a
     one-line ConfigurationError, as a missing package already is."""
-    from worker.consolidation.engine import chat_model
+    from worker.consolidation.loading import chat_model
 
     try:
         return chat_model(settings)
