@@ -158,7 +158,7 @@ from typing import (
     get_type_hints,
 )
 
-from worker.errors import IdentityMismatch, InvalidCandidate, UnknownOwner
+from worker.errors import IdentityMismatch, InvalidCandidate, StoreRefused, UnknownOwner
 
 __all__ = [
     "ENQUEUE_FIELDS",
@@ -1293,3 +1293,20 @@ def lazy_exports(package: str, homes: Mapping[str, str]) -> Callable[[str], Any]
         return getattr(importlib.import_module(home), name)
 
     return __getattr__
+
+
+def require_utc(value: datetime, what: str) -> datetime:
+    """Return ``value`` in UTC; a naive datetime is refused because its zone is a guess.
+
+    >>> from datetime import UTC, datetime
+    >>> require_utc(datetime(2025, 1, 1, tzinfo=UTC), "now").isoformat()
+    '2025-01-01T00:00:00+00:00'
+    """
+    if not isinstance(value, datetime):
+        raise StoreRefused(f"{what} must be a datetime, got {type(value).__name__}")
+    if value.tzinfo is None or value.utcoffset() is None:
+        raise StoreRefused(
+            f"{what} is a naive datetime ({value.isoformat()}); pass a timezone-aware one, "
+            "e.g. datetime.now(UTC)"
+        )
+    return value.astimezone(UTC)

@@ -85,10 +85,9 @@ from worker.store.schema import (
     namespace_fences,
     namespaces,
     outbox,
-    require_utc,
     runs,
 )
-from worker.types import RUN_OUTCOMES
+from worker.types import RUN_OUTCOMES, require_utc
 
 
 def digest(namespace: str) -> str:

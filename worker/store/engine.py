@@ -98,7 +98,7 @@ from sqlalchemy.engine import Connection, Engine
 
 from worker.errors import MemworkerError, StoreRefused, StoreUnavailable
 from worker.store import schema as _migrate
-from worker.store.schema import require_utc
+from worker.types import require_utc
 
 log = logging.getLogger(__name__)
 

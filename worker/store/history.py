@@ -50,8 +50,8 @@ from worker.store.schema import (
     file_versions,
     memory_files,
     namespaces,
-    require_utc,
 )
+from worker.types import require_utc
 
 #: The character that escapes ``%`` and ``_`` in a LIKE pattern built from operator text.
 LIKE_ESCAPE: Final = "\\"

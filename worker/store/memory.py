@@ -127,12 +127,12 @@ from worker.store.schema import (
     candidate_ledger,
     entries,
     namespaces,
-    require_utc,
     schedule_ticks,
     schedule_watermarks,
     source_cursors,
 )
 from worker.store.search import Embedded, PendingText, query_terms
+from worker.types import require_utc
 
 __all__ = ["BatchSnapshot", "CommitResult", "MemoryStore", "RunRecord"]
 

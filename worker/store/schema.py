@@ -45,25 +45,8 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Dialect, Engine
 from sqlalchemy.types import TypeEngine
 
-from worker.errors import SchemaOutOfDate, StoreRefused, StoreUnavailable
-from worker.types import MAX_ID_LENGTH, MAX_PATH_LENGTH
-
-
-def require_utc(value: datetime, what: str) -> datetime:
-    """Return ``value`` in UTC; a naive datetime is refused because its zone is a guess.
-
-    >>> from datetime import UTC, datetime
-    >>> require_utc(datetime(2025, 1, 1, tzinfo=UTC), "now").isoformat()
-    '2025-01-01T00:00:00+00:00'
-    """
-    if not isinstance(value, datetime):
-        raise StoreRefused(f"{what} must be a datetime, got {type(value).__name__}")
-    if value.tzinfo is None or value.utcoffset() is None:
-        raise StoreRefused(
-            f"{what} is a naive datetime ({value.isoformat()}); pass a timezone-aware one, "
-            "e.g. datetime.now(UTC)"
-        )
-    return value.astimezone(UTC)
+from worker.errors import SchemaOutOfDate, StoreUnavailable
+from worker.types import MAX_ID_LENGTH, MAX_PATH_LENGTH, require_utc
 
 
 class UTCDateTime(sa.TypeDecorator[datetime]):

@@ -118,8 +118,8 @@ from worker.bm25 import idf, scores
 from worker.errors import ConfigurationError
 from worker.models import Entry
 from worker.store.engine import dialect_insert
-from worker.store.schema import entries, entry_vectors, namespaces, require_utc
-from worker.types import MAX_ID_LENGTH
+from worker.store.schema import entries, entry_vectors, namespaces
+from worker.types import MAX_ID_LENGTH, require_utc
 
 DOCS: Final = "search_docs"
 FTS: Final = "search_fts"

@@ -41,11 +41,10 @@ from worker.store.schema import (
     memory_files,
     namespaces,
     outbox,
-    require_utc,
     runs,
     source_cursors,
 )
-from worker.types import refuse_reserved
+from worker.types import refuse_reserved, require_utc
 
 #: Format tag of export documents; bump it when the document's shape changes.
 EXPORT_FORMAT: Final = "memworker.namespace.v1"
