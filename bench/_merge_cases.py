@@ -25,9 +25,8 @@ from difflib import SequenceMatcher
 from typing import Final
 
 from worker.consolidation import guards, rules, text
-from worker.consolidation import plan as justify
-from worker.consolidation import text as frames
-from worker.consolidation import text as semantic
+from worker.consolidation import plan as _plan
+from worker.consolidation import text as _text
 from worker.consolidation.rules import RulesConsolidator
 from worker.models import Candidate, Entry, NamespaceState, make_candidate
 
@@ -201,8 +200,8 @@ def _forget_texts() -> None:
     namespace's entries yet (the tables built once per process, such as the guards' screen,
     stay)."""
     _forget_forms()
-    for kept in (frames.frame_of, justify._content, semantic.spaced, semantic.terms,
-                 semantic.token_term, semantic.paraphrase_key):  # fmt: skip
+    for kept in (_text.frame_of, _plan._content_words, _text.spaced, _text.terms,
+                 _text.token_term, _text.paraphrase_key):  # fmt: skip
         kept.cache_clear()
 
 

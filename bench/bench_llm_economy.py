@@ -27,7 +27,7 @@ from typing import Final
 from bench import peers
 from bench._support import delete_prefix, redis_url, sentences, unique_prefix, verdict
 from bench.peers_model import RecordingModel, memworker_reply
-from worker.consolidation import llm as focus
+from worker.consolidation import llm as _llm
 from worker.consolidation.llm import LLMConsolidator
 from worker.consolidation.plan import Consolidator, Plan, advance, consolidate_batch
 from worker.consolidation.rules import RulesConsolidator
@@ -198,13 +198,13 @@ def ours_growth(*, every_entry: bool = False) -> dict[int, float]:
     ``every_entry``: the baseline, the prompt as it was before it showed a large memory only
     the entries a batch can touch (every active entry shown).
     """
-    shown = focus.touched_entries
+    shown = _llm.touched_entries
     if every_entry:
-        focus.touched_entries = _every_entry
+        _llm.touched_entries = _every_entry
     try:
         return _growth()
     finally:
-        focus.touched_entries = shown
+        _llm.touched_entries = shown
 
 
 def _every_entry(state: NamespaceState, candidates: Sequence[Candidate]) -> list[Entry]:

@@ -28,13 +28,13 @@ from typing import Any
 from deepagents import create_deep_agent
 from langchain_core.language_models import BaseChatModel
 
-from worker.errors import MemworkerError
-from worker.queue.client import MemoryClient
-from worker.integrations.capture import MemoryCaptureMiddleware, make_memory_tools
-from worker.integrations.summary import chat_model_from
-from worker.integrations.deepagents import memory_backend
-from worker.settings import load_settings
 from worker.connectors.layout import StoreLayout
+from worker.errors import MemworkerError
+from worker.integrations.capture import MemoryCaptureMiddleware, make_memory_tools
+from worker.integrations.deepagents import memory_backend
+from worker.integrations.summary import chat_model_from
+from worker.queue.client import MemoryClient
+from worker.settings import load_settings
 
 #: The environment variable naming the agent's chat model (not memworker's own MEMWORKER_MODEL,
 #: which is the consolidator's: the two are chosen independently).

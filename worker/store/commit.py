@@ -65,7 +65,7 @@ from sqlalchemy.engine import Connection
 
 from worker.errors import InvalidPlan, StaleVersion, StoreRefused
 from worker.models import AppliedPlan, Entry, Namespace, NamespaceState, PendingApproval
-from worker.store import search as search_index
+from worker.store import search as _search
 from worker.store.engine import (
     clock_column,
     clock_value,
@@ -851,7 +851,7 @@ def commit_batch(
     if applied.changed_entries:
         _update_entries(conn, ns_id, namespace, applied.changed_entries, version)
     # The search index moves with the entries, in this transaction (never a half-commit).
-    search_index.sync_written(conn, ns_id, new=applied.new_entries, changed=applied.changed_entries)
+    _search.sync_written(conn, ns_id, new=applied.new_entries, changed=applied.changed_entries)
     written, outbox_ids = write_versions(
         conn,
         namespace_id=ns_id,

@@ -97,7 +97,7 @@ from sqlalchemy import event
 from sqlalchemy.engine import Connection, Engine
 
 from worker.errors import MemworkerError, StoreRefused, StoreUnavailable
-from worker.store import schema as _migrate
+from worker.store import schema as _schema
 from worker.types import require_utc
 
 log = logging.getLogger(__name__)
@@ -414,8 +414,8 @@ def open_engine(
     )
     try:
         if create:
-            _migrate.upgrade(engine)
-        _migrate.check_migrated(engine)
+            _schema.upgrade(engine)
+        _schema.check_migrated(engine)
     except BaseException:
         engine.dispose()
         raise

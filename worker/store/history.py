@@ -27,8 +27,8 @@ from sqlalchemy.engine import Connection
 
 from worker.errors import NotFound
 from worker.models import Namespace, Scope, normalise_path
-from worker.store import commit as fence
-from worker.store import search as search_index
+from worker.store import commit as _commit
+from worker.store import search as _search
 from worker.store.commit import (
     IN_CHUNK,
     NewVersion,
@@ -355,7 +355,7 @@ def rollback_file(
     target = file_version(conn, namespace, path, to_version)
     file = _file_row(conn, namespace, target.path)
     current = file_version(conn, namespace, target.path, file.current_version)
-    ns_id, version = fence.advance(conn, namespace, expected=None, applied_position=None, now=now)
+    ns_id, version = _commit.advance(conn, namespace, expected=None, applied_position=None, now=now)
     at = target.namespace_version
     of_path = sa.and_(entries.c.namespace_id == ns_id, entries.c.path == target.path)
     conn.execute(
@@ -377,7 +377,7 @@ def rollback_file(
         )
         .values(invalid_at=None, invalid_reason=None, superseded_by=None, invalidated_version=None)
     )
-    search_index.sync_path(conn, ns_id, target.path)
+    _search.sync_path(conn, ns_id, target.path)
     written, outbox_ids = write_versions(
         conn,
         namespace_id=ns_id,
@@ -420,7 +420,7 @@ def put_file(
         .join(namespaces, namespaces.c.id == memory_files.c.namespace_id)
         .where(namespaces.c.key == namespace, memory_files.c.path == path)
     ).scalar_one_or_none()
-    ns_id, version = fence.advance(conn, namespace, expected=None, applied_position=None, now=now)
+    ns_id, version = _commit.advance(conn, namespace, expected=None, applied_position=None, now=now)
     written, outbox_ids = write_versions(
         conn,
         namespace_id=ns_id,

@@ -85,18 +85,10 @@ from sqlalchemy.engine import Connection
 from worker.errors import NotFound
 from worker.models import AppliedPlan, Entry, Namespace, NamespaceState
 from worker.store import commit as _commit
-from worker.store import commit as _fence
-from worker.store import commit as _runs
-from worker.store import commit as _snapshot
-from worker.store import commit as fence
 from worker.store import history as _history
-from worker.store import history as _provenance
-from worker.store import outbox as _health
 from worker.store import outbox as _outbox
-from worker.store import schema as _migrate
-from worker.store import search as _vectors
-from worker.store import search as search_index
-from worker.store import transfer as _erase
+from worker.store import schema as _schema
+from worker.store import search as _search
 from worker.store import transfer as _transfer
 from worker.store.commit import BatchSnapshot, entry_from_row
 from worker.store.engine import (
@@ -181,10 +173,10 @@ class SearchMethods:
         terms = query_terms(query)
 
         def run(conn: Connection) -> list[Entry]:
-            at = search_index.head(conn, namespace)
+            at = _search.head(conn, namespace)
             if at is None or not terms:
                 return []
-            ranked = [i for i, _ in search_index.search(conn, at, terms, limit)]
+            ranked = [i for i, _ in _search.search(conn, at, terms, limit)]
             return _active(conn, at.ns_id, ranked)
 
         return self._snapshot_read("searching " + namespace, run)
@@ -208,11 +200,11 @@ class SearchMethods:
         terms = query_terms(query)
 
         def run(conn: Connection) -> SearchRead:
-            at = search_index.head(conn, namespace)
+            at = _search.head(conn, namespace)
             if at is None:
                 chosen = choose((0, 0), [])
                 return SearchRead((0, 0), [], None if chosen is None else [])
-            found = search_index.search(conn, at, terms, limit) if terms else []
+            found = _search.search(conn, at, terms, limit) if terms else []
             ids = [i for i, _ in found]
             chosen = choose(at.fingerprint, ids)
             read = None if chosen is None else _active(conn, at.ns_id, chosen)
@@ -225,7 +217,7 @@ class SearchMethods:
         ids = list(entry_ids)
 
         def run(conn: Connection) -> list[Entry]:
-            ns_id = fence.namespace_id(conn, namespace)
+            ns_id = _commit.namespace_id(conn, namespace)
             return [] if ns_id is None else _active(conn, ns_id, ids)
 
         return self._read("reading entries", run)
@@ -234,8 +226,8 @@ class SearchMethods:
         """Active entries of ``namespace`` with no vector from ``model`` yet."""
 
         def run(conn: Connection) -> list[PendingText]:
-            ns_id = fence.namespace_id(conn, namespace)
-            return [] if ns_id is None else _vectors.pending(conn, ns_id, model, limit)
+            ns_id = _commit.namespace_id(conn, namespace)
+            return [] if ns_id is None else _search.pending(conn, ns_id, model, limit)
 
         return self._read("finding entries to embed", run)
 
@@ -245,10 +237,10 @@ class SearchMethods:
         """Store vectors of entries still active with the text embedded; how many were."""
 
         def run(conn: Connection) -> int:
-            ns_id = fence.namespace_id(conn, namespace)
+            ns_id = _commit.namespace_id(conn, namespace)
             if ns_id is None or not items:
                 return 0
-            return _vectors.store(conn, ns_id, model, items, now=now)
+            return _search.store(conn, ns_id, model, items, now=now)
 
         return self._write("storing vectors", run)
 
@@ -256,10 +248,10 @@ class SearchMethods:
         """The vectors from ``model`` of the active entries of ``namespace``."""
 
         def run(conn: Connection) -> NamespaceVectors:
-            at = search_index.head(conn, namespace)
+            at = _search.head(conn, namespace)
             if at is None:
                 return NamespaceVectors([], [], 0)
-            vectors = _vectors.active_vectors(conn, at.ns_id, model)
+            vectors = _search.active_vectors(conn, at.ns_id, model)
             return NamespaceVectors(*vectors, at.fingerprint)
 
         return self._snapshot_read("reading vectors", run)
@@ -272,7 +264,7 @@ class SearchMethods:
         del model  # one counter for all models: a change of any moves it
 
         def run(conn: Connection) -> tuple[int, int]:
-            at = search_index.head(conn, namespace)
+            at = _search.head(conn, namespace)
             return (0, 0) if at is None else at.fingerprint
 
         return self._read("reading vectors", run)
@@ -280,11 +272,11 @@ class SearchMethods:
     def configure_search(self, config: str) -> bool:
         """Use PostgreSQL text-search configuration ``config``, rebuilding the index if it was
         built with another (True then); SQLite: nothing to do."""
-        return self._write("configuring search", lambda c: search_index.configure(c, config))
+        return self._write("configuring search", lambda c: _search.configure(c, config))
 
     def rebuild_search(self) -> int:
         """Rebuild the whole search index from the active entries; entries indexed."""
-        return self._write("rebuilding the search index", search_index.rebuild)
+        return self._write("rebuilding the search index", _search.rebuild)
 
 
 #: PostgreSQL's read back: the ids bound as one array, so the statement is the same whatever
@@ -449,12 +441,12 @@ class MemoryStore(DeliveryMethods, ProgressMethods, ApprovalMethods, SearchMetho
 
     def upgrade(self) -> None:
         """Migrate the database to the newest schema (safe to repeat)."""
-        _migrate.upgrade(self.engine)
+        _schema.upgrade(self.engine)
 
     # --- state and commit ------------------------------------------------------------------
     def load_state(self, namespace: str) -> NamespaceState:
         """Active entries, version (0 when new), applied position and read-only paths."""
-        return self._read("loading " + namespace, lambda c: _snapshot.load_state(c, namespace))
+        return self._read("loading " + namespace, lambda c: _commit.load_state(c, namespace))
 
     def snapshot(
         self, namespace: str, candidate_ids: Iterable[str], *, read_clock: bool = False
@@ -465,17 +457,17 @@ class MemoryStore(DeliveryMethods, ProgressMethods, ApprovalMethods, SearchMetho
         ids = list(candidate_ids)
         return self._read(
             "loading " + namespace,
-            lambda c: _snapshot.read_snapshot(c, namespace, ids, read_clock=read_clock),
+            lambda c: _commit.read_snapshot(c, namespace, ids, read_clock=read_clock),
         )
 
     def current_files(self, namespace: str) -> dict[str, str]:
         """Path → current content of each file of ``namespace``."""
-        return self._read("reading files", lambda c: _snapshot.current_files(c, namespace))
+        return self._read("reading files", lambda c: _commit.current_files(c, namespace))
 
     def already_recorded(self, namespace: str, candidate_ids: Iterable[str]) -> set[str]:
         """Which of ``candidate_ids`` the ledger of ``namespace`` already holds."""
         ids = list(candidate_ids)
-        return self._read("ledger lookup", lambda c: _snapshot.already_recorded(c, namespace, ids))
+        return self._read("ledger lookup", lambda c: _commit.already_recorded(c, namespace, ids))
 
     def commit_batch(
         self,
@@ -512,18 +504,18 @@ class MemoryStore(DeliveryMethods, ProgressMethods, ApprovalMethods, SearchMetho
 
     def record_run(self, run: RunRecord) -> int:
         """Record a run that committed nothing (failed, dry run, stale); returns its id."""
-        return self._write("recording a run", lambda c: _runs.insert_run(c, run))
+        return self._write("recording a run", lambda c: _commit.insert_run(c, run))
 
     def runs(self, *, namespace: str | None = None, limit: int = 20) -> list[RunInfo]:
         """The newest runs, of one namespace or all."""
         return self._read(
-            "listing runs", lambda c: _runs.list_runs(c, namespace=namespace, limit=limit)
+            "listing runs", lambda c: _commit.list_runs(c, namespace=namespace, limit=limit)
         )
 
     def count_runs(self, *, outcome: str, since: datetime) -> int:
         """How many runs with ``outcome`` started at or after ``since`` (e.g. recent failures)."""
         return self._read(
-            "counting runs", lambda c: _runs.count_runs(c, outcome=outcome, since=since)
+            "counting runs", lambda c: _commit.count_runs(c, outcome=outcome, since=since)
         )
 
     # --- files and history -----------------------------------------------------------------
@@ -561,26 +553,26 @@ class MemoryStore(DeliveryMethods, ProgressMethods, ApprovalMethods, SearchMetho
         """What became of ``candidate_id`` in every namespace that consumed it (none: it was
         never merged, or it was erased)."""
         return self._read(
-            "reading the ledger", lambda c: _provenance.candidate_ledger_rows(c, candidate_id)
+            "reading the ledger", lambda c: _history.candidate_ledger_rows(c, candidate_id)
         )
 
     def entries_containing(self, namespace: str, text: str, *, limit: int) -> list[str]:
         """Ids of entries of ``namespace`` whose text contains ``text`` (any case), retired
         ones too, active first."""
         return self._read(
-            "finding entries", lambda c: _provenance.entries_containing(c, namespace, text, limit)
+            "finding entries", lambda c: _history.entries_containing(c, namespace, text, limit)
         )
 
     def provenance(self, namespace: str, entry_ids: Sequence[str]) -> list[EntryProvenance]:
         """Each entry with the candidates behind it (see :mod:`worker.store.history`)."""
         return self._snapshot_read(
-            "reading provenance", lambda c: _provenance.provenance(c, namespace, entry_ids)
+            "reading provenance", lambda c: _history.provenance(c, namespace, entry_ids)
         )
 
     def files_as_of(self, namespace: str, at: datetime) -> dict[str, FileVersionInfo]:
         """Each file of ``namespace`` at its version current at ``at``."""
         return self._snapshot_read(
-            "reading history", lambda c: _provenance.files_as_of(c, namespace, at)
+            "reading history", lambda c: _history.files_as_of(c, namespace, at)
         )
 
     def rollback_file(
@@ -641,21 +633,21 @@ class MemoryStore(DeliveryMethods, ProgressMethods, ApprovalMethods, SearchMetho
         """
         return self._write(
             "erase",
-            lambda c: _erase.erase_namespaces(c, namespaces, sinks=sinks, now=now),
+            lambda c: _transfer.erase_namespaces(c, namespaces, sinks=sinks, now=now),
         )
 
     def was_erased(self, namespace: str) -> bool:
         """True when ``namespace`` was erased and nothing was written to it since."""
-        return self._read("erase fence", lambda c: _fence.erased_version(c, namespace) is not None)
+        return self._read("erase fence", lambda c: _commit.erased_version(c, namespace) is not None)
 
     def erase_generation(self, namespace: str) -> int:
         """How many times ``namespace`` was erased; a delivery made for an older generation
         landed after an erase (see :mod:`worker.store.outbox`)."""
-        return self._read("erase generation", lambda c: _fence.erase_generation(c, namespace))
+        return self._read("erase generation", lambda c: _commit.erase_generation(c, namespace))
 
     def recent_positions(self, limit: int = 500) -> list[tuple[str, str]]:
         """(namespace, applied queue position) of the most recently committed namespaces."""
-        return self._read("positions", lambda c: _fence.recent_positions(c, limit))
+        return self._read("positions", lambda c: _commit.recent_positions(c, limit))
 
     def export_namespace(self, namespace: str) -> dict[str, Any]:
         """One namespace as a JSON-able document (files with history, entries, ledger)."""
@@ -755,8 +747,8 @@ def apply_approved(
 ) -> tuple[ApprovalInfo, CommitResult]:
     """Approve ``approval_id`` and commit its operation as a new version, fenced like a merge."""
     info = decide(conn, approval_id, approve=True, by=by, now=now)
-    state = _snapshot.load_state(conn, info.namespace)
-    applied = build(info, state, _snapshot.current_files(conn, info.namespace))
+    state = _commit.load_state(conn, info.namespace)
+    applied = build(info, state, _commit.current_files(conn, info.namespace))
     result = _commit.commit_batch(
         conn,
         namespace=info.namespace,
@@ -995,14 +987,14 @@ class StoreHealth(Transactions):
 
     def sink_health(self) -> list[SinkHealth]:
         """The breaker of every sink seen."""
-        return self._read("reading sink health", _health.read_all)
+        return self._read("reading sink health", _outbox.read_all)
 
     def count_runs(self, *, outcome: str, since: datetime) -> int:
         """How many runs with ``outcome`` started at or after ``since``."""
         return self._read(
-            "counting runs", lambda c: _runs.count_runs(c, outcome=outcome, since=since)
+            "counting runs", lambda c: _commit.count_runs(c, outcome=outcome, since=since)
         )
 
     def recent_positions(self, limit: int = 500) -> list[tuple[str, str]]:
         """(namespace, applied queue position) of the most recently committed namespaces."""
-        return self._read("positions", lambda c: _fence.recent_positions(c, limit))
+        return self._read("positions", lambda c: _commit.recent_positions(c, limit))

@@ -50,7 +50,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from worker.errors import MAX_ERROR_CHARS, NotFound
-from worker.store import commit as fence
+from worker.store import commit as _commit
 from worker.store.engine import Transactions, dialect_insert, param, resolve
 from worker.store.records import OutboxItem, SinkHealth, SinkLag
 from worker.store.schema import file_versions, memory_files, namespaces, outbox, sink_health
@@ -118,7 +118,7 @@ def due(
     if sink is not None:
         stmt = stmt.where(outbox.c.sink == sink)
     rows = list(conn.execute(stmt))
-    generation = fence.generations(conn, sorted({r.namespace for r in rows}))
+    generation = _commit.generations(conn, sorted({r.namespace for r in rows}))
     return [_item(r, generation[r.namespace]) for r in rows]
 
 
@@ -149,7 +149,7 @@ def claim(
     until = now + lease
     conn.execute(_CLAIM, {"c_ids": ids, "c_by": claimant[:200], "c_until": until})
     rows = list(conn.execute(_CLAIMED, {"c_ids": ids}))
-    generation = fence.generations(conn, sorted({r.namespace for r in rows}))
+    generation = _commit.generations(conn, sorted({r.namespace for r in rows}))
     return [_item(r, generation[r.namespace]) for r in rows]
 
 
@@ -332,7 +332,7 @@ def mark_delivered_unless_erased(
     the sink call: False, and nothing marked, when ``namespace`` was erased since the row was
     claimed at ``generation`` (the deliverer then takes its copy back). One transaction where
     a separate read of the generation and then the mark were two."""
-    if fence.erase_generation(conn, namespace) != generation:
+    if _commit.erase_generation(conn, namespace) != generation:
         return False
     mark_delivered(conn, outbox_id, now=now)
     return True
@@ -686,7 +686,7 @@ def record_failure(
         )
     ).first()
     failures = int(current.consecutive_failures) if current is not None else 0
-    failing = fence.digest(namespace) if namespace is not None else None
+    failing = _commit.digest(namespace) if namespace is not None else None
     values: dict[str, object] = {"last_error": error[:MAX_ERROR_CHARS], "last_failure_at": now}
     if not (failing is not None and failures and current and current.failing_digest == failing):
         # Another namespace failed (or none was named): one more failure in a row.

@@ -26,9 +26,8 @@ from sqlalchemy.engine import Connection
 
 from worker.errors import ErasedNamespace, InvalidCandidate, NotFound, StoreRefused
 from worker.models import Namespace, normalise_path
-from worker.store import commit as fence
-from worker.store import search as search_index
-from worker.store import search as vectors
+from worker.store import commit as _commit
+from worker.store import search as _search
 from worker.store.commit import insert_run, queue_publish
 from worker.store.engine import resolve
 from worker.store.outbox import in_doubt
@@ -237,7 +236,7 @@ def import_namespace(
     now = require_utc(now, "now")
     key = namespace or doc.namespace
     Namespace.parse(key)
-    if fence.namespace_id(conn, key) is not None:
+    if _commit.namespace_id(conn, key) is not None:
         raise StoreRefused(
             f"{key} already has memory; erase it first (`memworker forget`, then import with "
             "--restore-erased) or import into another namespace"
@@ -250,8 +249,8 @@ def import_namespace(
         )
     # An erased namespace keeps its fence: the import starts above it, so a commit that read
     # the namespace before the erase still fails as stale.
-    erased = fence.erased_version(conn, key)
-    ns_id, floor = fence.advance(conn, key, expected=erased or 0, applied_position=None, now=now)
+    erased = _commit.erased_version(conn, key)
+    ns_id, floor = _commit.advance(conn, key, expected=erased or 0, applied_position=None, now=now)
     version = doc.version if erased is None else max(doc.version, floor)
     conn.execute(sa.update(namespaces).where(namespaces.c.id == ns_id).values(version=version))
     run_id = insert_run(
@@ -271,7 +270,7 @@ def import_namespace(
         conn.execute(
             sa.insert(entries), [{"namespace_id": ns_id, **e.model_dump()} for e in doc.entries]
         )
-        search_index.sync_namespace(conn, ns_id)
+        _search.sync_namespace(conn, ns_id)
     if doc.ledger:
         conn.execute(
             sa.insert(candidate_ledger),
@@ -295,7 +294,7 @@ def import_namespace(
 
 def erased_namespaces(conn: Connection, *keys: str) -> dict[str, int]:
     """Each of ``keys`` that was ever erased here, with how many times."""
-    return {k: g for k, g in fence.generations(conn, list(dict.fromkeys(keys))).items() if g}
+    return {k: g for k, g in _commit.generations(conn, list(dict.fromkeys(keys))).items() if g}
 
 
 def describe_erased(erased: Mapping[str, int]) -> str:
@@ -351,7 +350,7 @@ def erase_namespaces(
     when None); report rows deleted per table."""
     now = resolve(conn, now)
     keys = sorted(set(keys))
-    placeholders = fence.take_for_erase(conn, keys, now=now)
+    placeholders = _commit.take_for_erase(conn, keys, now=now)
     ns_ids = list(
         conn.execute(sa.select(namespaces.c.id).where(namespaces.c.key.in_(keys))).scalars()
     )
@@ -415,8 +414,8 @@ def _delete_rows(conn: Connection, keys: Sequence[str], ns_ids: Sequence[int]) -
     run("file_versions", sa.delete(file_versions).where(file_versions.c.file_id.in_(of_namespace)))
     run("memory_files", sa.delete(memory_files).where(memory_files.c.namespace_id.in_(ns_ids)))
     # The search index and the vectors go in this transaction too: nothing finds erased text.
-    search_index.drop_namespaces(conn, ns_ids)
-    vectors.drop_namespace_vectors(conn, ns_ids)
+    _search.drop_namespaces(conn, ns_ids)
+    _search.drop_namespace_vectors(conn, ns_ids)
     run("entries", sa.delete(entries).where(entries.c.namespace_id.in_(ns_ids)))
     run(
         "candidate_ledger",
