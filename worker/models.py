@@ -1,4 +1,7 @@
-"""Candidate memories and the enqueue contract: the vocabulary shared by the hot path and the
+"""The pydantic vocabulary: candidate memories, a namespace's memory and its changes, and chat
+transcripts cut into exchanges.
+
+Candidate memories and the enqueue contract: the vocabulary shared by the hot path and the
 worker. The contract itself (:class:`EnqueueFields`, :func:`validate_enqueue`, the stored shape)
 lives in :mod:`worker.types`, without pydantic, and namespaces in :mod:`worker.types`;
 both are re-exported here for callers.

@@ -1,4 +1,8 @@
-"""Constants shared across memworker, each declared once with the reason for its value.
+"""The shared vocabulary, without pydantic: constants, namespaces and their ids, the enqueue
+contract and the stored candidate, field checks, outcomes, whose memory a thread is, task names,
+the queue policy and each layer's slice of the settings.
+
+Constants shared across memworker, each declared once with the reason for its value.
 
 Namespaces: who a memory belongs to, with the ids and paths that may name it.
 

@@ -1,4 +1,6 @@
-"""``--help`` that teaches: one example per command, and flags shown without a type label.
+"""The ``memworker`` Typer app: commands registered from the command modules, help that teaches.
+
+``--help`` that teaches: one example per command, and flags shown without a type label.
 
 The examples live here, in one table keyed by the command's path, rather than beside each
 command: a test walks every command the app has and fails when one lacks an example, or when

@@ -1,4 +1,7 @@
-"""Where the CLI's human-readable output goes: Rich consoles that never wrap a piped line.
+"""What the commands share: consoles, progress bars, errors, settings and runtime, namespaces,
+confirmations.
+
+Where the CLI's human-readable output goes: Rich consoles that never wrap a piped line.
 
 On a terminal, Rich lays text and tables out to the terminal's width. Written to a pipe or a
 file, it would assume 80 columns and break long lines (a diff line, an error message, a table

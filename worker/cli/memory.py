@@ -1,4 +1,7 @@
-"""Reading memory and its history: ``show``, ``history``, ``diff``, ``rollback``.
+"""Memory from a terminal: ``show``, ``history``, ``diff``, ``rollback``, ``search``, ``why``,
+``put`` and ``approvals``.
+
+Reading memory and its history: ``show``, ``history``, ``diff``, ``rollback``.
 
 History is append-only: a rollback adds a new version equal to an old one, and is published
 to the sinks like any other version. (``reconcile`` lives in :mod:`worker.cli.ops`.)

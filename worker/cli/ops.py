@@ -1,4 +1,7 @@
-"""``memworker reconcile``: consolidate now, by hand, through the same claim and fence as workers.
+"""Operating commands: ``reconcile``, ``publish``, ``scan``, ``forget``, ``export``/``import``,
+``store`` and ``console``.
+
+``memworker reconcile``: consolidate now, by hand, through the same claim and fence as workers.
 
 Safe while workers run: a namespace is consolidated only under its queue lease (a namespace a
 worker holds is reported, not touched) and commits go through the database fence and the

@@ -1,4 +1,6 @@
-"""``memworker enqueue`` and ``memworker status``: the queue (and its health) from a terminal.
+"""The queue from a terminal: ``enqueue``, ``status`` and ``dlq``.
+
+``memworker enqueue`` and ``memworker status``: the queue (and its health) from a terminal.
 
 ``status`` shows the queue per scope, then from SQL the last tick of every schedule with its
 window and watermark, the sinks' delivery lag and the failed runs of the last day. Settings

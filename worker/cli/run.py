@@ -1,4 +1,6 @@
-"""``memworker run`` (everything on one machine, zero setup), ``worker`` and ``beat``.
+"""Running memworker: ``run``, ``worker`` and ``beat``; ``db`` and ``schedules``.
+
+``memworker run`` (everything on one machine, zero setup), ``worker`` and ``beat``.
 
 ``worker`` runs the three lanes (:mod:`worker.runtime.celery`) as one child process each, so a
 hung sink or a slow model only ever holds its own lane; ``--lanes`` runs some of them, to scale

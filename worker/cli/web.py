@@ -1,4 +1,6 @@
-"""What stands in front of every console page: credentials, methods and response headers.
+"""The read-only operator console: its pages, what guards them, and its server.
+
+What stands in front of every console page: credentials, methods and response headers.
 
 The console shows stored memory, which is user input, to an operator's browser. So:
 

@@ -1,1 +1,1 @@
-"""connectors."""
+"""Connectors: the sinks memory is published to and the sources the scan reads."""

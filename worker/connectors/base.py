@@ -1,4 +1,6 @@
-"""What a sink is: a place committed memory-file versions are published to.
+"""What a sink and a source are: the protocols the service is handed.
+
+What a sink is: a place committed memory-file versions are published to.
 
 Sinks are views of the SQL store, never a source of truth. The outbox calls them only with
 committed versions and retries until they succeed, so a sink must be idempotent (overwrite by

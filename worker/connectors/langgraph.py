@@ -1,4 +1,7 @@
-"""Publish memory files to a LangGraph server's store, in the form deep agents read.
+"""A LangGraph server: its store as a sink (in the form deep agents read) and its threads as a
+source.
+
+Publish memory files to a LangGraph server's store, in the form deep agents read.
 
 Each version becomes one store item, placed by the :class:`StoreLayout`
 (:mod:`worker.connectors.layout`: one namespace template and route per scope, validated

@@ -1,4 +1,7 @@
-"""A pre-screen for the guard rules: the rows that can match a text at all, found in one look.
+"""Guard rails: what is never stored (credentials, grants, injected instructions), found by one
+table of rules and its pre-screen.
+
+A pre-screen for the guard rules: the rows that can match a text at all, found in one look.
 
 Two necessary conditions are read off each row's pattern, once:
 

@@ -1,4 +1,7 @@
-"""What a provider's error means for a batch: an unusable answer, a rejected method, a request
+"""The LLM consolidation agent: its prompt, the entries it is shown, its answer, and what a
+provider's error means.
+
+What a provider's error means for a batch: an unusable answer, a rejected method, a request
 refused as such, or the provider unavailable.
 
 * An *unusable answer* (cut off at its length limit, stopped by the content filter, output a

@@ -1,4 +1,6 @@
-"""Embed texts within one total deadline, keeping only vectors fit to store or rank with.
+"""Meaning by vectors: kinds of statement, restatements, and embedding within one deadline.
+
+Embed texts within one total deadline, keeping only vectors fit to store or rank with.
 
 Every embedding call of the worker goes through :func:`embed_within`: a batch's texts, sent
 to the model in chunks of :data:`EMBED_BATCH`, each chunk retried with backoff, all of it

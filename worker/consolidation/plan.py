@@ -1,4 +1,7 @@
-"""Plans: what a consolidator proposes for one batch, as operations over entry and candidate ids.
+"""One batch through the consolidator (merge, validate, apply) and the plans it passes: proposed,
+checked, applied.
+
+Plans: what a consolidator proposes for one batch, as operations over entry and candidate ids.
 
 Every candidate of a batch is accounted for by exactly one operation (or named in one as
 confirming/replacing evidence). The entries and states the operations refer to are the shared

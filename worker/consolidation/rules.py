@@ -1,4 +1,7 @@
-"""The entries active at one point of a rules merge, and the features a fuzzy match keys on.
+"""The rules consolidator, the default: statements extracted, matched and merged without a chat
+model.
+
+The entries active at one point of a rules merge, and the features a fuzzy match keys on.
 
 An entry is live from the moment the plan holds it (an existing entry, or one the plan added)
 until the plan retires it; the rules consolidator (:mod:`~worker.consolidation.rules`) keeps

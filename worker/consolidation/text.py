@@ -1,4 +1,7 @@
-"""Word lists of the languages the tests cover, for :mod:`~worker.consolidation.text`.
+"""Text without a model: normal forms, similarity, lexicons, meaning-level terms and attribute
+frames.
+
+Word lists of the languages the tests cover, for :mod:`~worker.consolidation.text`.
 
 Written as people type them (lower case); the text module folds them into normal form. Each
 list has one row per language, so a language is added by adding a row.

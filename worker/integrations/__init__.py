@@ -1,1 +1,1 @@
-"""integrations."""
+"""Integrations: the chat side's LangChain and deepagents helpers."""

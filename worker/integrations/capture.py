@@ -1,4 +1,7 @@
-"""What the integrations need from the hot-path client, and how they call it without ever failing.
+"""Capturing conversations from inside a LangChain agent: the run's identity, and a client call
+that never fails the chat.
+
+What the integrations need from the hot-path client, and how they call it without ever failing.
 
 :class:`Enqueuer` / :class:`AsyncEnqueuer` are the ``enqueue`` signature of
 ``MemoryClient`` / ``AsyncMemoryClient``: keyword arguments

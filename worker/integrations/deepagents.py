@@ -1,4 +1,7 @@
-"""Tool mode: ``search_memory`` and ``read_memory`` over the user's committed memory.
+"""Deep agents: memory wired in one place (routes, namespaces, permissions), the summary flush, and
+tools over memory.
+
+Tool mode: ``search_memory`` and ``read_memory`` over the user's committed memory.
 
 Beside ``remember``/``forget`` (which enqueue candidates), these read what consolidation
 committed. The namespace comes from the run — the user by the one identity rule

@@ -1,4 +1,7 @@
-"""A chat service's own chat model, named by one setting: ``provider:model`` (LangChain's
+"""What summarization compacts away, captured once the summary exists; the chat model that writes
+it.
+
+A chat service's own chat model, named by one setting: ``provider:model`` (LangChain's
 ``init_chat_model``) or a class path ``package.module:Class`` built without arguments.
 
 What an agent server reads at start (the deep-agent example's ``DEEP_AGENT_MODEL``): any

@@ -1,4 +1,6 @@
-"""The operators' side of the queue: what is queued, the dead letters, forgetting a
+"""The operators' side of the queue: what is queued, dead letters, purges, and read-only views.
+
+The operators' side of the queue: what is queued, the dead letters, forgetting a
 namespace's queue, and the deployment's facts (policy, durability, epochs, cluster size).
 
 The worker's side, the batch lifecycle (enqueue, claim, read, extend, ack, fail), is

@@ -1,4 +1,6 @@
-"""The hot path's client for an event loop (:class:`~worker.AsyncMemoryClient`).
+"""The same client on an event loop (:class:`AsyncMemoryClient`), and its connections.
+
+The hot path's client for an event loop (:class:`~worker.AsyncMemoryClient`).
 
 The same client as :mod:`worker.queue.pool` (bounded, no retries, a stale pooled socket
 replaced, every new connection probed for an evicting policy, scripts loaded on NOSCRIPT),

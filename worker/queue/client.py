@@ -1,4 +1,7 @@
-"""Enqueue arguments → the stored candidate and its script call, for both hot-path clients.
+"""The chat service's client of the queue (:class:`MemoryClient`): a candidate checked, built and
+enqueued in one Redis round trip.
+
+Enqueue arguments → the stored candidate and its script call, for both hot-path clients.
 
 Validation is :func:`worker.models.validate_enqueue`, the same checks, in the same order, as
 :func:`~worker.models.make_candidate`. What differs is the last step: instead of building a

@@ -1,4 +1,6 @@
-"""What the queue needs from its Redis deployment: the policy it runs under, and durability.
+"""The queue's Redis deployment: its policy, its durability, and the one beat it allows.
+
+What the queue needs from its Redis deployment: the policy it runs under, and durability.
 
 **Policy.** Debounce, max wait and the per-namespace backlog limit belong to the deployment,
 not to whoever enqueues: the workers write them into every shard's ``policy`` hash at start

@@ -1,4 +1,6 @@
-"""Fail-fast Redis connections and the errors that say what to do when Redis is not there.
+"""The hot path's connections: redis-py, bounded, fail-fast, refusing an evicting server.
+
+Fail-fast Redis connections and the errors that say what to do when Redis is not there.
 
 A chat reply must never hang on Redis. So: bounded pools that wait at most the socket timeout
 for a free connection, connect/read timeouts of ``settings.socket_timeout_seconds``, and no

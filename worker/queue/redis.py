@@ -1,4 +1,6 @@
-"""Where the queue's Redis is: the configured URL, or the embedded server's Unix socket.
+"""Reaching the queue's Redis: where it is, its clients, and each failure named.
+
+Where the queue's Redis is: the configured URL, or the embedded server's Unix socket.
 
 The hot-path clients, the workers and the CLI all resolve the address here, so a client that
 only knows the data directory finds the server ``memworker run`` started.

@@ -1,4 +1,7 @@
-"""The durable debounced queue: candidates per namespace in Redis, claimed in leased batches.
+"""The worker's side of the queue: a batch's lifecycle (claim, read, extend, ack, fail) and the
+sweep.
+
+The durable debounced queue: candidates per namespace in Redis, claimed in leased batches.
 
 Life of a namespace's batch::
 

@@ -1,4 +1,7 @@
-"""Where the queue keeps things in Redis: key names, shards and hash tags.
+"""The queue's Lua scripts and what they read and write: keys, the candidate's encoding, calls,
+replies and counters.
+
+Where the queue keeps things in Redis: key names, shards and hash tags.
 
 A namespace lives in one shard, ``zlib.crc32(namespace_key) % settings.queue_shards``. Every
 key of a shard carries the same Redis Cluster hash tag ``{s<shard>}``, so each Lua script

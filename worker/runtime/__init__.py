@@ -1,1 +1,2 @@
-"""Process-level plumbing: the embedded Redis server and connection factories."""
+"""The runtime: the worker process's container, Celery and beat, and the processes of
+``memworker run``."""

@@ -1,4 +1,6 @@
-"""The worker's lanes: one Celery queue each, consumed by its own process and pool.
+"""Celery: the app, its lanes, and the thin tasks that call a use case.
+
+The worker's lanes: one Celery queue each, consumed by its own process and pool.
 
 A lane's threads only ever run that lane's tasks, so a dependency that hangs slows its own lane
 and nothing else: a hung sink holds the *deliver* lane, a slow model the *consolidate* lane,

@@ -1,4 +1,6 @@
-"""A Redis outage is logged once per change of state, never once per retry.
+"""The composition root: every long-lived part of a worker process built once from settings.
+
+A Redis outage is logged once per change of state, never once per retry.
 
 Celery's consumer logs every reconnect attempt (three lines each, a traceback when the
 connection drops): a 30-second outage printed about a dozen tracebacks per lane.

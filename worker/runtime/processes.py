@@ -1,4 +1,7 @@
-"""Tie a child process's life to its parent's, so nothing outlives ``memworker run``.
+"""The processes of ``memworker run`` and ``worker``: children supervised, tied to their parent, an
+embedded Redis, the start-up summary.
+
+Tie a child process's life to its parent's, so nothing outlives ``memworker run``.
 
 Two mechanisms, because a child must end *whatever state it is in* once its supervisor is
 gone (a Celery lane stuck in a warm shutdown against a dead broker ignores SIGTERM):

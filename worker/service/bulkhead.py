@@ -1,4 +1,7 @@
-"""How a long use case reports progress to whoever shows it (a CLI progress bar), without
+"""Bulkheads and progress: one bad namespace never blocks another; long use cases report as they
+go.
+
+How a long use case reports progress to whoever shows it (a CLI progress bar), without
 knowing how it is shown: it opens the display with its number of steps and tells it each
 step done, by name.
 

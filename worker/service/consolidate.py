@@ -1,4 +1,7 @@
-"""A batch's result, and a preview's merge of queued entries, for the consolidate hub (which
+"""Consolidating a namespace: the claimed batch's hub, its result and metrics, a preview, and
+reconcile by hand.
+
+A batch's result, and a preview's merge of queued entries, for the consolidate hub (which
 commits the merge) and :mod:`.preview` (which only shows it), so a preview is exactly what a
 commit would do. What stream ids and epochs mean is the queue's (:mod:`worker.queue.types`).
 

@@ -1,4 +1,7 @@
-"""Absorb what an agent wrote into a file memworker publishes, instead of overwriting it.
+"""Agents' direct edits to published files, absorbed at the next consolidation instead of
+overwritten.
+
+Absorb what an agent wrote into a file memworker publishes, instead of overwriting it.
 
 The LangGraph store sink publishes compare-and-set: when the store holds content memworker did
 not publish there, it raises :class:`~worker.errors.ExternalEdit` and writes nothing.

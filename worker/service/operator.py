@@ -1,4 +1,6 @@
-"""Write an operator-owned memory file (org policies, agent notes) and publish it.
+"""What operators do to memory files: write, roll back, approve or reject, compact, and ask why.
+
+Write an operator-owned memory file (org policies, agent notes) and publish it.
 
 The file becomes operator-owned: the consolidator never edits it (changes it proposes wait for
 an approval), and the hot path cannot write org scope at all. It is versioned and published

@@ -1,4 +1,7 @@
-"""Publish committed versions from the outbox to their sinks: claimed, bounded, breaker-guarded.
+"""Publishing: committed versions delivered from the outbox to the sinks, and delivered again on
+request.
+
+Publish committed versions from the outbox to their sinks: claimed, bounded, breaker-guarded.
 
 Only committed versions are ever in the outbox (rows are written in the commit's transaction),
 so a sink can never see an uncommitted version. Invariants of a delivery pass:

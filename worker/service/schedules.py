@@ -1,4 +1,6 @@
-"""Cron ticks and lookback windows, evaluated in a schedule's time zone, returned in UTC.
+"""Schedules: cron ticks and lookback windows, schedule files, and beat's heartbeat.
+
+Cron ticks and lookback windows, evaluated in a schedule's time zone, returned in UTC.
 
 A cron expression is read on the *wall clock* of its time zone (``0 3 * * *`` in
 ``Europe/Berlin`` fires at 03:00 Berlin time), but every datetime this module returns is a

@@ -1,4 +1,6 @@
-"""Embed committed entries: dense vectors, computed after the commit, never inside it.
+"""Memory search: committed entries embedded after each commit, and hybrid search over them.
+
+Embed committed entries: dense vectors, computed after the commit, never inside it.
 
 The consolidation task calls :meth:`EntryEmbedder.embed_namespace` after its batch is
 committed and acknowledged; nothing waits on it but that task, and it never raises: a provider

@@ -1,4 +1,7 @@
-"""Is the queue's Redis keeping its promises? Durability settings and epoch changes.
+"""Keeping the queue moving: the sweep, the queue's health, dead letters, and what a worker checks
+at start-up.
+
+Is the queue's Redis keeping its promises? Durability settings and epoch changes.
 
 For ``memworker status``: Redis's AOF and eviction settings (with what each risk means),
 whether the epochs SQL recorded with recent commits still match the shards' epochs in Redis,

@@ -1,4 +1,7 @@
-"""Import an export document, validated the way a merge is validated.
+"""Moving and erasing memory: import of an export document, erasing a user everywhere, the store's
+layout migration.
+
+Import an export document, validated the way a merge is validated.
 
 :func:`import_problems` checks everything the store's schema check
 (:func:`worker.store.transfer.parse_document`) cannot, because it needs the consolidator's own

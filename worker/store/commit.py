@@ -1,4 +1,7 @@
-"""The namespace version fence: every write to a namespace moves its version by exactly one.
+"""A namespace's state and its fenced commit: the snapshot a merge reads, the fence, file versions
+and runs.
+
+The namespace version fence: every write to a namespace moves its version by exactly one.
 
 A consolidation commit passes the version it read (``expected``); the bump is
 ``UPDATE … SET version = expected + 1 WHERE key = … AND version = expected``, so of two

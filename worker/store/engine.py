@@ -1,4 +1,7 @@
-"""A client-side deadline for every SQL transaction on a server database.
+"""Reaching the database: engines, its clock, a deadline for every transaction, prebuilt
+statements.
+
+A client-side deadline for every SQL transaction on a server database.
 
 PostgreSQL's ``statement_timeout`` is enforced by the server, so it cannot help when the
 server, or the network in between, stops answering: a stopped backend, a proxy that accepts

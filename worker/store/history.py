@@ -1,4 +1,6 @@
-"""Why the memory says what it says: entries with the candidates behind them, a candidate's
+"""What the memory was and why: file versions, rollbacks, operator files and provenance.
+
+Why the memory says what it says: entries with the candidates behind them, a candidate's
 ledger rows, and a namespace's files as they were at a past time.
 
 Read-only queries for operators (``memworker why``, ``candidate``, ``show --as-of``). The

@@ -1,4 +1,7 @@
-"""The memory store's search methods: full-text search, vectors, the index's configuration.
+"""The memory store's facade (:class:`MemoryStore`) and its small repositories: search, approvals,
+progress, health.
+
+The memory store's search methods: full-text search, vectors, the index's configuration.
 
 A mixin of :class:`~worker.store.memory.MemoryStore` (kept apart so the facade stays one
 screen per concern); each method is one transaction of the store.

@@ -1,4 +1,6 @@
-"""The outbox: deliveries of committed file versions (and erase tombstones) to sinks.
+"""Delivering committed versions: the outbox, and each sink's breaker.
+
+The outbox: deliveries of committed file versions (and erase tombstones) to sinks.
 
 Rows are written in the same transaction as the versions they publish. Sinks hold the latest
 state of each item, so per (sink, namespace, path) only the newest row matters: older rows are

@@ -1,4 +1,6 @@
-"""Column types that behave the same on SQLite and PostgreSQL.
+"""The store's tables, their column types, and the migrations that build them.
+
+Column types that behave the same on SQLite and PostgreSQL.
 
 Datetimes go in and come out timezone-aware in UTC on both databases. PostgreSQL stores
 ``timestamptz`` (and hands back the session's zone, which we convert); SQLite has no datetime

@@ -1,4 +1,7 @@
-r"""The search index's tables: the one place that knows each dialect's full-text DDL.
+r"""Search: the full-text index kept by the commit's transaction, its BM25 ranking, and dense
+vectors.
+
+The search index's tables: the one place that knows each dialect's full-text DDL.
 
 They are not in :data:`worker.store.schema.metadata` (SQLAlchemy cannot describe an FTS5
 table or a GIN index portably); migration ``0004`` creates them with :func:`create`, and

@@ -1,4 +1,6 @@
-"""Export one namespace as a JSON-able document, and import such a document.
+"""A namespace as a document, and its erasure: export, import and erase.
+
+Export one namespace as a JSON-able document, and import such a document.
 
 The document holds the files with their full history, the entries, the ledger and pending
 approvals. An import validates the whole document first, then writes it in one transaction
