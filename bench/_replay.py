@@ -23,7 +23,7 @@ from typing import Any, Final
 import sqlalchemy as sa
 
 from worker.store.engine import write_transaction
-from worker.store.search import DOCS, FTS, TABLES
+from worker.store.search_text import DOCS, FTS, TABLES
 
 #: Tables a migrated database fills itself, or that FTS5 maintains: never replayed.
 _SKIPPED: Final = (TABLES - {DOCS, "search_stats"}) | {"alembic_version"}

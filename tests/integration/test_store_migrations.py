@@ -15,9 +15,8 @@ from typer.testing import CliRunner
 from worker.cli.run import register_db
 from worker.errors import StoreError
 from worker.models import Namespace
-from worker.store import MemoryStore
+from worker.store import MemoryStore, search_text
 from worker.store import schema as migrate
-from worker.store import search as search_ddl
 from worker.store.engine import create_store_engine
 from worker.store.schema import NAMESPACE_KEY_LENGTH, metadata
 
@@ -55,10 +54,10 @@ def test_upgrade_creates_every_table_from_empty(empty_url: str) -> None:
         engine.dispose()
 
     tables = _tables(empty_url)
-    assert tables - search_ddl.TABLES == {t.name for t in metadata.sorted_tables} | {
+    assert tables - search_text.TABLES == {t.name for t in metadata.sorted_tables} | {
         migrate.VERSION_TABLE
     }
-    assert search_ddl.DOCS in tables
+    assert search_text.DOCS in tables
 
 
 def _compare_type(
@@ -85,7 +84,7 @@ def test_migrated_schema_matches_the_code(empty_url: str) -> None:
                     "version_table": migrate.VERSION_TABLE,
                     "compare_type": _compare_type,
                     # The search index's dialect tables are compared in test_store_search_index.
-                    "include_name": lambda n, t, p: not search_ddl.is_index_object(n, t, p),
+                    "include_name": lambda n, t, p: not search_text.is_index_object(n, t, p),
                 },
             )
             diffs = compare_metadata(context, metadata)

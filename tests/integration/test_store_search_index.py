@@ -15,8 +15,7 @@ import sqlalchemy as sa
 from tests.store_support import FACTS, at, commit, entry, plan, unique_ns
 from worker.errors import ConfigurationError
 from worker.models import Entry
-from worker.store import MemoryStore
-from worker.store import search as search_ddl
+from worker.store import MemoryStore, search_text
 from worker.store import search as search_index
 from worker.store.schema import namespaces
 
@@ -37,7 +36,7 @@ def _indexed(store: MemoryStore, ns: str) -> set[str]:
     with store.engine.connect() as conn:
         ns_id = conn.execute(sa.select(namespaces.c.id).where(namespaces.c.key == ns)).scalar()
         rows = conn.exec_driver_sql(
-            f"SELECT entry_id FROM {search_ddl.DOCS} WHERE namespace_id = {int(ns_id or -1)}"
+            f"SELECT entry_id FROM {search_text.DOCS} WHERE namespace_id = {int(ns_id or -1)}"
         )
         return {r[0] for r in rows}
 
@@ -111,11 +110,11 @@ def test_an_erased_namespace_leaves_nothing_in_the_index(store: MemoryStore) -> 
     assert _ids(store, other, "falconry") == ["o1"]
     with store.engine.connect() as conn:
         left = conn.exec_driver_sql(
-            f"SELECT count(*) FROM {search_ddl.DOCS} WHERE namespace_id = {int(ns_id)}"
+            f"SELECT count(*) FROM {search_text.DOCS} WHERE namespace_id = {int(ns_id)}"
         ).scalar()
         if conn.dialect.name == "sqlite":  # the FTS rows themselves, not only the map
             fts = conn.exec_driver_sql(
-                f"SELECT count(*) FROM {search_ddl.FTS} WHERE {search_ddl.FTS} MATCH ?",
+                f"SELECT count(*) FROM {search_text.FTS} WHERE {search_text.FTS} MATCH ?",
                 ("falconry",),
             ).scalar()
             assert fts == 1
@@ -328,7 +327,7 @@ def test_the_statistics_count_exactly_the_active_entries(store: MemoryStore) -> 
     with store.engine.connect() as conn:
         ns_id = conn.execute(sa.select(namespaces.c.id).where(namespaces.c.key == ns)).scalar()
         docs, total = conn.exec_driver_sql(
-            f"SELECT docs, total_len FROM {search_ddl.STATS} WHERE namespace_id = {int(ns_id)}"
+            f"SELECT docs, total_len FROM {search_text.STATS} WHERE namespace_id = {int(ns_id)}"
         ).one()
     assert (docs, total) == (4, 4 * 4)  # "fact", "N", "about", "birds": four terms each
 
@@ -338,10 +337,10 @@ def _index_rows(store: MemoryStore, ns: str) -> tuple[set[tuple[str, int]], tupl
     with store.engine.connect() as conn:
         ns_id = int(conn.execute(sa.select(namespaces.c.id).where(namespaces.c.key == ns)).scalar())
         rows = conn.exec_driver_sql(
-            f"SELECT entry_id, doc_len FROM {search_ddl.DOCS} WHERE namespace_id = {ns_id}"
+            f"SELECT entry_id, doc_len FROM {search_text.DOCS} WHERE namespace_id = {ns_id}"
         )
         stats = conn.exec_driver_sql(
-            f"SELECT docs, total_len FROM {search_ddl.STATS} WHERE namespace_id = {ns_id}"
+            f"SELECT docs, total_len FROM {search_text.STATS} WHERE namespace_id = {ns_id}"
         ).one()
     return {(str(r[0]), int(r[1])) for r in rows}, (int(stats[0]), int(stats[1]))
 

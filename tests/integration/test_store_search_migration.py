@@ -6,9 +6,8 @@ import sqlalchemy as sa
 
 from tests.integration.test_store_migrations import empty_url  # noqa: F401  (the fixture)
 from tests.store_support import T0, unique_ns
-from worker.store import MemoryStore
+from worker.store import MemoryStore, search_text
 from worker.store import schema as migrate
-from worker.store import search as search_ddl
 from worker.store.engine import create_store_engine
 from worker.store.schema import entries, namespaces
 
@@ -67,7 +66,7 @@ def test_upgrading_a_0003_store_indexes_its_active_entries(empty_url: str) -> No
         assert [e.text for e in store.search_entries(ann, "北京", limit=5)] == ["我住在北京"]
         assert [e.text for e in store.search_entries(bob, "tea", limit=5)] == ["Likes oolong tea"]
         with engine.connect() as conn:
-            assert conn.exec_driver_sql(f"SELECT count(*) FROM {search_ddl.DOCS}").scalar() == 3
+            assert conn.exec_driver_sql(f"SELECT count(*) FROM {search_text.DOCS}").scalar() == 3
     finally:
         engine.dispose()
 
@@ -82,7 +81,7 @@ def test_downgrading_0004_drops_the_index(empty_url: str) -> None:  # noqa: F811
         with engine.connect() as conn:
             tables = set(sa.inspect(conn).get_table_names())
         assert migrate.current_revision(engine) == "0003"
-        assert not tables & (search_ddl.TABLES | {"entry_vectors"})
+        assert not tables & (search_text.TABLES | {"entry_vectors"})
     finally:
         engine.dispose()
 
@@ -102,14 +101,14 @@ def test_upgrading_a_0005_index_fills_the_repeated_terms_of_its_entries(
             _old_namespace(conn, ns, {twice: True, once: True})
         migrate.upgrade(engine, "0005")
         with engine.begin() as conn:
-            search_ddl.drop_repeats(conn)  # the index as a release before 0006 left it
+            search_text.drop_repeats(conn)  # the index as a release before 0006 left it
 
         migrate.upgrade(engine)
         store = MemoryStore(engine)
 
         assert [e.text for e in store.search_entries(ns, "raspberries", limit=5)] == [twice, once]
         with engine.connect() as conn:
-            held = conn.exec_driver_sql(f"SELECT repeats FROM {search_ddl.DOCS}").scalars()
+            held = conn.exec_driver_sql(f"SELECT repeats FROM {search_text.DOCS}").scalars()
             assert sorted(held) == ["", "raspberry:2"]
     finally:
         engine.dispose()
@@ -125,9 +124,9 @@ def test_downgrading_0006_drops_the_repeated_terms_and_keeps_the_index(
 
         command.downgrade(migrate.alembic_config(engine), "0005")
         with engine.connect() as conn:
-            columns = {c["name"] for c in sa.inspect(conn).get_columns(search_ddl.DOCS)}
+            columns = {c["name"] for c in sa.inspect(conn).get_columns(search_text.DOCS)}
         assert migrate.current_revision(engine) == "0005"
-        assert search_ddl.REPEATS not in columns
+        assert search_text.REPEATS not in columns
         assert "doc_len" in columns
     finally:
         engine.dispose()

@@ -15,14 +15,13 @@ import sqlalchemy as sa
 from alembic import command
 
 from tests.store_support import at, commit, entry, plan, unique_ns
-from worker.store import MemoryStore
+from worker.store import MemoryStore, search_text
 from worker.store import schema as migrate
-from worker.store import search as search_ddl
 from worker.store.engine import create_store_engine
 
 pytestmark = pytest.mark.postgres
 
-_INDEX = f"ix_{search_ddl.DOCS}_tsv"
+_INDEX = f"ix_{search_text.DOCS}_tsv"
 
 
 @pytest.fixture

@@ -8,8 +8,8 @@ from collections import Counter
 from hypothesis import given
 from hypothesis import strategies as st
 
-from worker.store import search as search_text
-from worker.store.search import index_text, term_key
+from worker.store import search_text
+from worker.store.search_text import index_text, term_key
 
 #: Printable ASCII with every kind of separator, and words around the plural endings that
 #: :func:`term_key` folds, so repeats and near-repeats are frequent.

@@ -126,7 +126,8 @@ from worker.store.schema import (
     schedule_watermarks,
     source_cursors,
 )
-from worker.store.search import Embedded, PendingText, query_terms
+from worker.store.search import Embedded, PendingText
+from worker.store.search_text import query_terms
 from worker.types import require_utc
 
 __all__ = ["BatchSnapshot", "CommitResult", "MemoryStore", "RunRecord"]

@@ -17,7 +17,7 @@ from typing import Final
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from worker.store.search import CONFIG, DOCS, IndexText, QueryTerms
+from worker.store.search_text import CONFIG, DOCS, IndexText, QueryTerms
 
 _CONFIG: Final = f"CAST((SELECT config FROM {CONFIG}) AS regconfig)"
 

@@ -16,7 +16,7 @@ from typing import Final
 from sqlalchemy.engine import Connection
 
 from worker.errors import StoreRefused
-from worker.store.search import DOCS, FTS, IndexText, QueryTerms
+from worker.store.search_text import DOCS, FTS, IndexText, QueryTerms
 
 #: Bits of an id that number entries inside their namespace.
 _SEQ_BITS: Final = 32

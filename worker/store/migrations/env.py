@@ -10,7 +10,7 @@ from sqlalchemy.engine import Engine
 
 from worker.errors import StoreRefused
 from worker.store.schema import metadata
-from worker.store.search import is_index_object
+from worker.store.search_text import is_index_object
 
 
 def _run() -> None:

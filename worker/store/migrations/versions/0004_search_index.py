@@ -15,6 +15,8 @@ import sqlalchemy as sa
 from alembic import op
 
 from worker.store import search as search_ddl
+
+from worker.store import search_text
 from worker.store import search as search_index
 TIMESTAMP = sa.DateTime(timezone=True)
 
@@ -48,10 +50,10 @@ def upgrade() -> None:
         ["namespace_id", "model", "embedded_at"],
     )
     conn = op.get_bind()
-    search_ddl.create(conn)
+    search_text.create(conn)
     search_index.rebuild(conn)
 
 
 def downgrade() -> None:
-    search_ddl.drop(op.get_bind())
+    search_text.drop(op.get_bind())
     op.drop_table("entry_vectors")

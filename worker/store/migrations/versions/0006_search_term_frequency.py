@@ -16,6 +16,8 @@ from __future__ import annotations
 from alembic import op
 
 from worker.store import search as search_ddl
+
+from worker.store import search_text
 from worker.store import search as search_index
 revision = "0006"
 down_revision = "0005"
@@ -25,9 +27,9 @@ depends_on = None
 
 def upgrade() -> None:
     conn = op.get_bind()
-    search_ddl.add_repeats(conn)
+    search_text.add_repeats(conn)
     search_index.backfill_repeats(conn)
 
 
 def downgrade() -> None:
-    search_ddl.drop_repeats(op.get_bind())
+    search_text.drop_repeats(op.get_bind())

@@ -16,6 +16,8 @@ from __future__ import annotations
 from alembic import op
 
 from worker.store import search as search_ddl
+
+from worker.store import search_text
 revision = "0007"
 down_revision = "0006"
 branch_labels = None
@@ -23,8 +25,8 @@ depends_on = None
 
 
 def upgrade() -> None:
-    search_ddl.bound_pending_list(op.get_bind())
+    search_text.bound_pending_list(op.get_bind())
 
 
 def downgrade() -> None:
-    search_ddl.no_pending_list(op.get_bind())
+    search_text.no_pending_list(op.get_bind())
