@@ -130,12 +130,12 @@ Names a package exports without importing their modules until first use (PEP 562
 ``import worker`` must stay cheap for a chat service that only wants the client, and the
 client must not load the worker's queue: each package's public names resolve on first access.
 
->>> getattr_ = lazy_exports("worker.hotpath", {"MemoryClient": "worker.queue.client"})
+>>> getattr_ = lazy_exports("worker.queue", {"MemoryClient": "worker.queue.client"})
 >>> getattr_("MemoryClient").__name__
 'MemoryClient'
 >>> getattr_("Nope")
 Traceback (most recent call last):
-AttributeError: module 'worker.hotpath' has no attribute 'Nope'
+AttributeError: module 'worker.queue' has no attribute 'Nope'
 """  # noqa: E501
 
 from __future__ import annotations

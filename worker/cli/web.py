@@ -26,7 +26,7 @@ an SSH tunnel, never exposed. :func:`start` runs it in a thread of the calling p
 tests, and anything embedding it) and says which port it got; :func:`serve` runs it in the
 foreground for ``memworker console``.
 
-``memworker console``: the read-only operator console on loopback (:mod:`worker.web`).
+``memworker console``: the read-only operator console on loopback (:mod:`worker.cli.web`).
 """
 
 from __future__ import annotations

@@ -54,7 +54,7 @@ The guard rules: one table, one row per rule, each with the reason it exists.
 
 Every row names the *form* of the text it runs on (see :mod:`~worker.consolidation.text`):
 
-- ``shape``: :func:`~.canonical.canonical` text, case kept, punctuation kept — for key and token
+- ``shape``: :func:`~.text.canonical` text, case kept, punctuation kept — for key and token
   shapes whose letters and separators matter (``sk_live_``, ``AKIA…``, ``4111.1111.…``);
 - ``folded``: the canonical text case-folded — for ``key: value`` phrases;
 - ``normal``: :func:`~.text.normalise` — words only, for phrases people type ("my pw is …",
@@ -63,7 +63,7 @@ Every row names the *form* of the text it runs on (see :mod:`~worker.consolidati
   multilingual rows.
 
 Each form is also checked with look-alike characters folded everywhere
-(:func:`~.canonical.skeleton`), so a Cyrillic ``р`` in "раssword" does not hide it. Maintained
+(:func:`~.text.skeleton`), so a Cyrillic ``р`` in "раssword" does not hide it. Maintained
 detectors from ``detect-secrets`` (:data:`SCANNER_PLUGINS`) run beside these rows on the shape form;
 the high-entropy and base64-wrapped checks are in :mod:`~worker.consolidation.guards`.
 
@@ -78,9 +78,9 @@ rule as the plain one. It checks, in order:
 
 1. the rule table (:mod:`~worker.consolidation.guards`), one row per rule with its reason,
    in table order; only the rows a one-search-per-form pre-screen leaves are searched (the
-   literals and digits every match of a row holds, :mod:`~.guard_screen`; an ASCII text is
+   literals and digits every match of a row holds, :func:`build_screen`; an ASCII text is
    cleared by three searches, one per distinct form);
-2. bare national identity numbers whose check digits pass (:mod:`~.national_ids`), on shapes
+2. bare national identity numbers whose check digits pass (:func:`national_id`), on shapes
    that hold as many digits as a candidate does;
 3. the maintained ``detect-secrets`` plugins listed there;
 4. long random-looking tokens (Shannon entropy over a tuned threshold: :func:`high_entropy`);
@@ -1156,7 +1156,7 @@ def _plugins() -> tuple[tuple[Any, str], ...]:
 
 @cache
 def _screen() -> Screen:
-    """The pre-screen of every rule row (:mod:`~.guard_screen`), in table order."""
+    """The pre-screen of every rule row (:func:`build_screen`), in table order."""
     return build_screen([(r.form, r.pattern) for r in ALL_RULES])
 
 
@@ -1261,7 +1261,7 @@ def _rule_reason(forms: dict[Form, tuple[str, ...]]) -> str | None:
     """The reason of the first rule (in table order) any form of the text matches.
 
     Only the rows the pre-screen leaves are searched: a row whose every match holds a literal
-    the text lacks, or more digits than it has, cannot match it (:mod:`~.guard_screen`).
+    the text lacks, or more digits than it has, cannot match it (:func:`build_screen`).
     """
     shapes = forms["shape"]
     # On ASCII, case folding keeps every digit and the normal form only drops characters, so

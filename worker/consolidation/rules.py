@@ -68,7 +68,7 @@ For each candidate, oldest first by when it was said (``occurred_at``, else arri
   arrival); anything else is added. A multi-valued fact (likes, pets, relatives, allergies,
   trips) is never retired by another, and an uncertain case adds.
 - ``forget``: invalidates the active entries holding its ``key``, or else those whose text
-  contains the forget target on word boundaries (:func:`~.extract.forget_target`) or nearly
+  contains the forget target on word boundaries (:func:`~.rules.forget_target`) or nearly
   equals it; nothing matching is a reject ("nothing to forget").
 - ``turn``: the explicit statements of its user lines (:mod:`~worker.consolidation.rules`) go
   through the two rules above; a turn with none is rejected ("no explicit statement").
@@ -80,7 +80,7 @@ Routing: the candidate's ``path`` if given; else ``/memories/preferences.md`` fo
 ``preference.`` and preference-like statements ("I prefer …", "call me …"); else
 ``/memories/facts.md``. Candidates of one batch see each other: the second of two duplicates
 confirms the entry the first one adds. Removals are capped at ``max_removals`` per batch (the
-guard rail :func:`~.validate.validate_plan` enforces); a candidate that would pass the cap is
+guard rail :func:`~.plan.validate_plan` enforces); a candidate that would pass the cap is
 rejected with that reason rather than failing the whole batch.
 
 >>> from datetime import UTC, datetime
@@ -147,18 +147,18 @@ class LiveEntry:
     norm: Normalised = field(repr=False)
     #: Position in ``live`` order (set when added), to pick the first of several matches.
     seq: int = field(default=0, repr=False)
-    #: The content-term set paraphrases share (:func:`~.semantic.paraphrase_key`).
+    #: The content-term set paraphrases share (:func:`~.text.paraphrase_key`).
     terms: frozenset[str] | None = field(default=None, repr=False)
 
     @property
     def frame(self) -> Frame | None:
-        """The attribute frame the text sets, if any (:func:`~.frames.frame_of`, kept per
+        """The attribute frame the text sets, if any (:func:`~.text.frame_of`, kept per
         text): read only where a candidate's own frame or a match needs it, so a batch that
         sets no frame reads none of its namespace's entries for one."""
         return frame_of(self.text)
 
     def conflicts_with(self, frame: Frame | None) -> bool:
-        """:func:`~.frames.conflict` of this entry's frame with ``frame``, the entry's read
+        """:func:`~.text.conflict` of this entry's frame with ``frame``, the entry's read
         only when ``frame`` is set (without it nothing conflicts)."""
         return frame is not None and conflict(self.frame, frame)
 

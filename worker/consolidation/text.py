@@ -21,7 +21,7 @@ Text normalisation and fuzzy similarity, for de-duplicating memories without a m
 
 One normal form (:func:`normalise`) is used by everything that compares text: dedupe, confirm,
 forget matching and the guards (:mod:`~worker.consolidation.guards`). It is built from
-:func:`~.canonical.canonical` (NFKC, default-ignorable and zero-width characters removed,
+:func:`~.text.canonical` (NFKC, default-ignorable and zero-width characters removed,
 look-alike letters inside mixed-script words folded to Latin, every decimal digit made ASCII),
 then case-folded and cut into tokens with the ``regex`` module's Unicode properties: a word is
 letters *with their combining marks* (``\\p{L}\\p{M}``, so Devanagari vowel signs and Hebrew
@@ -64,7 +64,7 @@ Meaning-level comparison without a model: content terms, a BM25 ranker and parap
 
 Built on the normal form of :mod:`~worker.consolidation.text`, with apostrophes read as word
 breaks (French elision: ``j'habite`` is ``j habite``). A text's *terms* are its tokens with
-function words dropped (:data:`~.semantic_lexicon.STOPWORDS`, one row per language),
+function words dropped (:data:`~.text.STOPWORDS`, one row per language),
 synonyms folded to one word (``lives``/``reside``/``home`` → ``live``, ``color`` → ``colour``)
 and a light plural stem (``sisters`` → ``sister``). Characters of word-free scripts (Han, kana,
 Thai, …) are terms one by one, particles dropped, and the ranker indexes their bigrams too.
@@ -122,7 +122,7 @@ cased scripts; counts ("I have two kids" / "I have three kids" may be two true f
 statements about third parties named by name; temporary or part-time states ("this summer",
 "on weekends", "volunteer"); values of more than :data:`MAX_VALUE_TERMS` terms; where one
 works rather than for whom ("trabajo en Madrid", "работаю в Москве", "我在北京工作"); anything
-else unmatched. Texts longer than :data:`~.semantic.MAX_SEMANTIC_CHARS` set no frame.
+else unmatched. Texts longer than :data:`~.text.MAX_SEMANTIC_CHARS` set no frame.
 
 >>> frame_of("I moved to Berlin last month")
 Frame(subject='self', attribute='residence', value=('berlin',))

@@ -2,7 +2,7 @@
 reconcile by hand.
 
 A batch's result, and a preview's merge of queued entries, for the consolidate hub (which
-commits the merge) and :mod:`.preview` (which only shows it), so a preview is exactly what a
+commits the merge) and :func:`preview` (which only shows it), so a preview is exactly what a
 commit would do. What stream ids and epochs mean is the queue's (:mod:`worker.queue.types`).
 
 What a batch's outcome moves in the metrics: the one place results become numbers.
@@ -283,7 +283,7 @@ class Pipeline:
     (embeddings configured) then embeds the namespace's new entries: after the commit and the
     ack, never inside the transaction, and it never fails the batch. ``edits`` (a sink that
     reads agents' direct edits back, ``MEMWORKER_DIRECT_EDITS``) adds the candidates of the
-    namespace's unmerged agent edits to each batch (:mod:`.edit_check`). ``clock`` is a test's
+    namespace's unmerged agent edits to each batch (:mod:`.edits`). ``clock`` is a test's
     injected time; without it every time this writes (run rows, versions, outbox rows that
     other workers compare) is the database's clock, never this host's.
     """

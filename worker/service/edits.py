@@ -16,7 +16,8 @@ not publish there, it raises :class:`~worker.errors.ExternalEdit` and writes not
    wrote can disappear without a trace;
 3. the delivery is then done without writing: the agent's content stays in the store until the
    candidates are merged. The next consolidation of the namespace merges them when the edit
-   check is on (:mod:`.edit_check`, which also finds edits no delivery met yet);
+   check is on (the check at consolidation below, which also finds edits no delivery met
+   yet);
    :func:`settle_agent_edits` (run by the source scan) enqueues recorded edits; and once the
    ledger holds their candidates the next delivery — or the settle step, when the merge
    changed nothing — publishes over exactly the absorbed content (its hash is
@@ -40,7 +41,7 @@ Absorb an agent's direct edit at the next consolidation of its namespace, not at
 Before a batch is read, :meth:`EditCheck.collect` asks the compare-and-set sink, through its
 :class:`~worker.connectors.base.ReadsEdits` protocol, whether each published file of the namespace
 still holds what memworker published: one read per file, all of them within one deadline. A
-changed file is recorded exactly as a delivery records it (:mod:`.agent_edits`: the full
+changed file is recorded exactly as a delivery records it (:func:`new_record`: the full
 content and its diff's candidates, deterministic ids), and the candidates of every edit of the
 namespace not yet in the ledger join the batch. The delivery after the commit then meets the
 recorded edit and publishes over exactly the absorbed content.
