@@ -25,7 +25,6 @@ from difflib import SequenceMatcher
 from typing import Final
 
 from worker.consolidation import guards, rules, text
-from worker.consolidation import plan as _plan
 from worker.consolidation import text as _text
 from worker.consolidation.rules import RulesConsolidator
 from worker.models import Candidate, Entry, NamespaceState, make_candidate
@@ -200,7 +199,7 @@ def _forget_texts() -> None:
     namespace's entries yet (the tables built once per process, such as the guards' screen,
     stay)."""
     _forget_forms()
-    for kept in (_text.frame_of, _plan._content_words, _text.spaced, _text.terms,
+    for kept in (_text.frame_of, _text.content_stems, _text.spaced, _text.terms,
                  _text.token_term, _text.paraphrase_key):  # fmt: skip
         kept.cache_clear()
 

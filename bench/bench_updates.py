@@ -41,16 +41,17 @@ import json
 import re
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
+import numpy as np
 from langchain_core.messages import AIMessage, BaseMessage
 
 from tests.support.scripted_model import ScriptedChatModel, plan_reply
 from worker.consolidation.llm import LLMConsolidator
-from worker.consolidation.meaning import Meaning
+from worker.consolidation.meaning import MERGE_MODEL_FILE, Meaning, MergeModel
 from worker.consolidation.plan import Consolidator, advance, consolidate_batch
 from worker.consolidation.rules import RulesConsolidator
 from worker.errors import BatchFailed
@@ -234,15 +235,15 @@ def _judge(story: Story, state: NamespaceState, cid: dict[str, str], score: Scor
                 score.stale_visible += 1
                 score.misses.append(f"{story.id}: stale visible: {item.text}")
             continue
+        # Restatements of one thing are one group, however they chain ("Cardiff is where I'm
+        # based" and "still living in Cardiff" both restate "I live in Cardiff").
+        partner = _restating(item.text, pairs) - {item.text}
         if item.restates is not None:
             score.paraphrase_total += 1
-            other = pairs[item.text]
-            assert other is not None
-            if visible and cid[other] in own:
+            twice = [p for p in partner if cid[p] in own]
+            if visible and twice:
                 score.paraphrase_twice += 1
-                score.misses.append(f"{story.id}: twice: {item.text} | {other}")
-        partner = {item.restates} if item.restates else set()
-        partner |= {t for t, r in pairs.items() if r == item.text}
+                score.misses.append(f"{story.id}: twice: {item.text} | {twice[0]}")
         kept = visible or any(cid[p] in own for p in partner)
         if item.replaces:
             score.current_total += 1
@@ -254,6 +255,17 @@ def _judge(story: Story, state: NamespaceState, cid: dict[str, str], score: Scor
             if not kept:
                 score.distinct_lost += 1
                 score.misses.append(f"{story.id}: lost: {item.text}")
+
+
+def _restating(text: str, pairs: dict[str, str | None]) -> set[str]:
+    """``text`` and every statement linked to it by restating, either way, however far."""
+    group, grown = {text}, True
+    while grown:
+        linked = {t for t, r in pairs.items() if r in group}
+        linked |= {r for t in group if (r := pairs.get(t)) is not None}
+        grown = not linked <= group
+        group |= linked
+    return group
 
 
 def rules_factory(meaning: Meaning | None) -> Factory:
@@ -312,6 +324,109 @@ def report(modes: Sequence[str], splits: Sequence[str], *, misses: bool = False)
     return lines
 
 
+def labelled_pairs(stories: Sequence[Story]) -> list[tuple[str, str, bool]]:
+    """Every pair of one story's statements, older first, and whether the newer takes the
+    older's place: it replaces it, restates it (or restates what it restates), or it is the
+    older statement the story's late arrival was said before. Pairs that involve a replaced or
+    late statement otherwise say nothing clear and are left out."""
+    out = []
+    for story in stories:
+        items = story.items
+        for x, older in enumerate(items):
+            for y in range(x + 1, len(items)):
+                newer = items[y]
+                merge = (
+                    older.text in newer.replaces
+                    or newer.restates == older.text
+                    or (older.restates is not None and older.restates == newer.restates)
+                    or (newer.stale_on_arrival and x == 0)
+                )
+                unclear = bool(older.replaces or newer.replaces)
+                unclear |= older.stale_on_arrival or newer.stale_on_arrival
+                if merge or not unclear:
+                    out.append((older.text, newer.text, merge))
+    return out
+
+
+def fit(meaning: Meaning, stories: Sequence[Story], *, penalty: float = 1.0) -> MergeModel:
+    """The merge model fitted by regularised logistic regression (Newton's method) on the
+    pairs of ``stories``; its threshold is left at 0.5 (see :func:`choose_threshold`)."""
+    pairs = labelled_pairs(stories)
+    meaning.prepare([t for a, b, _ in pairs for t in (a, b)])
+    rows = [
+        (meaning.pair_features(a, b), merge)
+        for a, b, merge in pairs
+        if meaning.someone_else(a) == meaning.someone_else(b)  # else never merged
+    ]
+    # The model answers for statements nearer a single-valued attribute (see MergeModel).
+    kept = [(f, y) for f, y in rows if f is not None and f["multi"] <= f["single"]]
+    names = tuple(kept[0][0])
+    x = np.array([[f[n] for n in names] for f, _ in kept])
+    y = np.array([float(merge) for _, merge in kept])
+    mean, scale = x.mean(axis=0), x.std(axis=0) + 1e-9
+    a = np.c_[(x - mean) / scale, np.ones(len(x))]
+    w = np.zeros(a.shape[1])
+    ridge = np.diag([*(penalty for _ in names), 0.0])
+    for _ in range(50):
+        p = 1.0 / (1.0 + np.exp(-a @ w))
+        gradient = a.T @ (p - y) + ridge @ w
+        hessian = a.T @ (a * (p * (1 - p))[:, None]) + ridge
+        w -= np.linalg.solve(hessian, gradient)
+    return MergeModel(
+        names, tuple(mean.round(6).tolist()), tuple(scale.round(6).tolist()),
+        tuple(w[:-1].round(6).tolist()), round(float(w[-1]), 6), 0.5,
+    )  # fmt: skip
+
+
+#: How much worse a distinct fact lost is than a stale value or a paraphrase kept twice, in
+#: choosing the merge models' thresholds: losing what the user told us is the worst outcome.
+LOSS_WEIGHT: Final = 5
+
+
+def choose_threshold(
+    meaning: Meaning, stories: Sequence[Story], candidates: Sequence[float]
+) -> tuple[float, list[str]]:
+    """The merge model's threshold among ``candidates`` that does best on ``stories`` (fewest
+    stale values and paraphrases twice, each distinct or current fact lost counting
+    :data:`LOSS_WEIGHT`; the highest on a tie), set on ``meaning``; and a line per threshold
+    tried."""
+    tried, lines = [], []
+    for threshold in sorted(candidates, reverse=True):
+        meaning.merge_model = replace(meaning.merge_model, threshold=threshold)
+        score, _ = evaluate(stories, rules_factory(meaning))
+        lost = score.distinct_lost + score.current_lost
+        worse = score.stale_visible + score.paraphrase_twice + LOSS_WEIGHT * lost
+        tried.append((worse, -threshold))
+        lines.append(f"threshold {threshold:.2f}: {score.row()}")
+    best = -min(tried)[1]
+    meaning.merge_model = replace(meaning.merge_model, threshold=best)
+    return best, lines
+
+
+def write_model(path: Path | None = None) -> list[str]:
+    """Fit the merge model on the development half, choose its threshold there, and write it
+    where the package ships it."""
+    stories = [s for s in load() if s.split == "dev"]
+    meaning = default_meaning()
+    meaning.merge_model = fit(meaning, stories)
+    best, lines = choose_threshold(meaning, stories, [0.5 + 0.05 * i for i in range(10)])
+    target = path or Path(merge_module_file())
+    about = (
+        "Whether a newer statement takes an older one's place: a logistic model fitted by "
+        "`python -m bench updates --fit` on the development half of "
+        "bench/data/update_stories.jsonl (see worker.consolidation.meaning.MergeModel)."
+    )
+    document = {"about": about, **asdict(meaning.merge_model)}
+    target.write_text(json.dumps(document, indent=1) + "\n", encoding="utf-8")
+    return [*lines, f"chosen: {best:.2f}; written to the package"]
+
+
+def merge_module_file() -> str:
+    from worker.consolidation import meaning as module
+
+    return str(Path(module.__file__).with_name(MERGE_MODEL_FILE))
+
+
 def run() -> list[str]:
     return report(["rules", "rules-nomeaning", "perfect", "perfect+150"], ["dev", "test"])
 
@@ -321,7 +436,13 @@ def main(argv: Sequence[str]) -> int:
     parser.add_argument("--mode", action="append", choices=sorted(_modes()))
     parser.add_argument("--split", action="append", choices=["dev", "test", "all"])
     parser.add_argument("--misses", action="store_true", help="print every miss")
+    parser.add_argument(
+        "--fit", action="store_true", help="fit the merge model on the development half"
+    )
     args = parser.parse_args(argv)
+    if args.fit:
+        print("\n".join(write_model()))
+        return 0
     for line in report(args.mode or ["rules"], args.split or ["dev"], misses=args.misses):
         print(line)
     return 0

@@ -283,3 +283,51 @@ def test_the_hot_path_client_imports_without_the_meaning_model() -> None:
         capture_output=True, text=True, timeout=60, check=True,
     )  # fmt: skip
     assert loaded.stdout.strip() == "[]"
+
+
+# --- the learned merge model ---------------------------------------------------------------
+def test_the_shipped_merge_model_is_the_one_fitted_on_the_development_half(
+    meaning: Meaning,
+) -> None:
+    from bench.bench_updates import fit, load
+
+    fitted = fit(meaning, [s for s in load() if s.split == "dev"])
+    shipped = meaning.merge_model
+    assert fitted.features == shipped.features
+    assert np.allclose(fitted.weights, shipped.weights, atol=1e-4)
+    assert np.allclose(fitted.mean, shipped.mean, atol=1e-4)
+    assert abs(fitted.bias - shipped.bias) < 1e-4
+    assert 0.0 < shipped.threshold < 1.0
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("I'm allergic to pollen.", "I'm allergic to penicillin as well."),
+        ("My aunt lives in Perth.", "I live in Darwin."),
+    ],
+    ids=["several-values", "someone-else"],
+)
+def test_the_merge_model_never_answers_for_several_values_or_another_person(
+    meaning: Meaning, old: str, new: str
+) -> None:
+    meaning.prepare([old, new])
+    assert meaning.merge_score(old, new) == 0.0
+    assert not meaning.merges(old, new)
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("I'm based in Glasgow.", "We've relocated to Dundee."),
+        ("I work for Aviva.", "My new employer is Legal & General."),
+        ("Ich bin 41.", "Letzte Woche bin ich 42 geworden."),
+        ("I drive a Skoda Octavia.", "Traded the Skoda in for a Kia Niro."),
+    ],
+    ids=["moved", "employer", "age-de", "car"],
+)
+def test_a_new_value_in_fresh_words_retires_the_old(
+    rules: RulesConsolidator, old: str, new: str
+) -> None:
+    plan = merge(rules, [entry("e1", old)], [cand(new)])
+    assert retired(plan) == {"e1"}, kinds_of(plan)

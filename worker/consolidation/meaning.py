@@ -83,6 +83,7 @@ import numpy as np
 import regex
 from langchain_core.embeddings import Embeddings
 
+from worker.consolidation.text import content_stems
 from worker.errors import ModelUnavailable
 
 log = logging.getLogger(__name__)
@@ -263,6 +264,9 @@ DEFAULT_DEADLINE_SECONDS: Final = 60.0
 MAX_MEANING_CHARS: Final = 400
 
 
+#: The learned merge decision (:class:`MergeModel`), shipped with the package.
+MERGE_MODEL_FILE: Final = "merge_model.json"
+
 #: The kind of statement that corrects the one before it (its own rule in the consolidator).
 CORRECTION: Final = "correction"
 
@@ -312,6 +316,49 @@ class Kind:
 
 
 @dataclass(frozen=True)
+class MergeModel:
+    """Whether a newer statement takes an older one's place, learned from pairs.
+
+    A logistic model over a few readings of the two texts (:meth:`Meaning.pair_features`):
+    their cosine, how near both lie to one single-valued attribute and to one multi-valued
+    one, whether that attribute is what each text is mostly about, the content stems they
+    share, whom they are about, and whether the newer one corrects. Fitted on the
+    development half of the update stories (``python -m bench updates --fit`` writes
+    :data:`MERGE_MODEL_FILE`), reported on the other half; the threshold is the one the
+    development half's merges do best at. It is fitted on, and answers for, statements nearer a
+    single-valued attribute than a multi-valued one; a model fitted the same way for the
+    multi-valued attributes merged distinct facts ("allergic to pollen" and "to penicillin as
+    well") and is not used.
+
+    >>> model = MergeModel(("cosine",), (0.9,), (0.05,), (2.0,), 0.0, 0.5)
+    >>> round(model.probability({"cosine": 0.95}), 3), round(model.probability({"cosine": 0.85}), 3)
+    (0.881, 0.119)
+    """
+
+    features: tuple[str, ...]
+    mean: tuple[float, ...]
+    scale: tuple[float, ...]
+    weights: tuple[float, ...]
+    bias: float
+    threshold: float
+
+    @classmethod
+    def load(cls) -> MergeModel:
+        """The model shipped with the package."""
+        raw = json.loads(resources.files(__package__).joinpath(MERGE_MODEL_FILE).read_text("utf-8"))
+        return cls(
+            tuple(raw["features"]), tuple(raw["mean"]), tuple(raw["scale"]),
+            tuple(raw["weights"]), float(raw["bias"]), float(raw["threshold"]),
+        )  # fmt: skip
+
+    def probability(self, features: dict[str, float]) -> float:
+        """The model's answer for one pair's ``features``."""
+        columns = zip(self.features, self.mean, self.scale, self.weights, strict=True)
+        z = self.bias + sum(w * (features[name] - m) / s for name, m, s, w in columns)
+        return float(1.0 / (1.0 + np.exp(-z)))
+
+
+@dataclass(frozen=True)
 class Bank:
     """The described kinds and their example texts, in file order."""
 
@@ -333,6 +380,24 @@ class Bank:
             labels += [i] * len(item["examples"])
         pairs = tuple((a, b) for a, b in raw["subject_pairs"]["pairs"])
         return cls(tuple(kinds), tuple(examples), tuple(labels), pairs)
+
+    @cached_property
+    def attributes(self) -> dict[str, tuple[int, ...]]:
+        """Each attribute the kinds give (:attr:`Kind.gives`), with the kinds giving it."""
+        out: dict[str, list[int]] = {}
+        for i, kind in enumerate(self.kinds):
+            out.setdefault(kind.gives, []).append(i)
+        return {name: tuple(kinds) for name, kinds in out.items()}
+
+    @cached_property
+    def single_attributes(self) -> np.ndarray:
+        """Per attribute: whether it holds one value at a time (a correction is not one)."""
+        return np.array(
+            [
+                name != CORRECTION and any(self.kinds[i].single for i in kinds)
+                for name, kinds in self.attributes.items()
+            ]
+        )
 
     @property
     def texts(self) -> tuple[str, ...]:
@@ -413,6 +478,10 @@ class Meaning:
         self._kinds: dict[str, tuple[Kind, ...]] = {}
         #: Whether a text's nearest kind is clear of the next by the margin.
         self._clear: dict[str, bool] = {}
+        #: Each text's nearness to each attribute (see :meth:`attribute_scores`).
+        self._attributes: dict[str, np.ndarray] = {}
+        #: The learned merge decision (:class:`MergeModel`).
+        self.merge_model = MergeModel.load()
 
     # --- vectors ---------------------------------------------------------------------------
     def prepare(self, texts: Iterable[str]) -> None:
@@ -428,6 +497,7 @@ class Meaning:
             del self._unit[old]
             self._kinds.pop(old, None)
             self._clear.pop(old, None)
+            self._attributes.pop(old, None)
 
     def _embed(self, texts: Sequence[str], what: str) -> list[np.ndarray | None]:
         """Checked vectors of ``texts``, all within the deadline (one for the whole call);
@@ -572,18 +642,24 @@ class Meaning:
         middle = float(((own @ direction).mean() + (other @ direction).mean()) / 2)
         return direction, middle
 
-    def _classify(self, v: np.ndarray) -> tuple[tuple[Kind, ...], bool]:
+    def _kind_scores(self, v: np.ndarray) -> np.ndarray | None:
+        """Nearness of the vector ``v`` to each kind: the mean centred cosine of its
+        :data:`NEAREST_EXAMPLES` nearest examples (None for a vector at the examples' mean)."""
         examples, mean = self._examples
         centred = v - mean
         norm = np.linalg.norm(centred)
         if not norm:
-            return (), False
+            return None
         scores = examples @ (centred / norm)
         labels = np.asarray(self.bank.labels)
-        per_kind = []
-        for i in range(len(self.bank.kinds)):
-            own = np.sort(scores[labels == i])[-NEAREST_EXAMPLES:]
-            per_kind.append(float(own.mean()))
+        kinds = range(len(self.bank.kinds))
+        return np.array([np.sort(scores[labels == i])[-NEAREST_EXAMPLES:].mean() for i in kinds])
+
+    def _classify(self, v: np.ndarray) -> tuple[tuple[Kind, ...], bool]:
+        found = self._kind_scores(v)
+        if found is None:
+            return (), False
+        per_kind = found.tolist()
         order = np.argsort(per_kind)[::-1]
         best, second = per_kind[order[0]], per_kind[order[1]]
         t = self.thresholds
@@ -593,6 +669,70 @@ class Meaning:
             self.bank.kinds[int(i)] for i in order if per_kind[int(i)] >= best - t.kind_spread
         )
         return near, best - second >= t.kind_margin
+
+    # --- one learned answer: may the newer statement take the older one's place? -------------
+    def attribute_scores(self, text: str) -> np.ndarray | None:
+        """Nearness of a prepared ``text`` to each attribute (:attr:`Bank.attributes`): that
+        of its nearest kind giving it (None without a vector)."""
+        if text not in self._attributes:
+            v = self.vector(text)
+            found = None if v is None else self._kind_scores(v)
+            if found is None:
+                return None
+            self._attributes[text] = np.array(
+                [found[list(kinds)].max() for kinds in self.bank.attributes.values()]
+            )
+        return self._attributes[text]
+
+    def pair_features(self, old: str, new: str) -> dict[str, float] | None:
+        """What the merge model reads of two prepared texts (see :class:`MergeModel`); None
+        when either has no vector."""
+        cosine = self.similarity(old, new)
+        a, b = self.attribute_scores(old), self.attribute_scores(new)
+        if cosine is None or a is None or b is None:
+            return None
+        single = self.bank.single_attributes
+        shared = np.minimum(a, b)
+        best_single = int(np.argmax(np.where(single, shared, -np.inf)))
+        stems_a, stems_b = content_stems(old), content_stems(new)
+        direction, middle = self._subject
+        side_a = float(self.vector(old) @ direction) - middle
+        side_b = float(self.vector(new) @ direction) - middle
+        correction = list(self.bank.attributes).index(CORRECTION)
+        return {
+            "cosine": cosine,
+            "single": float(shared[best_single]),
+            "multi": float(shared[~single & (np.arange(len(single)) != correction)].max()),
+            "old_focus": float(a[best_single] - a.max()),
+            "new_focus": float(b[best_single] - b.max()),
+            "stems": len(stems_a & stems_b) / max(1, len(stems_a | stems_b)),
+            "someone_else": max(side_a, side_b),
+            "subjects_apart": abs(side_a - side_b),
+            "correction": float(b[correction]),
+        }
+
+    def merge_score(self, old: str, new: str) -> float | None:
+        """How likely (0-1) it is that ``new`` takes ``old``'s place, a new value of the same
+        single-valued attribute or the same thing in other words (:attr:`merge_model`).
+        None when either text has no vector. 0 when one is about the user and the other
+        about someone else (whose attribute it is cannot be told apart), or when both are
+        nearer a multi-valued attribute than a single-valued one ("allergic to pollen",
+        "allergic to penicillin as well"): only a restatement (:meth:`restates`) merges
+        those."""
+        features = self.pair_features(old, new)
+        if features is None:
+            return None
+        if self.someone_else(old) != self.someone_else(new):
+            return 0.0
+        if features["multi"] > features["single"]:
+            return 0.0
+        return self.merge_model.probability(features)
+
+    def merges(self, old: str, new: str) -> bool:
+        """``new`` takes ``old``'s place (:meth:`merge_score` at or above the model's
+        threshold)."""
+        score = self.merge_score(old, new)
+        return score is not None and score >= self.merge_model.threshold
 
 
 def _shared_kind(meaning: Meaning, a: str, b: str) -> Kind | None:

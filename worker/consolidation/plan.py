@@ -151,7 +151,6 @@ from collections import Counter, defaultdict
 from collections.abc import Collection, Mapping, Sequence, Set
 from dataclasses import dataclass
 from datetime import datetime
-from functools import lru_cache
 from typing import (
     Annotated,
     ClassVar,
@@ -166,7 +165,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from worker.consolidation.guard_meaning import refusal
 from worker.consolidation.meaning import CORRECTION, Meaning, numbers_of
 from worker.consolidation.render import render_counted
-from worker.consolidation.text import frame_of, normalise
+from worker.consolidation.text import content_stems, frame_of
 from worker.errors import (
     ConsolidatorError,
     InvalidCandidate,
@@ -314,55 +313,10 @@ def created_ids(namespace: str, ops: Sequence[Operation]) -> list[str | None]:
     return out
 
 
-#: Frequent words long enough to count as content but carrying none (English; the other
-#: languages' function words are mostly shorter than four letters).
-_FILLER: Final = frozenset(
-    {
-        *("that", "this", "with", "have", "from", "they", "them", "what", "your", "been", "were"),
-        *("will", "would", "about", "there", "their", "which", "when", "where", "also", "just"),
-        *("very", "much", "some", "like", "into", "than", "then", "only", "more", "most", "over"),
-        *("such", "dont", "does", "doesnt", "cant", "im", "ive"),
-    }
-)
-#: Character pairs that only say "I" or "my" (Chinese, Korean).
-_FILLER_PAIRS: Final = frozenset({"我是", "我的", "我在", "我有", "저는", "나는", "제가", "내가"})
-#: Letters of a word compared (a crude stem: "lives"/"living" meet "live").
-_STEM: Final = 5
-#: Shortest word that counts as content (one less outside ASCII, where the English filler
-#: words are not).
-_MIN_WORD: Final = 4
-
-
-@lru_cache(maxsize=4096)
-def _content_words(text: str) -> frozenset[str]:
-    """Content stems of ``text``: long words cut to a stem, and character pairs of each run of
-    the scripts written without spaces (and of Hangul, whose words are short syllable runs)."""
-    found: set[str] = set()
-    run = ""
-    for token in [*normalise(text).split(), " "]:
-        if _syllabic(token):
-            run += token
-            continue
-        found.update(run[i : i + 2] for i in range(len(run) - 1))
-        run = ""
-        minimum = _MIN_WORD if token.isascii() else _MIN_WORD - 1
-        if len(token) >= minimum and token not in _FILLER and not token.isdigit():
-            found.add(token[:_STEM])
-    return frozenset(found - _FILLER_PAIRS)
-
-
-def _syllabic(token: str) -> bool:
-    """True for a token of Han, kana, Thai or Hangul, compared by character pairs."""
-    return any(
-        "\u3040" <= ch <= "\u9fff" or "\u0e00" <= ch <= "\u0e7f" or "\uac00" <= ch <= "\ud7af"
-        for ch in token
-    )
-
-
 def related(a: str, b: str, meaning: Meaning | None = None) -> bool:
     """True when ``a`` and ``b`` share a content stem, or (by ``meaning``, texts prepared) are
     about the same thing (see the module notes)."""
-    if not _content_words(a).isdisjoint(_content_words(b)):
+    if not content_stems(a).isdisjoint(content_stems(b)):
         return True
     first, second = frame_of(a), frame_of(b)
     if first is not None and second is not None and first.slot() == second.slot():

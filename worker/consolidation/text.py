@@ -1126,3 +1126,48 @@ def _named(raw: str, value: tuple[str, ...]) -> bool:
         w.casefold() for w in _CAPITALISED_WORD.findall(raw)
     }
     return any(v in names for v in value)
+
+
+#: Frequent words long enough to count as content but carrying none (English; the other
+#: languages' function words are mostly shorter than four letters).
+_STEM_FILLER: Final = frozenset(
+    {
+        *("that", "this", "with", "have", "from", "they", "them", "what", "your", "been", "were"),
+        *("will", "would", "about", "there", "their", "which", "when", "where", "also", "just"),
+        *("very", "much", "some", "like", "into", "than", "then", "only", "more", "most", "over"),
+        *("such", "dont", "does", "doesnt", "cant", "im", "ive"),
+    }
+)
+#: Character pairs that only say "I" or "my" (Chinese, Korean).
+_FILLER_PAIRS: Final = frozenset({"我是", "我的", "我在", "我有", "저는", "나는", "제가", "내가"})
+#: Letters of a word compared (a crude stem: "lives"/"living" meet "live").
+_STEM: Final = 5
+#: Shortest word that counts as content (one less outside ASCII, where the English filler
+#: words are not).
+_MIN_WORD: Final = 4
+
+
+@lru_cache(maxsize=4096)
+def content_stems(text: str) -> frozenset[str]:
+    """Content stems of ``text``: long words cut to a stem, and character pairs of each run of
+    the scripts written without spaces (and of Hangul, whose words are short syllable runs)."""
+    found: set[str] = set()
+    run = ""
+    for token in [*normalise(text).split(), " "]:
+        if _syllabic(token):
+            run += token
+            continue
+        found.update(run[i : i + 2] for i in range(len(run) - 1))
+        run = ""
+        minimum = _MIN_WORD if token.isascii() else _MIN_WORD - 1
+        if len(token) >= minimum and token not in _STEM_FILLER and not token.isdigit():
+            found.add(token[:_STEM])
+    return frozenset(found - _FILLER_PAIRS)
+
+
+def _syllabic(token: str) -> bool:
+    """True for a token of Han, kana, Thai or Hangul, compared by character pairs."""
+    return any(
+        "\u3040" <= ch <= "\u9fff" or "\u0e00" <= ch <= "\u0e7f" or "\uac00" <= ch <= "\ud7af"
+        for ch in token
+    )
