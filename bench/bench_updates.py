@@ -348,28 +348,24 @@ def labelled_pairs(stories: Sequence[Story]) -> list[tuple[str, str, bool]]:
     return out
 
 
-def fit(meaning: Meaning, stories: Sequence[Story], *, penalty: float = 1.0) -> MergeModel:
-    """The merge model fitted by regularised logistic regression (Newton's method) on the
-    pairs of ``stories``; its threshold is left at 0.5 (see :func:`choose_threshold`)."""
-    pairs = labelled_pairs(stories)
-    meaning.prepare([t for a, b, _ in pairs for t in (a, b)])
-    rows = [
-        (meaning.pair_features(a, b), merge)
-        for a, b, merge in pairs
-        if meaning.someone_else(a) == meaning.someone_else(b)  # else never merged
-    ]
-    # The model answers for statements nearer a single-valued attribute (see MergeModel).
-    kept = [(f, y) for f, y in rows if f is not None and f["multi"] <= f["single"]]
-    names = tuple(kept[0][0])
-    x = np.array([[f[n] for n in names] for f, _ in kept])
-    y = np.array([float(merge) for _, merge in kept])
-    mean, scale = x.mean(axis=0), x.std(axis=0) + 1e-9
-    a = np.c_[(x - mean) / scale, np.ones(len(x))]
+def fit(
+    meaning: Meaning, stories: Sequence[Story], *, several: bool = False, penalty: float = 1.0
+) -> MergeModel:
+    """A merge model fitted by regularised logistic regression (Newton's method) on the pairs
+    of ``stories`` it answers for (``several``: the multi-valued ones, else the single-valued
+    ones; see :meth:`Meaning.merge_score`); its threshold is left at 0.5 (see
+    :func:`choose_threshold`)."""
+    x, y = _training_rows(meaning, stories, several=several)
+    names = tuple(x[0])
+    matrix = np.array([[row[n] for n in names] for row in x])
+    target = np.array([float(merge) for merge in y])
+    mean, scale = matrix.mean(axis=0), matrix.std(axis=0) + 1e-9
+    a = np.c_[(matrix - mean) / scale, np.ones(len(matrix))]
     w = np.zeros(a.shape[1])
     ridge = np.diag([*(penalty for _ in names), 0.0])
     for _ in range(50):
         p = 1.0 / (1.0 + np.exp(-a @ w))
-        gradient = a.T @ (p - y) + ridge @ w
+        gradient = a.T @ (p - target) + ridge @ w
         hessian = a.T @ (a * (p * (1 - p))[:, None]) + ridge
         w -= np.linalg.solve(hessian, gradient)
     return MergeModel(
@@ -378,47 +374,80 @@ def fit(meaning: Meaning, stories: Sequence[Story], *, penalty: float = 1.0) -> 
     )  # fmt: skip
 
 
+def _training_rows(
+    meaning: Meaning, stories: Sequence[Story], *, several: bool
+) -> tuple[list[dict[str, float]], list[bool]]:
+    """The features and answers of the labelled pairs the model answers for: neither of them
+    about someone else while the other is not, on the side of ``several``, and (for several
+    values) not saying it adds one more."""
+    pairs = labelled_pairs(stories)
+    meaning.prepare([t for a, b, _ in pairs for t in (a, b)])
+    x, y = [], []
+    for old, new, merge in pairs:
+        features = meaning.pair_features(old, new)
+        if features is None or meaning.someone_else(old) != meaning.someone_else(new):
+            continue
+        if (features["multi"] > features["single"]) != several:
+            continue
+        if several and (meaning.adds(new) or 0.0) > meaning.thresholds.adds:
+            continue
+        x.append(features)
+        y.append(merge)
+    return x, y
+
+
 #: How much worse a distinct fact lost is than a stale value or a paraphrase kept twice, in
 #: choosing the merge models' thresholds: losing what the user told us is the worst outcome.
 LOSS_WEIGHT: Final = 5
 
 
 def choose_threshold(
-    meaning: Meaning, stories: Sequence[Story], candidates: Sequence[float]
+    meaning: Meaning, stories: Sequence[Story], candidates: Sequence[float], *, which: int
 ) -> tuple[float, list[str]]:
-    """The merge model's threshold among ``candidates`` that does best on ``stories`` (fewest
-    stale values and paraphrases twice, each distinct or current fact lost counting
-    :data:`LOSS_WEIGHT`; the highest on a tie), set on ``meaning``; and a line per threshold
-    tried."""
+    """The threshold of merge model ``which`` (0: one value, 1: several) among
+    ``candidates`` that does best on ``stories`` (fewest stale values and paraphrases twice,
+    each distinct or current fact lost counting :data:`LOSS_WEIGHT`; the highest on a tie),
+    set on ``meaning``; and a line per threshold tried."""
     tried, lines = [], []
     for threshold in sorted(candidates, reverse=True):
-        meaning.merge_model = replace(meaning.merge_model, threshold=threshold)
+        _set_threshold(meaning, which, threshold)
         score, _ = evaluate(stories, rules_factory(meaning))
         lost = score.distinct_lost + score.current_lost
         worse = score.stale_visible + score.paraphrase_twice + LOSS_WEIGHT * lost
         tried.append((worse, -threshold))
-        lines.append(f"threshold {threshold:.2f}: {score.row()}")
+        lines.append(f"model {which}, threshold {threshold:.2f}: {score.row()}")
     best = -min(tried)[1]
-    meaning.merge_model = replace(meaning.merge_model, threshold=best)
+    _set_threshold(meaning, which, best)
     return best, lines
 
 
+def _set_threshold(meaning: Meaning, which: int, threshold: float) -> None:
+    models = list(meaning.merge_models)
+    models[which] = replace(models[which], threshold=threshold)
+    meaning.merge_models = (models[0], models[1])
+
+
 def write_model(path: Path | None = None) -> list[str]:
-    """Fit the merge model on the development half, choose its threshold there, and write it
-    where the package ships it."""
+    """Fit both merge models on the development half, choose their thresholds there (the
+    one-value model's first, with the other off), and write them where the package ships
+    them."""
     stories = [s for s in load() if s.split == "dev"]
     meaning = default_meaning()
-    meaning.merge_model = fit(meaning, stories)
-    best, lines = choose_threshold(meaning, stories, [0.5 + 0.05 * i for i in range(10)])
+    one, several = fit(meaning, stories), fit(meaning, stories, several=True)
+    meaning.merge_models = (one, replace(several, threshold=1.0))  # off: never reached
+    steps = [0.5 + 0.05 * i for i in range(10)]
+    _, lines = choose_threshold(meaning, stories, steps, which=0)
+    _, more = choose_threshold(meaning, stories, steps, which=1)
     target = path or Path(merge_module_file())
     about = (
-        "Whether a newer statement takes an older one's place: a logistic model fitted by "
+        "Whether a newer statement takes an older one's place: logistic models fitted by "
         "`python -m bench updates --fit` on the development half of "
         "bench/data/update_stories.jsonl (see worker.consolidation.meaning.MergeModel)."
     )
-    document = {"about": about, **asdict(meaning.merge_model)}
+    one, several = meaning.merge_models
+    document = {"about": about, "one": asdict(one), "several": asdict(several)}
     target.write_text(json.dumps(document, indent=1) + "\n", encoding="utf-8")
-    return [*lines, f"chosen: {best:.2f}; written to the package"]
+    return [*lines, *more, f"chosen: {one.threshold:.2f}, {several.threshold:.2f}; written"]
 
 
 def merge_module_file() -> str:

@@ -286,13 +286,14 @@ def test_the_hot_path_client_imports_without_the_meaning_model() -> None:
 
 
 # --- the learned merge model ---------------------------------------------------------------
-def test_the_shipped_merge_model_is_the_one_fitted_on_the_development_half(
-    meaning: Meaning,
+@pytest.mark.parametrize("several", [False, True], ids=["one-value", "several-values"])
+def test_the_shipped_merge_models_are_the_ones_fitted_on_the_development_half(
+    meaning: Meaning, several: bool
 ) -> None:
     from bench.bench_updates import fit, load
 
-    fitted = fit(meaning, [s for s in load() if s.split == "dev"])
-    shipped = meaning.merge_model
+    fitted = fit(meaning, [s for s in load() if s.split == "dev"], several=several)
+    shipped = meaning.merge_models[1 if several else 0]
     assert fitted.features == shipped.features
     assert np.allclose(fitted.weights, shipped.weights, atol=1e-4)
     assert np.allclose(fitted.mean, shipped.mean, atol=1e-4)
@@ -306,9 +307,9 @@ def test_the_shipped_merge_model_is_the_one_fitted_on_the_development_half(
         ("I'm allergic to pollen.", "I'm allergic to penicillin as well."),
         ("My aunt lives in Perth.", "I live in Darwin."),
     ],
-    ids=["several-values", "someone-else"],
+    ids=["one-more", "someone-else"],
 )
-def test_the_merge_model_never_answers_for_several_values_or_another_person(
+def test_the_merge_models_never_merge_one_more_value_or_another_persons(
     meaning: Meaning, old: str, new: str
 ) -> None:
     meaning.prepare([old, new])
@@ -331,3 +332,25 @@ def test_a_new_value_in_fresh_words_retires_the_old(
 ) -> None:
     plan = merge(rules, [entry("e1", old)], [cand(new)])
     assert retired(plan) == {"e1"}, kinds_of(plan)
+
+
+@pytest.mark.parametrize(
+    ("plain", "one_more"),
+    [
+        ("I keep tropical fish.", "I keep tropical fish too."),
+        ("Ich spiele Geige.", "Ich spiele auch Geige."),
+        ("Me encanta el sushi.", "También me encanta el sushi."),
+        ("ピアノを弾きます。", "ピアノも弾きます。"),
+        ("我会说法语。", "我也会说法语。"),
+        ("मुझे तैरना आता है।", "मुझे तैरना भी आता है।"),
+        ("J'ai une tortue.", "J'ai aussi une tortue."),
+        ("I've visited Morocco.", "I've visited Morocco as well."),
+    ],
+    ids=["en", "de", "es", "ja", "zh", "hi", "fr", "en-as-well"],
+)
+def test_a_statement_that_adds_one_more_lies_past_the_additive_threshold(
+    meaning: Meaning, plain: str, one_more: str
+) -> None:
+    meaning.prepare([plain, one_more])
+    limit = meaning.thresholds.adds
+    assert (meaning.adds(one_more) or 0.0) > limit >= (meaning.adds(plain) or 0.0)

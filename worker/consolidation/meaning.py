@@ -52,6 +52,11 @@ model's plan (:mod:`~worker.consolidation.plan`).
   (:meth:`Meaning.restates`); **the same attribute**: both of one single-valued kind, about the
   user, and near each other (:meth:`Meaning.same_attribute`); **what a model's plan may
   replace**, a looser test for the trust check (:meth:`Meaning.may_replace`).
+- **Learned merges** (:class:`MergeModel`): two logistic models over a pair's readings (cosine,
+  attributes in common, focus, shared stems, subjects, correction) say whether a newer
+  statement takes an older one's place: one for single-valued attributes (a new value), one for
+  multi-valued ones (the same thing in other words; never a statement that adds one more,
+  :meth:`Meaning.adds`) (:meth:`Meaning.merge_score`).
 
 Thresholds are chosen on the development half of the update stories in ``bench/`` and reported
 on the other half (``python -m bench updates``).
@@ -77,7 +82,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from importlib import resources
-from typing import Final, TypeVar
+from typing import Any, Final, TypeVar
 
 import numpy as np
 import regex
@@ -297,6 +302,10 @@ class Thresholds:
     #: Least cosine of two texts of one single-valued kind for one to retire the other (two
     #: favourites of different things are one kind, but far apart).
     same_attribute: float = 0.82
+    #: How far along the plain → "also" direction a text must lie to add one more of its kind
+    #: (:meth:`Meaning.adds`; on the development half every "also", "as well", "aussi", "も",
+    #: "भी" and "也" statement lies past 0.02, every restatement below 0.01).
+    adds: float = 0.015
 
 
 @dataclass(frozen=True)
@@ -325,10 +334,9 @@ class MergeModel:
     share, whom they are about, and whether the newer one corrects. Fitted on the
     development half of the update stories (``python -m bench updates --fit`` writes
     :data:`MERGE_MODEL_FILE`), reported on the other half; the threshold is the one the
-    development half's merges do best at. It is fitted on, and answers for, statements nearer a
-    single-valued attribute than a multi-valued one; a model fitted the same way for the
-    multi-valued attributes merged distinct facts ("allergic to pollen" and "to penicillin as
-    well") and is not used.
+    development half's merges do best at. Two are fitted the same way: one on pairs nearer a
+    single-valued attribute than a multi-valued one, the other on pairs nearer a multi-valued
+    one that do not say they add one more (:meth:`Meaning.merge_score`).
 
     >>> model = MergeModel(("cosine",), (0.9,), (0.05,), (2.0,), 0.0, 0.5)
     >>> round(model.probability({"cosine": 0.95}), 3), round(model.probability({"cosine": 0.85}), 3)
@@ -343,9 +351,14 @@ class MergeModel:
     threshold: float
 
     @classmethod
-    def load(cls) -> MergeModel:
-        """The model shipped with the package."""
+    def load(cls) -> tuple[MergeModel, MergeModel]:
+        """The models shipped with the package: one value, several values."""
         raw = json.loads(resources.files(__package__).joinpath(MERGE_MODEL_FILE).read_text("utf-8"))
+        return cls.of(raw["one"]), cls.of(raw["several"])
+
+    @classmethod
+    def of(cls, raw: dict[str, Any]) -> MergeModel:
+        """A model from its JSON form (that of :func:`dataclasses.asdict`)."""
         return cls(
             tuple(raw["features"]), tuple(raw["mean"]), tuple(raw["scale"]),
             tuple(raw["weights"]), float(raw["bias"]), float(raw["threshold"]),
@@ -368,6 +381,8 @@ class Bank:
     labels: tuple[int, ...]
     #: The same statements about the user and about someone else, in pairs.
     subject_pairs: tuple[tuple[str, str], ...] = ()
+    #: The same statements said plainly and said as one more of their kind ("also"), in pairs.
+    additive_pairs: tuple[tuple[str, str], ...] = ()
 
     @classmethod
     def load(cls) -> Bank:
@@ -379,7 +394,8 @@ class Bank:
             examples += item["examples"]
             labels += [i] * len(item["examples"])
         pairs = tuple((a, b) for a, b in raw["subject_pairs"]["pairs"])
-        return cls(tuple(kinds), tuple(examples), tuple(labels), pairs)
+        more = tuple((a, b) for a, b in raw["additive_pairs"]["pairs"])
+        return cls(tuple(kinds), tuple(examples), tuple(labels), pairs, more)
 
     @cached_property
     def attributes(self) -> dict[str, tuple[int, ...]]:
@@ -402,9 +418,13 @@ class Bank:
     @property
     def texts(self) -> tuple[str, ...]:
         """Every text embedded for the bank: the examples, then the subject pairs' own sides,
-        then their other sides."""
-        pairs = self.subject_pairs
-        return (*self.examples, *(a for a, _ in pairs), *(b for _, b in pairs))
+        then their other sides, then the same of the additive pairs."""
+        pairs, more = self.subject_pairs, self.additive_pairs
+        return (
+            *self.examples,
+            *(a for a, _ in pairs), *(b for _, b in pairs),
+            *(a for a, _ in more), *(b for _, b in more),
+        )  # fmt: skip
 
 
 class CachingEmbeddings(Embeddings):
@@ -480,8 +500,8 @@ class Meaning:
         self._clear: dict[str, bool] = {}
         #: Each text's nearness to each attribute (see :meth:`attribute_scores`).
         self._attributes: dict[str, np.ndarray] = {}
-        #: The learned merge decision (:class:`MergeModel`).
-        self.merge_model = MergeModel.load()
+        #: The learned merge decisions (:class:`MergeModel`): one value, several values.
+        self.merge_models = MergeModel.load()
 
     # --- vectors ---------------------------------------------------------------------------
     def prepare(self, texts: Iterable[str]) -> None:
@@ -633,14 +653,36 @@ class Meaning:
     def _subject(self) -> tuple[np.ndarray, float]:
         """The unit direction from statements about the user to the same statements about
         someone else, and the point half-way between the two sides along it."""
-        pairs = self.bank.subject_pairs
-        matrix = self._bank_vectors[len(self.bank.examples) :].copy()
+        start = len(self.bank.examples)
+        return self._direction(start, len(self.bank.subject_pairs))
+
+    @cached_property
+    def _additive(self) -> tuple[np.ndarray, float]:
+        """The unit direction from plain statements to the same ones said as one more of their
+        kind ("I also have a cat"), and the point half-way between the two sides along it."""
+        start = len(self.bank.examples) + 2 * len(self.bank.subject_pairs)
+        return self._direction(start, len(self.bank.additive_pairs))
+
+    def _direction(self, start: int, pairs: int) -> tuple[np.ndarray, float]:
+        """The direction of ``pairs`` pairs of bank texts from ``start`` (their first sides,
+        then their second sides) and the point half-way between the sides along it."""
+        matrix = self._bank_vectors[start : start + 2 * pairs].copy()
         matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
-        own, other = matrix[: len(pairs)], matrix[len(pairs) :]
-        direction = (other - own).mean(axis=0)
+        first, second = matrix[:pairs], matrix[pairs:]
+        direction = (second - first).mean(axis=0)
         direction /= np.linalg.norm(direction)
-        middle = float(((own @ direction).mean() + (other @ direction).mean()) / 2)
+        middle = float(((first @ direction).mean() + (second @ direction).mean()) / 2)
         return direction, middle
+
+    def adds(self, text: str) -> float | None:
+        """How far ``text`` lies along the direction towards statements that add one more of
+        their kind ("I'm allergic to penicillin as well", "我也喜欢听摇滚乐"), past half-way;
+        None without a vector."""
+        v = self.vector(text)
+        if v is None:
+            return None
+        direction, middle = self._additive
+        return float(v @ direction) - middle
 
     def _kind_scores(self, v: np.ndarray) -> np.ndarray | None:
         """Nearness of the vector ``v`` to each kind: the mean centred cosine of its
@@ -712,27 +754,33 @@ class Meaning:
         }
 
     def merge_score(self, old: str, new: str) -> float | None:
-        """How likely (0-1) it is that ``new`` takes ``old``'s place, a new value of the same
-        single-valued attribute or the same thing in other words (:attr:`merge_model`).
-        None when either text has no vector. 0 when one is about the user and the other
-        about someone else (whose attribute it is cannot be told apart), or when both are
-        nearer a multi-valued attribute than a single-valued one ("allergic to pollen",
-        "allergic to penicillin as well"): only a restatement (:meth:`restates`) merges
-        those."""
+        """How surely ``new`` takes ``old``'s place, by the merge model that answers for them
+        (:attr:`merge_models`): its probability over its threshold, so that 1 or more merges.
+        The *one-value* model answers for two statements nearer a single-valued attribute (a
+        new value or the same in other words); the *several-values* model for two nearer a
+        multi-valued one (only the same thing in other words).
+
+        None when either text has no vector. 0 when one is about the user and the other about
+        someone else (whose attribute it is cannot be told apart), and for a statement of a
+        multi-valued attribute that says it adds one more ("allergic to penicillin as well",
+        :meth:`adds`): both stay."""
         features = self.pair_features(old, new)
         if features is None:
             return None
         if self.someone_else(old) != self.someone_else(new):
             return 0.0
-        if features["multi"] > features["single"]:
+        one, several = self.merge_models
+        if features["multi"] <= features["single"]:
+            return one.probability(features) / one.threshold
+        adds = self.adds(new)
+        if adds is None or adds > self.thresholds.adds:
             return 0.0
-        return self.merge_model.probability(features)
+        return several.probability(features) / several.threshold
 
     def merges(self, old: str, new: str) -> bool:
-        """``new`` takes ``old``'s place (:meth:`merge_score` at or above the model's
-        threshold)."""
+        """``new`` takes ``old``'s place (a :meth:`merge_score` of 1 or more)."""
         score = self.merge_score(old, new)
-        return score is not None and score >= self.merge_model.threshold
+        return score is not None and score >= 1.0
 
 
 def _shared_kind(meaning: Meaning, a: str, b: str) -> Kind | None:

@@ -741,7 +741,7 @@ class _Merge:
         self, entry: LiveEntry, body: str, kind: StatementKind | None, wanted: Normalised
     ) -> float | None:
         """How surely ``body`` gives a new value of what ``entry`` gives, when it does: by the
-        learned merge model (:meth:`Meaning.merge_score`, at or over its threshold), or by
+        learned merge models (:meth:`Meaning.merge_score` of 1 or more), or by
         the kinds (both clearly of one single-valued kind, near each other, of one polarity:
         :meth:`Meaning.same_attribute`). Both were chosen on the development half of the
         update stories; each catches updates the other misses (``python -m bench updates``)."""
@@ -749,7 +749,7 @@ class _Merge:
         score = self.meaning.merge_score(entry.text, body)
         if score is None:
             return None
-        if score >= self.meaning.merge_model.threshold:
+        if score >= 1.0:
             return score
         by_kinds = (
             kind is not None
