@@ -377,15 +377,15 @@ def fit(
 def _training_rows(
     meaning: Meaning, stories: Sequence[Story], *, several: bool
 ) -> tuple[list[dict[str, float]], list[bool]]:
-    """The features and answers of the labelled pairs the model answers for: neither of them
-    about someone else while the other is not, on the side of ``several``, and (for several
-    values) not saying it adds one more."""
+    """The features and answers of the labelled pairs the model answers for: not about two
+    people (:meth:`Meaning.whose_apart`), on the side of ``several``, and (for several values)
+    not saying it adds one more."""
     pairs = labelled_pairs(stories)
     meaning.prepare([t for a, b, _ in pairs for t in (a, b)])
     x, y = [], []
     for old, new, merge in pairs:
         features = meaning.pair_features(old, new)
-        if features is None or meaning.someone_else(old) != meaning.someone_else(new):
+        if features is None or meaning.whose_apart(old, new, features):
             continue
         if (features["multi"] > features["single"]) != several:
             continue

@@ -106,8 +106,10 @@ def test_a_restatement_in_other_words_confirms_the_entry(rules: RulesConsolidato
         ("I'm allergic to pollen.", "I'm allergic to penicillin as well."),
         ("I love salsa dancing.", "I enjoy pottery."),
         ("My aunt lives in Perth.", "I live in Darwin."),
+        ("My sister's husband is called Tom.", "I'm single."),
+        ("My brother is 30.", "I'm 28."),
     ],
-    ids=["pets", "allergies", "likes", "someone-else"],
+    ids=["pets", "allergies", "likes", "someone-else", "a-relatives-partner", "a-relatives-age"],
 )
 def test_a_distinct_fact_of_the_same_topic_is_added_and_retires_nothing(
     rules: RulesConsolidator, old: str, new: str
@@ -324,8 +326,12 @@ def test_the_merge_models_never_merge_one_more_value_or_another_persons(
         ("I work for Aviva.", "My new employer is Legal & General."),
         ("Ich bin 41.", "Letzte Woche bin ich 42 geworden."),
         ("I drive a Skoda Octavia.", "Traded the Skoda in for a Kia Niro."),
+        # A partner's name is the user's relationship, though the sentence is about the partner.
+        ("My boyfriend is called Jonas.", "Jonas and I broke up; I'm seeing Malik now."),
+        ("Meine Freundin heißt Anja.", "Mit Anja ist Schluss, ich bin jetzt mit Lena zusammen."),
+        ("Mi esposa se llama Rosa.", "Rosa y yo nos divorciamos el año pasado."),
     ],
-    ids=["moved", "employer", "age-de", "car"],
+    ids=["moved", "employer", "age-de", "car", "partner-en", "partner-de", "partner-es"],
 )
 def test_a_new_value_in_fresh_words_retires_the_old(
     rules: RulesConsolidator, old: str, new: str

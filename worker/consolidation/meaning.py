@@ -318,6 +318,9 @@ class Kind:
     #: The attribute the kind gives: kinds sharing one (employer, job: "work") retire each
     #: other's statements; by default the kind's own name.
     attribute: str = ""
+    #: The attribute's value is another person (a partner): a statement of it may be about
+    #: that person ("my girlfriend is called Priya") and still give the user's attribute.
+    person: bool = False
 
     @property
     def gives(self) -> str:
@@ -390,7 +393,8 @@ class Bank:
         kinds, examples, labels = [], [], []
         for i, item in enumerate(raw["classes"]):
             attribute = item.get("attribute", "")
-            kinds.append(Kind(item["name"], bool(item["single"]), item["about"], attribute))
+            person = bool(item.get("person", False))
+            kinds.append(Kind(item["name"], bool(item["single"]), item["about"], attribute, person))
             examples += item["examples"]
             labels += [i] * len(item["examples"])
         pairs = tuple((a, b) for a, b in raw["subject_pairs"]["pairs"])
@@ -413,6 +417,13 @@ class Bank:
                 name != CORRECTION and any(self.kinds[i].single for i in kinds)
                 for name, kinds in self.attributes.items()
             ]
+        )
+
+    @cached_property
+    def person_attributes(self) -> np.ndarray:
+        """Per attribute: whether its value is another person (:attr:`Kind.person`)."""
+        return np.array(
+            [any(self.kinds[i].person for i in kinds) for kinds in self.attributes.values()]
         )
 
     @property
@@ -735,7 +746,7 @@ class Meaning:
             return None
         single = self.bank.single_attributes
         shared = np.minimum(a, b)
-        best_single = int(np.argmax(np.where(single, shared, -np.inf)))
+        best_single = _best_single(self.bank, a, b)
         stems_a, stems_b = content_stems(old), content_stems(new)
         direction, middle = self._subject
         side_a = float(self.vector(old) @ direction) - middle
@@ -761,13 +772,13 @@ class Meaning:
         multi-valued one (only the same thing in other words).
 
         None when either text has no vector. 0 when one is about the user and the other about
-        someone else (whose attribute it is cannot be told apart), and for a statement of a
+        someone else (:meth:`whose_apart`), and for a statement of a
         multi-valued attribute that says it adds one more ("allergic to penicillin as well",
         :meth:`adds`): both stay."""
         features = self.pair_features(old, new)
         if features is None:
             return None
-        if self.someone_else(old) != self.someone_else(new):
+        if self.whose_apart(old, new, features):
             return 0.0
         one, several = self.merge_models
         if features["multi"] <= features["single"]:
@@ -777,10 +788,30 @@ class Meaning:
             return 0.0
         return several.probability(features) / several.threshold
 
+    def whose_apart(self, old: str, new: str, features: dict[str, float]) -> bool:
+        """One of two prepared texts is about the user and the other about someone else
+        (:meth:`someone_else`), and what they give in common is not an attribute whose value
+        is a person ("my girlfriend is called Priya" / "Priya and I split up" both give the
+        user's relationship): whose attribute each gives cannot be told apart."""
+        if self.someone_else(old) == self.someone_else(new):
+            return False
+        if features["multi"] > features["single"]:
+            return True
+        a, b = self.attribute_scores(old), self.attribute_scores(new)
+        if a is None or b is None:
+            return True
+        return not bool(self.bank.person_attributes[_best_single(self.bank, a, b)])
+
     def merges(self, old: str, new: str) -> bool:
         """``new`` takes ``old``'s place (a :meth:`merge_score` of 1 or more)."""
         score = self.merge_score(old, new)
         return score is not None and score >= 1.0
+
+
+def _best_single(bank: Bank, a: np.ndarray, b: np.ndarray) -> int:
+    """The single-valued attribute two texts' attribute scores ``a`` and ``b`` are both
+    nearest (the largest of the smaller of their two scores)."""
+    return int(np.argmax(np.where(bank.single_attributes, np.minimum(a, b), -np.inf)))
 
 
 def _shared_kind(meaning: Meaning, a: str, b: str) -> Kind | None:
