@@ -306,6 +306,11 @@ class Thresholds:
     #: (:meth:`Meaning.adds`; on the development half every "also", "as well", "aussi", "も",
     #: "भी" and "也" statement lies past 0.02, every restatement below 0.01).
     adds: float = 0.015
+    #: How far along the user → someone-else direction a statement of an attribute whose
+    #: value is a person may lie and still be the user's own ("my girlfriend is called
+    #: Priya": 0.10-0.12 for the development half's partners; a relative's partner, "my
+    #: sister's husband is called Tom", lies at 0.18-0.20).
+    own_person: float = 0.15
 
 
 @dataclass(frozen=True)
@@ -795,12 +800,22 @@ class Meaning:
         user's relationship): whose attribute each gives cannot be told apart."""
         if self.someone_else(old) == self.someone_else(new):
             return False
-        if features["multi"] > features["single"]:
+        if features["multi"] > features["single"] or not self._own_person(old, new):
             return True
         a, b = self.attribute_scores(old), self.attribute_scores(new)
         if a is None or b is None:
             return True
         return not bool(self.bank.person_attributes[_best_single(self.bank, a, b)])
+
+    def _own_person(self, old: str, new: str) -> bool:
+        """Neither text lies so far towards someone else that it is another person's person
+        ("my sister's husband is called Tom", past :attr:`Thresholds.own_person`)."""
+        direction, middle = self._subject
+        sides = [self.vector(t) for t in (old, new)]
+        return all(
+            v is not None and float(v @ direction) - middle <= self.thresholds.own_person
+            for v in sides
+        )
 
     def merges(self, old: str, new: str) -> bool:
         """``new`` takes ``old``'s place (a :meth:`merge_score` of 1 or more)."""

@@ -729,7 +729,9 @@ class _Merge:
             for e in self._neighbours(body, key)
             if (score := self._replaces(e, body, kind, wanted)) is not None
             and not _framed_apart(e, frame)
-            and related(e.text, body, self.meaning)  # what the trust check will accept
+            and (  # what the trust check will accept
+                (cand.kind is Kind.FACT and score >= 1.0) or related(e.text, body, self.meaning)
+            )
         ]
         if not scored:
             return _UNDECIDED
