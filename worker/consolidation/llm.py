@@ -24,7 +24,9 @@ entries the model sees them all, and past that only the entries the batch can to
   slot, so the slot's holder must be shown);
 - with a meaning model (:class:`~worker.consolidation.meaning.Meaning`, the default), every
   entry giving the same single-valued attribute as a candidate ("I'm based in Glasgow" for
-  "nos hemos mudado a Bilbao"): the entries a correct plan must supersede are never unshown;
+  "nos hemos mudado a Bilbao"), or that the merge models say a candidate replaces
+  (:meth:`~worker.consolidation.meaning.Meaning.merges`): the entries a correct plan must
+  supersede are rarely unshown;
 - each candidate's nearest entries, by vector and by words in turns (the BM25 ranker the rules
   consolidator uses, :class:`~worker.consolidation.text.LexicalIndex`, over content terms;
   ties and entries sharing no term in entry order), taken in turns, one per candidate per
@@ -296,8 +298,11 @@ def touched_entries(
     chosen = {e.id for e in active if e.key is not None and e.key in keys}
     if meaning is not None:
         meaning.prepare([*(e.text for e in active), *(c.text for c in candidates)])
-        chosen |= {
-            e.id for c in candidates for e in active if meaning.same_attribute(e.text, c.text)
+        chosen |= {  # what a candidate gives a new value of, by the kinds or the merge models
+            e.id
+            for c in candidates
+            for e in active
+            if meaning.same_attribute(e.text, c.text) or meaning.merges(e.text, c.text)
         }
     cap = max(NEAREST_CAP, NEAREST_PER_CANDIDATE * len(candidates))
     index = build_index((e.id, e.text) for e in active)
