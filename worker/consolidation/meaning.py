@@ -425,6 +425,18 @@ class Bank:
         )
 
     @cached_property
+    def correction_attribute(self) -> int:
+        """The index of the correction among :attr:`attributes`."""
+        return list(self.attributes).index(CORRECTION)
+
+    @cached_property
+    def multi_attributes(self) -> np.ndarray:
+        """Per attribute: whether it holds several values at once (a correction is not one)."""
+        multi = ~self.single_attributes
+        multi[self.correction_attribute] = False
+        return multi
+
+    @cached_property
     def person_attributes(self) -> np.ndarray:
         """Per attribute: whether its value is another person (:attr:`Kind.person`)."""
         return np.array(
@@ -514,8 +526,8 @@ class Meaning:
         self._kinds: dict[str, tuple[Kind, ...]] = {}
         #: Whether a text's nearest kind is clear of the next by the margin.
         self._clear: dict[str, bool] = {}
-        #: Each text's nearness to each attribute (see :meth:`attribute_scores`).
-        self._attributes: dict[str, np.ndarray] = {}
+        #: Each text's nearness to each kind and to each attribute (see :meth:`_scores_of`).
+        self._scores: dict[str, tuple[np.ndarray, np.ndarray] | None] = {}
         #: The learned merge decisions (:class:`MergeModel`): one value, several values.
         self.merge_models = MergeModel.load()
 
@@ -533,7 +545,7 @@ class Meaning:
             del self._unit[old]
             self._kinds.pop(old, None)
             self._clear.pop(old, None)
-            self._attributes.pop(old, None)
+            self._scores.pop(old, None)
 
     def _embed(self, texts: Sequence[str], what: str) -> list[np.ndarray | None]:
         """Checked vectors of ``texts``, all within the deadline (one for the whole call);
@@ -584,8 +596,9 @@ class Meaning:
         """The kinds ``text`` is near enough to be, nearest first: one when it is clearly of
         a kind; several when it lies between them ("I work at Henkel": employer or job)."""
         if text not in self._kinds:
-            v = self.vector(text)
-            self._kinds[text], self._clear[text] = ((), False) if v is None else self._classify(v)
+            scores = self._scores_of(text)
+            found = None if scores is None else scores[0]
+            self._kinds[text], self._clear[text] = self._classify(found)
         return self._kinds[text]
 
     def same_attribute(self, a: str, b: str) -> bool:
@@ -713,8 +726,19 @@ class Meaning:
         kinds = range(len(self.bank.kinds))
         return np.array([np.sort(scores[labels == i])[-NEAREST_EXAMPLES:].mean() for i in kinds])
 
-    def _classify(self, v: np.ndarray) -> tuple[tuple[Kind, ...], bool]:
-        found = self._kind_scores(v)
+    def _scores_of(self, text: str) -> tuple[np.ndarray, np.ndarray] | None:
+        """A prepared ``text``'s nearness to each kind (:meth:`_kind_scores`) and to each
+        attribute (that of its nearest kind giving it), computed once; None without a vector
+        or at the examples' mean."""
+        if text not in self._scores:
+            v = self.vector(text)
+            kinds = None if v is None else self._kind_scores(v)
+            self._scores[text] = None if kinds is None else (
+                kinds, np.array([kinds[list(i)].max() for i in self.bank.attributes.values()])
+            )  # fmt: skip
+        return self._scores[text]
+
+    def _classify(self, found: np.ndarray | None) -> tuple[tuple[Kind, ...], bool]:
         if found is None:
             return (), False
         per_kind = found.tolist()
@@ -732,15 +756,8 @@ class Meaning:
     def attribute_scores(self, text: str) -> np.ndarray | None:
         """Nearness of a prepared ``text`` to each attribute (:attr:`Bank.attributes`): that
         of its nearest kind giving it (None without a vector)."""
-        if text not in self._attributes:
-            v = self.vector(text)
-            found = None if v is None else self._kind_scores(v)
-            if found is None:
-                return None
-            self._attributes[text] = np.array(
-                [found[list(kinds)].max() for kinds in self.bank.attributes.values()]
-            )
-        return self._attributes[text]
+        scores = self._scores_of(text)
+        return None if scores is None else scores[1]
 
     def pair_features(self, old: str, new: str) -> dict[str, float] | None:
         """What the merge model reads of two prepared texts (see :class:`MergeModel`); None
@@ -749,18 +766,17 @@ class Meaning:
         a, b = self.attribute_scores(old), self.attribute_scores(new)
         if cosine is None or a is None or b is None:
             return None
-        single = self.bank.single_attributes
         shared = np.minimum(a, b)
         best_single = _best_single(self.bank, a, b)
         stems_a, stems_b = content_stems(old), content_stems(new)
         direction, middle = self._subject
         side_a = float(self.vector(old) @ direction) - middle
         side_b = float(self.vector(new) @ direction) - middle
-        correction = list(self.bank.attributes).index(CORRECTION)
+        correction = self.bank.correction_attribute
         return {
             "cosine": cosine,
             "single": float(shared[best_single]),
-            "multi": float(shared[~single & (np.arange(len(single)) != correction)].max()),
+            "multi": float(shared[self.bank.multi_attributes].max()),
             "old_focus": float(a[best_single] - a.max()),
             "new_focus": float(b[best_single] - b.max()),
             "stems": len(stems_a & stems_b) / max(1, len(stems_a | stems_b)),

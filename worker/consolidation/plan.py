@@ -340,7 +340,7 @@ def replacements(plan_ops: Sequence[Operation]) -> dict[str, list[str]]:
     return texts
 
 
-def _vouched(old: str, said: str, meaning: Meaning | None) -> bool:
+def vouched(old: str, said: str, meaning: Meaning | None) -> bool:
     """By meaning, the user's own words ``said`` justify retiring ``old``: about the same
     thing, or what the merge model says they replace (asked of a candidate's text only, never
     of a text a plan writes, which a model chooses)."""
@@ -371,7 +371,7 @@ def removal_problem(
         if old.key is not None and cand.key == old.key:
             return None
         texts = [op.text] if isinstance(op, Supersede) else written.get(cid, [])
-        if cand.kind is Kind.FACT and _vouched(old.text, cand.text, meaning):
+        if cand.kind is Kind.FACT and vouched(old.text, cand.text, meaning):
             return None
         if any(related(old.text, t, meaning) for t in texts):
             return None

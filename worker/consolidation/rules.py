@@ -117,6 +117,7 @@ from worker.consolidation.plan import (
     Reject,
     Supersede,
     related,
+    vouched,
 )
 from worker.consolidation.text import (
     Frame,
@@ -729,15 +730,20 @@ class _Merge:
             for e in self._neighbours(body, key)
             if (score := self._replaces(e, body, kind, wanted)) is not None
             and not _framed_apart(e, frame)
-            and (  # what the trust check will accept
-                (cand.kind is Kind.FACT and score >= 1.0) or related(e.text, body, self.meaning)
-            )
+            and self._accepted(cand, e.text, body)
         ]
         if not scored:
             return _UNDECIDED
         _score, held = max(scored, key=lambda pair: (pair[0], pair[1].seq))
         what = f"newer value of {kind.about if kind is not None else 'the same thing'}"
         return self._supersede(cand, body, key=key, path=path, held=[held], what=what)
+
+    def _accepted(self, cand: Candidate, old: str, body: str) -> bool:
+        """The trust check accepts retiring ``old`` for ``body``: by the user's own words for a
+        fact (:func:`~.plan.vouched`), by the statement's relation to it for a turn's."""
+        if cand.kind is Kind.FACT:
+            return vouched(old, cand.text, self.meaning)
+        return related(old, body, self.meaning)
 
     def _replaces(
         self, entry: LiveEntry, body: str, kind: StatementKind | None, wanted: Normalised
