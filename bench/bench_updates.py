@@ -379,7 +379,7 @@ def _training_rows(
 ) -> tuple[list[dict[str, float]], list[bool]]:
     """The features and answers of the labelled pairs the model answers for: not about two
     people (:meth:`Meaning.whose_apart`), on the side of ``several``, and (for several values)
-    not saying it adds one more."""
+    not another value (:meth:`Meaning.another_of_several`)."""
     pairs = labelled_pairs(stories)
     meaning.prepare([t for a, b, _ in pairs for t in (a, b)])
     x, y = [], []
@@ -389,7 +389,7 @@ def _training_rows(
             continue
         if (features["multi"] > features["single"]) != several:
             continue
-        if several and (meaning.adds(new) or 0.0) > meaning.thresholds.adds:
+        if several and meaning.another_of_several(old, new):
             continue
         x.append(features)
         y.append(merge)

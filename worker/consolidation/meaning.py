@@ -793,9 +793,10 @@ class Meaning:
         multi-valued one (only the same thing in other words).
 
         None when either text has no vector. 0 when one is about the user and the other about
-        someone else (:meth:`whose_apart`), and for a statement of a
-        multi-valued attribute that says it adds one more ("allergic to penicillin as well",
-        :meth:`adds`): both stay."""
+        someone else (:meth:`whose_apart`), and for two statements of a multi-valued
+        attribute where the newer says it adds one more ("allergic to penicillin as well",
+        :meth:`adds`) or the two hold other numbers ("my older sister is 40" / "my younger
+        sister is 31"; a restatement keeps its numbers, :meth:`restates`): both stay."""
         features = self.pair_features(old, new)
         if features is None:
             return None
@@ -804,10 +805,16 @@ class Meaning:
         one, several = self.merge_models
         if features["multi"] <= features["single"]:
             return one.probability(features) / one.threshold
-        adds = self.adds(new)
-        if adds is None or adds > self.thresholds.adds:
+        if self.another_of_several(old, new):
             return 0.0
         return several.probability(features) / several.threshold
+
+    def another_of_several(self, old: str, new: str) -> bool:
+        """Of a multi-valued attribute, ``new`` is not ``old`` restated: it says it adds one
+        more (:meth:`adds`), or the two hold other numbers (a restatement keeps its numbers,
+        :meth:`restates`)."""
+        adds = self.adds(new)
+        return adds is None or adds > self.thresholds.adds or _numbers(old) != _numbers(new)
 
     def whose_apart(self, old: str, new: str, features: dict[str, float]) -> bool:
         """One of two prepared texts is about the user and the other about someone else

@@ -800,11 +800,11 @@ class _Merge:
         return list(found.values())
 
     def _correct(self, cand: Candidate, body: str, *, key: str | None) -> str | _Undecided | None:
-        """A correction ("sorry, I meant 43") supersedes the latest statement said before it
-        that it can correct (one the trust check relates to it): one holding a number when
-        it names one, else the one nearest it by words ("I said Hackney but I meant
-        Haringey"). Where it swaps one number for another, the entry keeps its words with the
-        number fixed."""
+        """A correction ("sorry, I meant 43") supersedes a statement said before it that it
+        can correct (one the trust check relates to it, holding a number when it names one):
+        the one nearest it by words ("I said Hackney but I meant Haringey"), else the latest.
+        Where it swaps one number for another, the entry keeps its words with the number
+        fixed."""
         assert self.meaning is not None
         said = [
             e
@@ -819,11 +819,12 @@ class _Merge:
             said = [e for e in said if numbers_of(e.text)]
         if not said:
             return _UNDECIDED
-        if not numbers_of(body):  # the statement it names a value of: nearest by words
-            ids = {e.id for e in said}
-            ranked = self.index().nearest(body, len(self.live))
-            best = next((i for i, score in ranked if score > 0 and i in ids), None)
-            said = [e for e in said if e.id == best] or said
+        # The statement it names a value of: nearest by words ("it's a Model Y, not a Model
+        # 3" corrects the car, not a later "under-10s"), else the latest.
+        ids = {e.id for e in said}
+        ranked = self.index().nearest(body, len(self.live))
+        best = next((i for i, score in ranked if score > 0 and i in ids), None)
+        said = [e for e in said if e.id == best] or said
         target = max(said, key=lambda e: (e.valid_from, e.seq))
         fixed = corrected(target.text, body)
         what = "corrected by the user"
