@@ -2,9 +2,9 @@
 transcripts cut into exchanges.
 
 Candidate memories and the enqueue contract: the vocabulary shared by the hot path and the
-worker. The contract itself (:class:`EnqueueFields`, :func:`validate_enqueue`, the stored shape)
-lives in :mod:`worker.types`, without pydantic, and namespaces in :mod:`worker.types`;
-both are re-exported here for callers.
+worker. :class:`Candidate` is the one declaration of what the queue stores; the contract
+(:class:`EnqueueFields`, :func:`validate_enqueue`) and namespaces live in :mod:`worker.types`
+and are re-exported here for callers.
 
 >>> c = make_candidate(user_id="u1", trace_id="t1", text="I prefer tea", topic="drinks")
 >>> (c.namespace, c.path)
@@ -78,14 +78,12 @@ from worker.types import (
     MAX_TEXT_BYTES,
     REQUIRED_ENQUEUE_FIELDS,
     SOURCES,
-    STORED_FIELDS,
     EnqueueFields,
     EnqueueValues,
     Kind,
     Namespace,
     Scope,
     Source,
-    StoredCandidate,
     candidate_id_for,
     normalise_path,
     validate_enqueue,
@@ -113,7 +111,6 @@ __all__ = [
     "Namespace",
     "Scope",
     "Source",
-    "StoredCandidate",
     "build_candidate",
     "candidate_id_for",
     "make_candidate",
@@ -220,21 +217,6 @@ class Candidate(BaseModel):
         replayed or late candidate does not overrule what was said after it; a new entry's
         ``valid_from`` is its candidates' earliest ``said_at``."""
         return self.created_at if self.occurred_at is None else self.occurred_at
-
-
-def _same_fields_as_stored() -> None:
-    """Refuse to import if :class:`Candidate` and :class:`~worker.types.StoredCandidate`
-    (which the hot path writes without pydantic) declare different fields, order or types."""
-    model = [(name, f.annotation) for name, f in Candidate.model_fields.items()]
-    stored = list(STORED_FIELDS.items())
-    if model != stored:
-        raise TypeError(
-            f"Candidate's fields {model} differ from worker.types.StoredCandidate's "
-            f"{stored}: declare a stored field in both, in the same order and type"
-        )
-
-
-_same_fields_as_stored()
 
 
 def make_candidate(

@@ -1,5 +1,5 @@
 """The shared vocabulary, without pydantic: constants, namespaces and their ids, the enqueue
-contract and the stored candidate, field checks, outcomes, whose memory a thread is, task names,
+contract, field checks, outcomes, whose memory a thread is, task names,
 the queue policy and each layer's slice of the settings.
 
 Constants shared across memworker, each declared once with the reason for its value.
@@ -28,15 +28,11 @@ if the hot path could have written it.
 >>> validate_kind("turn"), validate_key("preference.language")
 (<Kind.TURN: 'turn'>, 'preference.language')
 
-The enqueue contract and the stored candidate's shape, without pydantic.
+The enqueue contract.
 
-What every ``enqueue`` takes (:class:`EnqueueFields`), how it is checked
-(:func:`validate_enqueue`) and what the queue stores (:class:`StoredCandidate`) are plain
-Python here, so the hot-path clients validate and encode a candidate without importing pydantic
-(a chat service pays for every import on each start). :class:`worker.models.Candidate`, the
-pydantic model the worker decodes stored candidates with, declares the same fields in the same
-order with the same types; :mod:`worker.models` refuses to import if the two differ, so the
-stored shape cannot drift apart from the model.
+What every ``enqueue`` takes (:class:`EnqueueFields`) and how it is checked
+(:func:`validate_enqueue`); what the queue stores is :class:`worker.models.Candidate`, built
+from the checked values.
 
 >>> v = validate_enqueue({"user_id": "u1", "trace_id": "t1", "text": " I prefer tea "})
 >>> (v.namespace.key, v.stored["text"], v.stored["kind"].value)
@@ -175,7 +171,6 @@ __all__ = [
     "SinkSettings",
     "SourceSettings",
     "StoreSettings",
-    "StoredCandidate",
     "StructuredMethod",
     "candidate_id_for",
     "validate_enqueue",
@@ -406,8 +401,7 @@ class Namespace:
     people, so the org is part of the key, ``org:<org>:user:<user>[:<assistant>]``. Without an
     org the key is ``user:<user>[:<assistant>]``, as it always was (no stored data moves); a
     deployment without orgs must then keep user ids unique across itself. A plain frozen
-    dataclass, not a pydantic model: the hot-path client builds one per enqueue and imports
-    no pydantic (its validation is the ids' and the scope's rules below, checked on
+    dataclass (its validation is the ids' and the scope's rules below, checked on
     construction; a bad one raises :class:`InvalidCandidate`).
     """
 
@@ -558,8 +552,9 @@ Source = Literal[
     "inbox",
 ]
 
-#: The valid ``source`` values; checked at enqueue, since a candidate is built without pydantic
-#: validation and a bad value would otherwise only fail when the worker decodes the batch.
+#: The valid ``source`` values; checked at enqueue, since a candidate is built without
+#: validation (``model_construct``) and a bad value would otherwise only fail when the worker
+#: decodes the batch.
 SOURCES: Final = frozenset(get_args(Source))
 
 
@@ -674,40 +669,14 @@ def validate_stored_path(value: str | None) -> str | None:
     return value
 
 
-class StoredCandidate(TypedDict):
-    """A candidate as the queue stores it (its JSON object's fields, in this order): the
-    fields of :class:`worker.models.Candidate`, which must match these (checked when
-    :mod:`worker.models` is imported). The hot path's JSON writer is generated from this
-    declaration (:mod:`worker.queue.client`)."""
-
-    id: str
-    namespace: str
-    user_id: str | None
-    trace_id: str
-    thread_id: str | None
-    kind: Kind
-    path: str | None
-    key: str | None
-    text: str
-    created_at: datetime
-    occurred_at: datetime | None
-    source: Source
-
-
-#: :class:`StoredCandidate`'s fields and their types, in declaration order.
-STORED_FIELDS: Final = get_type_hints(StoredCandidate)
-
-
 class EnqueueFields(TypedDict):
     """The enqueue contract: the keyword arguments of every ``enqueue``, declared once.
 
     ``MemoryClient.enqueue`` / ``AsyncMemoryClient.enqueue`` take them as keywords
     (``**fields: Unpack[EnqueueFields]``), ``enqueue_many`` as one dict per candidate, and
     :func:`~worker.models.make_candidate` validates them. Adding a field is one line here
-    plus its check in :func:`validate_enqueue`; one the candidate stores is also a field of
-    :class:`StoredCandidate` (and an entry of ``stored`` below) and of
-    :class:`~worker.models.Candidate`, and nothing else: the hot path's JSON writer is derived
-    from :class:`StoredCandidate`.
+    plus its check in :func:`validate_enqueue`; one the candidate stores is also an entry of
+    ``stored`` there and a field of :class:`~worker.models.Candidate`, and nothing else.
 
     ``user_id``, ``trace_id`` and ``text`` are required (``user_id`` may be ``None`` in agent
     scope); the others default to: ``kind="fact"``, ``scope="user"``, ``source="hot_path"``,
@@ -781,9 +750,9 @@ def candidate_id_for(namespace: Namespace, idempotency_key: str | None) -> str:
 class EnqueueValues(NamedTuple):
     """One enqueue's fields, validated (:func:`validate_enqueue`).
 
-    ``stored`` holds the :class:`StoredCandidate` fields but its id and creation time, by
-    name and as stored, and both :func:`~worker.models.build_candidate` and the hot path's
-    JSON writer (:mod:`worker.queue.client`) take these values as they are.
+    ``stored`` holds the :class:`~worker.models.Candidate` fields but its id and creation
+    time, by name and as stored, and :func:`~worker.models.build_candidate` takes these values
+    as they are.
     """
 
     namespace: Namespace
@@ -800,8 +769,7 @@ def validate_enqueue(
     now: datetime | None = None,
 ) -> EnqueueValues:
     """Every check of :func:`~worker.models.build_candidate` but the idempotency key's (which
-    :func:`candidate_id_for` makes), in the same order; shared with the hot-path clients,
-    which build the stored form directly from it. ``now`` is the candidate's creation time,
+    :func:`candidate_id_for` makes). ``now`` is the candidate's creation time,
     which ``occurred_at`` may not lie after (default: the current time).
 
     >>> validate_enqueue({"user_id": "u1", "trace_id": "t1", "text": " tea "}).stored["text"]

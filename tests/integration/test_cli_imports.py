@@ -36,9 +36,8 @@ NOT_FOR_THE_HOT_PATH = (
     "numpy",
     "regex",
     "croniter",
-    # The client validates candidates without the worker's models (worker.types); its settings
-    # are the worker's own reader (worker.settings.ClientSettings).
-    "worker.models",
+    # The client builds the one candidate model (worker.models) and reads the worker's own
+    # settings (worker.settings.ClientSettings); nothing of the worker's side beyond them.
     "worker.store",
     "worker.service",
     "worker.runtime",

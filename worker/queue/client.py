@@ -1,25 +1,15 @@
 """The chat service's client of the queue (:class:`MemoryClient`): a candidate checked, built and
 enqueued in one Redis round trip.
 
-Enqueue arguments → the stored candidate and its script call, for both hot-path clients.
-
-Validation is :func:`worker.models.validate_enqueue`, the same checks, in the same order, as
-:func:`~worker.models.make_candidate`. What differs is the last step: instead of building a
-:class:`~worker.models.Candidate` model and serialising it (``model_construct`` plus
-``model_dump_json`` cost ~11 µs, a third of the client's share of an enqueue), the builder
-writes the candidate's stored JSON directly, byte for byte what ``model_dump_json`` writes
-(``tests/unit/test_hotpath_builder.py`` holds the two to that), with a writer generated from the
-stored shape's fields (:class:`~worker.types.StoredCandidate`), and draws random ids without
-``uuid.UUID``'s constructor. Nothing here imports pydantic.
+Enqueue arguments → the stored candidate and its script call, for both hot-path clients: the
+candidate is :func:`worker.models.build_candidate`'s :class:`~worker.models.Candidate`, the
+one declaration of what the queue stores, written by its ``model_dump_json``.
 
 >>> from worker.queue.client import ClientSettings
 >>> builder = CandidateBuilder(ClientSettings(redis_url="redis://x"), "redis://x")
->>> hot = builder.candidate({"user_id": "u1", "trace_id": "t1", "text": "I prefer tea"})
->>> hot.namespace, len(hot.id)
+>>> candidate = builder.candidate({"user_id": "u1", "trace_id": "t1", "text": "I prefer tea"})
+>>> candidate.namespace, len(candidate.id)
 ('user:u1', 32)
->>> from worker.queue.scripts import decode_candidate
->>> decode_candidate(hot.payload).text
-'I prefer tea'
 
 The chat service's side of the queue: enqueue a candidate memory in one Redis round trip.
 
@@ -51,26 +41,13 @@ per new connection: :mod:`worker.queue.pool`).
 
 from __future__ import annotations
 
-import os
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from datetime import UTC, datetime
-from enum import StrEnum
-from json.encoder import encode_basestring
-from types import NoneType, TracebackType, UnionType
-from typing import (
-    TYPE_CHECKING,
-    Any,
-    Final,
-    Literal,
-    NamedTuple,
-    Protocol,
-    Self,
-    get_args,
-    get_origin,
-)
+from collections.abc import Iterable, Mapping, Sequence
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Protocol, Self
 
 from worker.errors import InvalidCandidate
 from worker.metrics import count_enqueued
+from worker.models import Candidate, build_candidate
 from worker.queue.pool import (
     HOTPATH_FAILURES,
     HOTPATH_MAX_CONNECTIONS,
@@ -81,109 +58,12 @@ from worker.queue.pool import (
 from worker.queue.redis import resolve_redis_url
 from worker.queue.scripts import Call, EnqueueEncoder, QueueShape, enqueue_error
 from worker.settings import ClientSettings, client_settings
-from worker.types import (
-    STORED_FIELDS,
-    EnqueueFields,
-    EnqueueValues,
-    candidate_id_for,
-    validate_enqueue,
-)
+from worker.types import EnqueueFields
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
 
 __all__ = ["ClientSettings", "MemoryClient", "client_settings"]
-
-
-#: The bits ``uuid.uuid4()`` fixes (RFC 4122 variant, version 4), so a random id here is
-#: the same kind of 32-hex-digit id as everywhere else.
-_UUID_CLEAR: Final = ~((0xC000 << 48) | (0xF000 << 64))
-_UUID_SET: Final = (0x8000 << 48) | (4 << 76)
-
-
-class HotCandidate(NamedTuple):
-    """A validated candidate as the queue stores it: namespace key, id and JSON."""
-
-    namespace: str
-    id: str
-    payload: bytes
-
-
-def random_id() -> str:
-    """``uuid.uuid4().hex``, from the same ``os.urandom`` bytes, at a fifth of the cost.
-
-    >>> import uuid
-    >>> uuid.UUID(random_id()).version
-    4
-    """
-    value = (int.from_bytes(os.urandom(16)) & _UUID_CLEAR) | _UUID_SET
-    return f"{value:032x}"
-
-
-def iso_utc(value: datetime) -> str:
-    """A UTC time as ``model_dump_json`` writes it: ISO 8601 with ``Z`` for the UTC offset.
-
-    >>> iso_utc(datetime(2025, 1, 1, 9, 30, tzinfo=UTC))
-    '2025-01-01T09:30:00Z'
-    """
-    when = value.isoformat()
-    return when[:-6] + "Z" if when.endswith("+00:00") else when
-
-
-def _json_of(name: str, annotation: Any) -> str:
-    """The expression writing the stored value ``s[name]`` of a field of type ``annotation``
-    as JSON, as ``model_dump_json`` does: strings, string enums and literals, UTC datetimes
-    (validated into UTC on enqueue), or ``None``."""
-    value = f's["{name}"]'  # double quotes: the generated f-string is in single ones
-    union = isinstance(annotation, UnionType)
-    types = [t for t in get_args(annotation) if t is not NoneType] if union else [annotation]
-    kind = types[0] if len(types) == 1 else None
-    if isinstance(kind, type) and issubclass(kind, StrEnum):
-        text = f"q({value}.value)"
-    elif kind is str or get_origin(kind) is Literal:
-        text = f"q({value})"
-    elif kind is datetime:
-        text = f"q(t({value}))"
-    else:
-        raise TypeError(
-            f"Candidate.{name} is a {annotation!r}; the hot path writes strings, string enums, "
-            "literals and datetimes (or None): teach worker.queue.client._json_of this type"
-        )
-    return f'("null" if {value} is None else {text})' if union else text
-
-
-def _compile_writer() -> Callable[[str, EnqueueValues, datetime], bytes]:
-    """``stored_json``, generated from :class:`~worker.types.StoredCandidate`'s fields in
-    declaration order (the order of :class:`~worker.models.Candidate`'s, checked there).
-
-    Generated once at import rather than looping over the fields per call: one f-string runs
-    as fast as the hand-written one it replaces, and the stored shape is declared once, without
-    pydantic (``tests/unit/test_hotpath_builder.py`` holds it to ``model_dump_json``).
-    """
-    given = {"id": "q(cid)", "created_at": "q(when)"}
-    items = [
-        f'"{name}":{{{given.get(name) or _json_of(name, annotation)}}}'
-        for name, annotation in STORED_FIELDS.items()
-    ]
-    source = (
-        "def stored_json(cid, v, created_at):\n"
-        "    s = v.stored\n"
-        "    when = t(created_at)\n"
-        f"    return f'{{{{{','.join(items)}}}}}'.encode()\n"
-    )
-    scope: dict[str, Any] = {"q": encode_basestring, "t": iso_utc}
-    # Only names and type-derived expressions of our own model go into the source.
-    exec(compile(source, "<stored_json>", "exec"), scope)
-    writer: Callable[[str, EnqueueValues, datetime], bytes] = scope["stored_json"]
-    writer.__doc__ = (
-        "The candidate's JSON exactly as ``Candidate.model_dump_json()`` writes it (fields in "
-        "model order, no spaces, non-ASCII as UTF-8): id ``cid``, the validated values ``v``, "
-        "``created_at``. Every string goes through the JSON string encoder."
-    )
-    return writer
-
-
-stored_json: Final = _compile_writer()
 
 
 class ClientShape(QueueShape, Protocol):
@@ -205,15 +85,11 @@ class CandidateBuilder:
         #: The server, as errors name it (password hidden); worked out once, not per enqueue.
         self.where = redacted(url)
 
-    def candidate(self, fields: EnqueueFields) -> HotCandidate:
+    def candidate(self, fields: EnqueueFields) -> Candidate:
         """One enqueue's fields validated into a candidate (the dict is read, not copied)."""
-        now = datetime.now(UTC)
-        v = validate_enqueue(fields, max_text_bytes=self.max_text_bytes, now=now)
-        key = v.idempotency_key
-        cid = random_id() if key is None else candidate_id_for(v.namespace, key)
-        return HotCandidate(v.stored["namespace"], cid, stored_json(cid, v, now))
+        return build_candidate(fields, max_text_bytes=self.max_text_bytes)
 
-    def candidates(self, items: Iterable[EnqueueFields]) -> list[HotCandidate]:
+    def candidates(self, items: Iterable[EnqueueFields]) -> list[Candidate]:
         """Every item validated into a candidate; the first invalid one raises, naming its
         index in ``items``."""
         out = []
@@ -229,23 +105,23 @@ class CandidateBuilder:
                 raise InvalidCandidate(f"enqueue_many item {index}: {exc}") from None
         return out
 
-    def call(self, candidate: HotCandidate) -> Call:
+    def call(self, candidate: Candidate) -> Call:
         """The enqueue script call; the server stamps it with its own time."""
-        return self.encoder.pack(candidate.namespace, candidate.id, candidate.payload)
+        return self.encoder.call(candidate)
 
-    def calls(self, candidates: Iterable[HotCandidate]) -> list[Call]:
+    def calls(self, candidates: Iterable[Candidate]) -> list[Call]:
         """Enqueue script calls, in order."""
-        pack = self.encoder.pack
-        return [pack(c.namespace, c.id, c.payload) for c in candidates]
+        call = self.encoder.call
+        return [call(c) for c in candidates]
 
-    def check(self, candidates: Sequence[HotCandidate], results: Sequence[Any]) -> list[str]:
+    def check(self, candidates: Sequence[Candidate], results: Sequence[Any]) -> list[str]:
         """Candidate ids, after counting each one Redis accepted in
         ``memworker_enqueued_total``; the first refusal is raised as a MemworkerError (a full
         backlog refuses only its own namespace's candidates: the others were enqueued)."""
         self.encoder.settle(candidates, results, self.where)
         return [c.id for c in candidates]
 
-    def check_one(self, candidate: HotCandidate, result: Any) -> str:
+    def check_one(self, candidate: Candidate, result: Any) -> str:
         """:meth:`check` for a single enqueue, without the lists."""
         if isinstance(result, Exception):
             raise enqueue_error(candidate.namespace, result, self.where) from None

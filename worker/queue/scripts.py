@@ -147,21 +147,19 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
 from importlib import resources
-from typing import TYPE_CHECKING, Any, Final, Protocol
+from typing import Any, Final, Protocol
 
 import redis
+from pydantic import ValidationError
 from redis.cluster import RedisCluster
 from redis.exceptions import AskError, MovedError, NoScriptError, TryAgainError
 
 from worker.errors import BacklogFull, InvalidCandidate, MemworkerError, QueueMisconfigured
 from worker.metrics import count_enqueued
+from worker.models import Candidate
 from worker.queue.redis import REDIS_FAILURES, RedisClient, translate, where_of
 from worker.queue.types import Claim, QueueStats, ScopeStats
 from worker.types import QueuePolicy, Scope
-
-if TYPE_CHECKING:
-    from worker.models import Candidate
-
 
 #: Suffixes of the per-namespace keys; the meta key is the one SCAN looks for.
 LOG_SUFFIX: Final = ":log"
@@ -410,13 +408,13 @@ BACKLOG_FULL: Final = "BACKLOG_FULL"
 SHARDS_MISMATCH: Final = "SHARDS_MISMATCH"
 
 _ENQUEUE: Final = SCRIPTS["enqueue"]
-#: The ARGV order :meth:`EnqueueEncoder.pack` writes without naming them (the hot path's one
+#: The ARGV order :meth:`EnqueueEncoder.call` writes without naming them (the hot path's one
 #: format); checked against the script's header at import, so the two cannot drift apart.
 PACKED_ARGV: Final = ("now", "namespace", "id", "candidate", "shards", "policy")
 if _ENQUEUE.argv != PACKED_ARGV or _ENQUEUE.rest:
     raise ScriptCallError(
         f"lua/enqueue.lua's ARGV header lists {_ENQUEUE.argv}, but the hot path packs "
-        f"{PACKED_ARGV}: change EnqueueEncoder.pack with the header"
+        f"{PACKED_ARGV}: change EnqueueEncoder.call with the header"
     )
 
 #: Namespaces whose key names are kept for the hot path. Deriving five key names costs more
@@ -450,14 +448,6 @@ def seconds_to_ms(seconds: float) -> int:
     return round(seconds * 1000)
 
 
-class Queued(Protocol):
-    """What :meth:`EnqueueEncoder.settle` needs of an enqueued item: its namespace key (a
-    :class:`~worker.models.Candidate`, or the hot path's pre-encoded one)."""
-
-    @property
-    def namespace(self) -> str: ...
-
-
 class QueueShape(Protocol):
     """What :class:`EnqueueEncoder` reads of settings (the worker's or the client's slice)."""
 
@@ -482,32 +472,21 @@ class EnqueueEncoder:
 
     def call(self, candidate: Candidate, now: float | None = None) -> Call:
         """The enqueue script call for ``candidate`` (see ``lua/enqueue.lua``); ``now``
-        (epoch seconds) is a test hook, the server's clock otherwise."""
-        return _ENQUEUE.bind(
-            self.layout,
-            now=script_now(now),
-            namespace=candidate.namespace,
-            id=candidate.id,
-            candidate=candidate.model_dump_json().encode(),
-            shards=self._shards,
-            policy=self._defaults,
-        )
-
-    def pack(self, ns: str, cid: str, payload: bytes, now: float | None = None) -> Call:
-        """The same call as :meth:`call`, from a candidate's namespace, id and stored JSON
-        (the hot path builds the JSON itself, see :mod:`worker.queue.client`); the key
-        names of a namespace are derived once."""
+        (epoch seconds) is a test hook, the server's clock otherwise. The key names of a
+        namespace are derived once."""
+        ns = candidate.namespace
         keys = self._keys.get(ns)
         if keys is None:
             if len(self._keys) >= KEYS_CACHE:
                 self._keys.clear()
             shard = self.layout.shard(ns)
             keys = self._keys[ns] = [self.layout.key(k, shard, ns) for k in _ENQUEUE.keys]
-        args: list[Arg] = [script_now(now), ns, cid, payload, self._shards, self._defaults]
+        payload = candidate.model_dump_json().encode()
+        args: list[Arg] = [script_now(now), ns, candidate.id, payload, self._shards, self._defaults]
         return _ENQUEUE, keys, args
 
     def settle(
-        self, candidates: Sequence[Queued], results: Sequence[Any], where: str = "Redis"
+        self, candidates: Sequence[Candidate], results: Sequence[Any], where: str = "Redis"
     ) -> None:
         """Count each candidate Redis accepted (``memworker_enqueued_total``), then raise the
         first refusal, if any, as a :class:`~worker.errors.MemworkerError`: a full backlog
@@ -559,16 +538,7 @@ def enqueue_error(
 
 
 def decode_candidate(raw: str | bytes, stream_id: str = "?") -> Candidate:
-    """Parse a candidate's JSON as stored in the log; a corrupt entry names its stream id.
-
-    The model (and pydantic) is imported here, on the worker's side: the hot-path clients
-    use this module to encode and never decode, so they never load pydantic. Once loaded, the
-    import is a dictionary lookup, next to a validation that costs microseconds.
-    """
-    from pydantic import ValidationError
-
-    from worker.models import Candidate
-
+    """Parse a candidate's JSON as stored in the log; a corrupt entry names its stream id."""
     try:
         return Candidate.model_validate_json(raw)
     except (ValidationError, InvalidCandidate) as exc:
