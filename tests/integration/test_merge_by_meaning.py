@@ -138,6 +138,20 @@ def test_a_correction_fixes_the_statement_it_names_not_the_latest_with_a_number(
     assert retired(plan) == {"e1"}
 
 
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("Home is Galway.", "Moved to Cork last month to be closer to my mum."),
+        ("I live with my flatmates in Bath.", "Now living in Norwich with my partner."),
+    ],
+    ids=["mum", "partner"],
+)
+def test_a_new_home_that_mentions_someone_in_passing_supersedes_the_old(
+    rules: RulesConsolidator, old: str, new: str
+) -> None:
+    assert retired(merge(rules, [entry("e1", old)], [cand(new)])) == {"e1"}
+
+
 def test_two_relatives_of_other_ages_both_stay(rules: RulesConsolidator) -> None:
     plan = merge(rules, [entry("e1", "My older brother is 42.")],
                  [cand("My younger brother is 35.")])  # fmt: skip
