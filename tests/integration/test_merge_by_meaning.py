@@ -152,6 +152,22 @@ def test_a_new_home_that_mentions_someone_in_passing_supersedes_the_old(
     assert retired(merge(rules, [entry("e1", old)], [cand(new)])) == {"e1"}
 
 
+@pytest.mark.parametrize(
+    ("first", "second"),
+    [
+        ("I'm a vegetarian these days.", "I run half marathons."),
+        ("I started at Zara as a store manager.", "I cycle to the office along the river."),
+        ("I've just started seeing a guy called Ravi.", "Ravi and I met at a salsa class."),
+    ],
+    ids=["diet", "work", "partner"],
+)
+def test_two_statements_of_one_batch_are_never_taken_for_an_update(
+    rules: RulesConsolidator, first: str, second: str
+) -> None:
+    batch = [cand(first), cand(second, minute=1)]
+    assert kinds_of(merge(rules, [], batch)) == ["add", "add"]
+
+
 def test_two_relatives_of_other_ages_both_stay(rules: RulesConsolidator) -> None:
     plan = merge(rules, [entry("e1", "My older brother is 42.")],
                  [cand("My younger brother is 35.")])  # fmt: skip
