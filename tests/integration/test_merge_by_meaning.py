@@ -168,6 +168,14 @@ def test_two_statements_of_one_batch_are_never_taken_for_an_update(
     assert kinds_of(merge(rules, [], batch)) == ["add", "add"]
 
 
+def test_a_reaffirmation_taken_for_a_correction_still_replaces_what_it_restates(
+    rules: RulesConsolidator,
+) -> None:
+    plan = merge(rules, [entry("e1", "I work for ITV as a camera operator.")],
+                 [cand("Yep, still with ITV.")])  # fmt: skip
+    assert retired(plan) == {"e1"}
+
+
 def test_two_relatives_of_other_ages_both_stay(rules: RulesConsolidator) -> None:
     plan = merge(rules, [entry("e1", "My older brother is 42.")],
                  [cand("My younger brother is 35.")])  # fmt: skip

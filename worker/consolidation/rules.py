@@ -714,6 +714,11 @@ class _Merge:
     ) -> str | _Undecided | None:
         """Confirm a restatement, apply a correction or supersede the same single-valued
         attribute, by meaning; :data:`_UNDECIDED` when none applies (the statement is added).
+        A statement of the correction kind that corrects nothing held ("yep, still with ITV",
+        where no word of four letters ties it to "I work for ITV as a camera operator") is
+        then asked about like any other: it may still
+        replace what it restates. Its new wording is kept, never dropped: were it a new value
+        the model took for a correction, confirming the old one instead would lose it.
 
         What the known wordings tell apart is never merged by meaning: another person or
         attribute (two frames of different slots), another polarity ("I don't …")."""
@@ -724,7 +729,9 @@ class _Merge:
             return None
         kind = self.meaning.kind(body)
         if kind is not None and kind.name == CORRECTION:
-            return self._correct(cand, body, key=key)
+            outcome = self._correct(cand, body, key=key)
+            if outcome is not _UNDECIDED:
+                return outcome
         scored = [
             (score, e)
             for e in self._neighbours(body, key)
