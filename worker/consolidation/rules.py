@@ -714,11 +714,20 @@ class _Merge:
     ) -> str | _Undecided | None:
         """Confirm a restatement, apply a correction or supersede the same single-valued
         attribute, by meaning; :data:`_UNDECIDED` when none applies (the statement is added).
+
         A statement of the correction kind that corrects nothing held ("yep, still with ITV",
         where no word of four letters ties it to "I work for ITV as a camera operator") is
-        then asked about like any other: it may still
-        replace what it restates. Its new wording is kept, never dropped: were it a new value
-        the model took for a correction, confirming the old one instead would lose it.
+        then asked about like any other: it may still replace what it restates. Its new
+        wording is kept, never dropped: were it a new value the model took for a correction,
+        confirming the old one instead would lose it.
+
+        Only an entry the memory held before this batch is replaced: two statements that
+        arrive together are merged as restatements or kept side by side, never one taken for
+        the other's old value (a correction among them still corrects, :meth:`_correct`). On
+        the development half of the update stories the distinct facts lost fall from 3 to 1
+        of 371 and the current values lost from 1 to 0, with no more stale values: the small
+        model takes two facts said together for one attribute more often than a user gives
+        an attribute two values at once (they say "I moved from Leeds to York", one fact).
 
         What the known wordings tell apart is never merged by meaning: another person or
         attribute (two frames of different slots), another polarity ("I don't …")."""
@@ -735,7 +744,7 @@ class _Merge:
         scored = [
             (score, e)
             for e in self._neighbours(body, key)
-            if e.existing  # never a statement of this batch: see _replaces
+            if e.existing  # never a statement of this batch (see above)
             and (score := self._replaces(e, body, kind, wanted)) is not None
             and not _framed_apart(e, frame)
             and self._accepted(cand, e.text, body)
@@ -760,15 +769,7 @@ class _Merge:
         learned merge models (:meth:`Meaning.merge_score` of 1 or more), or by
         the kinds (both clearly of one single-valued kind, near each other, of one polarity:
         :meth:`Meaning.same_attribute`). Both were chosen on the development half of the
-        update stories; each catches updates the other misses (``python -m bench updates``).
-
-        Only an entry the memory held before this batch is asked about: two statements that
-        arrive together are merged as restatements or kept side by side, never one taken for
-        the other's old value (a correction among them still corrects, :meth:`_correct`). On
-        the development half of the update stories the distinct facts lost fall from 3 to 1
-        of 371 and the current values lost from 1 to 0, with no more stale values: the small
-        model takes two facts said together for one attribute more often than a user gives
-        an attribute two values at once (they say "I moved from Leeds to York", one fact)."""
+        update stories; each catches updates the other misses (``python -m bench updates``)."""
         assert self.meaning is not None
         score = self.meaning.merge_score(entry.text, body)
         if score is None:
