@@ -7,6 +7,7 @@ saw. The figures on many more are ``python -m bench updates``'s."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import time
@@ -91,6 +92,23 @@ def test_a_new_value_of_a_single_valued_attribute_supersedes_the_old_in_other_wo
 ) -> None:
     plan = merge(rules, [entry("e1", old)], [cand(new)])
     assert retired(plan) == {"e1"}, kinds_of(plan)
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "decided"),
+    [
+        ("I reside in Galway.", "These days home is Limerick.", r"merge model: 1\.\d\dx"),
+        ("Mein Lieblingsessen ist Gulasch.", "Inzwischen esse ich am liebsten Sushi.",
+         "both of one single-valued kind"),
+    ],
+    ids=["merge-model", "kinds"],
+)  # fmt: skip
+def test_a_supersede_by_meaning_says_in_its_reason_what_decided_it(
+    rules: RulesConsolidator, old: str, new: str, decided: str
+) -> None:
+    plan = merge(rules, [entry("e1", old)], [cand(new)])
+    (op,) = [op for op in plan.ops if isinstance(op, Supersede)]
+    assert re.search(decided, op.reason), op.reason
 
 
 def test_a_new_employer_retires_the_job_held_at_the_old_one(rules: RulesConsolidator) -> None:
