@@ -98,7 +98,7 @@ def test_a_new_value_of_a_single_valued_attribute_supersedes_the_old_in_other_wo
     ("old", "new", "decided"),
     [
         ("I reside in Galway.", "These days home is Limerick.", r"merge model: 1\.\d\dx"),
-        ("Mein Lieblingsessen ist Gulasch.", "Inzwischen esse ich am liebsten Sushi.",
+        ("Mein Lieblingsessen ist Lasagne.", "Inzwischen mag ich Pho am liebsten.",
          "both of one single-valued kind"),
     ],
     ids=["merge-model", "kinds"],
@@ -139,6 +139,27 @@ def test_a_distinct_fact_of_the_same_topic_is_added_and_retires_nothing(
 ) -> None:
     plan = merge(rules, [entry("e1", old)], [cand(new)])
     assert kinds_of(plan) == ["add"]
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("Daniel ran a half marathon in Bristol last spring.",
+         "Daniel went fishing with his father on Sunday."),
+        ("Amira believes volunteering builds stronger neighbourhoods.",
+         "Amira finds baking bread relaxing after a long week."),
+        ("I went to a glass-blowing class on Saturday.",
+         "Yesterday I helped my neighbour move house."),
+        ("Nina is hoping to take her kids to the coast this summer.",
+         "Nina spent the afternoon repairing an old armchair."),
+    ],
+    ids=["two-events-of-someone", "two-opinions", "two-events", "a-plan-and-an-event"],
+)  # fmt: skip
+def test_an_opinion_an_event_or_a_plan_never_retires_another_of_its_kind(
+    rules: RulesConsolidator, old: str, new: str
+) -> None:
+    plan = merge(rules, [entry("e1", old)], [cand(new)])
+    assert kinds_of(plan) == ["add"], [getattr(op, "reason", "") for op in plan.ops]
 
 
 def test_a_correction_fixes_the_number_it_names(rules: RulesConsolidator) -> None:

@@ -772,6 +772,8 @@ class _Merge:
         :meth:`Meaning.same_attribute`). Both were chosen on the development half of the
         update stories; each catches updates the other misses (``python -m bench updates``)."""
         assert self.meaning is not None
+        if self.meaning.both_others(entry.text, body):
+            return None  # whether both are about one person cannot be told: both stay
         score = self.meaning.merge_score(entry.text, body)
         if score is None:
             return None
