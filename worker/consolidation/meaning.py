@@ -778,14 +778,12 @@ class Meaning:
         when either has no vector."""
         cosine = self.similarity(old, new)
         a, b = self.attribute_scores(old), self.attribute_scores(new)
-        if cosine is None or a is None or b is None:
+        side_a, side_b = self._side(old), self._side(new)
+        if cosine is None or a is None or b is None or side_a is None or side_b is None:
             return None
         shared = np.minimum(a, b)
         best_single = _best_single(self.bank, a, b)
         stems_a, stems_b = content_stems(old), content_stems(new)
-        direction, middle = self._subject
-        side_a = float(self.vector(old) @ direction) - middle
-        side_b = float(self.vector(new) @ direction) - middle
         correction = self.bank.correction_attribute
         return {
             "cosine": cosine,
@@ -884,12 +882,8 @@ class Meaning:
     def _own_person(self, old: str, new: str) -> bool:
         """Neither text lies so far towards someone else that it is another person's person
         ("my sister's husband is called Tom", past :attr:`Thresholds.own_person`)."""
-        direction, middle = self._subject
-        sides = [self.vector(t) for t in (old, new)]
-        return all(
-            v is not None and float(v @ direction) - middle <= self.thresholds.own_person
-            for v in sides
-        )
+        sides = [self._side(t) for t in (old, new)]
+        return all(side is not None and side <= self.thresholds.own_person for side in sides)
 
     def merges(self, old: str, new: str) -> bool:
         """``new`` takes ``old``'s place (a :meth:`merge_score` of 1 or more)."""
