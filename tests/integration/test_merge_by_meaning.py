@@ -162,6 +162,34 @@ def test_an_opinion_an_event_or_a_plan_never_retires_another_of_its_kind(
     assert kinds_of(plan) == ["add"], [getattr(op, "reason", "") for op in plan.ops]
 
 
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("Lena enjoys cooking vegetarian curries for her friends.",
+         "Lena is trying out a vegan version of her grandmother's lasagne."),
+        ("Anna kocht gern vegetarische Currys für ihre Freunde.",
+         "Anna probiert eine vegane Version der Lasagne ihrer Oma aus."),
+        ("Pedro loves making spicy stews for his family on Sundays.",
+         "Pedro is experimenting with a gluten-free version of his mother's empanadas."),
+    ],
+    ids=["vegan", "vegan-de", "gluten-free"],
+)  # fmt: skip
+def test_two_stories_that_only_touch_on_an_attribute_of_someone_both_stay(
+    rules: RulesConsolidator, old: str, new: str
+) -> None:
+    plan = merge(rules, [entry("e1", old)], [cand(new)])
+    assert kinds_of(plan) == ["add"], [getattr(op, "reason", "") for op in plan.ops]
+
+
+def test_a_story_with_a_but_in_it_is_not_taken_for_a_correction(
+    rules: RulesConsolidator,
+) -> None:
+    old = "Marco went sailing off the coast of Crete in June."
+    new = "Marco has gone sailing a few times but has never tried diving."
+    plan = merge(rules, [entry("e1", old)], [cand(new)])
+    assert kinds_of(plan) == ["add"], [getattr(op, "reason", "") for op in plan.ops]
+
+
 def test_a_correction_fixes_the_number_it_names(rules: RulesConsolidator) -> None:
     plan = merge(rules, [entry("e1", "I'm 52 years old.")], [cand("Oops, typo: I meant 25.")])
     (supersede,) = [op for op in plan.ops if isinstance(op, Supersede)]

@@ -105,8 +105,8 @@ from typing import ClassVar, Final, Literal
 
 from worker.consolidation import text
 from worker.consolidation.guard_meaning import refusal
-from worker.consolidation.meaning import CORRECTION, Meaning, numbers_of
 from worker.consolidation.meaning import Kind as StatementKind
+from worker.consolidation.meaning import Meaning, numbers_of
 from worker.consolidation.plan import (
     Add,
     Confirm,
@@ -737,7 +737,7 @@ class _Merge:
             self.ops.append(Confirm(candidate_ids=[cand.id], entry_id=restated.id))
             return None
         kind = self.meaning.kind(body)
-        if kind is not None and kind.name == CORRECTION:
+        if self.meaning.corrects(body):
             outcome = self._correct(cand, body, key=key)
             if outcome is not _UNDECIDED:
                 return outcome
