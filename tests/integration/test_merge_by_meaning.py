@@ -12,6 +12,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
 import pytest
@@ -62,6 +63,21 @@ def meaning() -> Meaning:
 @pytest.fixture(scope="module")
 def rules(meaning: Meaning) -> RulesConsolidator:
     return RulesConsolidator(meaning=meaning)
+
+
+class Planned:
+    """A consolidator that answers one given plan, as an untrusted model would: the engine
+    then holds it to the trust check."""
+
+    name: ClassVar[str] = "planned"
+    needs_model: ClassVar[bool] = False
+    handles_turns: ClassVar[bool] = False
+
+    def __init__(self, meaning: Meaning, plan: Plan) -> None:
+        self.meaning, self.plan = meaning, plan
+
+    def merge(self, *_a: object, **_k: object) -> Plan:
+        return self.plan
 
 
 def merge(rules: RulesConsolidator, entries: list[Entry], batch: list[Candidate]) -> Plan:
@@ -288,23 +304,41 @@ def test_the_trust_check_refuses_a_model_rewriting_an_unrelated_entry(meaning: M
             )
         ]
     )  # fmt: skip
-
-    class Planned:
-        name = "planned"
-        needs_model = False
-        handles_turns = False
-
-        def __init__(self) -> None:
-            self.meaning = meaning
-
-        def merge(self, *_a: object, **_k: object) -> Plan:
-            return plan
-
     with pytest.raises(InvalidPlan, match="no candidate it names justifies"):
         consolidate_batch(
-            Planned(), state([old]), [c], now=at(10),  # type: ignore[arg-type]
+            Planned(meaning, plan), state([old]), [c], now=at(10),
             settings=Settings().for_consolidation, current_files={},
         )  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("My sister lives in Lisbon.", "I visited Lisbon last spring."),
+        ("I work at Paris Hospital as a nurse.", "We spent a weekend in Paris."),
+        ("I'm allergic to peanuts.", "My son loves peanut butter sandwiches."),
+        ("I drive a Toyota Corolla.", "My brother works at Toyota."),
+    ],
+    ids=["a-city", "a-name", "a-food", "a-brand"],
+)
+def test_the_trust_check_refuses_a_rewrite_that_only_shares_a_word_with_the_entry(
+    meaning: Meaning, old: str, new: str
+) -> None:
+    c = cand(new)
+    plan = Plan(ops=[Supersede(candidate_ids=[c.id], entry_id="e1", text=new)])
+    with pytest.raises(InvalidPlan, match="retires entry e1"):
+        consolidate_batch(
+            Planned(meaning, plan), state([entry("e1", old)]), [c], now=at(10),
+            settings=Settings().for_consolidation, current_files={},
+        )  # fmt: skip
+
+
+def test_a_correction_that_names_the_word_it_corrects_is_related_to_the_entry(
+    meaning: Meaning,
+) -> None:
+    old, new = "My address is in Hackney.", "Oops, I said Hackney but I meant Haringey."
+    meaning.prepare([old, new])
+    assert related(old, new, meaning)
 
 
 def test_the_prompt_shows_every_entry_of_the_same_attribute_past_forty(meaning: Meaning) -> None:

@@ -55,14 +55,17 @@ names. One of them must be:
 - a ``forget`` candidate (one with a ``key`` forgets only entries of that key);
 - a candidate with the entry's ``key`` (a newer value for the slot);
 - a candidate that carries a replacement about the same thing as the entry: the supersede's
-  own text, or an ``add``/``supersede`` the same candidate backs in this plan, shares a content
-  word with the entry (a contradiction in the same words: "I live in Rome" retires "I live in
-  Paris"), sets the same attribute of the same person in a wording the rules know
-  (:mod:`worker.consolidation.text`: "I moved to Berlin" retires "I live in Paris"), or, by
-  meaning in any language (:meth:`~worker.consolidation.meaning.Meaning.may_replace`),
-  restates it or lies near it with a kind of statement in common ("nos hemos mudado a Bilbao"
-  retires "vivo en Valencia"); or a correction ("sorry, I meant 43") of an entry holding a
-  number it names.
+  own text, or an ``add``/``supersede`` the same candidate backs in this plan, sets the same
+  attribute of the same person in a wording the rules know (:mod:`worker.consolidation.text`:
+  "I moved to Berlin" retires "I live in Paris"), or, by meaning in any language
+  (:meth:`~worker.consolidation.meaning.Meaning.may_replace`), restates it or lies near it
+  with a kind of statement in common ("nos hemos mudado a Bilbao" retires "vivo en
+  Valencia"); or is a correction ("sorry, I meant 43", "I said Hackney but I meant
+  Haringey") of an entry holding a number or a word it names. Without a meaning model, a
+  shared content word stands in for meaning (a contradiction in the same words: "I live in
+  Rome" retires "I live in Paris"); with one it does not, since a word in common says
+  nothing of what two statements are about ("I visited Lisbon" does not retire "My sister
+  lives in Lisbon").
 
 "Related" cannot prove a contradiction; it makes an unrelated rewrite impossible (a replacement
 about something else is refused), and the removal cap bounds the rest.
@@ -314,20 +317,24 @@ def created_ids(namespace: str, ops: Sequence[Operation]) -> list[str | None]:
 
 
 def related(a: str, b: str, meaning: Meaning | None = None) -> bool:
-    """True when ``a`` and ``b`` share a content stem, or (by ``meaning``, texts prepared) are
-    about the same thing (see the module notes)."""
-    if not content_stems(a).isdisjoint(content_stems(b)):
-        return True
+    """True when ``a`` and ``b`` are about the same thing (see the module notes): they set
+    the same attribute of the same person in a wording the rules know; and by ``meaning``
+    (texts prepared) when one is given, else when they share a content stem. With a model, a
+    shared word or number counts only in a correction, which names what it corrects ("I said
+    Hackney but I meant Haringey"); elsewhere it says nothing of meaning ("My sister lives in
+    Lisbon" / "I visited Lisbon last spring")."""
     first, second = frame_of(a), frame_of(b)
     if first is not None and second is not None and first.slot() == second.slot():
         return True
+    shares_a_word = not content_stems(a).isdisjoint(content_stems(b))
     if meaning is None:
-        return False
+        return shares_a_word
     if meaning.may_replace(a, b):
         return True
     kind = meaning.kind(b)
-    named = set(numbers_of(b))
-    return kind is not None and kind.name == CORRECTION and bool(named & set(numbers_of(a)))
+    if kind is None or kind.name != CORRECTION:
+        return False
+    return shares_a_word or bool(set(numbers_of(b)) & set(numbers_of(a)))
 
 
 def replacements(plan_ops: Sequence[Operation]) -> dict[str, list[str]]:
