@@ -166,7 +166,7 @@ from typing import (
 from pydantic import BaseModel, ConfigDict, Field
 
 from worker.consolidation.guard_meaning import refusal
-from worker.consolidation.meaning import CORRECTION, Meaning, numbers_of
+from worker.consolidation.meaning import Meaning, numbers_of
 from worker.consolidation.render import render_counted
 from worker.consolidation.text import content_stems, frame_of
 from worker.errors import (
@@ -331,8 +331,7 @@ def related(a: str, b: str, meaning: Meaning | None = None) -> bool:
         return shares_a_word
     if meaning.may_replace(a, b):
         return True
-    kind = meaning.kind(b)
-    if kind is None or kind.name != CORRECTION:
+    if not meaning.corrects(b):
         return False
     return shares_a_word or bool(set(numbers_of(b)) & set(numbers_of(a)))
 
