@@ -88,6 +88,12 @@ def kinds_of(plan: Plan) -> list[str]:
     return [op.op for op in plan.ops]
 
 
+def assert_both_stay(rules: RulesConsolidator, old: str, new: str) -> None:
+    """``new`` merged over a memory holding ``old`` is added beside it, retiring nothing."""
+    plan = merge(rules, [entry("e1", old)], [cand(new)])
+    assert kinds_of(plan) == ["add"], [getattr(op, "reason", "") for op in plan.ops]
+
+
 def retired(plan: Plan) -> set[str]:
     return {op.entry_id for op in plan.ops if isinstance(op, Supersede | Invalidate)}
 
@@ -153,8 +159,7 @@ def test_a_restatement_in_other_words_confirms_the_entry(rules: RulesConsolidato
 def test_a_distinct_fact_of_the_same_topic_is_added_and_retires_nothing(
     rules: RulesConsolidator, old: str, new: str
 ) -> None:
-    plan = merge(rules, [entry("e1", old)], [cand(new)])
-    assert kinds_of(plan) == ["add"]
+    assert_both_stay(rules, old, new)
 
 
 @pytest.mark.parametrize(
@@ -174,8 +179,7 @@ def test_a_distinct_fact_of_the_same_topic_is_added_and_retires_nothing(
 def test_an_opinion_an_event_or_a_plan_never_retires_another_of_its_kind(
     rules: RulesConsolidator, old: str, new: str
 ) -> None:
-    plan = merge(rules, [entry("e1", old)], [cand(new)])
-    assert kinds_of(plan) == ["add"], [getattr(op, "reason", "") for op in plan.ops]
+    assert_both_stay(rules, old, new)
 
 
 @pytest.mark.parametrize(
@@ -193,8 +197,7 @@ def test_an_opinion_an_event_or_a_plan_never_retires_another_of_its_kind(
 def test_two_stories_that_only_touch_on_an_attribute_of_someone_both_stay(
     rules: RulesConsolidator, old: str, new: str
 ) -> None:
-    plan = merge(rules, [entry("e1", old)], [cand(new)])
-    assert kinds_of(plan) == ["add"], [getattr(op, "reason", "") for op in plan.ops]
+    assert_both_stay(rules, old, new)
 
 
 def test_a_story_with_a_but_in_it_is_not_taken_for_a_correction(
@@ -202,8 +205,7 @@ def test_a_story_with_a_but_in_it_is_not_taken_for_a_correction(
 ) -> None:
     old = "Marco went sailing off the coast of Crete in June."
     new = "Marco has gone sailing a few times but has never tried diving."
-    plan = merge(rules, [entry("e1", old)], [cand(new)])
-    assert kinds_of(plan) == ["add"], [getattr(op, "reason", "") for op in plan.ops]
+    assert_both_stay(rules, old, new)
 
 
 def test_a_correction_fixes_the_number_it_names(rules: RulesConsolidator) -> None:

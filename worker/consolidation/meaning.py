@@ -296,17 +296,18 @@ class Thresholds:
     #: else (0 is half-way between the example pairs' two sides).
     someone_else: float = 0.06
     #: Least nearness to an attribute (:meth:`Meaning.attribute_scores`) for a text to give
-    #: it *firmly*, as a statement of it does, not only lean towards it as a story that
-    #: touches on it does: what a correction must reach to correct (:meth:`Meaning.corrects`)
-    #: and two texts that may both be about someone else to be taken for one attribute of the
-    #: user's (:meth:`Meaning.both_others`). The update stories' statements of one value lie at
-    #: 0.24-0.54 (median 0.37; their corrections 0.34-0.57), the observations an extractor
-    #: writes in the third person that the rules retired at 0.21-0.36 (median 0.28; "Calvin
-    #: has never tried ramen" was taken for a correction). Chosen among 0.28, 0.30 and 0.33 on
-    #: the development half (two more stale values of 110 at 0.28 and 0.30, three at 0.33)
-    #: and LoCoMo's first five conversations (questions whose evidence was all retired: 42 of
-    #: 631 without the floor; 30, 21 and 14 with it on the kinds' exception, 16 at 0.30 with
-    #: the corrections too; held out, the other five: 31 to 18 of 680).
+    #: it *firmly* (:meth:`Meaning.firmly`), as a statement of it does, not only lean towards
+    #: it as a story that touches on it does: what a correction must reach to correct
+    #: (:meth:`Meaning.corrects`), and two texts that may both be about someone else to be
+    #: taken for one attribute of the user's (:meth:`Meaning.both_others`). The update
+    #: stories' statements of one value lie at 0.24-0.54 (median 0.37; their corrections
+    #: 0.34-0.57), the observations an extractor writes in the third person that the rules
+    #: retired at 0.21-0.36 (median 0.28; "Calvin has never tried ramen" was taken for a
+    #: correction). Chosen among 0.28, 0.30 and 0.33 on the development half (two more stale
+    #: values of 110 at 0.28 and 0.30, three at 0.33) and LoCoMo's first five conversations
+    #: (questions whose evidence was all retired: 42 of 631 without the floor; 30, 21 and 14
+    #: with it on the kinds' exception, 16 at 0.30 with the corrections too; held out, the
+    #: other five: 31 to 18 of 680).
     firm: float = 0.30
     #: Least cosine of two texts near a kind in common for a model's plan to retire one for
     #: the other (the trust check; chosen on the development half: 74 % of its updates pass,
@@ -624,12 +625,20 @@ class Meaning:
 
     def corrects(self, text: str) -> bool:
         """A prepared ``text`` is a correction of something said before ("sorry, I meant 43"):
-        clearly of the correction kind and firmly so (:attr:`Thresholds.firm`)."""
+        clearly of the correction kind and :meth:`firmly` so."""
         kind = self.kind(text)
-        if kind is None or kind.name != CORRECTION:
-            return False
-        scores = self.attribute_scores(text)
-        return scores is not None and scores[self.bank.correction_attribute] >= self.thresholds.firm
+        return kind is not None and kind.name == CORRECTION and self.firmly(CORRECTION, text)
+
+    def firmly(self, attribute: str, *texts: str) -> bool:
+        """Every prepared text lies as near ``attribute`` (a :attr:`Kind.gives`) as a
+        statement of it does, not only leaning towards it as a story that touches on it does
+        (:attr:`Thresholds.firm`)."""
+        index = list(self.bank.attributes).index(attribute)
+        for text in texts:
+            scores = self.attribute_scores(text)
+            if scores is None or scores[index] < self.thresholds.firm:
+                return False
+        return True
 
     def same_attribute(self, a: str, b: str) -> bool:
         """``a`` and ``b`` give a value of the same single-valued attribute of the user (each
@@ -862,19 +871,17 @@ class Meaning:
         sides = [self._side(t) for t in (old, new)]
         if not all(side is not None and side > 0 for side in sides):
             return False
-        features = self.pair_features(old, new)
-        if features is None:
-            return False
         clear_old, clear_new = self.kind(old), self.kind(new)
         if (
             clear_old is not None
             and clear_new is not None
             and clear_old.single
             and clear_old.gives == clear_new.gives
-            and features["single"] >= self.thresholds.firm
+            and self.firmly(clear_old.gives, old, new)
         ):
             return False  # both clearly and firmly give one single-valued attribute: the user's
-        return not self._own_persons(old, new, features)
+        features = self.pair_features(old, new)
+        return features is not None and not self._own_persons(old, new, features)
 
     def another_of_several(self, old: str, new: str) -> bool:
         """Of a multi-valued attribute, ``new`` is not ``old`` restated: it says it adds one
