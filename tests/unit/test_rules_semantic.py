@@ -3,11 +3,14 @@ and a statement that does not conflict never retires anything."""
 
 from __future__ import annotations
 
+from functools import cache
+
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from tests.support.consolidation_factories import at, cand, entry, state
+from worker.consolidation.meaning import Meaning
 from worker.consolidation.plan import (
     Add,
     Confirm,
@@ -19,7 +22,9 @@ from worker.consolidation.plan import (
 )
 from worker.consolidation.rules import RulesConsolidator
 from worker.models import Candidate, Entry
+from worker.runtime.embeddings import build_embeddings
 from worker.settings import Settings
+from worker.types import DEFAULT_EMBEDDINGS
 
 RULES = RulesConsolidator()
 
@@ -285,3 +290,36 @@ def test_a_keyed_new_value_also_retires_unkeyed_statements_of_the_same_attribute
     unkeyed = entry("u1", "I live in Paris", minute=-60)
     plan = merge([keyed, unkeyed], [cand("I live in Oslo", key="profile.location")])
     assert retired(plan) == {"k1", "u1"}
+
+
+# --- the same guarantees with the default meaning model ---------------------------------------
+
+
+@cache
+def by_meaning() -> RulesConsolidator:
+    """The rules as the worker runs them by default: with the local multilingual model."""
+    built = build_embeddings(DEFAULT_EMBEDDINGS)
+    assert built is not None
+    return RulesConsolidator(meaning=Meaning(built))
+
+
+def merge_by_meaning(entries: list[Entry], batch: list[Candidate]) -> Plan:
+    return by_meaning().merge(state(entries), batch, now=at(10))
+
+
+others = st.tuples(
+    st.sampled_from(sorted(set(SUBJECTS) - {"self"})), st.sampled_from(sorted(ATTRIBUTES))
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(first=others, second=others, values=st.tuples(st.integers(0, 4), st.integers(0, 4)))
+def test_by_meaning_statements_about_other_people_never_retire_each_other(
+    first: tuple[str, str], second: tuple[str, str], values: tuple[int, int]
+) -> None:
+    """Two statements that both lie towards someone else ("My sister's favourite colour is
+    green" / "My friend's favourite film is Heat") may be about two people: both stay, even
+    when each is clearly and firmly of one single-valued kind."""
+    assume(first != second)
+    old, new = sentence(*first, values[0]), sentence(*second, values[1])
+    assert retired(merge_by_meaning([entry("e1", old)], [cand(new)])) == set(), (old, new)

@@ -859,7 +859,9 @@ class Meaning:
         they are not both clearly of kinds giving one single-valued attribute and firmly near
         it (:attr:`Thresholds.firm`: "I live with my flatmates in Bath" / "Now living in
         Norwich with my partner"; not "Jon is a dancer who runs his own dance studio" / "Jon
-        is turning his passion for dance into a business"), and what they give
+        is turning his passion for dance into a business") unless both are past 0.06, each
+        someone else's ("My sister's favourite colour is green" / "My friend's favourite film
+        is Heat" may be two people, and two things), and what they give
         in common is not the user's partner (:meth:`_own_persons`). Whether they are about one
         person cannot be told, so the rules keep both (:meth:`same_attribute` asks the same of
         one text); a model's plan may still merge them, its trust check asking the merge
@@ -873,7 +875,8 @@ class Meaning:
             return False
         clear_old, clear_new = self.kind(old), self.kind(new)
         if (
-            clear_old is not None
+            not (self.someone_else(old) and self.someone_else(new))
+            and clear_old is not None
             and clear_new is not None
             and clear_old.single
             and clear_old.gives == clear_new.gives
