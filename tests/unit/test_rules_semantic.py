@@ -323,3 +323,35 @@ def test_by_meaning_statements_about_other_people_never_retire_each_other(
     assume(first != second)
     old, new = sentence(*first, values[0]), sentence(*second, values[1])
     assert retired(merge_by_meaning([entry("e1", old)], [cand(new)])) == set(), (old, new)
+
+
+#: A statement that adds a value of a single-valued attribute beside the held one, in wordings
+#: no pattern lists ("also", "auch", "aussi", "también", "anche", "também", "भी").
+ADDITIONS = {
+    "en-employer": ("I work at Acme", "I'm also doing shifts at Globex"),
+    "en-job": ("I'm a nurse", "I'm also a part-time yoga teacher"),
+    "en-home": ("I live in Leeds", "I also have a place in Whitby"),
+    "de-home": ("Ich wohne in Köln", "Ich habe auch eine Wohnung in Bonn"),
+    "fr-employer": ("Je travaille chez Renault", "Je bosse aussi chez Airbus le samedi"),
+    "fr-job": ("Je suis prof de maths", "Je suis aussi pompier volontaire"),
+    "es-employer": ("Trabajo en Telefónica", "También trabajo en un bar"),
+    "it-job": ("Sono medico", "Sono anche un musicista"),
+    "pt-home": ("Moro em Lisboa", "Também tenho casa no Porto"),
+    "hi-job": ("मैं डॉक्टर हूँ", "मैं लेखक भी हूँ"),
+}
+
+
+@pytest.mark.parametrize(("held", "more"), ADDITIONS.values(), ids=ADDITIONS)
+def test_by_meaning_a_statement_that_adds_a_value_retires_nothing(held: str, more: str) -> None:
+    plan = merge_by_meaning([entry("e1", held)], [cand(more)])
+    assert retired(plan) == set()
+    assert [op.op for op in plan.ops] == ["add"]
+
+
+def test_by_meaning_a_reaffirmation_naming_the_held_value_still_replaces_it() -> None:
+    """ "Still" leans the way "also" does; naming the held value and nothing else, it is the
+    same value said again, not one more."""
+    plan = merge_by_meaning(
+        [entry("e1", "I work at Acme as a welder")], [cand("Yep, still at Acme!")]
+    )
+    assert retired(plan) == {"e1"}
