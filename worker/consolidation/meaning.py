@@ -767,9 +767,10 @@ class Meaning:
         return float(v @ direction) - middle
 
     def adds_one(self, text: str) -> bool:
-        """A prepared ``text`` of a single-valued attribute says it adds one more value
-        (:meth:`adds` past :attr:`Thresholds.adds_single`): "I also work at Globex" holds
-        beside "I work at Acme"."""
+        """A prepared ``text`` says it adds one more value clearly enough to hold even of a
+        single-valued attribute (:meth:`adds` past :attr:`Thresholds.adds_single`, further
+        out than :meth:`another_of_several` asks): "I also work at Globex" holds beside "I
+        work at Acme"."""
         adds = self.adds(text)
         return adds is not None and adds > self.thresholds.adds_single
 
