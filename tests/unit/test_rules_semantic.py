@@ -19,14 +19,16 @@ from worker.consolidation.plan import (
     Reject,
     Supersede,
     consolidate_batch,
+    validate_plan,
 )
 from worker.consolidation.rules import RulesConsolidator
 from worker.models import Candidate, Entry
 from worker.runtime.embeddings import build_embeddings
 from worker.settings import Settings
-from worker.types import DEFAULT_EMBEDDINGS
+from worker.types import DEFAULT_EMBEDDINGS, FACTS_PATH
 
 RULES = RulesConsolidator()
+FACTS = FACTS_PATH
 
 PARAPHRASES = {
     "en-order": ("My favourite book is Dune", "Dune is my favourite book"),
@@ -355,3 +357,39 @@ def test_by_meaning_a_reaffirmation_naming_the_held_value_still_replaces_it() ->
         [entry("e1", "I work at Acme as a welder")], [cand("Yep, still at Acme!")]
     )
     assert retired(plan) == {"e1"}
+
+
+def problems(held: str, c: Candidate, *ops: Add | Supersede | Invalidate) -> list[str]:
+    """The trust check's problems with a model's plan of ``ops`` for the candidate ``c``, over
+    the one entry ``e1`` holding ``held``, judged with the default meaning model."""
+    return validate_plan(state([entry("e1", held)]), [c], Plan(ops=list(ops)), max_removals=5,
+                         max_text_bytes=500, meaning=by_meaning().meaning)  # fmt: skip
+
+
+def judged(held: str, said: str, written: str) -> list[str]:
+    """:func:`problems` of a plan that supersedes ``held`` with ``written`` for ``said``."""
+    c = cand(said)
+    return problems(held, c, Supersede(candidate_ids=[c.id], entry_id="e1", text=written))
+
+
+@pytest.mark.parametrize(("held", "more"), ADDITIONS.values(), ids=ADDITIONS)
+def test_by_meaning_a_plan_that_retires_a_value_for_an_addition_is_refused(
+    held: str, more: str
+) -> None:
+    assert any("retires entry e1" in p for p in judged(held, more, more))
+
+
+def test_by_meaning_a_plan_that_invalidates_a_value_beside_an_addition_is_refused() -> None:
+    c = cand("I'm also doing shifts at Globex")
+    add = Add(candidate_ids=[c.id], path=FACTS, text=c.text)
+    drop = Invalidate(candidate_ids=[c.id], entry_id="e1", reason="new job")
+    assert any("retires entry e1" in p for p in problems("I work at Acme", c, add, drop))
+
+
+def test_by_meaning_a_plan_that_folds_an_addition_into_the_held_value_is_accepted() -> None:
+    said = "I'm also doing shifts at Globex"
+    assert judged("I work at Acme", said, "I work at Acme and do shifts at Globex") == []
+
+
+def test_by_meaning_a_plan_that_replaces_a_value_for_a_reaffirmation_is_accepted() -> None:
+    assert judged("I work at Acme as a welder", "Yep, still at Acme!", "I work at Acme") == []

@@ -67,6 +67,11 @@ names. One of them must be:
   nothing of what two statements are about ("I visited Lisbon" does not retire "My sister
   lives in Lisbon").
 
+By meaning, a candidate that adds one more value beside the entry's (:func:`adds_beside`:
+"I'm also doing shifts at Globex" beside "I work at Acme") justifies no removal of it, in the
+rules as in a model's plan: only a replacement written for it that still says what the entry
+holds (:func:`keeps`: "I work at Acme and do shifts at Globex") may take the entry's place.
+
 "Related" cannot prove a contradiction; it makes an unrelated rewrite impossible (a replacement
 about something else is refused), and the removal cap bounds the rest.
 
@@ -168,7 +173,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from worker.consolidation.guard_meaning import refusal
 from worker.consolidation.meaning import Meaning, numbers_of
 from worker.consolidation.render import render_counted
-from worker.consolidation.text import content_stems, frame_of
+from worker.consolidation.text import Normalised, content_stems, form_of, frame_of
 from worker.errors import (
     ConsolidatorError,
     InvalidCandidate,
@@ -346,6 +351,51 @@ def replacements(plan_ops: Sequence[Operation]) -> dict[str, list[str]]:
     return texts
 
 
+def reaffirms(held: Normalised, said: Normalised) -> bool:
+    """``said`` names what ``held`` holds and nothing more: a name or a number, each found in
+    ``held`` ("Yep, still with ITV" of "I work for ITV as a camera operator"), where a
+    statement that adds a value names another ("I also work at Globex" of "I work at Acme").
+    False when either is in a script without capitals, where names cannot be told.
+
+    >>> reaffirms(form_of("I work for ITV as a camera operator"), form_of("Yep, still with ITV"))
+    True
+    >>> reaffirms(form_of("I work at Acme"), form_of("I also work at Globex"))
+    False
+    """
+    names, known = said.entities, held.entities
+    if names is None or known is None:
+        return False
+    named = names | set(said.numbers)
+    return bool(named) and named <= known | set(held.numbers)
+
+
+def adds_beside(old: str, said: str, meaning: Meaning | None) -> bool:
+    """By meaning, ``said`` gives one more value beside what ``old`` holds, so it retires
+    nothing: it leans clearly towards adding one (:meth:`Meaning.adds_one`, texts prepared)
+    and names something ``old`` does not (:func:`reaffirms`). False without meaning."""
+    if meaning is None or not meaning.adds_one(said):
+        return False
+    return not reaffirms(form_of(old), form_of(said))
+
+
+def keeps(old: str, written: str) -> bool:
+    """``written`` still says what ``old`` holds: each of its names and numbers where names
+    can be told (cased scripts), else each of its content stems and numbers.
+
+    >>> keeps("I work at Acme", "Works at Acme and does shifts at Globex")
+    True
+    >>> keeps("I work at Acme", "I work at Globex")
+    False
+    """
+    held, new = form_of(old), form_of(written)
+    if not set(held.numbers) <= set(new.numbers):
+        return False
+    names, kept = held.entities, new.entities
+    if names and kept is not None:
+        return names <= kept
+    return content_stems(old) <= content_stems(written)
+
+
 def vouched(old: str, said: str, meaning: Meaning | None) -> bool:
     """By meaning, the user's own words ``said`` justify retiring ``old``: about the same
     thing, or what the merge model says they replace (asked of a candidate's text only, never
@@ -377,6 +427,10 @@ def removal_problem(
         if old.key is not None and cand.key == old.key:
             return None
         texts = [op.text] if isinstance(op, Supersede) else written.get(cid, [])
+        if cand.kind is Kind.FACT and adds_beside(old.text, cand.text, meaning):
+            if any(keeps(old.text, t) for t in texts):
+                return None
+            continue  # one more value: the entry stays unless its replacement keeps it
         if cand.kind is Kind.FACT and vouched(old.text, cand.text, meaning):
             return None
         if any(related(old.text, t, meaning) for t in texts):

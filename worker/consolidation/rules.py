@@ -116,6 +116,7 @@ from worker.consolidation.plan import (
     Plan,
     Reject,
     Supersede,
+    adds_beside,
     related,
     vouched,
 )
@@ -774,7 +775,7 @@ class _Merge:
         assert self.meaning is not None
         if self.meaning.both_others(entry.text, body):
             return None  # whether both are about one person cannot be told: both stay
-        if self.meaning.adds_one(body) and not _reaffirms(entry.norm, wanted):
+        if adds_beside(entry.text, body, self.meaning):
             return None  # "I also work at Globex": one more value, the held one stays
         score = self.meaning.merge_score(entry.text, body)
         if score is None:
@@ -1006,15 +1007,3 @@ def _over_cap(limit: int) -> str:
         f"would remove more than {limit} entries in one batch (max_removals_per_run); "
         "send it again in a later batch or raise the limit"
     )
-
-
-def _reaffirms(held: Normalised, wanted: Normalised) -> bool:
-    """``wanted`` names what ``held`` holds and nothing more: a name or a number, each found
-    in ``held`` ("Yep, still with ITV" of "I work for ITV as a camera operator"), where a
-    statement that adds a value names another ("I also work at Globex" of "I work at Acme").
-    False when either is in a script without capitals, where names cannot be told."""
-    names, known = wanted.entities, held.entities
-    if names is None or known is None:
-        return False
-    said = names | set(wanted.numbers)
-    return bool(said) and said <= known | set(held.numbers)
