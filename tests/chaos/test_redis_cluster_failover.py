@@ -23,9 +23,8 @@ from tests.support.redis_cluster import redis_cluster
 from worker.errors import QueueUnavailable
 from worker.queue.client import MemoryClient
 from worker.queue.redis import open_redis
-from worker.queue.redis_queue import RedisQueue
+from worker.queue.redis_queue import Claim, RedisQueue
 from worker.queue.scripts import QueueLayout
-from worker.queue.types import Claim
 from worker.settings import Settings
 
 pytestmark = [pytest.mark.slow, pytest.mark.chaos]

@@ -15,9 +15,8 @@ from tests.support.skewed import skewed_enqueue
 from worker.consolidation.rules import RulesConsolidator
 from worker.models import make_candidate
 from worker.queue.client import MemoryClient
-from worker.queue.redis_queue import RedisQueue
+from worker.queue.redis_queue import RedisQueue, arrived
 from worker.queue.scripts import server_ms
-from worker.queue.types import arrived
 from worker.service.consolidate import Pipeline
 from worker.settings import Settings
 from worker.store.memory import MemoryStore

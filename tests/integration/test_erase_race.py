@@ -29,7 +29,7 @@ from worker.connectors.langgraph import store_namespace
 from worker.consolidation.plan import Plan
 from worker.consolidation.rules import RulesConsolidator
 from worker.models import Candidate, Namespace, NamespaceState
-from worker.queue.types import Claim
+from worker.queue.redis_queue import Claim
 from worker.service.consolidate import BatchResult, Pipeline
 from worker.service.publish import CLAIM_LEASE, deliver_due, publish_now
 from worker.service.publish import _deliver as deliver_one

@@ -12,9 +12,9 @@ from worker.types import lazy_exports
 
 if TYPE_CHECKING:
     from worker.queue.admin import QueueAdmin
-    from worker.queue.redis_queue import RedisQueue
+    from worker.queue.redis_queue import Claim, RedisQueue
     from worker.queue.scripts import QueueLayout
-    from worker.queue.types import Claim, DeadLetter, QueueStats, ScopeStats
+    from worker.queue.types import DeadLetter, QueueStats, ScopeStats
 
 __all__ = [
     "Claim",
@@ -33,7 +33,7 @@ __getattr__ = lazy_exports(
         "QueueAdmin": "worker.queue.admin",
         "QueueLayout": "worker.queue.scripts",
         "RedisQueue": "worker.queue.redis_queue",
-        "Claim": "worker.queue.types",
+        "Claim": "worker.queue.redis_queue",
         "DeadLetter": "worker.queue.types",
         "QueueStats": "worker.queue.types",
         "ScopeStats": "worker.queue.types",

@@ -158,7 +158,7 @@ from worker.errors import BacklogFull, InvalidCandidate, MemworkerError, QueueMi
 from worker.metrics import count_enqueued
 from worker.models import Candidate
 from worker.queue.redis import REDIS_FAILURES, RedisClient, translate, where_of
-from worker.queue.types import Claim, QueueStats, ScopeStats
+from worker.queue.types import QueueStats, ScopeStats
 from worker.types import QueuePolicy, Scope
 
 #: Suffixes of the per-namespace keys; the meta key is the one SCAN looks for.
@@ -639,39 +639,6 @@ log = logging.getLogger(__name__)
 def s(value: Any) -> str:
     """Redis replies are bytes unless the client decodes them; accept both."""
     return value.decode() if isinstance(value, bytes) else str(value)
-
-
-def claims_of_shards(results: list[Any]) -> list[Claim]:
-    """Claims of every shard that answered. A shard's error is logged, not raised, unless all
-    failed: raising would orphan the leases the other shards just granted."""
-    claims: list[Claim] = []
-    errors = [r for r in results if isinstance(r, Exception)]
-    for result in results:
-        if not isinstance(result, Exception):
-            claims.extend(claims_of(result))
-    if errors and len(errors) == len(results):
-        raise errors[0]
-    for error in errors:
-        log.error("claiming one queue shard failed: %s", error)
-    return claims
-
-
-def claims_of(result: Any) -> list[Claim]:
-    """The claims one ``claim`` script call granted."""
-    if isinstance(result, Exception):
-        raise result
-    return [
-        Claim(
-            namespace=s(ns),
-            token=int(token),
-            covered=s(covered),
-            count=int(count),
-            attempts=int(n),
-            due_at_ms=int(due),
-            epoch=s(epoch),
-        )
-        for ns, token, covered, count, n, due, epoch in result
-    ]
 
 
 def entries_of(raw: Any) -> list[tuple[str, Candidate]]:

@@ -3,7 +3,7 @@ reconcile by hand.
 
 A batch's result, and a preview's merge of queued entries, for the consolidate hub (which
 commits the merge) and :func:`preview` (which only shows it), so a preview is exactly what a
-commit would do. What stream ids and epochs mean is the queue's (:mod:`worker.queue.types`).
+commit would do. What stream ids and epochs mean is the queue's (:mod:`worker.queue.redis_queue`).
 
 What a batch's outcome moves in the metrics: the one place results become numbers.
 
@@ -69,8 +69,14 @@ from worker.errors import (
 )
 from worker.models import AppliedPlan, Candidate, FileChange, Namespace
 from worker.queue.admin import QueueAdmin
-from worker.queue.redis_queue import Claim, RedisQueue
-from worker.queue.types import AFTER_EVERYTHING, PositionCheck, arrived, reissued
+from worker.queue.redis_queue import (
+    AFTER_EVERYTHING,
+    Claim,
+    PositionCheck,
+    RedisQueue,
+    arrived,
+    reissued,
+)
 from worker.service.bulkhead import Bulkhead, Progress, no_progress
 from worker.service.edits import EditCheck
 from worker.service.publish import DeliveryReport, publish_now

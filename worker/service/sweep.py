@@ -63,9 +63,14 @@ from worker import metrics
 from worker.errors import ConfigurationError, MemworkerError, ModelUnavailable, NotFound
 from worker.queue.admin import QueueAdmin
 from worker.queue.deployment import beat_holder
-from worker.queue.redis_queue import Claim, RedisQueue, sweep_due
+from worker.queue.redis_queue import (
+    Claim,
+    RedisQueue,
+    applied_stream_position,
+    epoch_of,
+    sweep_due,
+)
 from worker.queue.scripts import rebuild_stats, scope_of, to_ms
-from worker.queue.types import applied_stream_position, epoch_of
 from worker.service.bulkhead import Bulkhead, Progress, no_progress
 
 if TYPE_CHECKING:
