@@ -992,14 +992,14 @@ def thread_owner(
     Raises :class:`UnknownOwner` when the owner (or, with ``org_key``, the org) is missing or
     not a valid id, and :class:`IdentityMismatch` when the client's claims name someone else.
     """
-    owner = _text(metadata.get(owner_key))
+    owner = id_text(metadata.get(owner_key))
     if owner is None:
         raise UnknownOwner(
             f"the thread's metadata has no {owner_key!r} (the owner its server's auth handler "
             "records); its owner cannot be established, so nothing was filed. Record the "
             f"owner under {owner_key!r} on every thread, or set MEMWORKER_THREAD_OWNER_KEY"
         )
-    org = _text(metadata.get(org_key)) if org_key else None
+    org = id_text(metadata.get(org_key)) if org_key else None
     if org_key and org is None:
         raise UnknownOwner(
             f"the thread's metadata has no {org_key!r} (its owner's organisation); nothing "
@@ -1025,7 +1025,7 @@ def thread_owner(
 def _refuse_other(what: str, decided: str | None, claims: Sequence[Claim], subject: str) -> None:
     """:class:`IdentityMismatch` for the first claim naming another ``what`` than decided."""
     for where, value in claims:
-        claimed = _text(value)
+        claimed = id_text(value)
         if claimed is not None and claimed != decided:
             raise _mismatch(what, claimed, decided, where, subject)
 
@@ -1051,14 +1051,18 @@ def _mismatch(
 
 def _first(claims: Sequence[Claim]) -> str | None:
     for _where, value in claims:
-        text = _text(value)
+        text = id_text(value)
         if text is not None:
             return text
     return None
 
 
-def _text(value: object) -> str | None:
-    """A non-empty id as a string (an integer id too), or None."""
+def id_text(value: object) -> str | None:
+    """A non-empty id as a string (an integer id too), or None.
+
+    >>> id_text(42), id_text(""), id_text(True), id_text("u1")
+    ('42', None, None, 'u1')
+    """
     if isinstance(value, str):
         return value or None
     if isinstance(value, int) and not isinstance(value, bool):

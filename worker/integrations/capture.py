@@ -108,7 +108,7 @@ from typing_extensions import Unpack
 
 from worker.errors import IdentityMismatch
 from worker.models import EnqueueFields, split_exchanges
-from worker.types import MAX_TEXT_BYTES, ORG_KEY, USER_KEY, Identity, decide
+from worker.types import MAX_TEXT_BYTES, ORG_KEY, USER_KEY, Identity, decide, id_text
 
 __all__ = ["ORG_KEY", "USER_KEY", "IdentityMismatch", "RunIdentity"]
 
@@ -259,7 +259,7 @@ def resolve_identity(
         return decide(None, own, org_claims)
     user_id, user = identity
     user_claims = [*claims(user_key).items(), *([user_claim] if user_claim else [])]
-    return decide((user_id, _text(claim_of(user, org_key))), user_claims, org_claims)
+    return decide((user_id, id_text(claim_of(user, org_key))), user_claims, org_claims)
 
 
 def authenticated_identity(runtime: Any, config: Mapping[str, Any]) -> tuple[str, Any] | None:
@@ -273,10 +273,10 @@ def authenticated_identity(runtime: Any, config: Mapping[str, Any]) -> tuple[str
     server_user = getattr(getattr(runtime, "server_info", None), "user", None)
     for user in (server_user, configurable.get(AUTH_USER_KEY)):
         if user is not None and claim_of(user, "is_authenticated") is not False:
-            identity = _text(claim_of(user, "identity"))
+            identity = id_text(claim_of(user, "identity"))
             if identity is not None:
                 return identity, user
-    identity = _text(configurable.get(AUTH_USER_ID_KEY))
+    identity = id_text(configurable.get(AUTH_USER_ID_KEY))
     return (identity, None) if identity is not None else None
 
 
@@ -351,18 +351,9 @@ def _claims(runtime: Any, config: Mapping[str, Any]) -> Callable[[str], dict[str
             "configurable": configurable.get(key),
             "metadata": metadata.get(key),
         }
-        return {where: value for where, value in found.items() if _text(value) is not None}
+        return {where: value for where, value in found.items() if id_text(value) is not None}
 
     return claims
-
-
-def _text(value: object) -> str | None:
-    """A non-empty id as a string (an integer id too), or None."""
-    if isinstance(value, str):
-        return value or None
-    if isinstance(value, int) and not isinstance(value, bool):
-        return str(value)
-    return None
 
 
 def _first_of(*values: object) -> str | None:
