@@ -87,6 +87,7 @@ from bench._support import (
     temp_sqlite,
     verdict,
 )
+from worker.consolidation.meaning import Meaning
 from worker.models import AppliedPlan, Entry
 from worker.runtime.embeddings import build_embeddings
 from worker.service.search import (
@@ -318,6 +319,12 @@ class CachedEmbeddings(Embeddings):
         return self.queries[text]
 
     @property
+    def model_name(self) -> str | None:
+        """The wrapped model's spec, so :class:`Meaning` finds its shipped vectors."""
+        name = getattr(self.model, "model_name", None)
+        return name if isinstance(name, str) else None
+
+    @property
     def ms_per_text(self) -> float:
         return 1000 * self.doc_seconds / max(1, len(self.docs))
 
@@ -371,8 +378,10 @@ def locomo_recall(
                 shipped.embed_all(corpus)  # the worker's path: a vector stored per entry
                 for p in qs:  # each query embedded (and timed) once, outside the searches
                     model.embed_query(p.text)
-                hybrid = SqlMemorySearch(runtime.store, shipped)
+                hybrid = SqlMemorySearch(runtime.store, shipped, Meaning(model))
                 searches.append(("shipped search, hybrid", hybrid))
+                plain = SqlMemorySearch(runtime.store, shipped)
+                searches.append(("  the same, first hits not re-ordered by kinds", plain))
             words = shipped_ranker(searches[0][1], corpus, DEPTH)
             lexical = {id(p): words(p) for p in qs} if model is not None else {}
             rows = [
@@ -427,7 +436,10 @@ def reachable(
         with embedder(runtime.store, model, spec) as shipped:
             if shipped is not None:
                 shipped.embed_all(corpus)
-            rank = shipped_ranker(SqlMemorySearch(runtime.store, shipped), corpus, 10)
+            search = SqlMemorySearch(
+                runtime.store, shipped, None if model is None else Meaning(model)
+            )
+            rank = shipped_ranker(search, corpus, 10)
             files = found = either = 0
             for p in qs:
                 in_files = bool(p.evidence & kept)
@@ -571,7 +583,8 @@ def paraphrase_cases(
             shipped = EntryEmbedder(store=store, embeddings=model, model=spec, timeout_seconds=600)
             try:
                 shipped.embed_all(m.namespace for m in memories)
-                lexical, hybrid = SqlMemorySearch(store), SqlMemorySearch(store, shipped)
+                lexical = SqlMemorySearch(store)
+                hybrid = SqlMemorySearch(store, shipped, Meaning(model))
                 for memory in memories:
                     cases += _ask(memory, model, lexical, hybrid, scores)
             finally:
@@ -777,7 +790,8 @@ def store_latency(
     version = have = 0
     try:
         with embedder(store, model, spec) as shipped:
-            lexical, hybrid = SqlMemorySearch(store), SqlMemorySearch(store, shipped)
+            meaning = None if model is None else Meaning(model)
+            lexical, hybrid = SqlMemorySearch(store), SqlMemorySearch(store, shipped, meaning)
             dim = 0
             if shipped is not None and model is not None and spec is not None:
                 out["hybrid"], out["first"] = [], []

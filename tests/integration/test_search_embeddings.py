@@ -7,6 +7,7 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -22,13 +23,14 @@ from tests.support.hashing_embeddings import (
 from worker.consolidation.rules import RulesConsolidator
 from worker.models import make_candidate
 from worker.queue.redis_queue import RedisQueue
+from worker.runtime.container import build_runtime
 from worker.service.consolidate import Pipeline
 from worker.service.search import EntryEmbedder, SqlMemorySearch
 from worker.settings import Settings
 from worker.store import MemoryStore
 from worker.store.schema import entry_vectors, namespaces
 from worker.store.search import Embedded
-from worker.types import Outcome
+from worker.types import DEFAULT_EMBEDDINGS, Outcome
 
 
 @pytest.fixture
@@ -403,3 +405,43 @@ def test_a_hung_provider_holds_a_commits_embedding_for_one_deadline_in_all(
     # A deadline per attempt held it three deadlines (3.5-3.75 with the default backoff).
     assert deadline <= held < 2 * deadline
     assert sqlite_store.pending_embeddings(ns, "hash:v1", limit=5)[0].text == "prefers green tea"
+
+
+#: A small memory of the multilingual paraphrase set's development half (``bench/data``):
+#: "How do I keep fit?" shares no word with its answer, and by the fused cosine alone a job,
+#: a diet and a hike rank before it.
+FIT = (
+    "I knit scarves while watching TV.", "My daughter collects stamps.",
+    "Spiders give me the creeps.", "I follow a strict vegan diet.",
+    "My father loves barbecue.", "My dentist appointment is on Friday at nine.",
+    "My dentist retired last year.", "My sister's name is Clara.",
+    "My sister lives in Canada.", "Peanuts make my throat swell up.",
+    "The book I'm reading now is a Japanese crime novel.",
+    "I lent my favourite book to a colleague.", "I start each day with green tea.",
+    "I grew up in a fishing village up north.", "My parents moved to the city last year.",
+    "I repair lifts in office towers.", "My wife Ana teaches chemistry at a high school.",
+    "I own an old red Volvo.", "The bus to town is always late.",
+    "A grey rabbit hops around my kitchen.", "I swim laps every Tuesday morning.",
+    "My knee hurt after the hike.",
+)  # fmt: skip
+
+
+def test_the_runtimes_search_lifts_the_entry_about_what_was_asked_into_the_first_five(
+    redis_url: str, sqlite_url: str, tmp_path: Path
+) -> None:
+    settings = Settings(redis_url=redis_url, database_url=sqlite_url, data_dir=tmp_path,
+                        files_dir=tmp_path, key_prefix=f"t{uuid.uuid4().hex[:8]}",
+                        embeddings=DEFAULT_EMBEDDINGS)  # fmt: skip
+    runtime = build_runtime(settings)
+    try:
+        ns = unique_ns()
+        entries = tuple(entry(f"e{n}", text) for n, text in enumerate(FIT))
+        commit(runtime.store, ns, plan(entries), expected=0)
+        assert runtime.embedder is not None
+        runtime.embedder.embed_all([ns])
+
+        found = runtime.memory_search.search_entries(ns, "How do I keep fit?", 5)
+
+        assert "I swim laps every Tuesday morning." in [e.text for e in found]
+    finally:
+        runtime.close()

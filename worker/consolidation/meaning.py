@@ -787,6 +787,44 @@ class Meaning:
         kinds = range(len(self.bank.kinds))
         return np.array([np.sort(scores[labels == i])[-NEAREST_EXAMPLES:].mean() for i in kinds])
 
+    def kinds_known(self) -> bool:
+        """The kinds' examples have vectors without asking the model now: embedded already
+        (by a merge), or shipped for this model (then loaded). Search asks this first, so a
+        query never waits for a model to embed the examples."""
+        if "_bank_vectors" not in self.__dict__:
+            shipped = shipped_vectors(VECTORS_FILE, self.model_name, self.bank.texts)
+            if shipped is None:
+                return False
+            self.__dict__["_bank_vectors"] = shipped  # what the cached property would hold
+        return True
+
+    def profiles(self, vectors: np.ndarray) -> np.ndarray:
+        """What each row of ``vectors`` (any of the model's vectors: a stored entry's, a
+        query's) is about: its nearness to each attribute (:meth:`attribute_scores`), centred
+        and of length one, one row each. Two profiles' dot product says how alike what two
+        texts are about is, whatever their words ("What pet do I have?" and "I've got a
+        tabby called Miso" both lie near the pets): search re-orders its first hits by it.
+        A row at the examples' mean gets a profile of zeros."""
+        examples, mean = self._examples
+        centred = np.asarray(vectors, np.float64) - mean
+        norms = np.linalg.norm(centred, axis=1, keepdims=True)
+        scores = examples @ (centred / np.maximum(norms, 1e-12)).T
+        kinds = np.stack([
+            np.sort(scores[rows], axis=0)[-NEAREST_EXAMPLES:].mean(axis=0)
+            for rows in self._kind_rows
+        ])  # fmt: skip
+        found = np.stack([kinds[list(i)].max(axis=0) for i in self.bank.attributes.values()]).T
+        found -= found.mean(axis=1, keepdims=True)
+        length = np.linalg.norm(found, axis=1, keepdims=True)
+        profiles: np.ndarray = np.where(length > 0, found / np.maximum(length, 1e-12), 0.0)
+        return profiles
+
+    @cached_property
+    def _kind_rows(self) -> list[np.ndarray]:
+        """The rows of :attr:`_examples` of each kind, in the bank's order of kinds."""
+        labels = np.asarray(self.bank.labels)
+        return [np.flatnonzero(labels == i) for i in range(len(self.bank.kinds))]
+
     def _scores_of(self, text: str) -> tuple[np.ndarray, np.ndarray] | None:
         """A prepared ``text``'s nearness to each kind (:meth:`_kind_scores`) and to each
         attribute (that of its nearest kind giving it), computed once; None without a vector

@@ -384,7 +384,7 @@ class Runtime:
     @functools.cached_property
     def memory_search(self) -> SqlMemorySearch:
         """Search over the store (hybrid when embeddings are configured)."""
-        return SqlMemorySearch(self.store, self.embedder)
+        return SqlMemorySearch(self.store, self.embedder, self.meaning)
 
     @functools.cached_property
     def consolidator(self) -> Consolidator:
