@@ -254,9 +254,9 @@ MATRIX_CACHE_SIZE: Final = 16
 #: weight of that: each gets this times how alike its attribute profile and the query's are
 #: (:meth:`~worker.consolidation.meaning.Meaning.profiles`, from -1 to 1) on top of its fused
 #: score. A question rarely shares words with its answer ("What pet do I have?" for "I've got
-#: a tabby called Miso"), and the cosine of a small multilingual model ranks a neighbour's
-#: dog or the user's own cat-sitting job as near; the kinds of statement the consolidator
-#: learned tell the pets apart from the jobs. The first hit stays first: there the cosine
+#: a tabby called Miso"), and the cosine of a small multilingual model ranks a job, a diet
+#: or a neighbour's dog as near; the kinds of statement the consolidator learned tell the
+#: user's pets apart from those. The first hit stays first: there the cosine
 #: and the words are surest (re-ordering it too cost first places on the held-out half).
 #: Chosen on the dev half of the paraphrase set among depths 10 and 20 and weights 0.03-0.25
 #: (the best top 5, 95.0 %, at depth 10 for 0.1-0.15; 88.6 % before); held out, the test
@@ -425,8 +425,8 @@ def _dense_ranking(
     cosines = np.einsum("ij,j->i", matrix.unit_rows, unit)
     if meaning is None:
         return fuse_scores(cosines, matrix.entry_ids, lexical, limit, rows=matrix.rows)
-    hits = fused_hits(cosines, matrix.entry_ids, lexical, max(limit, KIND_DEPTH),
-                      rows=matrix.rows)  # fmt: skip
+    depth = max(limit, KIND_DEPTH)
+    hits = fused_hits(cosines, matrix.entry_ids, lexical, depth, rows=matrix.rows)
     ranked = by_kinds(hits, matrix.rows, matrix.unit_rows, unit, meaning)
     return [item for _, item in ranked[:limit]]
 
