@@ -783,9 +783,9 @@ class Meaning:
         if not norm:
             return None
         scores = examples @ (centred / norm)
-        labels = np.asarray(self.bank.labels)
-        kinds = range(len(self.bank.kinds))
-        return np.array([np.sort(scores[labels == i])[-NEAREST_EXAMPLES:].mean() for i in kinds])
+        return np.array(
+            [np.sort(scores[rows])[-NEAREST_EXAMPLES:].mean() for rows in self._kind_rows]
+        )
 
     def kinds_known(self) -> bool:
         """The kinds' examples have vectors without asking the model now: embedded already
