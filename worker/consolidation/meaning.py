@@ -697,11 +697,15 @@ class Meaning:
     def _bank_vectors(self) -> np.ndarray:
         """The vectors of the examples, then of the subject pairs (own sides, other sides):
         the shipped ones when they are this model's for these texts, else embedded now."""
-        texts = self.bank.texts
-        shipped = shipped_vectors(VECTORS_FILE, self.model_name, texts)
+        shipped = self._shipped_bank
         if shipped is not None:
             return shipped
-        return self.embed_checked(texts, "embedding the kinds' examples")
+        return self.embed_checked(self.bank.texts, "embedding the kinds' examples")
+
+    @cached_property
+    def _shipped_bank(self) -> np.ndarray | None:
+        """The vectors of the examples and subject pairs shipped for this model, if any."""
+        return shipped_vectors(VECTORS_FILE, self.model_name, self.bank.texts)
 
     def embed_checked(self, texts: Sequence[str], what: str) -> np.ndarray:
         """The vectors of described examples (``texts``), all usable, within the deadline;
@@ -774,37 +778,17 @@ class Meaning:
         adds = self.adds(text)
         return adds is not None and adds > self.thresholds.adds_single
 
-    def _kind_scores(self, v: np.ndarray) -> np.ndarray | None:
-        """Nearness of the vector ``v`` to each kind: the mean centred cosine of its
-        :data:`NEAREST_EXAMPLES` nearest examples (None for a vector at the examples' mean)."""
-        examples, mean = self._examples
-        centred = v - mean
-        norm = np.linalg.norm(centred)
-        if not norm:
-            return None
-        scores = examples @ (centred / norm)
-        return np.array(
-            [np.sort(scores[rows])[-NEAREST_EXAMPLES:].mean() for rows in self._kind_rows]
-        )
-
     def kinds_known(self) -> bool:
-        """The kinds' examples have vectors without asking the model now: embedded already
-        (by a merge), or shipped for this model (then loaded). Search asks this first, so a
-        query never waits for a model to embed the examples."""
-        if "_bank_vectors" not in self.__dict__:
-            shipped = shipped_vectors(VECTORS_FILE, self.model_name, self.bank.texts)
-            if shipped is None:
-                return False
-            self.__dict__["_bank_vectors"] = shipped  # what the cached property would hold
-        return True
+        """The kinds' examples have vectors without asking the model now: shipped for this
+        model, or embedded already (by a merge). Search asks this first, so a query never
+        waits for a model to embed the examples."""
+        return "_bank_vectors" in self.__dict__ or self._shipped_bank is not None
 
-    def profiles(self, vectors: np.ndarray) -> np.ndarray:
-        """What each row of ``vectors`` (any of the model's vectors: a stored entry's, a
-        query's) is about: its nearness to each attribute (:meth:`attribute_scores`), centred
-        and of length one, one row each. Two profiles' dot product says how alike what two
-        texts are about is, whatever their words ("What pet do I have?" and "I've got a
-        tabby called Miso" both lie near the pets): search re-orders its first hits by it.
-        A row at the examples' mean gets a profile of zeros."""
+    def _nearness(self, vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Nearness of each row of ``vectors`` to each kind (the mean centred cosine of its
+        :data:`NEAREST_EXAMPLES` nearest examples) and to each attribute (that of its nearest
+        kind giving it): a kinds x rows and an attributes x rows array. A row at the
+        examples' mean is near nothing (zeros)."""
         examples, mean = self._examples
         centred = np.asarray(vectors, np.float64) - mean
         norms = np.linalg.norm(centred, axis=1, keepdims=True)
@@ -813,7 +797,17 @@ class Meaning:
             np.sort(scores[rows], axis=0)[-NEAREST_EXAMPLES:].mean(axis=0)
             for rows in self._kind_rows
         ])  # fmt: skip
-        found = np.stack([kinds[list(i)].max(axis=0) for i in self.bank.attributes.values()]).T
+        attributes = np.stack([kinds[list(i)].max(axis=0) for i in self.bank.attributes.values()])
+        return kinds, attributes
+
+    def profiles(self, vectors: np.ndarray) -> np.ndarray:
+        """What each row of ``vectors`` (any of the model's vectors: a stored entry's, a
+        query's) is about: its nearness to each attribute (:meth:`attribute_scores`), centred
+        and of length one, one row each. Two profiles' dot product says how alike what two
+        texts are about is, whatever their words ("What pet do I have?" and "I've got a
+        tabby called Miso" both lie near the pets): search re-orders its first hits by it.
+        A row at the examples' mean gets a profile of zeros."""
+        found = self._nearness(vectors)[1].T
         found -= found.mean(axis=1, keepdims=True)
         length = np.linalg.norm(found, axis=1, keepdims=True)
         profiles: np.ndarray = np.where(length > 0, found / np.maximum(length, 1e-12), 0.0)
@@ -826,15 +820,16 @@ class Meaning:
         return [np.flatnonzero(labels == i) for i in range(len(self.bank.kinds))]
 
     def _scores_of(self, text: str) -> tuple[np.ndarray, np.ndarray] | None:
-        """A prepared ``text``'s nearness to each kind (:meth:`_kind_scores`) and to each
-        attribute (that of its nearest kind giving it), computed once; None without a vector
-        or at the examples' mean."""
+        """A prepared ``text``'s nearness to each kind and to each attribute
+        (:meth:`_nearness`), computed once; None without a vector or at the examples' mean."""
         if text not in self._scores:
             v = self.vector(text)
-            kinds = None if v is None else self._kind_scores(v)
-            self._scores[text] = None if kinds is None else (
-                kinds, np.array([kinds[list(i)].max() for i in self.bank.attributes.values()])
-            )  # fmt: skip
+            at_mean = v is None or not np.linalg.norm(v - self._examples[1])
+            if at_mean:
+                self._scores[text] = None
+            else:
+                kinds, attributes = self._nearness(np.asarray(v)[None, :])
+                self._scores[text] = (kinds[:, 0], attributes[:, 0])
         return self._scores[text]
 
     def _classify(self, found: np.ndarray | None) -> tuple[tuple[Kind, ...], bool]:

@@ -139,7 +139,6 @@ side (:class:`~worker.queue.admin.QueueAdmin`) share.
 from __future__ import annotations
 
 import hashlib
-import logging
 import re
 import time
 import zlib
@@ -631,9 +630,6 @@ def _send_cluster(client: RedisCluster, calls: Sequence[Call]) -> list[Any]:
                 # mid-failover fails only the calls of its slots.
                 results[i] = exc
     return results
-
-
-log = logging.getLogger(__name__)
 
 
 def s(value: Any) -> str:
