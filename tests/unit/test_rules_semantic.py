@@ -393,3 +393,68 @@ def test_by_meaning_a_plan_that_folds_an_addition_into_the_held_value_is_accepte
 
 def test_by_meaning_a_plan_that_replaces_a_value_for_a_reaffirmation_is_accepted() -> None:
     assert judged("I work at Acme as a welder", "Yep, still at Acme!", "I work at Acme") == []
+
+
+#: One fact of the user's said twice in their own words, the second naming the relation the
+#: first only implies: who the others are is no question, so the second says the first again.
+SAID_AGAIN = {
+    "en-sons": ("I have two sons.", "I'm the father of two boys."),
+    "en-twins": ("I have twin boys.", "I'm the dad of twins, both boys."),
+    "en-we": ("We have two sons.", "We're parents of two boys."),
+    "fr-sons": ("J'ai deux fils.", "Je suis le père de deux garçons."),
+    "hi-sons": ("मेरे दो बेटे हैं।", "मैं दो लड़कों का पिता हूँ।"),
+}
+
+#: Pairs written about someone by name, as an extractor writes its observations of a
+#: conversation: whether both are about one person cannot be told, so both stay.
+OBSERVED_TWICE = {
+    "friends": (
+        "Marco feels lucky to have friends who support his career change.",
+        "Marco values having people around him who believe in him.",
+    ),
+    "colleagues": (
+        "Ravi feels blessed to have colleagues who back his ideas.",
+        "Ravi appreciates having people at work who support him.",
+    ),
+    "bees": ("Kofi and his brother keep bees.", "Kofi has beehives with his brother."),
+}
+
+
+@pytest.mark.parametrize(("held", "again"), SAID_AGAIN.values(), ids=SAID_AGAIN)
+def test_by_meaning_a_fact_said_again_in_the_users_own_words_is_kept_once(
+    held: str, again: str
+) -> None:
+    plan = merge_by_meaning([entry("e1", held)], [cand(again)])
+    assert [op.op for op in plan.ops] == ["supersede"]
+    assert retired(plan) == {"e1"}
+
+
+@pytest.mark.parametrize(("held", "again"), OBSERVED_TWICE.values(), ids=OBSERVED_TWICE)
+def test_by_meaning_observations_of_someone_named_are_both_kept(held: str, again: str) -> None:
+    plan = merge_by_meaning([entry("e1", held)], [cand(again)])
+    assert [op.op for op in plan.ops] == ["add"]
+
+
+@pytest.mark.parametrize("text", [
+    "Kenji is learning to bake sourdough.", "Fatima volunteers at the animal shelter on Sundays.",
+    "Lukas fährt jeden Tag mit dem Rad zur Arbeit.", "Sofía está aprendiendo a tocar el piano.",
+    "Chloé adore les films d'horreur.", "小王每天早上跑步。",
+])  # fmt: skip
+def test_a_statement_written_about_someone_by_name_is_an_observation(text: str) -> None:
+    meaning = by_meaning().meaning
+    assert meaning is not None
+    meaning.prepare([text])
+    assert meaning.observation(text)
+
+
+@pytest.mark.parametrize("text", [
+    "My husband and I go hiking every weekend.", "Mi hermana y yo tenemos un gato.",
+    "我和我妈妈住在一起。", "I'm a mum of twins.",
+])  # fmt: skip
+def test_the_users_own_words_are_no_observation_even_when_they_mention_others(
+    text: str,
+) -> None:
+    meaning = by_meaning().meaning
+    assert meaning is not None
+    meaning.prepare([text])
+    assert not meaning.observation(text)
