@@ -458,3 +458,36 @@ def test_the_users_own_words_are_no_observation_even_when_they_mention_others(
     assert meaning is not None
     meaning.prepare([text])
     assert not meaning.observation(text)
+
+
+#: Two observations of one person, the newer a story that only leans towards an attribute (a
+#: favourite), as an extractor writes them: not a new value, so both stay.
+STORIES_OF_SOMEONE = {
+    "films": (
+        "Sam enjoys action movies for their stunts.",
+        "Sam thinks Mad Max is probably the best film ever made.",
+    ),
+    "books": (
+        "Ines loves fantasy series with dragons.",
+        "Ines believes The Hobbit is the greatest book ever written.",
+    ),
+    "novels": (
+        "Theo is writing a detective novel that makes him happy.",
+        "Theo enjoys crime books like Sherlock Holmes.",
+    ),
+}
+
+
+@pytest.mark.parametrize(("held", "story"), STORIES_OF_SOMEONE.values(), ids=STORIES_OF_SOMEONE)
+def test_by_meaning_an_observation_that_only_leans_towards_an_attribute_retires_nothing(
+    held: str, story: str
+) -> None:
+    plan = merge_by_meaning([entry("e1", held)], [cand(story)])
+    assert [op.op for op in plan.ops] == ["add"]
+
+
+def test_by_meaning_an_observation_of_a_new_value_still_replaces_the_old() -> None:
+    plan = merge_by_meaning(
+        [entry("e1", "Tom is a vegetarian.")], [cand("Tom has gone fully vegan.")]
+    )
+    assert retired(plan) == {"e1"}
