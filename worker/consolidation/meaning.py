@@ -48,6 +48,10 @@ model's plan (:mod:`~worker.consolidation.plan`).
 - **Whose attribute**: the direction from statements about the user to the same statements
   about someone else ("I am 30" / "my brother is 30", :attr:`Bank.subject_pairs`) tells a
   relative's age or home from the user's (:meth:`Meaning.someone_else`).
+- **Whose words**: the direction from the user's own words to the same written about a named
+  person ("I run a small bakery" / "Maria runs a small bakery", :attr:`Bank.observed_pairs`)
+  tells an extractor's observations from what the user said (:meth:`Meaning.observation`):
+  two observations must lie further into an attribute to be taken for one value of it.
 - **Restatement**: two texts whose vectors are nearly the same and which hold the same numbers
   (:meth:`Meaning.restates`); **the same attribute**: both of one single-valued kind, about the
   user, and near each other (:meth:`Meaning.same_attribute`); **what a model's plan may
@@ -359,7 +363,8 @@ class Thresholds:
     #: now Arrival", 0.44; "Tom has gone fully vegan", 0.49). Chosen among 0.35, 0.40 and
     #: 0.45 on LoCoMo's first five conversations (questions whose evidence was all retired,
     #: replayed through the rules alone: 20 of 820 at :attr:`firm`, then 5, 3 and 3): the
-    #: lowest of the best; the update stories, told in the user's own words, are unchanged.
+    #: lowest of the best. The update stories are told in the user's own words: their
+    #: development half is unchanged (held out, one more stale value of 107).
     firm_observed: float = 0.40
 
 
