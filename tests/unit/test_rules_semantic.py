@@ -420,6 +420,14 @@ OBSERVED_TWICE = {
 }
 
 
+def observed(text: str) -> bool:
+    """Whether the default model takes ``text`` for an observation of someone named."""
+    meaning = by_meaning().meaning
+    assert meaning is not None
+    meaning.prepare([text])
+    return meaning.observation(text)
+
+
 @pytest.mark.parametrize(("held", "again"), SAID_AGAIN.values(), ids=SAID_AGAIN)
 def test_by_meaning_a_fact_said_again_in_the_users_own_words_is_kept_once(
     held: str, again: str
@@ -441,10 +449,7 @@ def test_by_meaning_observations_of_someone_named_are_both_kept(held: str, again
     "Chloé adore les films d'horreur.", "小王每天早上跑步。",
 ])  # fmt: skip
 def test_a_statement_written_about_someone_by_name_is_an_observation(text: str) -> None:
-    meaning = by_meaning().meaning
-    assert meaning is not None
-    meaning.prepare([text])
-    assert meaning.observation(text)
+    assert observed(text)
 
 
 @pytest.mark.parametrize("text", [
@@ -454,10 +459,7 @@ def test_a_statement_written_about_someone_by_name_is_an_observation(text: str) 
 def test_the_users_own_words_are_no_observation_even_when_they_mention_others(
     text: str,
 ) -> None:
-    meaning = by_meaning().meaning
-    assert meaning is not None
-    meaning.prepare([text])
-    assert not meaning.observation(text)
+    assert not observed(text)
 
 
 #: Two observations of one person, the newer a story that only leans towards an attribute (a
