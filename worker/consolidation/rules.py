@@ -775,6 +775,8 @@ class _Merge:
         assert self.meaning is not None
         if self.meaning.both_others(entry.text, body):
             return None  # whether both are about one person cannot be told: both stay
+        if self.meaning.stories_apart(entry.text, body):
+            return None  # two observations the kinds do not firmly tie: both stay
         if adds_beside(entry.text, body, self.meaning):
             return None  # "I also work at Globex": one more value, the held one stays
         score = self.meaning.merge_score(entry.text, body)
