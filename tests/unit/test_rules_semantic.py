@@ -400,7 +400,6 @@ def test_by_meaning_a_plan_that_replaces_a_value_for_a_reaffirmation_is_accepted
 SAID_AGAIN = {
     "en-sons": ("I have two sons.", "I'm the father of two boys."),
     "en-twins": ("I have twin boys.", "I'm the dad of twins, both boys."),
-    "en-we": ("We have two sons.", "We're parents of two boys."),
     "fr-sons": ("J'ai deux fils.", "Je suis le père de deux garçons."),
     "hi-sons": ("मेरे दो बेटे हैं।", "मैं दो लड़कों का पिता हूँ।"),
 }
@@ -428,26 +427,32 @@ def observed(text: str) -> bool:
     return meaning.observation(text)
 
 
-#: Pairs whose first statement lies within the engine's rounding of the someone-else
-#: threshold (0.06): the bundled engine's vectors differ by up to 0.004 from one CPU to
-#: another: "We have two sons." lay at or below it where this case was written and lies at
-#: 0.0603 on another CPU, past it, so both read as someone else's and both stay. Kept to show
-#: the limit, not asserted either way.
-ON_THE_LINE = {
-    "en-we": pytest.mark.xfail(reason="on the someone-else threshold: depends on the CPU"),
-}
-
-
-@pytest.mark.parametrize(("held", "again"), [
-    pytest.param(*pair, id=name, marks=ON_THE_LINE.get(name, ()))
-    for name, pair in SAID_AGAIN.items()
-])  # fmt: skip
+@pytest.mark.parametrize(("held", "again"), SAID_AGAIN.values(), ids=SAID_AGAIN)
 def test_by_meaning_a_fact_said_again_in_the_users_own_words_is_kept_once(
     held: str, again: str
 ) -> None:
     plan = merge_by_meaning([entry("e1", held)], [cand(again)])
     assert [op.op for op in plan.ops] == ["supersede"]
     assert retired(plan) == {"e1"}
+
+
+#: How far the bundled engine's vectors move from one CPU to another along the someone-else
+#: direction: up to 0.004 in a vector's values, the shipped examples' vectors against this
+#: machine's.
+CPU_SPREAD = 0.004
+
+
+def test_a_we_restatement_of_ones_children_lies_on_the_someone_else_threshold() -> None:
+    """Why "We have two sons." / "We're parents of two boys." is not among :data:`SAID_AGAIN`:
+    the first lies within the engine's CPU spread of the someone-else threshold (0.0603 on one
+    CPU, at or below 0.06 on another), so whether both read as someone else's, and are both
+    kept, depends on the CPU. Should it move off the line, it belongs there again."""
+    meaning = by_meaning().meaning
+    assert meaning is not None
+    meaning.prepare(["We have two sons."])
+    side = meaning._side("We have two sons.")
+    assert side is not None
+    assert abs(side - meaning.thresholds.someone_else) < CPU_SPREAD
 
 
 @pytest.mark.parametrize(("held", "again"), OBSERVED_TWICE.values(), ids=OBSERVED_TWICE)
