@@ -47,7 +47,8 @@ model's plan (:mod:`~worker.consolidation.plan`).
   A text between two kinds may be either (:meth:`Meaning.kinds_near`).
 - **Whose attribute**: the direction from statements about the user to the same statements
   about someone else ("I am 30" / "my brother is 30", :attr:`Bank.subject_pairs`) tells a
-  relative's age or home from the user's (:meth:`Meaning.someone_else`).
+  relative's age or home from the user's (:meth:`Meaning.someone_else`), as the pairs
+  nearest the text, in its own language, draw it (:data:`NEAREST_PAIRS`).
 - **Whose words**: the direction from the user's own words to the same written about a named
   person ("I run a small bakery" / "Maria runs a small bakery", :attr:`Bank.observed_pairs`)
   tells an extractor's observations from what the user said (:meth:`Meaning.observation`):
@@ -267,6 +268,16 @@ CACHE_TEXTS: Final = 20_000
 #: Examples of a kind that a text is compared with: the mean of its nearest three, so one odd
 #: example neither makes nor breaks a kind.
 NEAREST_EXAMPLES: Final = 3
+#: Subject pairs nearest a text that decide whether it is about someone else
+#: (:meth:`Meaning.someone_else`): the pairs in its own language and wording, where the
+#: direction averaged over all 64 pairs of seven languages barely reaches a Chinese or
+#: Japanese statement about a relative ("我老婆是律师" at 0.047 along it, "夫は医者です" at
+#: 0.048, against 0.11 for "My wife is a lawyer"). Chosen on the development half of the
+#: update stories among 6, 8, 10, 12, 16 and 24 (stale / twice / lost: 12/7/2, 11/7/0,
+#: 10/7/0, 11/7/0, 10/7/1, 10/7/1; the whole direction 10/7/1), the merge models then
+#: refitted (10/6/0). The threshold stays :attr:`Thresholds.someone_else` (at 10 pairs:
+#: 0.05 gives 11/7/0, 0.07 10/7/1).
+NEAREST_PAIRS: Final = 10
 #: Deadline for embedding one merge's texts, in all (not per call): past it the batch waits
 #: for the model like for any unavailable dependency.
 DEFAULT_DEADLINE_SECONDS: Final = 60.0
@@ -589,6 +600,8 @@ class Meaning:
         self._clear: dict[str, bool] = {}
         #: Each text's nearness to each kind and to each attribute (see :meth:`_scores_of`).
         self._scores: dict[str, tuple[np.ndarray, np.ndarray] | None] = {}
+        #: How far each text lies towards someone else (see :meth:`_local_side`).
+        self._local_sides: dict[str, float | None] = {}
         #: The learned merge decisions (:class:`MergeModel`): one value, several values.
         self.merge_models = MergeModel.load()
 
@@ -607,6 +620,7 @@ class Meaning:
             self._kinds.pop(old, None)
             self._clear.pop(old, None)
             self._scores.pop(old, None)
+            self._local_sides.pop(old, None)
 
     def _embed(self, texts: Sequence[str], what: str) -> list[np.ndarray | None]:
         """Checked vectors of ``texts``, all within the deadline (one for the whole call);
@@ -704,9 +718,21 @@ class Meaning:
     def someone_else(self, text: str) -> bool:
         """``text`` is about someone other than the user ("my brother is 30", "mi madre vive
         en Lima"): it lies far enough along the direction from the user's statements to the
-        same statements about another person (:attr:`Bank.subject_pairs`)."""
-        side = self._side(text)
+        same statements about another person, as the :data:`NEAREST_PAIRS` subject pairs
+        nearest it draw that direction (:attr:`Bank.subject_pairs`; :meth:`_local_side`)."""
+        side = self._local_side(text)
         return side is not None and side > self.thresholds.someone_else
+
+    def _local_side(self, text: str) -> float | None:
+        """How far a prepared ``text`` lies past the middle of the user → someone-else
+        direction of the :data:`NEAREST_PAIRS` subject pairs nearest it (either side's
+        cosine); None without a vector. The whole direction (:meth:`_side`) places two texts
+        against each other and is what the merge models read; this one answers for one text
+        in its own language."""
+        if text not in self._local_sides:
+            v = self.vector(text)
+            self._local_sides[text] = None if v is None else _side_along(self._subject_sides, v)
+        return self._local_sides[text]
 
     def _side(self, text: str) -> float | None:
         """How far a prepared ``text`` lies past the middle of the user → someone-else
@@ -785,6 +811,14 @@ class Meaning:
         return self._direction(start, len(self.bank.subject_pairs))
 
     @cached_property
+    def _subject_sides(self) -> tuple[np.ndarray, np.ndarray]:
+        """The unit vectors of the subject pairs' own sides and of their other sides."""
+        start, pairs = len(self.bank.examples), len(self.bank.subject_pairs)
+        return _unit_rows(self._bank_vectors[start : start + pairs]), _unit_rows(
+            self._bank_vectors[start + pairs : start + 2 * pairs]
+        )
+
+    @cached_property
     def _additive(self) -> tuple[np.ndarray, float]:
         """The unit direction from plain statements to the same ones said as one more of their
         kind ("I also have a cat"), and the point half-way between the two sides along it."""
@@ -802,13 +836,8 @@ class Meaning:
     def _direction(self, start: int, pairs: int) -> tuple[np.ndarray, float]:
         """The direction of ``pairs`` pairs of bank texts from ``start`` (their first sides,
         then their second sides) and the point half-way between the sides along it."""
-        matrix = self._bank_vectors[start : start + 2 * pairs].copy()
-        matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
-        first, second = matrix[:pairs], matrix[pairs:]
-        direction = (second - first).mean(axis=0)
-        direction /= np.linalg.norm(direction)
-        middle = float(((first @ direction).mean() + (second @ direction).mean()) / 2)
-        return direction, middle
+        matrix = _unit_rows(self._bank_vectors[start : start + 2 * pairs])
+        return _direction_of(matrix[:pairs], matrix[pairs:])
 
     def adds(self, text: str) -> float | None:
         """How far ``text`` lies along the direction towards statements that add one more of
@@ -1082,6 +1111,30 @@ class Meaning:
         """``new`` takes ``old``'s place (a :meth:`merge_score` of 1 or more)."""
         score = self.merge_score(old, new)
         return score is not None and score >= 1.0
+
+
+def _unit_rows(matrix: np.ndarray) -> np.ndarray:
+    """A copy of ``matrix`` with every row scaled to length 1."""
+    unit: np.ndarray = matrix / np.linalg.norm(matrix, axis=1, keepdims=True)
+    return unit
+
+
+def _direction_of(first: np.ndarray, second: np.ndarray) -> tuple[np.ndarray, float]:
+    """The unit direction from the rows of ``first`` to those of ``second`` (pairs, row by
+    row) and the point half-way between the two sides along it."""
+    direction = (second - first).mean(axis=0)
+    direction /= np.linalg.norm(direction)
+    middle = float(((first @ direction).mean() + (second @ direction).mean()) / 2)
+    return direction, middle
+
+
+def _side_along(sides: tuple[np.ndarray, np.ndarray], v: np.ndarray) -> float:
+    """How far the unit vector ``v`` lies past the middle of the direction drawn by the
+    :data:`NEAREST_PAIRS` pairs of ``sides`` (first sides, second sides) nearest it."""
+    first, second = sides
+    nearest = np.argsort(np.maximum(first @ v, second @ v), kind="stable")[-NEAREST_PAIRS:]
+    direction, middle = _direction_of(first[nearest], second[nearest])
+    return float(v @ direction) - middle
 
 
 def _best_single(bank: Bank, a: np.ndarray, b: np.ndarray) -> int:
