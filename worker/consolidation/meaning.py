@@ -309,8 +309,9 @@ class Thresholds:
     #: Kinds this near a text's nearest are kinds it may be too: an entry between two kinds
     #: may still give the attribute a clear statement gives.
     kind_spread: float = 0.03
-    #: How far along the user → someone-else direction a text must lie to be about someone
-    #: else (0 is half-way between the example pairs' two sides).
+    #: How far along the user → someone-else direction that the subject pairs nearest a text
+    #: draw (:data:`NEAREST_PAIRS`) it must lie to be about someone else (0 is half-way
+    #: between those pairs' two sides).
     someone_else: float = 0.06
     #: Least nearness to an attribute (:meth:`Meaning.attribute_scores`) for a text to give
     #: it *firmly* (:meth:`Meaning.firmly`), as a statement of it does, not only lean towards
@@ -807,8 +808,7 @@ class Meaning:
     def _subject(self) -> tuple[np.ndarray, float]:
         """The unit direction from statements about the user to the same statements about
         someone else, and the point half-way between the two sides along it."""
-        start = len(self.bank.examples)
-        return self._direction(start, len(self.bank.subject_pairs))
+        return _direction_of(*self._subject_sides)
 
     @cached_property
     def _subject_sides(self) -> tuple[np.ndarray, np.ndarray]:
