@@ -777,6 +777,8 @@ class _Merge:
             return None  # whether both are about one person cannot be told: both stay
         if self.meaning.stories_apart(entry.text, body):
             return None  # two observations the kinds do not firmly tie: both stay
+        if self.meaning.partner_stays(entry.text, body):
+            return None  # "we have two sons" leans towards the partner: the partner stays
         if adds_beside(entry.text, body, self.meaning):
             return None  # "I also work at Globex": one more value, the held one stays
         score = self.meaning.merge_score(entry.text, body)
