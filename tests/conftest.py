@@ -190,3 +190,26 @@ def sqlite_store(sqlite_url: str) -> Iterator[MemoryStore]:
     store = MemoryStore.from_url(sqlite_url, create=True)
     yield store
     store.dispose()
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """Kill and name any process a test started and left running, once every fixture is torn
+    down: a test whose cleanup failed must not hold the session open. (A thread reading such
+    a process's output kept the interpreter from exiting after the last test, silently, until
+    CI's own time ran out.) A leftover fails the session: it is a test's bug."""
+    import psutil
+
+    leftovers: list[str] = []
+    for proc in psutil.Process().children(recursive=True):
+        with contextlib.suppress(psutil.Error):
+            leftovers.append(f"{proc.pid} ({' '.join(proc.cmdline()[:4])})")
+            proc.kill()
+    if not leftovers:
+        return
+    named = "; ".join(leftovers)
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None:
+        reporter.write_line("")
+        reporter.write_sep("!", f"left running by the tests, now killed: {named}", red=True)
+    session.exitstatus = pytest.ExitCode.TESTS_FAILED

@@ -167,3 +167,23 @@ def test_the_watchdog_ignores_a_supervisor_pid_that_is_not_its_parent(
         "assert 'MEMWORKER_SUPERVISOR_PID' not in os.environ\n"
     )
     assert host(code).wait(timeout=DEADLINE_SECONDS) == 0
+
+
+def test_a_stop_deadline_ends_a_process_and_its_group_that_hang_in_their_shutdown(
+    host: Callable[[str], subprocess.Popen[bytes]], tmp_path: Path
+) -> None:
+    # A lane run on its own, in a shutdown that never ends: nobody but itself can end it.
+    deadline = "from worker.runtime.processes import stop_within\nstop_within(0.5)"
+    stubborn = STUBBORN.format(before=deadline)
+    pid_file = tmp_path / "pids"
+    parent = host(
+        "import subprocess, sys, time\n"
+        f"subprocess.Popen([sys.executable, '-c', {stubborn!r}, {str(pid_file)!r}],"
+        " process_group=0)\n"
+        "time.sleep(3600)"
+    )
+    child, grandchild = _pids(pid_file)
+
+    _wait_for(lambda: not _alive(child), f"{child} to end at its deadline")
+    _wait_for(lambda: not _alive(grandchild), f"its child {grandchild} to end with it")
+    assert parent.poll() is None  # a deadline ends its own process, nothing above it

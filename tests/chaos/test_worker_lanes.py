@@ -13,7 +13,7 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -27,6 +27,8 @@ from tests.support.waiting import wait_for
 from worker.connectors.langgraph import LangGraphStoreSink
 from worker.models import Namespace
 from worker.queue.client import MemoryClient
+from worker.queue.redis import open_redis
+from worker.runtime.processes import STOP_DEADLINE_SECONDS, embedded_redis
 from worker.settings import Settings
 from worker.store.memory import MemoryStore
 
@@ -224,3 +226,61 @@ def test_the_worker_serves_the_metrics_of_all_its_lanes_from_one_port(
         stop(proc)
 
     assert not list(settings.data_dir.glob("metrics.*"))  # the metric files went with the lanes
+
+
+#: How long after Ctrl-C a lane or beat may take when Redis fails: its own deadline,
+#: plus a loaded machine's slack. Without the deadline, Celery's shutdown waits on Redis for
+#: minutes: over a Unix socket kombu sets no connect timeout at all.
+STOPPED_BOUND = STOP_DEADLINE_SECONDS + 25
+
+
+@pytest.fixture(params=["tcp-frozen", "unix-frozen", "tcp-down"])
+def failing_redis(
+    request: pytest.FixtureRequest, settings: Settings, tmp_path: Path
+) -> Iterator[tuple[str, Callable[[], None]]]:
+    """A Redis URL and the call that breaks it. Frozen, it accepts connections and never
+    answers: over TCP a proxy stops relaying, over a Unix socket (the embedded server's) the
+    server process is stopped. Down, connections are refused."""
+    if request.param.startswith("tcp"):
+        target = urlparse(str(settings.redis_url))
+        with TcpProxy(target.hostname or "127.0.0.1", target.port or 6379) as proxy:
+            url = target._replace(netloc=f"127.0.0.1:{proxy.port}").geturl()
+            yield url, proxy.freeze if request.param == "tcp-frozen" else proxy.stop
+        return
+    with embedded_redis(tmp_path / "redis", appendonly=False) as url:
+        client = open_redis(url, timeout=5.0)
+        pid = int(client.info("server")["process_id"])
+        client.close()
+        try:
+            yield url, lambda: os.kill(pid, signal.SIGSTOP)
+        finally:
+            os.kill(pid, signal.SIGCONT)
+
+
+@pytest.mark.parametrize(
+    ("argv", "ready"),
+    [(["worker", "--lanes", "sweep"], "lane ready"), (["beat"], "holding the deployment's")],
+    ids=["lane", "beat"],
+)
+def test_ctrl_c_stops_a_lane_or_beat_run_on_its_own_while_redis_fails(
+    argv: list[str],
+    ready: str,
+    failing_redis: tuple[str, Callable[[], None]],
+    settings: Settings,
+    store: MemoryStore,
+    tmp_path: Path,
+) -> None:
+    url, break_redis = failing_redis
+    env = worker_env(settings, MEMWORKER_REDIS_URL=url)
+    log = tmp_path / "alone.log"
+    proc = start([*argv, "--loglevel", "INFO"], env, log)
+    try:
+        wait_for(lambda: ready in log.read_text(), f"{argv[0]} to be ready")
+        break_redis()
+        proc.send_signal(signal.SIGINT)
+        code = proc.wait(timeout=STOPPED_BOUND)
+    finally:
+        stop(proc)
+
+    # Stopped by Celery's own shutdown (its calls to Redis timed out) or by its deadline.
+    assert code in (0, -signal.SIGKILL), log.read_text()

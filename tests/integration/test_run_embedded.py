@@ -49,6 +49,42 @@ def pid_alive(pid: int) -> bool:
     return stat.exists() and stat.read_text().split()[2] != "Z"
 
 
+@contextlib.contextmanager
+def speaking(argv: list[str], env: dict[str, str]) -> Iterator[list[str]]:
+    """Run ``python -m worker <argv>``; yield the lines it has printed so far.
+
+    On the way out it gets a Ctrl-C and :data:`DEADLINE_SECONDS` to stop. One that does not
+    is killed and the test fails saying so: left running, it would hold the test session open
+    after its last test (the reader of its output waits for it).
+    """
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "worker", *argv],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    assert proc.stdout is not None
+    out = proc.stdout
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.extend(iter(out.readline, "")), daemon=True)
+    reader.start()
+    try:
+        yield lines
+    finally:
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(timeout=DEADLINE_SECONDS)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+            raise AssertionError(
+                f"{argv} still ran {DEADLINE_SECONDS:.0f} s after Ctrl-C"
+            ) from None
+        finally:
+            reader.join(timeout=DEADLINE_SECONDS)
+
+
 @pytest.fixture
 def data_dir(tmp_path: Path) -> Path:
     return tmp_path / "memworker"
@@ -212,26 +248,14 @@ READY_LINES_MAX = 15
 
 def test_run_prints_one_summary_and_a_line_per_lane_before_it_is_ready(data_dir: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("MEMWORKER_")}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "worker", "run", "--loglevel", "INFO"],
-        env=env | {"MEMWORKER_DATA_DIR": str(data_dir)},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    lines: list[str] = []
-    reader = threading.Thread(target=lambda: lines.extend(iter(proc.stdout.readline, "")))
-    reader.start()
-    try:
+    with speaking(
+        ["run", "--loglevel", "INFO"], env | {"MEMWORKER_DATA_DIR": str(data_dir)}
+    ) as lines:
         wait_for(
             lambda: sum("lane ready" in line for line in list(lines)) == 3,
             "the three lanes to say they are ready",
         )
         before_ready = list(lines)
-    finally:
-        proc.send_signal(signal.SIGINT)
-        proc.wait(timeout=DEADLINE_SECONDS)
-        reader.join(timeout=DEADLINE_SECONDS)
     text = "".join(before_ready)
 
     assert len(before_ready) <= READY_LINES_MAX, text
@@ -252,33 +276,21 @@ def test_a_redis_outage_is_logged_once_when_it_starts_and_once_when_it_ends(
     redis_dir, data = tmp_path / "redis", tmp_path / "data"
     env = {k: v for k, v in os.environ.items() if not k.startswith("MEMWORKER_")}
     env |= {"MEMWORKER_DATA_DIR": str(data), "MEMWORKER_BEAT_LOCK_SECONDS": "3"}
-    lines: list[str] = []
-    with contextlib.ExitStack() as outage:
+    # Each Redis is entered before the process and left after it: it stops with Redis up.
+    with contextlib.ExitStack() as outage, contextlib.ExitStack() as back:
         url = outage.enter_context(embedded_redis(redis_dir, appendonly=False))
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "worker", "run", "--loglevel", "INFO"],
-            env=env | {"MEMWORKER_REDIS_URL": url},
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
-        reader = threading.Thread(target=lambda: lines.extend(iter(proc.stdout.readline, "")))
-        reader.start()
-        try:
+        run = ["run", "--loglevel", "INFO"]
+        with speaking(run, env | {"MEMWORKER_REDIS_URL": url}) as lines:
             wait_for(lambda: sum("lane ready" in x for x in list(lines)) == 3, "three lanes")
             wait_for(lambda: any("holding" in x for x in list(lines)), "beat's lock")
             before = len(lines)
             outage.close()  # Redis is gone
             wait_for(lambda: any("unreachable" in x for x in lines[before:]), "the outage line")
             _beat_loops(data / HEARTBEAT_FILENAME, 8)  # eight seconds: Celery retried meanwhile
-            with embedded_redis(redis_dir, appendonly=False):
-                wait_for(lambda: any("answers again" in x for x in lines[before:]), "the end")
-                wait_for(lambda: any("holding" in x for x in lines[before:]), "beat's lock")
-                during = lines[before:]
-        finally:
-            proc.send_signal(signal.SIGINT)
-            proc.wait(timeout=DEADLINE_SECONDS)
-            reader.join(timeout=DEADLINE_SECONDS)
+            back.enter_context(embedded_redis(redis_dir, appendonly=False))
+            wait_for(lambda: any("answers again" in x for x in lines[before:]), "the end")
+            wait_for(lambda: any("holding" in x for x in lines[before:]), "beat's lock")
+            during = lines[before:]
     text = "".join(during)
 
     assert len(during) <= OUTAGE_LINES_MAX, text
@@ -301,19 +313,10 @@ def test_a_lane_on_its_own_logs_a_broker_outage_in_two_lines(tmp_path: Path) -> 
     redis_dir = tmp_path / "redis"
     env = {k: v for k, v in os.environ.items() if not k.startswith("MEMWORKER_")}
     env |= {"MEMWORKER_DATA_DIR": str(tmp_path / "data")}
-    lines: list[str] = []
-    with contextlib.ExitStack() as outage:
+    with contextlib.ExitStack() as outage, contextlib.ExitStack() as back:
         url = outage.enter_context(embedded_redis(redis_dir, appendonly=False))
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "worker", "worker", "--lanes", "sweep", "--loglevel", "INFO"],
-            env=env | {"MEMWORKER_REDIS_URL": url},
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
-        reader = threading.Thread(target=lambda: lines.extend(iter(proc.stdout.readline, "")))
-        reader.start()
-        try:
+        lane = ["worker", "--lanes", "sweep", "--loglevel", "INFO"]
+        with speaking(lane, env | {"MEMWORKER_REDIS_URL": url}) as lines:
             wait_for(lambda: any("lane ready" in x for x in list(lines)), "the lane")
             before = len(lines)
             outage.close()
@@ -321,13 +324,9 @@ def test_a_lane_on_its_own_logs_a_broker_outage_in_two_lines(tmp_path: Path) -> 
             started = time.monotonic()
             # Celery retries after 2, 4 and 6 s: three retries, each once three lines.
             wait_for(lambda: time.monotonic() - started > 13, "three reconnect attempts")
-            with embedded_redis(redis_dir, appendonly=False):
-                wait_for(lambda: any("answers again" in x for x in lines[before:]), "the end")
-                during = lines[before:]
-        finally:
-            proc.send_signal(signal.SIGINT)
-            proc.wait(timeout=DEADLINE_SECONDS)
-            reader.join(timeout=DEADLINE_SECONDS)
+            back.enter_context(embedded_redis(redis_dir, appendonly=False))
+            wait_for(lambda: any("answers again" in x for x in lines[before:]), "the end")
+            during = lines[before:]
     text = "".join(during)
 
     assert [x for x in during if x.strip()] == [x for x in during if "broker" in x], text

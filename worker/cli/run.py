@@ -150,10 +150,11 @@ def beat(loglevel: LoglevelOpt = "INFO", supervised: SupervisedOpt = False) -> N
     from worker.runtime.beat import (
         BEAT_LOCK_CONF_KEY,
         BEAT_REDIS_WATCHED_CONF_KEY,
+        BEAT_STOP_CONF_KEY,
         configure_beat,
     )
     from worker.runtime.celery import create_app
-    from worker.runtime.processes import quiet_celery, supervisor_pid
+    from worker.runtime.processes import STOP_DEADLINE_SECONDS, quiet_celery, supervisor_pid
     from worker.settings import load_settings
 
     with cli_errors():
@@ -170,6 +171,7 @@ def beat(loglevel: LoglevelOpt = "INFO", supervised: SupervisedOpt = False) -> N
         )
         # A supervisor that watches Redis names its outages; a beat nobody watches says them.
         app.conf[BEAT_REDIS_WATCHED_CONF_KEY] = supervised and supervisor_pid() is not None
+        app.conf[BEAT_STOP_CONF_KEY] = STOP_DEADLINE_SECONDS
         app.start(
             [
                 "--quiet",  # no banner: the summary of `run` / the log line below say it
@@ -185,13 +187,13 @@ def _run_lane(
 ) -> None:
     """Run one lane in this process (a supervisor's child, or a deployment that scales lanes
     as separate containers)."""
-    from celery.signals import worker_ready
+    from celery.signals import worker_ready, worker_shutting_down
 
     from worker.metrics import start_metrics_server
     from worker.runtime.beat import configure_beat
     from worker.runtime.celery import LANES, celery_argv, create_app
     from worker.runtime.container import install_outage_filter
-    from worker.runtime.processes import quiet_celery
+    from worker.runtime.processes import quiet_celery, stop_within
     from worker.service.sweep import prepare_merges
     from worker.types import CONSOLIDATE_LANE
 
@@ -221,6 +223,8 @@ def _run_lane(
         log.info("%s lane ready (×%d, %s pool): %s", lane_name, concurrency, pool, lane.purpose)
 
     worker_ready.connect(ready, weak=False)
+    # However Celery's own shutdown fares against a broker that never answers, a stop ends.
+    worker_shutting_down.connect(lambda **_: stop_within(), weak=False)
     app.worker_main(["--quiet", *argv])  # no banner: the summary said what runs
 
 

@@ -36,6 +36,7 @@ from celery.schedules import BaseSchedule, schedstate
 
 from worker.errors import MemworkerError
 from worker.queue.deployment import BeatLock
+from worker.runtime.processes import stop_within
 from worker.service.schedules import (
     HEARTBEAT_FILENAME,
     HEARTBEAT_INTERVAL_SECONDS,
@@ -73,6 +74,9 @@ BEAT_LOCK_CONF_KEY: Final = "memworker_beat_lock"
 #: App config key: True when a supervisor reports Redis outages for this beat (``memworker
 #: run``), so the beat does not repeat them.
 BEAT_REDIS_WATCHED_CONF_KEY: Final = "memworker_beat_redis_watched"
+#: Where the ``beat`` command asks for a stop deadline: once beat starts to stop, the process
+#: ends within this many seconds (:func:`~worker.runtime.processes.stop_within`).
+BEAT_STOP_CONF_KEY: Final = "memworker_beat_stop_seconds"
 
 #: How often beat asks the outbox for undelivered versions (new commits also trigger delivery
 #: right away; this catches retries after a sink outage).
@@ -228,6 +232,10 @@ class MemworkerScheduler(Scheduler):  # type: ignore[misc]  # celery ships no ty
         return delay
 
     def close(self) -> None:
+        # Celery's stop handler calls this first: from here on the process ends in bounded
+        # time, even when releasing the lock waits on a Redis that never answers.
+        if stop_seconds := self.app.conf.get(BEAT_STOP_CONF_KEY):
+            stop_within(float(stop_seconds))
         if self.lock is not None and self._holding:
             try:
                 self.lock.release()  # a standby takes over at its next loop

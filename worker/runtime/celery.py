@@ -37,7 +37,12 @@ from celery import Celery, Task
 from worker.errors import ConfigurationError, InvalidOption
 from worker.queue.redis import is_cluster_url
 from worker.queue.redis_queue import Claim
-from worker.runtime.container import Runtime, build_runtime, scan_parts
+from worker.runtime.container import (
+    WORKER_SOCKET_TIMEOUT_SECONDS,
+    Runtime,
+    build_runtime,
+    scan_parts,
+)
 from worker.service.publish import deliver_due
 from worker.service.sweep import sweep as sweep_due_namespaces
 from worker.service.tick import run_schedule_tick
@@ -226,15 +231,11 @@ def create_app(settings: Settings, *, runtime: Runtime | None = None) -> Celery:
         for lane in (SWEEP_LANE, CONSOLIDATE_LANE, DELIVER_LANE)
     )
     app = Celery("memworker", set_as_current=False)
+    broker = broker_url(settings, runtime)
     app.conf.update(
-        broker_url=broker_url(settings, runtime),
+        broker_url=broker,
         broker_connection_retry_on_startup=True,
-        broker_transport_options={
-            "visibility_timeout": VISIBILITY_TIMEOUT_SECONDS,
-            # Celery's own keys (queues, bindings, unacked) live under the deployment's prefix,
-            # so deployments sharing one Redis never consume each other's tasks.
-            "global_keyprefix": f"{settings.key_prefix}:celery:",
-        },
+        broker_transport_options=broker_options(broker, settings.key_prefix),
         task_ignore_result=True,
         timezone="UTC",
         enable_utc=True,
@@ -261,6 +262,35 @@ def create_app(settings: Settings, *, runtime: Runtime | None = None) -> Celery:
     runtime.request_delivery = lambda: request_delivery(app)
     register(app)
     return app
+
+
+#: The URL schemes of kombu's Redis transport (a Unix socket is ``redis+socket://``).
+REDIS_BROKER_SCHEMES: Final = ("redis://", "rediss://", "redis+socket://")
+
+
+def broker_options(broker: str, key_prefix: str) -> dict[str, Any]:
+    """Celery's broker transport options for ``broker``.
+
+    On a Redis broker every socket call has a deadline: kombu's default waits forever, so a
+    Redis that accepts connections and never answers (frozen, failed over, behind a dropped
+    NAT entry) held a lane's main loop, and even its Ctrl-C, for good. A timed-out call is a
+    lost connection to Celery, which reconnects. RabbitMQ has heartbeats of its own.
+
+    >>> broker_options("redis://r:6379/0", "mw")["socket_timeout"]
+    5.0
+    >>> "socket_timeout" in broker_options("amqp://mq:5672/mw", "mw")
+    False
+    """
+    options: dict[str, Any] = {
+        "visibility_timeout": VISIBILITY_TIMEOUT_SECONDS,
+        # Celery's own keys (queues, bindings, unacked) live under the deployment's prefix,
+        # so deployments sharing one Redis never consume each other's tasks.
+        "global_keyprefix": f"{key_prefix}:celery:",
+    }
+    if broker.startswith(REDIS_BROKER_SCHEMES):
+        options["socket_timeout"] = WORKER_SOCKET_TIMEOUT_SECONDS
+        options["socket_connect_timeout"] = WORKER_SOCKET_TIMEOUT_SECONDS
+    return options
 
 
 def broker_url(settings: Settings, runtime: Runtime) -> str:

@@ -155,9 +155,52 @@ def _end_orphan(grace_seconds: float, poll_seconds: float) -> None:
     deadline = time.monotonic() + grace_seconds
     while time.monotonic() < deadline:
         time.sleep(min(poll_seconds, max(deadline - time.monotonic(), 0.0)))
-    if os.getpgrp() == me:  # a supervisor's child leads its own group: take its children too
+    _kill_self()
+
+
+def _kill_self() -> None:
+    """SIGKILL this process, and its process group when it leads one (a supervisor's child
+    does: a prefork pool's children go with it)."""
+    me = os.getpid()
+    if os.getpgrp() == me:
         os.killpg(me, signal.SIGKILL)
     os.kill(me, signal.SIGKILL)
+
+
+#: After a stop signal, how long a lane or beat gets to end on its own before it kills itself:
+#: Celery's soft shutdown (10 s for merges to commit) plus time to close its connections.
+#: Shorter than a supervisor's :data:`STOP_GRACE_SECONDS`, so a process that hangs says so.
+STOP_DEADLINE_SECONDS: Final = 20.0
+
+#: Whether this process's stop deadline runs already (a second Ctrl-C starts none).
+_stop_deadline: list[threading.Thread] = []
+
+
+def stop_within(grace_seconds: float = STOP_DEADLINE_SECONDS) -> threading.Thread:
+    """Start a daemon thread that ends this process ``grace_seconds`` from now, should it still
+    run: called when a stop begins, it bounds a shutdown that Celery cannot finish on its own.
+
+    A Celery worker's shutdown talks to its broker (heartbeats, cancelling its consumers); with
+    a broker that accepts connections and never answers, each call waits out its socket
+    timeout and is retried, so a lane's or beat's Ctrl-C or SIGTERM took minutes. Under a
+    supervisor it was killed; run on its own (one container per lane) it had no one to.
+    A merge cut off here loses nothing: its lease expires and the batch is merged again.
+    """
+    if not _stop_deadline:
+
+        def end() -> None:
+            time.sleep(grace_seconds)
+            log.warning(
+                "still stopping %.0f s after the stop signal (is the broker answering?); "
+                "killing this process: a merge cut off is merged again once its lease expires",
+                grace_seconds,
+            )
+            _kill_self()
+
+        thread = threading.Thread(target=end, name="memworker-stop-deadline", daemon=True)
+        thread.start()
+        _stop_deadline.append(thread)
+    return _stop_deadline[0]
 
 
 log = logging.getLogger(__name__)
