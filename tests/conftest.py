@@ -17,6 +17,7 @@ import pytest
 import redis
 import sqlalchemy as sa
 
+from tests.support.rabbitmq import private_vhost
 from tests.support.redis_cluster import redis_cluster
 from worker.queue.redis import RedisClient, is_cluster_url, open_redis
 from worker.queue.redis_queue import RedisQueue
@@ -190,6 +191,13 @@ def sqlite_store(sqlite_url: str) -> Iterator[MemoryStore]:
     store = MemoryStore.from_url(sqlite_url, create=True)
     yield store
     store.dispose()
+
+
+@pytest.fixture
+def rabbitmq_vhost() -> Iterator[str]:
+    """A private vhost on the machine's RabbitMQ (``guest`` may use it), deleted afterwards."""
+    with private_vhost() as name:
+        yield name
 
 
 @pytest.hookimpl(trylast=True)

@@ -284,3 +284,33 @@ def test_ctrl_c_stops_a_lane_or_beat_run_on_its_own_while_redis_fails(
 
     # Stopped by Celery's own shutdown (its calls to Redis timed out) or by its deadline.
     assert code in (0, -signal.SIGKILL), log.read_text()
+
+
+@pytest.mark.parametrize(
+    ("argv", "ready"),
+    [(["worker", "--lanes", "sweep"], "lane ready"), (["beat"], "holding the deployment's")],
+    ids=["lane", "beat"],
+)
+def test_ctrl_c_stops_a_lane_or_beat_whose_rabbitmq_broker_never_answers(
+    argv: list[str],
+    ready: str,
+    rabbitmq_vhost: str,
+    settings: Settings,
+    store: MemoryStore,
+    tmp_path: Path,
+) -> None:
+    with TcpProxy("127.0.0.1", 5672) as broker:
+        url = f"amqp://guest:guest@127.0.0.1:{broker.port}/{rabbitmq_vhost}"
+        log = tmp_path / "alone.log"
+        proc = start(
+            [*argv, "--loglevel", "INFO"], worker_env(settings, MEMWORKER_BROKER_URL=url), log
+        )
+        try:
+            wait_for(lambda: ready in log.read_text(), f"{argv[0]} to be ready")
+            broker.freeze()
+            proc.send_signal(signal.SIGINT)
+            code = proc.wait(timeout=STOPPED_BOUND)
+        finally:
+            stop(proc)
+
+    assert code in (0, -signal.SIGKILL), log.read_text()

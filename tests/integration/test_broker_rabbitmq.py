@@ -4,14 +4,12 @@ take each other's tasks (queue names carry the key prefix)."""
 
 from __future__ import annotations
 
-import subprocess
 import time
-import uuid
-from collections.abc import Iterator
 
 import pytest
 from celery.contrib.testing.worker import start_worker
 
+from tests.support.rabbitmq import rabbitmqctl
 from tests.support.waiting import wait_for
 from worker.queue.client import MemoryClient
 from worker.runtime.celery import LANES, create_app
@@ -19,33 +17,14 @@ from worker.runtime.container import build_runtime
 from worker.settings import Settings
 from worker.types import SWEEP_LANE, SWEEP_TASK, queue_name
 
-RABBITMQCTL_TIMEOUT = 30
-
-
-def rabbitmqctl(*args: str) -> str:
-    done = subprocess.run(
-        ["rabbitmqctl", *args],
-        capture_output=True,
-        text=True,
-        timeout=RABBITMQCTL_TIMEOUT,
-        check=True,
-    )
-    return done.stdout
-
 
 @pytest.fixture
-def vhost() -> Iterator[str]:
-    name = "mwtest-" + uuid.uuid4().hex[:10]
-    rabbitmqctl("add_vhost", name)
-    rabbitmqctl("set_permissions", "-p", name, "guest", ".*", ".*", ".*")
-    yield name
-    rabbitmqctl("delete_vhost", name)
-
-
-@pytest.fixture
-def on_rabbitmq(settings: Settings, vhost: str) -> Settings:
+def on_rabbitmq(settings: Settings, rabbitmq_vhost: str) -> Settings:
     return settings.model_copy(
-        update={"broker_url": f"amqp://guest:guest@127.0.0.1:5672/{vhost}", "sinks": ["files"]}
+        update={
+            "broker_url": f"amqp://guest:guest@127.0.0.1:5672/{rabbitmq_vhost}",
+            "sinks": ["files"],
+        }
     )
 
 
@@ -80,7 +59,7 @@ def test_a_worker_on_rabbitmq_consolidates_a_batch_queued_in_redis(on_rabbitmq: 
 
 
 def test_two_deployments_on_one_vhost_never_take_each_others_tasks(
-    on_rabbitmq: Settings, vhost: str
+    on_rabbitmq: Settings, rabbitmq_vhost: str
 ) -> None:
     other = on_rabbitmq.model_copy(update={"key_prefix": on_rabbitmq.key_prefix + "b"})
     mine_runtime, other_runtime = build_runtime(on_rabbitmq), build_runtime(other)
@@ -98,8 +77,10 @@ def test_two_deployments_on_one_vhost_never_take_each_others_tasks(
             theirs.send_task(SWEEP_TASK, queue=queue_name(other.key_prefix, SWEEP_LANE))
             mine.send_task(SWEEP_TASK, queue=queue_name(on_rabbitmq.key_prefix, SWEEP_LANE))
             mine_queue = queue_name(on_rabbitmq.key_prefix, SWEEP_LANE)
-            wait_for(lambda: messages(vhost).get(mine_queue) == 0, "my sweep to be consumed")
-            waiting = messages(vhost)
+            wait_for(
+                lambda: messages(rabbitmq_vhost).get(mine_queue) == 0, "my sweep to be consumed"
+            )
+            waiting = messages(rabbitmq_vhost)
     finally:
         mine_runtime.close()
         other_runtime.close()
