@@ -257,11 +257,30 @@ def failing_redis(
             os.kill(pid, signal.SIGCONT)
 
 
-@pytest.mark.parametrize(
+#: A lane and beat, each run on its own, and what each logs once it is ready.
+ALONE = pytest.mark.parametrize(
     ("argv", "ready"),
     [(["worker", "--lanes", "sweep"], "lane ready"), (["beat"], "holding the deployment's")],
     ids=["lane", "beat"],
 )
+
+
+def ctrl_c_once_broken(
+    argv: list[str], ready: str, env: dict[str, str], log: Path, break_it: Callable[[], None]
+) -> int:
+    """Start ``argv``; once it is ready, break its dependency and Ctrl-C it: its exit status
+    (TimeoutExpired past :data:`STOPPED_BOUND`)."""
+    proc = start([*argv, "--loglevel", "INFO"], env, log)
+    try:
+        wait_for(lambda: ready in log.read_text(), f"{argv[0]} to be ready")
+        break_it()
+        proc.send_signal(signal.SIGINT)
+        return proc.wait(timeout=STOPPED_BOUND)
+    finally:
+        stop(proc)
+
+
+@ALONE
 def test_ctrl_c_stops_a_lane_or_beat_run_on_its_own_while_redis_fails(
     argv: list[str],
     ready: str,
@@ -273,24 +292,14 @@ def test_ctrl_c_stops_a_lane_or_beat_run_on_its_own_while_redis_fails(
     url, break_redis = failing_redis
     env = worker_env(settings, MEMWORKER_REDIS_URL=url)
     log = tmp_path / "alone.log"
-    proc = start([*argv, "--loglevel", "INFO"], env, log)
-    try:
-        wait_for(lambda: ready in log.read_text(), f"{argv[0]} to be ready")
-        break_redis()
-        proc.send_signal(signal.SIGINT)
-        code = proc.wait(timeout=STOPPED_BOUND)
-    finally:
-        stop(proc)
+
+    code = ctrl_c_once_broken(argv, ready, env, log, break_redis)
 
     # Stopped by Celery's own shutdown (its calls to Redis timed out) or by its deadline.
     assert code in (0, -signal.SIGKILL), log.read_text()
 
 
-@pytest.mark.parametrize(
-    ("argv", "ready"),
-    [(["worker", "--lanes", "sweep"], "lane ready"), (["beat"], "holding the deployment's")],
-    ids=["lane", "beat"],
-)
+@ALONE
 def test_ctrl_c_stops_a_lane_or_beat_whose_rabbitmq_broker_never_answers(
     argv: list[str],
     ready: str,
@@ -299,18 +308,11 @@ def test_ctrl_c_stops_a_lane_or_beat_whose_rabbitmq_broker_never_answers(
     store: MemoryStore,
     tmp_path: Path,
 ) -> None:
+    log = tmp_path / "alone.log"
     with TcpProxy("127.0.0.1", 5672) as broker:
         url = f"amqp://guest:guest@127.0.0.1:{broker.port}/{rabbitmq_vhost}"
-        log = tmp_path / "alone.log"
-        proc = start(
-            [*argv, "--loglevel", "INFO"], worker_env(settings, MEMWORKER_BROKER_URL=url), log
-        )
-        try:
-            wait_for(lambda: ready in log.read_text(), f"{argv[0]} to be ready")
-            broker.freeze()
-            proc.send_signal(signal.SIGINT)
-            code = proc.wait(timeout=STOPPED_BOUND)
-        finally:
-            stop(proc)
+        env = worker_env(settings, MEMWORKER_BROKER_URL=url)
+
+        code = ctrl_c_once_broken(argv, ready, env, log, broker.freeze)
 
     assert code in (0, -signal.SIGKILL), log.read_text()
