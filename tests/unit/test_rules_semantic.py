@@ -634,3 +634,44 @@ def test_by_meaning_a_correction_without_a_subject_still_corrects_an_observation
     assert observed(fix)
     plan = merge_by_meaning([entry("e1", held)], [cand(fix)])
     assert retired(plan) == {"e1"}
+
+
+#: Favourites of two different things, each of them one value at a time: neither retires the
+#: other. Written for this check in other wordings than the kinds' examples; before each
+#: favourite thing had a kind of its own, 10 of 17 such pairs lost the first.
+TWO_FAVOURITES = {
+    "en": (
+        "If I had to pick one colour it'd be orange.",
+        "Sushi is the one food I could eat every day.",
+    ),
+    "en-band-sport": (
+        "The Beatles are my all-time favourite band.",
+        "I'd say my top sport to watch is snooker.",
+    ),
+    "es": ("Lo que más me gusta comer es el cocido.", "Mi grupo preferido es Vetusta Morla."),
+    "fr": ("Le vert, c'est ma couleur fétiche.", "Mon chanteur préféré est Stromae."),
+    "pt": ("Minha banda preferida é Legião Urbana.", "Minha bebida preferida é caipirinha."),
+    "ja": ("好きな歌手は宇多田ヒカルです。", "好きなチームは阪神タイガースです。"),
+    "hi": ("मुझे सबसे ज़्यादा पीला रंग पसंद है।", "मेरी पसंदीदा टीम मुंबई इंडियंस है।"),
+}
+
+
+@pytest.mark.parametrize(("held", "other"), TWO_FAVOURITES.values(), ids=TWO_FAVOURITES)
+def test_by_meaning_a_favourite_of_another_thing_keeps_the_first(held: str, other: str) -> None:
+    assert ops_after(held, other) == ["add"]
+
+
+#: A new favourite of the same thing still retires the old.
+FAVOURITE_CHANGES = {
+    "de": ("Mein Lieblingsautor ist Fontane.", "Inzwischen ist Thomas Mann mein Lieblingsautor."),
+    "es": ("El azul es mi color preferido.", "Ahora mi color preferido es el verde."),
+    "ja": ("好きな歌手は宇多田ヒカルです。", "最近一番好きな歌手はあいみょんになりました。"),
+    "hi": ("मेरी पसंदीदा टीम मुंबई इंडियंस है।", "अब मेरी पसंदीदा टीम चेन्नई सुपर किंग्स है।"),
+}
+
+
+@pytest.mark.parametrize(("held", "change"), FAVOURITE_CHANGES.values(), ids=FAVOURITE_CHANGES)
+def test_by_meaning_a_new_favourite_of_the_same_thing_retires_the_old(
+    held: str, change: str
+) -> None:
+    assert ops_after(held, change) == ["supersede"]
