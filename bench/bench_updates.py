@@ -56,6 +56,7 @@ from worker.consolidation.plan import Consolidator, advance, consolidate_batch
 from worker.consolidation.rules import RulesConsolidator
 from worker.errors import BatchFailed
 from worker.models import Candidate, Entry, NamespaceState, make_candidate
+from worker.service.sweep import prepare_merges
 from worker.settings import Settings
 from worker.types import FACTS_PATH
 
@@ -273,10 +274,29 @@ def rules_factory(meaning: Meaning | None) -> Factory:
     return lambda story: consolidator
 
 
+#: Merged before anything is timed, and not scored: a story outside the corpus. Its merge
+#: pays what a worker process pays once, at its first batch (lazy imports, first calls).
+WARM_UP: Final = Story(
+    id="warm-up",
+    lang="en",
+    split="none",
+    type="distinct",
+    batches=(
+        (Item("I keep a spare key in box number 7."),),
+        (Item("On trip 3 I saw a lighthouse near milestone 21."),),
+    ),
+)
+
+
 def evaluate(
     stories: Sequence[Story], factory: Factory, *, held: int = 0
 ) -> tuple[Score, dict[str, Score]]:
+    """Score ``stories``; the CPU per candidate is a running worker's: what a consolidating
+    process builds before it takes work (:func:`prepare_merges`, as a lane does at start) and
+    the first merge's one-time costs are paid before the timing starts."""
     settings = Settings()
+    prepare_merges()
+    score_story(WARM_UP, factory(WARM_UP), settings, held=held)
     total, by_lang = Score(), dict[str, Score]()
     for story in stories:
         s = score_story(story, factory(story), settings, held=held)

@@ -211,7 +211,11 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     leftovers: list[str] = []
     for proc in psutil.Process().children(recursive=True):
         with contextlib.suppress(psutil.Error):
-            leftovers.append(f"{proc.pid} ({' '.join(proc.cmdline()[:4])})")
+            command = proc.cmdline()
+            # Python's own forkserver and resource tracker end with this interpreter.
+            if any(part.startswith("from multiprocessing.") for part in command[:4]):
+                continue
+            leftovers.append(f"{proc.pid} ({' '.join(command[:4])})")
             proc.kill()
     if not leftovers:
         return
