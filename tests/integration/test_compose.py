@@ -170,6 +170,12 @@ def test_the_cli_service_runs_the_command_it_is_given_on_the_deployment() -> Non
 
 
 @pytest.mark.parametrize("service", MEMWORKER_SERVICES)
+def test_every_memworker_service_runs_under_an_init(service: str) -> None:
+    # As PID 1, a lane hung in its shutdown could not kill itself at its stop deadline.
+    assert SERVICES[service]["init"] is True
+
+
+@pytest.mark.parametrize("service", MEMWORKER_SERVICES)
 def test_every_memworker_service_shares_one_key_prefix(service: str) -> None:
     prefix = SERVICES[service]["environment"]["MEMWORKER_KEY_PREFIX"]
 
