@@ -13,6 +13,7 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
+import psutil
 import pytest
 import redis
 import sqlalchemy as sa
@@ -206,8 +207,6 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     down: a test whose cleanup failed must not hold the session open. (A thread reading such
     a process's output kept the interpreter from exiting after the last test, silently, until
     CI's own time ran out.) A leftover fails the session: it is a test's bug."""
-    import psutil
-
     leftovers: list[str] = []
     for proc in psutil.Process().children(recursive=True):
         with contextlib.suppress(psutil.Error):
