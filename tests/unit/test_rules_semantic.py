@@ -675,3 +675,40 @@ def test_by_meaning_a_new_favourite_of_the_same_thing_retires_the_old(
     held: str, change: str
 ) -> None:
     assert ops_after(held, change) == ["supersede"]
+
+
+#: Two trips, or a second pet said with "还" (also), in Chinese: both stay. Written for this
+#: check, not in the update stories; before the travel and pets kinds had examples beyond one
+#: Chinese sentence each, the rules read each of these trips as a new home and this pet as the
+#: first said again (6 of 7 Chinese trip pairs and 1 of 6 pet pairs of a wider check lost).
+CHINESE_TRIPS_AND_PETS = {
+    "trips-new-year": ("前年春节我们去了海南旅游。", "上个月我去西安玩了三天。"),
+    "trips-been": ("我前年去过日本。", "今年五一我们去了成都。"),
+    "trips-childhood": ("小时候我去过北京。", "去年冬天我去哈尔滨看了冰雕。"),
+    "trips-holidays": ("我们春节去了三亚。", "十一假期我去了张家界。"),
+    "trips-business": ("上次出差我去了广州。", "今年我还去了趟新加坡。"),
+    "pets-also": ("我有一只兔子。", "另外我还养了一只乌龟。"),
+}
+
+
+@pytest.mark.parametrize(
+    ("held", "other"), CHINESE_TRIPS_AND_PETS.values(), ids=CHINESE_TRIPS_AND_PETS
+)
+def test_by_meaning_a_chinese_trip_or_pet_beside_another_keeps_the_first(
+    held: str, other: str
+) -> None:
+    assert ops_after(held, other) == ["add"]
+
+
+#: A move said in Chinese or Japanese still retires the home held before.
+EAST_ASIAN_MOVES = {
+    "zh": ("我住在南京。", "我上个月搬到了厦门。"),
+    "ja": ("横浜に住んでいます。", "神戸に引っ越しました。"),
+}
+
+
+@pytest.mark.parametrize(("held", "move"), EAST_ASIAN_MOVES.values(), ids=EAST_ASIAN_MOVES)
+def test_by_meaning_a_move_said_in_chinese_or_japanese_retires_the_old_home(
+    held: str, move: str
+) -> None:
+    assert ops_after(held, move) == ["supersede"]
