@@ -161,6 +161,8 @@ def test_the_quick_start_prints_what_the_readme_shows(server: RunningServer) -> 
     ran = server.home.run_console(block)
 
     problems = mismatches(ran)
+    if problems:
+        server.skip_if_a_schedule_fired()
     assert not problems, "\n\n".join(problems)
     assert [r.command for r in ran if r.code != 0] == []
 
@@ -223,6 +225,8 @@ def test_the_postgresql_step_runs_as_printed_on_a_fresh_database(
     ran = server.home.run_console(pointed)
 
     problems = mismatches(ran)
+    if problems:
+        server.skip_if_a_schedule_fired()
     assert not problems, "\n\n".join(problems)
     assert [r.command for r in ran if r.code != 0] == []
 

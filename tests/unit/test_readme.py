@@ -9,10 +9,13 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import pytest
 from typer.main import get_command
 
+from tests.readme_support import FreshHome, RunningServer, schedules_fired
 from worker.cli.app import app
 from worker.settings import Settings
 
@@ -127,3 +130,25 @@ def test_the_local_model_command_of_the_models_page_runs_without_pytest() -> Non
     )
 
     assert ran.returncode == 0, ran.stderr
+
+
+def test_a_readme_test_knows_which_schedules_fired_while_it_ran() -> None:
+    quiet = schedules_fired(
+        datetime(2026, 12, 7, 1, 0, tzinfo=UTC), datetime(2026, 12, 7, 1, 30, tzinfo=UTC)
+    )
+    crossed = schedules_fired(
+        datetime(2026, 12, 7, 5, 59, tzinfo=UTC), datetime(2026, 12, 7, 6, 1, tzinfo=UTC)
+    )
+
+    assert quiet == []
+    assert crossed == ["pending-safety-net at 2026-12-07 06:00 UTC"]
+
+
+def test_a_readme_test_is_skipped_naming_the_schedule_that_fired_since_its_server_started(
+    tmp_path: Path,
+) -> None:
+    a_day_ago = datetime.now(UTC) - timedelta(days=1)
+    server = RunningServer(FreshHome(tmp_path), None, tmp_path / "log", a_day_ago)  # type: ignore[arg-type]
+
+    with pytest.raises(pytest.skip.Exception, match="nightly-scan at"):
+        server.skip_if_a_schedule_fired()
