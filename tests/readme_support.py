@@ -270,11 +270,8 @@ class RunningServer:
     started: datetime = field(default_factory=lambda: datetime.now(UTC))
 
     def skip_if_a_schedule_fired(self) -> None:
-        """Skip the test, naming each, when a bundled schedule fired since the server started:
-        what it then prints is not what the README shows, by design, not by a fault."""
-        fired = schedules_fired(self.started, datetime.now(UTC))
-        if fired:
-            pytest.skip(f"a schedule fired during the test ({', '.join(fired)}); run it again")
+        """See :func:`skip_if_a_schedule_fired`, since this server started."""
+        skip_if_a_schedule_fired(self.started)
 
     def stop(self) -> None:
         if self.process.poll() is None:
@@ -294,6 +291,14 @@ def schedules_fired(since: datetime, until: datetime) -> list[str]:
         for spec in load_schedules(bundled_schedules_dir())
         for tick in missed_ticks(spec.cron, spec.timezone, since, until)
     ]
+
+
+def skip_if_a_schedule_fired(since: datetime) -> None:
+    """Skip the test, naming each, when a bundled schedule fired since ``since``: what a server
+    started then prints is not what the README shows, by design, not by a fault."""
+    fired = schedules_fired(since, datetime.now(UTC))
+    if fired:
+        pytest.skip(f"a schedule fired during the test ({', '.join(fired)}); run it again")
 
 
 def started_run(home: FreshHome) -> Iterator[RunningServer]:
