@@ -712,3 +712,27 @@ def test_by_meaning_a_move_said_in_chinese_or_japanese_retires_the_old_home(
     held: str, move: str
 ) -> None:
     assert ops_after(held, move) == ["supersede"]
+
+
+#: A fact of the user's past, or of a relative's, said beside a current value of the user's
+#: own: written for this check, in none of the kinds' examples nor the update stories.
+PAST_AND_RELATIVES = {
+    "first-car": ("My first car was a Ford Fiesta.", "I drive a Mazda 3 now."),
+    "first-job-de": (
+        "Mein erster Job war bei einer Zeitung.",
+        "Ich arbeite jetzt bei einer Versicherung.",
+    ),
+    "childhood-favourite-es": (
+        "De niño mi deporte favorito era el baloncesto.",
+        "Ahora mi deporte favorito es el pádel.",
+    ),
+    "grew-up-de": ("Ich bin in Rostock aufgewachsen.", "Jetzt wohne ich in Leipzig."),
+    "father-job-zh": ("我爸爸是医生。", "我是律师。"),
+}
+
+
+@pytest.mark.parametrize(("held", "now"), PAST_AND_RELATIVES.values(), ids=PAST_AND_RELATIVES)
+def test_by_meaning_a_past_or_a_relatives_fact_stays_beside_the_users_current_value(
+    held: str, now: str
+) -> None:
+    assert ops_after(held, now) == ["add"]
