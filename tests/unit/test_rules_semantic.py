@@ -3,6 +3,7 @@ and a statement that does not conflict never retires anything."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from functools import cache
 
 import pytest
@@ -736,3 +737,26 @@ def test_by_meaning_a_past_or_a_relatives_fact_stays_beside_the_users_current_va
     held: str, now: str
 ) -> None:
     assert ops_after(held, now) == ["add"]
+
+
+#: Said while "I'm unemployed right now." is held: the merge models rate it below the rules'
+#: bar (about 0.86 of their threshold), so the rules keep both.
+NEW_JOB = "Good news: I got the job as a logistics coordinator at DHL."
+
+
+def test_by_meaning_the_rules_keep_what_the_merge_models_rate_below_their_bar() -> None:
+    assert ops_after("I'm unemployed right now.", NEW_JOB) == ["add"]
+
+
+@pytest.mark.parametrize(("vouch", "accepted"), [(1.0, False), (0.5, True)])
+def test_a_models_removal_is_vouched_for_down_to_the_trust_checks_own_bar(
+    vouch: float, accepted: bool
+) -> None:
+    meaning = by_meaning().meaning
+    assert meaning is not None
+    judge = Meaning(meaning.embeddings, thresholds=replace(meaning.thresholds, vouch=vouch))
+    held, c = entry("e1", "I'm unemployed right now."), cand(NEW_JOB)
+    plan = Plan(ops=[Supersede(candidate_ids=[c.id], entry_id="e1", text=NEW_JOB)])
+    found = validate_plan(state([held]), [c], plan, max_removals=5, max_text_bytes=500,
+                          meaning=judge)  # fmt: skip
+    assert (found == []) is accepted, found

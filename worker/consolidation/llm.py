@@ -298,11 +298,11 @@ def touched_entries(
     chosen = {e.id for e in active if e.key is not None and e.key in keys}
     if meaning is not None:
         meaning.prepare([*(e.text for e in active), *(c.text for c in candidates)])
-        chosen |= {  # what a candidate gives a new value of, by the kinds or the merge models
+        chosen |= {  # what a candidate gives a new value of: what the trust check would let go
             e.id
             for c in candidates
             for e in active
-            if meaning.same_attribute(e.text, c.text) or meaning.merges(e.text, c.text)
+            if meaning.same_attribute(e.text, c.text) or meaning.vouches(e.text, c.text)
         }
     cap = max(NEAREST_CAP, NEAREST_PER_CANDIDATE * len(candidates))
     index = build_index((e.id, e.text) for e in active)

@@ -398,11 +398,12 @@ def keeps(old: str, written: str) -> bool:
 
 def vouched(old: str, said: str, meaning: Meaning | None) -> bool:
     """By meaning, the user's own words ``said`` justify retiring ``old``: about the same
-    thing, or what the merge model says they replace (asked of a candidate's text only, never
-    of a text a plan writes, which a model chooses)."""
+    thing, or what the merge models say they may replace (:meth:`Meaning.vouches`, a little
+    below the bar at which the rules merge; asked of a candidate's text only, never of a
+    text a plan writes, which a model chooses)."""
     if meaning is None:
         return False  # by words alone, only the texts the plan writes are judged
-    return related(old, said, meaning) or meaning.merges(old, said)
+    return related(old, said, meaning) or meaning.vouches(old, said)
 
 
 def removal_problem(
