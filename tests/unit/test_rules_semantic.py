@@ -760,3 +760,42 @@ def test_a_models_removal_is_vouched_for_down_to_the_trust_checks_own_bar(
     found = validate_plan(state([held]), [c], plan, max_removals=5, max_text_bytes=500,
                           meaning=judge)  # fmt: skip
     assert (found == []) is accepted, found
+
+
+#: Studies, then a job: the job may end the studies or be done beside them.
+STUDIES_AND_WORK = {
+    "en": ("I'm doing a PhD in chemistry.", "Finished my PhD and started as a researcher at GSK."),
+    "fr": (
+        "Je suis en licence de maths.",
+        "J'ai eu mon diplôme, je travaille maintenant comme prof de maths.",
+    ),
+    "es": (
+        "Soy estudiante de medicina.",
+        "Ya terminé la carrera y trabajo como médico residente.",
+    ),
+}
+
+
+@pytest.mark.parametrize(("studies", "job"), STUDIES_AND_WORK.values(), ids=STUDIES_AND_WORK)
+def test_by_meaning_a_models_plan_may_retire_the_studies_for_the_job_that_ended_them(
+    studies: str, job: str
+) -> None:
+    meaning = by_meaning().meaning
+    held, c = entry("e1", studies), cand(job)
+    plan = Plan(ops=[Supersede(candidate_ids=[c.id], entry_id="e1", text=job)])
+    found = validate_plan(state([held]), [c], plan, max_removals=5, max_text_bytes=500,
+                          meaning=meaning)  # fmt: skip
+    assert found == []
+
+
+@pytest.mark.parametrize(
+    ("studies", "job"),
+    [
+        ("I'm studying nursing at Cardiff.", "I work weekends at a pub."),
+        ("Ich studiere Informatik.", "Nebenbei jobbe ich in einem Café."),
+        ("大学で法律を勉強しています。", "週末はコンビニでアルバイトしています。"),
+    ],
+    ids=["en", "de", "ja"],
+)
+def test_by_meaning_the_rules_keep_the_studies_beside_a_job(studies: str, job: str) -> None:
+    assert ops_after(studies, job) == ["add"]
