@@ -739,6 +739,15 @@ def test_by_meaning_a_past_or_a_relatives_fact_stays_beside_the_users_current_va
     assert ops_after(held, now) == ["add"]
 
 
+def supersede_problems(held: str, said: str, meaning: Meaning | None) -> list[str]:
+    """What the trust check finds wrong with a model's plan that retires the one entry
+    ``held`` for the fact ``said``, in ``said``'s words."""
+    c = cand(said)
+    plan = Plan(ops=[Supersede(candidate_ids=[c.id], entry_id="e1", text=said)])
+    return validate_plan(state([entry("e1", held)]), [c], plan, max_removals=5,
+                         max_text_bytes=500, meaning=meaning)  # fmt: skip
+
+
 #: Said while "I'm unemployed right now." is held: the merge models rate it below the rules'
 #: bar (about 0.86 of their threshold), so the rules keep both.
 NEW_JOB = "Good news: I got the job as a logistics coordinator at DHL."
@@ -755,10 +764,7 @@ def test_a_models_removal_is_vouched_for_down_to_the_trust_checks_own_bar(
     meaning = by_meaning().meaning
     assert meaning is not None
     judge = Meaning(meaning.embeddings, thresholds=replace(meaning.thresholds, vouch=vouch))
-    held, c = entry("e1", "I'm unemployed right now."), cand(NEW_JOB)
-    plan = Plan(ops=[Supersede(candidate_ids=[c.id], entry_id="e1", text=NEW_JOB)])
-    found = validate_plan(state([held]), [c], plan, max_removals=5, max_text_bytes=500,
-                          meaning=judge)  # fmt: skip
+    found = supersede_problems("I'm unemployed right now.", NEW_JOB, judge)
     assert (found == []) is accepted, found
 
 
@@ -780,12 +786,7 @@ STUDIES_AND_WORK = {
 def test_by_meaning_a_models_plan_may_retire_the_studies_for_the_job_that_ended_them(
     studies: str, job: str
 ) -> None:
-    meaning = by_meaning().meaning
-    held, c = entry("e1", studies), cand(job)
-    plan = Plan(ops=[Supersede(candidate_ids=[c.id], entry_id="e1", text=job)])
-    found = validate_plan(state([held]), [c], plan, max_removals=5, max_text_bytes=500,
-                          meaning=meaning)  # fmt: skip
-    assert found == []
+    assert supersede_problems(studies, job, by_meaning().meaning) == []
 
 
 @pytest.mark.parametrize(

@@ -778,9 +778,7 @@ class Meaning:
         cosine = self.similarity(old, new)
         if cosine is None or cosine < self.thresholds.replaceable:
             return False
-        held, said = self.kinds_near(old), self.kinds_near(new)
-        gives = {k.gives for k in held} | {a for k in held for a in k.ends_with}
-        return any(k.gives in gives or gives & set(k.ends_with) for k in said)
+        return not _reach(self.kinds_near(old)).isdisjoint(_reach(self.kinds_near(new)))
 
     # --- the kinds ---------------------------------------------------------------------------
     @cached_property
@@ -1166,13 +1164,15 @@ class Meaning:
     def vouches(self, old: str, new: str) -> bool:
         """A model's plan may retire ``old`` for ``new`` on the merge models' word: a
         :meth:`merge_score` of :attr:`Thresholds.vouch` or more."""
-        score = self.merge_score(old, new)
-        return score is not None and score >= self.thresholds.vouch
+        return self._scores_at_least(old, new, self.thresholds.vouch)
 
     def merges(self, old: str, new: str) -> bool:
         """``new`` takes ``old``'s place (a :meth:`merge_score` of 1 or more)."""
+        return self._scores_at_least(old, new, 1.0)
+
+    def _scores_at_least(self, old: str, new: str, bar: float) -> bool:
         score = self.merge_score(old, new)
-        return score is not None and score >= 1.0
+        return score is not None and score >= bar
 
 
 def _unit_rows(matrix: np.ndarray) -> np.ndarray:
@@ -1203,6 +1203,11 @@ def _best_single(bank: Bank, a: np.ndarray, b: np.ndarray) -> int:
     """The single-valued attribute two texts' attribute scores ``a`` and ``b`` are both
     nearest (the largest of the smaller of their two scores)."""
     return int(np.argmax(np.where(bank.single_attributes, np.minimum(a, b), -np.inf)))
+
+
+def _reach(kinds: Iterable[Kind]) -> set[str]:
+    """The attributes ``kinds`` give, and those whose new value may end theirs."""
+    return {a for k in kinds for a in (k.gives, *k.ends_with)}
 
 
 def _shared_kind(meaning: Meaning, a: str, b: str) -> Kind | None:
