@@ -18,6 +18,7 @@ import pytest
 import redis
 import sqlalchemy as sa
 
+from tests.support.memory_queue import LOADED_MACHINE_SECONDS
 from tests.support.rabbitmq import private_vhost
 from tests.support.redis_cluster import redis_cluster
 from worker.queue.redis import RedisClient, is_cluster_url, open_redis
@@ -177,6 +178,7 @@ def settings(
         max_attempts=3,
         retry_backoff_seconds=5,
         queue_shards=4,
+        socket_timeout_seconds=LOADED_MACHINE_SECONDS,
     )
 
 

@@ -60,6 +60,7 @@ from worker.queue.redis_queue import RedisQueue
 from worker.service.transfer import erase
 from worker.settings import Settings
 from worker.store.memory import MemoryStore
+from worker.types import DEFAULT_SOCKET_TIMEOUT_SECONDS
 
 SCALE: Final = float(os.environ.get("MEMWORKER_CHAOS_SCALE", "1"))
 KILLS: Final = max(1, round(100 * SCALE))
@@ -127,6 +128,9 @@ def chaos_settings(settings: Settings, chaos_database: str, chaos_redis: Private
             "retry_backoff_seconds": 0.1,
             "file_budget_bytes": 10_000_000,
             "sinks": [],
+            # The production deadline, which the conftest lifts for the rest of the suite:
+            # this experiment sends again on a timeout, as a chat service does (_answered).
+            "socket_timeout_seconds": DEFAULT_SOCKET_TIMEOUT_SECONDS,
         }
     )
 

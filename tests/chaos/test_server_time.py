@@ -11,6 +11,7 @@ from typing import Final
 
 import redis
 
+from tests.support.memory_queue import LOADED_MACHINE_SECONDS
 from tests.support.skewed import skewed_enqueue
 from worker.consolidation.rules import RulesConsolidator
 from worker.models import make_candidate
@@ -107,6 +108,7 @@ def test_a_client_built_with_other_settings_cannot_change_the_deployments_deboun
         queue_shards=settings.queue_shards,
         debounce_seconds=3600,
         max_wait_seconds=7200,
+        socket_timeout_seconds=LOADED_MACHINE_SECONDS,
     ) as client:
         client.enqueue(**_fact("I prefer tea"))  # type: ignore[arg-type]
     now = server_ms(redis_client.time())

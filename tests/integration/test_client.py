@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import redis
 
-from tests.support.memory_queue import deploy_policy
+from tests.support.memory_queue import LOADED_MACHINE_SECONDS, deploy_policy
 from tests.support.private_redis import private_redis
 from worker import BacklogFull, ConfigurationError, InvalidCandidate, MemoryClient, QueueUnavailable
 from worker.models import EnqueueFields
@@ -158,7 +158,9 @@ def test_a_full_backlog_raises_backlog_full(
     redis_url: str, key_prefix: str, redis_client: redis.Redis
 ) -> None:
     deploy_policy(redis_url, key_prefix, max_pending_per_namespace=1)
-    with MemoryClient.from_url(redis_url, key_prefix=key_prefix) as client:
+    with MemoryClient.from_url(
+        redis_url, key_prefix=key_prefix, socket_timeout_seconds=LOADED_MACHINE_SECONDS
+    ) as client:
         client.enqueue(user_id="u1", trace_id="t", text="one")
 
         with pytest.raises(BacklogFull, match="MEMWORKER_MAX_PENDING_PER_NAMESPACE"):
@@ -206,7 +208,7 @@ def test_a_hung_redis_raises_queue_unavailable_after_the_socket_timeout(silent_s
 def test_from_url_reads_no_environment(monkeypatch: pytest.MonkeyPatch, redis_url: str) -> None:
     monkeypatch.setenv("MEMWORKER_KEY_PREFIX", "from-env")
 
-    with MemoryClient.from_url(redis_url) as client:
+    with MemoryClient.from_url(redis_url, socket_timeout_seconds=LOADED_MACHINE_SECONDS) as client:
         assert client.settings.key_prefix == "mw"
 
 

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import redis
 
-from tests.support.memory_queue import deploy_policy
+from tests.support.memory_queue import LOADED_MACHINE_SECONDS, deploy_policy
 from worker import AsyncMemoryClient, BacklogFull, InvalidCandidate, QueueUnavailable
 from worker.queue.redis_queue import RedisQueue
 from worker.settings import Settings
@@ -62,7 +62,9 @@ async def test_async_full_backlog_raises_backlog_full(
     redis_url: str, key_prefix: str, redis_client: redis.Redis
 ) -> None:
     deploy_policy(redis_url, key_prefix, max_pending_per_namespace=1)
-    async with AsyncMemoryClient.from_url(redis_url, key_prefix=key_prefix) as client:
+    async with AsyncMemoryClient.from_url(
+        redis_url, key_prefix=key_prefix, socket_timeout_seconds=LOADED_MACHINE_SECONDS
+    ) as client:
         await client.enqueue(user_id="u1", trace_id="t", text="one")
 
         with pytest.raises(BacklogFull):

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from redis.cluster import RedisCluster
 
+from tests.support.memory_queue import LOADED_MACHINE_SECONDS
 from tests.support.private_redis import PrivateRedis, private_redis
 from worker.errors import QueueMisconfigured
 from worker.models import EnqueueFields
@@ -39,7 +40,9 @@ def _keys(server: PrivateRedis) -> int:
 def test_every_enqueue_to_an_allkeys_lru_redis_is_refused_and_writes_nothing(
     evicting: PrivateRedis,
 ) -> None:
-    with MemoryClient.from_url(evicting.url, key_prefix="mw") as client:
+    with MemoryClient.from_url(
+        evicting.url, key_prefix="mw", socket_timeout_seconds=LOADED_MACHINE_SECONDS
+    ) as client:
         for n in range(3):
             with pytest.raises(QueueMisconfigured, match=r"allkeys-lru.*nothing was enqueued"):
                 client.enqueue(**_fact(n))
@@ -50,7 +53,9 @@ def test_every_enqueue_to_an_allkeys_lru_redis_is_refused_and_writes_nothing(
 
 
 async def test_the_async_client_refuses_an_allkeys_lru_redis_too(evicting: PrivateRedis) -> None:
-    async with AsyncMemoryClient.from_url(evicting.url, key_prefix="mw") as client:
+    async with AsyncMemoryClient.from_url(
+        evicting.url, key_prefix="mw", socket_timeout_seconds=LOADED_MACHINE_SECONDS
+    ) as client:
         for n in range(3):
             with pytest.raises(QueueMisconfigured, match="allkeys-lru"):
                 await client.enqueue(**_fact(n))
@@ -64,7 +69,9 @@ def test_with_config_disabled_the_policy_is_read_from_info(tmp_path: Path) -> No
     # Managed Redis often renames CONFIG away; INFO memory still names the policy.
     with (
         private_redis(tmp_path, *EVICTING, "--rename-command", "CONFIG", "") as server,
-        MemoryClient.from_url(server.url, key_prefix="mw") as client,
+        MemoryClient.from_url(
+            server.url, key_prefix="mw", socket_timeout_seconds=LOADED_MACHINE_SECONDS
+        ) as client,
         pytest.raises(QueueMisconfigured, match="allkeys-lru"),
     ):
         client.enqueue(**_fact())
@@ -78,7 +85,9 @@ def test_a_redis_that_hides_its_policy_entirely_is_accepted_with_one_warning(
     with (
         caplog.at_level(logging.WARNING, logger="worker.queue.pool"),
         private_redis(tmp_path, *EVICTING, *hidden) as server,
-        MemoryClient.from_url(server.url, key_prefix="mw") as client,
+        MemoryClient.from_url(
+            server.url, key_prefix="mw", socket_timeout_seconds=LOADED_MACHINE_SECONDS
+        ) as client,
     ):
         client.enqueue(**_fact())
         client.enqueue(**_fact(1))
@@ -88,7 +97,9 @@ def test_a_redis_that_hides_its_policy_entirely_is_accepted_with_one_warning(
 
 
 def test_once_the_policy_is_fixed_the_next_enqueue_goes_through(evicting: PrivateRedis) -> None:
-    with MemoryClient.from_url(evicting.url, key_prefix="mw") as client:
+    with MemoryClient.from_url(
+        evicting.url, key_prefix="mw", socket_timeout_seconds=LOADED_MACHINE_SECONDS
+    ) as client:
         with pytest.raises(QueueMisconfigured):
             client.enqueue(**_fact())
         with evicting.client() as admin:
@@ -103,7 +114,9 @@ def test_a_reconnect_to_a_redis_restarted_with_eviction_is_refused(tmp_path: Pat
     server = PrivateRedis(tmp_path)
     server.start()
     try:
-        with MemoryClient.from_url(server.url, key_prefix="mw") as client:
+        with MemoryClient.from_url(
+            server.url, key_prefix="mw", socket_timeout_seconds=LOADED_MACHINE_SECONDS
+        ) as client:
             client.enqueue(**_fact())
             server.stop()
             server.args = EVICTING
@@ -116,7 +129,12 @@ def test_a_reconnect_to_a_redis_restarted_with_eviction_is_refused(tmp_path: Pat
 
 
 def test_the_informed_override_lets_the_client_enqueue(evicting: PrivateRedis) -> None:
-    with MemoryClient.from_url(evicting.url, key_prefix="mw", allow_evicting_redis=True) as c:
+    with MemoryClient.from_url(
+        evicting.url,
+        key_prefix="mw",
+        allow_evicting_redis=True,
+        socket_timeout_seconds=LOADED_MACHINE_SECONDS,
+    ) as c:
         c.enqueue(**_fact())
 
     assert _keys(evicting) > 0
@@ -125,7 +143,9 @@ def test_the_informed_override_lets_the_client_enqueue(evicting: PrivateRedis) -
 def test_the_policy_is_read_once_per_connection_not_per_enqueue(tmp_path: Path) -> None:
     with (
         private_redis(tmp_path) as server,
-        MemoryClient.from_url(server.url, key_prefix="mw") as client,
+        MemoryClient.from_url(
+            server.url, key_prefix="mw", socket_timeout_seconds=LOADED_MACHINE_SECONDS
+        ) as client,
     ):
         for n in range(50):
             client.enqueue(**_fact(n))
@@ -146,11 +166,17 @@ async def test_a_cluster_whose_primaries_evict_is_refused_by_both_clients(
     admin.config_set("maxmemory-policy", "allkeys-lru", target_nodes=RedisCluster.PRIMARIES)
     try:
         with (
-            MemoryClient.from_url(cluster_redis_url, key_prefix="mw-evict") as client,
+            MemoryClient.from_url(
+                cluster_redis_url,
+                key_prefix="mw-evict",
+                socket_timeout_seconds=LOADED_MACHINE_SECONDS,
+            ) as client,
             pytest.raises(QueueMisconfigured, match="allkeys-lru"),
         ):
             client.enqueue(**_fact())
-        async with AsyncMemoryClient.from_url(cluster_redis_url, key_prefix="mw-evict") as aio:
+        async with AsyncMemoryClient.from_url(
+            cluster_redis_url, key_prefix="mw-evict", socket_timeout_seconds=LOADED_MACHINE_SECONDS
+        ) as aio:
             with pytest.raises(QueueMisconfigured, match="allkeys-lru"):
                 await aio.enqueue(**_fact())
         assert not admin.keys("mw-evict*", target_nodes=RedisCluster.PRIMARIES)
@@ -160,7 +186,9 @@ async def test_a_cluster_whose_primaries_evict_is_refused_by_both_clients(
 
 
 def test_a_refused_connection_is_not_kept(evicting: PrivateRedis) -> None:
-    with MemoryClient.from_url(evicting.url, key_prefix="mw") as client:
+    with MemoryClient.from_url(
+        evicting.url, key_prefix="mw", socket_timeout_seconds=LOADED_MACHINE_SECONDS
+    ) as client:
         for n in range(3):
             with pytest.raises(QueueMisconfigured):
                 client.enqueue(**_fact(n))

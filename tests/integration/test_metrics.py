@@ -10,7 +10,7 @@ import pytest
 import redis
 from prometheus_client import generate_latest
 
-from tests.support.memory_queue import deploy_policy
+from tests.support.memory_queue import LOADED_MACHINE_SECONDS, deploy_policy
 from worker import AsyncMemoryClient, BacklogFull, MemoryClient
 from worker.metrics import (
     CLAIMS,
@@ -156,7 +156,9 @@ def test_a_candidate_refused_with_backlog_full_is_not_counted(
     redis_url: str, key_prefix: str
 ) -> None:
     deploy_policy(redis_url, key_prefix, max_pending_per_namespace=1)
-    with MemoryClient.from_url(redis_url, key_prefix=key_prefix) as c:
+    with MemoryClient.from_url(
+        redis_url, key_prefix=key_prefix, socket_timeout_seconds=LOADED_MACHINE_SECONDS
+    ) as c:
         c.enqueue(user_id="u1", trace_id="t", text="one")
         before = enqueued()
         with pytest.raises(BacklogFull):
@@ -171,7 +173,9 @@ def test_enqueue_many_counts_the_accepted_candidates_when_one_is_refused(
     deploy_policy(redis_url, key_prefix, max_pending_per_namespace=1)
     before = enqueued()
     with (
-        MemoryClient.from_url(redis_url, key_prefix=key_prefix) as c,
+        MemoryClient.from_url(
+            redis_url, key_prefix=key_prefix, socket_timeout_seconds=LOADED_MACHINE_SECONDS
+        ) as c,
         pytest.raises(BacklogFull),
     ):
         c.enqueue_many(

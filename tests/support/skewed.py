@@ -23,9 +23,11 @@ PROCESS_TIMEOUT_SECONDS: Final = 60
 _SCRIPT: Final = """
 import json, sys, time
 from worker.queue.client import MemoryClient
-url, prefix, shards = sys.argv[1], sys.argv[2], int(sys.argv[3])
+url, prefix, shards, deadline = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4])
 print(time.time(), flush=True)
-with MemoryClient.from_url(url, key_prefix=prefix, queue_shards=shards) as client:
+with MemoryClient.from_url(
+    url, key_prefix=prefix, queue_shards=shards, socket_timeout_seconds=deadline
+) as client:
     for item in json.load(sys.stdin):
         print(client.enqueue(**item), flush=True)
 """
@@ -43,9 +45,10 @@ def skewed_enqueue(
     offset: str, settings: Settings, items: list[dict[str, Any]]
 ) -> tuple[float, list[str]]:
     """Enqueue ``items`` from a process whose clock is shifted by ``offset`` (``+1d``, ``-1d``)
-    with the real client, knowing only the URL, key prefix and shard count of ``settings``;
-    returns the time that process believed it was, and the candidate ids."""
+    with the real client, knowing only the URL, key prefix, shard count and hot-path deadline
+    of ``settings``; returns the time that process believed it was, and the candidate ids."""
     args = [settings.redis_url or "", settings.key_prefix, str(settings.queue_shards)]
+    args.append(str(settings.socket_timeout_seconds))
     done = subprocess.run(
         [faketime(), "-f", offset, sys.executable, "-c", _SCRIPT, *args],
         input=json.dumps(items),
