@@ -20,6 +20,7 @@ import pytest
 import redis
 
 from tests.chaos_support.harness import wait_until
+from tests.support.memory_queue import LOADED_MACHINE_SECONDS
 from worker.errors import QueueUnavailable
 from worker.queue.client import MemoryClient
 from worker.queue.redis_queue import RedisQueue
@@ -46,8 +47,8 @@ def server_pid(url: str) -> int:
         client.close()
 
 
-def client_for(url: str) -> MemoryClient:
-    return MemoryClient.from_url(url, key_prefix=PREFIX, socket_timeout_seconds=0.5)
+def client_for(url: str, deadline: float = LOADED_MACHINE_SECONDS) -> MemoryClient:
+    return MemoryClient.from_url(url, key_prefix=PREFIX, socket_timeout_seconds=deadline)
 
 
 class Enqueuer(threading.Thread):
@@ -131,7 +132,7 @@ def test_enqueue_to_a_frozen_redis_raises_queue_unavailable_naming_the_timeout(
     redis_dir: Path,
 ) -> None:
     with embedded_redis(redis_dir) as url:
-        client = client_for(url)
+        client = client_for(url, deadline=0.5)
         client.enqueue(user_id="u1", trace_id="t1", text="before the freeze")
         with (
             frozen(server_pid(url)),
