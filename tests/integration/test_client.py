@@ -300,6 +300,7 @@ def test_without_arguments_the_client_reads_the_deployments_environment(
     clean_env.setenv("MEMWORKER_REDIS_URL", str(settings.redis_url))
     clean_env.setenv("MEMWORKER_KEY_PREFIX", settings.key_prefix)
     clean_env.setenv("MEMWORKER_QUEUE_SHARDS", str(settings.queue_shards))
+    clean_env.setenv("MEMWORKER_SOCKET_TIMEOUT_SECONDS", str(LOADED_MACHINE_SECONDS))
 
     with MemoryClient() as client:
         cid = client.enqueue(user_id="u1", trace_id="t1", text="I prefer tea")
@@ -312,6 +313,7 @@ def test_without_a_url_the_client_finds_the_embedded_server_of_memworker_data_di
 ) -> None:
     home = tmp_path / "home"
     home.mkdir()
+    clean_env.setenv("MEMWORKER_SOCKET_TIMEOUT_SECONDS", str(LOADED_MACHINE_SECONDS))
     with private_redis(home) as server:  # what `memworker run` starts: <data dir>/redis.sock
         with MemoryClient() as client:
             cid = client.enqueue(user_id="u1", trace_id="t1", text="I prefer tea")

@@ -143,6 +143,7 @@ async def test_async_client_without_arguments_reads_the_deployments_environment(
     monkeypatch.setenv("MEMWORKER_REDIS_URL", str(settings.redis_url))
     monkeypatch.setenv("MEMWORKER_KEY_PREFIX", settings.key_prefix)
     monkeypatch.setenv("MEMWORKER_QUEUE_SHARDS", str(settings.queue_shards))
+    monkeypatch.setenv("MEMWORKER_SOCKET_TIMEOUT_SECONDS", str(LOADED_MACHINE_SECONDS))
 
     async with AsyncMemoryClient() as client:
         cid = await client.enqueue(user_id="u1", trace_id="t1", text="I prefer tea")

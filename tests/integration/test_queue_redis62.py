@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 import redis
 
+from tests.support.memory_queue import LOADED_MACHINE_SECONDS
 from worker import MemoryClient
 from worker.models import Candidate, make_candidate
 from worker.queue.redis_queue import RedisQueue
@@ -43,6 +44,7 @@ def settings62(embedded_dir: Path) -> Settings:
         max_attempts=2,
         retry_backoff_seconds=5,
         queue_shards=4,
+        socket_timeout_seconds=LOADED_MACHINE_SECONDS,
     )
 
 
