@@ -675,11 +675,15 @@ class Meaning:
 
     # --- what two texts are ----------------------------------------------------------------
     def restates(self, a: str, b: str) -> bool:
-        """``a`` says what ``b`` says in other words: nearly the same vector, same numbers."""
+        """``a`` says what ``b`` says in other words: nearly the same vector, same numbers,
+        and not one about the user and the other about someone else (:meth:`whose_apart`):
+        "I have two sons" and "My brother has two sons" lie at cosine 0.96, and taking the
+        second for the first said again lost the brother's sons."""
         cosine = self.similarity(a, b)
-        return (
-            cosine is not None and cosine >= self.thresholds.restate and _numbers(a) == _numbers(b)
-        )
+        if cosine is None or cosine < self.thresholds.restate or _numbers(a) != _numbers(b):
+            return False
+        features = self.pair_features(a, b)
+        return features is None or not self.whose_apart(a, b, features)
 
     def kind(self, text: str) -> Kind | None:
         """The kind of statement ``text`` is (None when it is near none clearly enough, or has
@@ -772,7 +776,12 @@ class Meaning:
         are about the same thing, a looser test than the rules' own decision: a restatement,
         or two statements near a kind in common, or of kinds one of which may end the other
         (:attr:`Kind.ends_with`: studies, then work), and near each other (a model may see a
-        new value where the rules are unsure), never two of unrelated kinds."""
+        new value where the rules are unsure), never two of unrelated kinds, nor one about
+        the user and the other about someone else (:meth:`whose_apart`): "Mein Bruder wohnt in
+        Hamburg" never ends "Ich wohne in Hamburg", whoever's plan says so."""
+        features = self.pair_features(old, new)
+        if features is not None and self.whose_apart(old, new, features):
+            return False
         if self.about_the_same(old, new):
             return True
         cosine = self.similarity(old, new)
