@@ -682,8 +682,7 @@ class Meaning:
         cosine = self.similarity(a, b)
         if cosine is None or cosine < self.thresholds.restate or _numbers(a) != _numbers(b):
             return False
-        features = self.pair_features(a, b)
-        return features is None or not self.whose_apart(a, b, features)
+        return not self._told_apart(a, b)
 
     def kind(self, text: str) -> Kind | None:
         """The kind of statement ``text`` is (None when it is near none clearly enough, or has
@@ -779,8 +778,7 @@ class Meaning:
         new value where the rules are unsure), never two of unrelated kinds, nor one about
         the user and the other about someone else (:meth:`whose_apart`): "Mein Bruder wohnt in
         Hamburg" never ends "Ich wohne in Hamburg", whoever's plan says so."""
-        features = self.pair_features(old, new)
-        if features is not None and self.whose_apart(old, new, features):
+        if self._told_apart(old, new):
             return False
         if self.about_the_same(old, new):
             return True
@@ -1134,6 +1132,14 @@ class Meaning:
         :meth:`restates`)."""
         adds = self.adds(new)
         return adds is None or adds > self.thresholds.adds or _numbers(old) != _numbers(new)
+
+    def _told_apart(self, a: str, b: str) -> bool:
+        """:meth:`whose_apart` for two prepared texts, their features read only when one is
+        about the user and the other about someone else (False without vectors)."""
+        if self.someone_else(a) == self.someone_else(b):
+            return False
+        features = self.pair_features(a, b)
+        return features is not None and self.whose_apart(a, b, features)
 
     def whose_apart(self, old: str, new: str, features: dict[str, float]) -> bool:
         """One of two prepared texts is about the user and the other about someone else
