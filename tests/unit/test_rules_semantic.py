@@ -491,6 +491,8 @@ RELATIVE_THEN_OWN = {
     "zh-job": ("我丈夫是医生。", "我是老师。"),
     "zh-age": ("我妹妹今年25岁。", "我今年29岁。"),
     "de-job": ("Mein Mann ist Arzt.", "Ich bin Lehrerin."),
+    # Hinglish: 0.07 apart on the whole direction, 0.26 on the nearest pairs'.
+    "hinglish-city": ("Meri didi Jaipur mein rehti hai.", "Main Lucknow mein rehta hoon."),
 }
 
 
@@ -508,6 +510,7 @@ OWN_THEN_RELATIVE_ALIKE = {
     "en-cat": ("I have a cat called Miso.", "My mum has a cat called Miso."),
     "fr-children": ("J'ai deux enfants.", "Ma sœur a deux enfants."),
     "zh-city": ("我住在成都。", "我哥哥住在成都。"),
+    "hinglish-city": ("Main Pune mein rehta hoon.", "Mera bhai Pune mein rehta hai."),
 }
 
 
@@ -528,6 +531,8 @@ OWN_RETIRED_FOR_A_RELATIVES = {
     "es-city": ("Vivo en Sevilla.", "Mi hermana vive en Sevilla."),
     "zh-city": ("我住在成都。", "我哥哥住在成都。"),
     "en-car": ("I drive a Tesla.", "My father drives a Tesla."),
+    "hinglish-city": ("Main Pune mein rehta hoon.", "Mera bhai Pune mein rehta hai."),
+    "hinglish-employer": ("Main TCS mein kaam karta hoon.", "Meri behen TCS mein kaam karti hai."),
 }
 
 
