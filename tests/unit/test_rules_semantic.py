@@ -545,6 +545,64 @@ def test_by_meaning_a_plan_that_retires_the_users_fact_for_a_relatives_is_refuse
     assert any("retires entry e1" in p for p in judged(held, relatives, relatives))
 
 
+#: A value that holds, then one the user only wishes, plans or imagines: not (yet) a value,
+#: so the one that holds stays. Each was retired by the rules before wishes had a direction.
+WISHED_BESIDE_HELD = {
+    "de-employer": ("Ich arbeite bei BMW.", "Ich würde gern irgendwann bei Porsche arbeiten."),
+    "fr-city": ("J'habite à Lyon.", "Je rêve d'habiter à Marseille."),
+    "zh-city": ("我住在北京。", "我打算明年搬到上海。"),
+    "es-employer": ("Trabajo en Zara.", "Ojalá pudiera trabajar en Inditex algún día."),
+    "ja-city": ("大阪に住んでいます。", "将来は京都に住みたいと思っています。"),
+    "hi-job": ("मैं बैंक में काम करता हूँ।", "मैं एक दिन अपना बिज़नेस शुरू करना चाहता हूँ।"),
+    "en-diet": ("I'm vegetarian.", "If I ever ate meat again it would be chicken."),
+    "en-city": ("I live in Manchester.", "We've been talking about maybe moving to Bristol."),
+}
+
+
+@pytest.mark.parametrize(("held", "wish"), WISHED_BESIDE_HELD.values(), ids=WISHED_BESIDE_HELD)
+def test_by_meaning_a_wish_or_a_plan_keeps_the_value_that_holds(held: str, wish: str) -> None:
+    assert ops_after(held, wish) == ["add"]
+
+
+@pytest.mark.parametrize(("held", "wish"), WISHED_BESIDE_HELD.values(), ids=WISHED_BESIDE_HELD)
+def test_by_meaning_a_plan_that_retires_a_value_that_holds_for_a_wish_is_refused(
+    held: str, wish: str
+) -> None:
+    assert any("retires entry e1" in p for p in judged(held, wish, wish))
+
+
+#: A value that is asked for ("please call me …", "keep your answers short") lies towards
+#: wishes, yet it is the value that holds: it replaces the one before.
+ASKED_FOR = {
+    "en-name": ("Call me Jo.", "Please call me Joanna from now on."),
+    "es-name": ("Llámame Pepe.", "Prefiero que me llames José a partir de ahora."),
+    "zh-name": ("叫我小李就行。", "以后请叫我李老师吧。"),
+    "en-answers": (
+        "I prefer long, detailed answers.",
+        "Please keep your answers short from now on.",
+    ),
+}
+
+
+@pytest.mark.parametrize(("held", "asked"), ASKED_FOR.values(), ids=ASKED_FOR)
+def test_by_meaning_a_value_asked_for_replaces_the_one_before(held: str, asked: str) -> None:
+    assert ops_after(held, asked) == ["supersede"]
+
+
+#: A change said in the past or the perfect, beside the value it ends: an update, not a wish.
+CHANGES_DONE = {
+    "de-employer": ("Ich arbeite bei BMW.", "Seit März arbeite ich bei Porsche."),
+    "en-city": ("I live in Manchester.", "We moved to Bristol in the spring."),
+    "ja-city": ("大阪に住んでいます。", "先月京都に引っ越しました。"),
+    "fr-employer": ("Je travaille chez Renault.", "J'ai été embauché chez Airbus."),
+}
+
+
+@pytest.mark.parametrize(("held", "done"), CHANGES_DONE.values(), ids=CHANGES_DONE)
+def test_by_meaning_a_change_made_replaces_the_value_before(held: str, done: str) -> None:
+    assert ops_after(held, done) == ["supersede"]
+
+
 #: The user's partner, then something they have together said with "we": the partner stays
 #: (each of these lost the partner before the family kind had examples of children; the
 #: Chinese one, nearer the partner than the family even so, keeps it by

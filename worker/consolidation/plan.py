@@ -370,10 +370,15 @@ def reaffirms(held: Normalised, said: Normalised) -> bool:
 
 
 def adds_beside(old: str, said: str, meaning: Meaning | None) -> bool:
-    """By meaning, ``said`` gives one more value beside what ``old`` holds, so it retires
-    nothing: it leans clearly towards adding one (:meth:`Meaning.adds_one`, texts prepared)
-    and names something ``old`` does not (:func:`reaffirms`). False without meaning."""
-    if meaning is None or not meaning.adds_one(said):
+    """By meaning, ``said`` gives a value beside what ``old`` holds, so it retires nothing:
+    it leans clearly towards adding one more (:meth:`Meaning.adds_one`, texts prepared), or
+    it gives one only wished, planned or imagined where ``old`` gives one that holds
+    (:meth:`Meaning.wished`: "Ich würde gern irgendwann bei Porsche arbeiten" beside "Ich
+    arbeite bei BMW"); and it names something ``old`` does not (:func:`reaffirms`). False
+    without meaning."""
+    if meaning is None:
+        return False
+    if not (meaning.adds_one(said) or (meaning.wished(said) and not meaning.wished(old))):
         return False
     return not reaffirms(form_of(old), form_of(said))
 
