@@ -123,6 +123,10 @@ class Score:
     current_lost: int = 0
     distinct_total: int = 0
     distinct_lost: int = 0
+    #: The other facts held before the story (``held``): each is distinct from all the
+    #: story says, so one no longer visible is a distinct fact lost too.
+    held_total: int = 0
+    held_lost: int = 0
     failed_batches: int = 0
     unshown: int = 0
     unshown_total: int = 0
@@ -146,6 +150,7 @@ class Score:
             "paraphrases twice": pct(self.paraphrase_twice, self.paraphrase_total),
             "current lost": pct(self.current_lost, self.current_total),
             "distinct lost": pct(self.distinct_lost, self.distinct_total),
+            "held lost": pct(self.held_lost, self.held_total),
             "unshown": pct(self.unshown, self.unshown_total),
             "failed batches": self.failed_batches,
             "candidates/s (CPU)": f"{per_second:.0f}",
@@ -177,7 +182,8 @@ def score_story(
     """Merge one story's batches in order and score the memory they leave."""
     score = Score(stories=1)
     user = story.id.replace("_", "-")[:60]
-    state = NamespaceState(f"user:{user}", 0, None, entries=_held_entries(user, held))
+    others = _held_entries(user, held)
+    state = NamespaceState(f"user:{user}", 0, None, entries=others)
     cid: dict[str, str] = {}
     now = T0
     for b, batch in enumerate(story.batches):
@@ -206,7 +212,7 @@ def score_story(
         finally:
             score.cpu_seconds += time.process_time() - began
         state = advance(state, applied)
-    _judge(story, state, cid, score)
+    _judge(story, state, cid, score, others)
     counts = getattr(consolidator, "counts", None)
     if counts is not None:  # the perfect model's: entries it had to touch but was not shown
         score.unshown += counts.unshown
@@ -214,18 +220,34 @@ def score_story(
     return score
 
 
+#: The ids of the facts held before a story (:func:`held_facts`).
+HELD_PREFIX: Final = "held-"
+
+
 def _held_entries(user: str, n: int) -> tuple[Entry, ...]:
     t = T0 - timedelta(days=30)
     return tuple(
-        Entry(id=f"held-{i}", path="/memories/facts.md", text=text, valid_from=t, created_at=t,
-              last_confirmed_at=t, candidate_ids=(f"held-{i}",))
+        Entry(id=f"{HELD_PREFIX}{i}", path="/memories/facts.md", text=text, valid_from=t,
+              created_at=t, last_confirmed_at=t, candidate_ids=(f"{HELD_PREFIX}{i}",))
         for i, text in enumerate(held_facts(n))
     )  # fmt: skip
 
 
-def _judge(story: Story, state: NamespaceState, cid: dict[str, str], score: Score) -> None:
+def _judge(
+    story: Story,
+    state: NamespaceState,
+    cid: dict[str, str],
+    score: Score,
+    held: Sequence[Entry] = (),
+) -> None:
     active = [e for e in state.entries if e.active]
     own = {e.candidate_ids[0] for e in active if e.candidate_ids}
+    kept = {e.id for e in active if e.id.startswith(HELD_PREFIX)}
+    for e in held:
+        score.held_total += 1
+        if e.id not in kept:
+            score.held_lost += 1
+            score.misses.append(f"{story.id}: held lost: {e.text}")
     replaced = {old for item in story.items for old in item.replaces}
     pairs = {item.text: item.restates for item in story.items if item.restates}
     for item in story.items:
