@@ -153,8 +153,19 @@ def test_a_restatement_in_other_words_confirms_the_entry(rules: RulesConsolidato
         ("My aunt lives in Perth.", "I live in Darwin."),
         ("My sister's husband is called Tom.", "I'm single."),
         ("My brother is 30.", "I'm 28."),
+        ("Meri behen Pune mein rehti hai.", "Main Bangalore mein rehta hoon."),
+        ("Ich arbeite bei BMW.", "Ich würde gern bei Porsche arbeiten."),
     ],
-    ids=["pets", "allergies", "likes", "someone-else", "a-relatives-partner", "a-relatives-age"],
+    ids=[
+        "pets",
+        "allergies",
+        "likes",
+        "someone-else",
+        "a-relatives-partner",
+        "a-relatives-age",
+        "a-sisters-city-hinglish",
+        "a-wish",
+    ],
 )
 def test_a_distinct_fact_of_the_same_topic_is_added_and_retires_nothing(
     rules: RulesConsolidator, old: str, new: str

@@ -571,6 +571,27 @@ def test_by_meaning_a_plan_that_retires_a_value_that_holds_for_a_wish_is_refused
     assert any("retires entry e1" in p for p in judged(held, wish, wish))
 
 
+#: Something the user owns or keeps, counted, then a value of a single-valued attribute with
+#: a number of its own: numbers draw short texts together (the count lay nearer the age
+#: than a collection before the kinds had one for belongings), so each was retired.
+BELONGINGS_THEN_A_VALUE = {
+    "en-age": ("I collect records, about 150 of them.", "I'm 51."),
+    "en-car": ("I own 12 old cameras.", "I drive a 2012 Honda Jazz."),
+    "es-age": ("Tengo 30 cactus en la terraza.", "Tengo 31 años."),
+    "fr-age": ("J'ai 70 BD dans ma bibliothèque.", "J'ai 69 ans."),
+    "zh-age": ("我有三十本漫画书。", "我今年三十二岁。"),
+}
+
+
+@pytest.mark.parametrize(
+    ("held", "value"), BELONGINGS_THEN_A_VALUE.values(), ids=BELONGINGS_THEN_A_VALUE
+)
+def test_by_meaning_a_counted_belonging_stays_beside_a_value_with_a_number(
+    held: str, value: str
+) -> None:
+    assert ops_after(held, value) == ["add"]
+
+
 #: A value that is asked for ("please call me …", "keep your answers short") lies towards
 #: wishes, yet it is the value that holds: it replaces the one before.
 ASKED_FOR = {
