@@ -336,10 +336,12 @@ class Thresholds:
     #: candidate (:meth:`Meaning.vouches`): a model may see a new value where the rules are
     #: unsure. Chosen on the development half's labelled pairs as the lowest of 1, 0.95,
     #: 0.9, 0.85, 0.8 and 0.7 that lets no more of its distinct-fact pairs through (55 of
-    #: 344 pass at 1, by kinds and cosine; updates passing 173 → 176 of 182; at 0.8, 56):
-    #: a perfect model's stale values 4 → 2 of 129 there, and on the test half 6 → 4 of 125
-    #: for one distinct pair more of 342 (60 against 59). (Studies ended by work,
-    #: :attr:`Kind.ends_with`, let one more development pair through: 56.)
+    #: 344 passed at 1 then, by kinds and cosine; updates passing 173 → 176 of 182): a
+    #: perfect model's stale values 4 → 2 of 129 there, and on the test half 6 → 4 of 125.
+    #: With the merge models refitted since (belongings, wishes, whose statement each is),
+    #: 47 of 344 pass at 1 and 48 at every bar from 0.95 to 0.7; 0.85 lets updates 172 →
+    #: 176 of 182 through (test half: 42 of 342 distinct pairs at 1 and at 0.85, updates 170
+    #: → 172 of 180), and stays.
     vouch: float = 0.85
     #: Least cosine of two texts of one single-valued kind for one to retire the other (two
     #: favourites of different things are one kind, but far apart).
@@ -515,25 +517,18 @@ class Bank:
             attribute = item.get("attribute", "")
             person = bool(item.get("person", False))
             ends = tuple(item.get("ends_with", ()))
-            asked = bool(item.get("asked", False))
-            kinds.append(
-                Kind(
-                    item["name"],
-                    bool(item["single"]),
-                    item["about"],
-                    attribute,
-                    person,
-                    ends,
-                    asked,
-                )
-            )
+            kind = Kind(
+                item["name"], bool(item["single"]), item["about"], attribute, person, ends,
+                asked=bool(item.get("asked", False)),
+            )  # fmt: skip
+            kinds.append(kind)
             examples += item["examples"]
             labels += [i] * len(item["examples"])
-        pairs = tuple((a, b) for a, b in raw["subject_pairs"]["pairs"])
-        more = tuple((a, b) for a, b in raw["additive_pairs"]["pairs"])
-        observed = tuple((a, b) for a, b in raw["observed_pairs"]["pairs"])
-        wished = tuple((a, b) for a, b in raw["wished_pairs"]["pairs"])
-        return cls(tuple(kinds), tuple(examples), tuple(labels), pairs, more, observed, wished)
+        pairs = [
+            tuple((a, b) for a, b in raw[section]["pairs"])
+            for section in ("subject_pairs", "additive_pairs", "observed_pairs", "wished_pairs")
+        ]
+        return cls(tuple(kinds), tuple(examples), tuple(labels), *pairs)
 
     @cached_property
     def attributes(self) -> dict[str, tuple[int, ...]]:
@@ -945,9 +940,11 @@ class Meaning:
         (:meth:`kinds_near`) all give a value asked for (:attr:`Kind.asked`: "please call
         me Kate", "Prefiero que me llames José")."""
         v = self.vector(text)
-        near = self.kinds_near(text)
-        if v is None or (near and all(kind.asked for kind in near)):
+        if v is None:
             return False
+        near = self.kinds_near(text)
+        if near and all(kind.asked for kind in near):
+            return False  # "please call me Kate" is the name that holds, not a wish
         direction, middle = self._wished
         return float(v @ direction) - middle > self.thresholds.wished
 
