@@ -624,6 +624,51 @@ def test_by_meaning_a_change_made_replaces_the_value_before(held: str, done: str
     assert ops_after(held, done) == ["supersede"]
 
 
+#: A past the user tells ("as a teenager I worked at …", "früher habe ich in … gewohnt"),
+#: then the value of now: the past stays true beside it. Written for this check, not in the
+#: bank; each was retired before the bank had pairs of values now and once.
+PAST_BESIDE_NOW = {
+    "en-employer": ("As a teenager I worked at McDonald's.", "I work at Accenture."),
+    "en-favourite": (
+        "Back in college my favourite band was Oasis.",
+        "My favourite band is Arctic Monkeys.",
+    ),
+    "de-city": ("Früher habe ich in Hamburg gewohnt.", "Ich wohne in München."),
+    "es-sport": (
+        "De pequeño mi deporte favorito era el fútbol.",
+        "Mi deporte favorito es el pádel.",
+    ),
+    "zh-employer": ("我以前在北京工作。", "我在上海工作。"),
+    "ja-city": ("昔は京都に住んでいました。", "横浜に住んでいます。"),
+    "hi-employer": ("मैं पहले जयपुर में काम करता था।", "मैं बेंगलुरु में काम करता हूँ।"),
+}
+
+
+@pytest.mark.parametrize(("past", "now"), PAST_BESIDE_NOW.values(), ids=PAST_BESIDE_NOW)
+def test_by_meaning_a_past_the_user_tells_stays_beside_the_value_of_now(
+    past: str, now: str
+) -> None:
+    assert ops_after(past, now) == ["add"]
+
+
+@pytest.mark.parametrize(("past", "now"), PAST_BESIDE_NOW.values(), ids=PAST_BESIDE_NOW)
+def test_by_meaning_a_plan_that_retires_a_past_for_the_value_of_now_is_refused(
+    past: str, now: str
+) -> None:
+    assert any("retires entry e1" in p for p in judged(past, now, now))
+
+
+def test_by_meaning_a_value_said_before_a_lasting_one_arrives_stale_though_that_leans_past() -> (
+    None
+):
+    """ "I've lived in Leeds for three years now" lies towards the past as a past told for
+    itself does; a statement said before it that arrives late is older, not its present: it
+    is stale on arrival, not kept beside."""
+    held = entry("e1", "I've lived in Leeds for three years now.", minute=-60)
+    plan = merge_by_meaning([held], [cand("I'm living in York.", minute=-120)])
+    assert [op.op for op in plan.ops] == ["reject"]
+
+
 #: The user's partner, then something they have together said with "we": the partner stays
 #: (each of these lost the partner before the family kind had examples of children; the
 #: Chinese one, nearer the partner than the family even so, keeps it by

@@ -257,6 +257,16 @@ def _checked(raw: list[object | None], dim: int | None, label: str) -> list[Vect
 
 #: The described kinds of statement, shipped with the package.
 ATTRIBUTES_FILE: Final = "attributes.json"
+#: The sections of pairs in :data:`ATTRIBUTES_FILE`, in the order their texts are embedded
+#: after the examples (:attr:`Bank.texts`): each pair's two sides differ in one respect (whose,
+#: "also", told about by name, wished, past), and their difference is a direction.
+PAIR_SECTIONS: Final = (
+    "subject_pairs",
+    "additive_pairs",
+    "observed_pairs",
+    "wished_pairs",
+    "former_pairs",
+)
 #: Their vectors under the default model, shipped beside them (``python -m
 #: worker.runtime.embeddings`` writes it): embedding ~450 examples takes seconds, which a
 #: worker would otherwise pay at its first batch. Used only while its digest matches the
@@ -414,6 +424,10 @@ class Thresholds:
     #: Chosen on the development half among 0.03 to 0.08: 0.04 and up change nothing there
     #: (0.03: one more stale value, one more restatement stored twice); one step above.
     wished: float = 0.05
+    #: How much further along the holding → held-once direction (:attr:`Bank.former_pairs`) a
+    #: held text must lie than a new one to tell a past beside it (:meth:`Meaning.former`),
+    #: which the new one then does not retire (:func:`~.plan.adds_beside`).
+    former: float = 0.1
 
 
 @dataclass(frozen=True)
@@ -508,6 +522,8 @@ class Bank:
     observed_pairs: tuple[tuple[str, str], ...] = ()
     #: The same values said as held and said as wished, planned or imagined, in pairs.
     wished_pairs: tuple[tuple[str, str], ...] = ()
+    #: The same values said as holding now and said as having held once, in pairs.
+    former_pairs: tuple[tuple[str, str], ...] = ()
 
     @classmethod
     def load(cls) -> Bank:
@@ -524,10 +540,7 @@ class Bank:
             kinds.append(kind)
             examples += item["examples"]
             labels += [i] * len(item["examples"])
-        pairs = [
-            tuple((a, b) for a, b in raw[section]["pairs"])
-            for section in ("subject_pairs", "additive_pairs", "observed_pairs", "wished_pairs")
-        ]
+        pairs = [tuple((a, b) for a, b in raw[section]["pairs"]) for section in PAIR_SECTIONS]
         return cls(tuple(kinds), tuple(examples), tuple(labels), *pairs)
 
     @cached_property
@@ -570,17 +583,13 @@ class Bank:
     @property
     def texts(self) -> tuple[str, ...]:
         """Every text embedded for the bank: the examples, then the subject pairs' own sides,
-        then their other sides, then the same of the additive pairs, of the observed ones and
-        of the wished ones."""
-        pairs, more, observed = self.subject_pairs, self.additive_pairs, self.observed_pairs
-        wished = self.wished_pairs
-        return (
-            *self.examples,
-            *(a for a, _ in pairs), *(b for _, b in pairs),
-            *(a for a, _ in more), *(b for _, b in more),
-            *(a for a, _ in observed), *(b for _, b in observed),
-            *(a for a, _ in wished), *(b for _, b in wished),
-        )  # fmt: skip
+        then their other sides, then the same of each other section of pairs in
+        :data:`PAIR_SECTIONS`' order."""
+        texts = list(self.examples)
+        for section in PAIR_SECTIONS:
+            pairs: tuple[tuple[str, str], ...] = getattr(self, section)
+            texts += [a for a, _ in pairs] + [b for _, b in pairs]
+        return tuple(texts)
 
 
 class CachingEmbeddings(Embeddings):
@@ -884,25 +893,32 @@ class Meaning:
     def _additive(self) -> tuple[np.ndarray, float]:
         """The unit direction from plain statements to the same ones said as one more of their
         kind ("I also have a cat"), and the point half-way between the two sides along it."""
-        start = len(self.bank.examples) + 2 * len(self.bank.subject_pairs)
-        return self._direction(start, len(self.bank.additive_pairs))
+        return self._section_direction("additive_pairs")
 
     @cached_property
     def _observed(self) -> tuple[np.ndarray, float]:
         """The unit direction from statements in the user's own words to the same ones written
         about a named person ("Maria runs a bakery"), and the point half-way along it."""
-        bank = self.bank
-        start = len(bank.examples) + 2 * (len(bank.subject_pairs) + len(bank.additive_pairs))
-        return self._direction(start, len(bank.observed_pairs))
+        return self._section_direction("observed_pairs")
 
     @cached_property
     def _wished(self) -> tuple[np.ndarray, float]:
         """The unit direction from values held to the same values wished, planned or
         imagined ("I'd love to work at Google one day"), and the point half-way along it."""
-        bank = self.bank
-        before = bank.subject_pairs, bank.additive_pairs, bank.observed_pairs
-        start = len(bank.examples) + 2 * sum(len(pairs) for pairs in before)
-        return self._direction(start, len(bank.wished_pairs))
+        return self._section_direction("wished_pairs")
+
+    @cached_property
+    def _former(self) -> tuple[np.ndarray, float]:
+        """The unit direction from values holding now to the same values that held once ("I
+        used to work at Siemens"), and the point half-way along it."""
+        return self._section_direction("former_pairs")
+
+    def _section_direction(self, section: str) -> tuple[np.ndarray, float]:
+        """:meth:`_direction` of one section of pairs of :data:`PAIR_SECTIONS` (its texts
+        follow the examples and the sections before it, :attr:`Bank.texts`)."""
+        before = PAIR_SECTIONS[: PAIR_SECTIONS.index(section)]
+        start = len(self.bank.examples) + 2 * sum(len(getattr(self.bank, b)) for b in before)
+        return self._direction(start, len(getattr(self.bank, section)))
 
     def _direction(self, start: int, pairs: int) -> tuple[np.ndarray, float]:
         """The direction of ``pairs`` pairs of bank texts from ``start`` (their first sides,
@@ -947,6 +963,21 @@ class Meaning:
             return False  # "please call me Kate" is the name that holds, not a wish
         direction, middle = self._wished
         return float(v @ direction) - middle > self.thresholds.wished
+
+    def former(self, old: str, new: str) -> bool | None:
+        """A prepared ``old`` tells a past beside ``new``: a value that held once and no
+        longer does ("I used to work at Siemens", "Mein erstes Auto war ein Polo",
+        "我小时候住在成都"), where ``new`` gives one of now. ``old`` lies further than ``new``
+        along the direction of :attr:`Bank.former_pairs`, by more than
+        :attr:`Thresholds.former`. Such a statement stays true when the value changes. The
+        other way round is not read so: a change told in the past tense ("I left Google in
+        May and joined Stripe") lies as far towards the past as a past told for itself. None
+        without vectors."""
+        a, b = self.vector(old), self.vector(new)
+        if a is None or b is None:
+            return None
+        direction, _ = self._former
+        return float((a - b) @ direction) > self.thresholds.former
 
     def adds_one(self, text: str) -> bool:
         """A prepared ``text`` says it adds one more value clearly enough to hold even of a

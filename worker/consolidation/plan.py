@@ -369,16 +369,21 @@ def reaffirms(held: Normalised, said: Normalised) -> bool:
     return bool(named) and named <= known | set(held.numbers)
 
 
-def adds_beside(old: str, said: str, meaning: Meaning | None) -> bool:
+def adds_beside(old: str, said: str, meaning: Meaning | None, *, later: bool = True) -> bool:
     """By meaning, ``said`` gives a value beside what ``old`` holds, so it retires nothing:
-    it leans clearly towards adding one more (:meth:`Meaning.adds_one`, texts prepared), or
+    it leans clearly towards adding one more (:meth:`Meaning.adds_one`, texts prepared); or
     it gives one only wished, planned or imagined where ``old`` gives one that holds
     (:meth:`Meaning.wished`: "Ich würde gern irgendwann bei Porsche arbeiten" beside "Ich
-    arbeite bei BMW"); and it names something ``old`` does not (:func:`reaffirms`). False
-    without meaning."""
+    arbeite bei BMW"); or, ``said`` being ``later`` (said no earlier than ``old``), ``old``
+    tells a past beside it (:meth:`Meaning.former`: "My first car was a Fiat" stays beside
+    "I drive a Skoda now"; a statement arriving late is older than the one it meets, which
+    is then no past of it). And it names something ``old`` does not (:func:`reaffirms`).
+    False without meaning."""
     if meaning is None:
         return False
-    if not (meaning.adds_one(said) or (meaning.wished(said) and not meaning.wished(old))):
+    wish = meaning.wished(said) and not meaning.wished(old)
+    past = later and bool(meaning.former(old, said))
+    if not (meaning.adds_one(said) or wish or past):
         return False
     return not reaffirms(form_of(old), form_of(said))
 
@@ -433,7 +438,8 @@ def removal_problem(
         if old.key is not None and cand.key == old.key:
             return None
         texts = [op.text] if isinstance(op, Supersede) else written.get(cid, [])
-        if cand.kind is Kind.FACT and adds_beside(old.text, cand.text, meaning):
+        later = cand.said_at >= old.valid_from
+        if cand.kind is Kind.FACT and adds_beside(old.text, cand.text, meaning, later=later):
             if any(keeps(old.text, t) for t in texts):
                 return None
             continue  # one more value: the entry stays unless its replacement keeps it

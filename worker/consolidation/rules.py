@@ -746,7 +746,7 @@ class _Merge:
             (score, e)
             for e in self._neighbours(body, key)
             if e.existing  # never a statement of this batch (see above)
-            and (score := self._replaces(e, body, kind, wanted)) is not None
+            and (score := self._replaces(e, body, kind, wanted, cand.said_at)) is not None
             and not _framed_apart(e, frame)
             and self._accepted(cand, e.text, body)
         ]
@@ -765,13 +765,20 @@ class _Merge:
         return related(old, body, self.meaning)
 
     def _replaces(
-        self, entry: LiveEntry, body: str, kind: StatementKind | None, wanted: Normalised
+        self,
+        entry: LiveEntry,
+        body: str,
+        kind: StatementKind | None,
+        wanted: Normalised,
+        said_at: datetime,
     ) -> float | None:
         """How surely ``body`` gives a new value of what ``entry`` gives, when it does: by the
         learned merge models (:meth:`Meaning.merge_score` of 1 or more), or by
         the kinds (both clearly of one single-valued kind, near each other, of one polarity:
         :meth:`Meaning.same_attribute`). Both were chosen on the development half of the
-        update stories; each catches updates the other misses (``python -m bench updates``)."""
+        update stories; each catches updates the other misses (``python -m bench updates``).
+        ``said_at`` is when ``body`` was said: a held past stays beside a later value only
+        (:func:`~.plan.adds_beside`)."""
         assert self.meaning is not None
         if self.meaning.both_others(entry.text, body):
             return None  # whether both are about one person cannot be told: both stay
@@ -779,7 +786,8 @@ class _Merge:
             return None  # two observations the kinds do not firmly tie: both stay
         if self.meaning.partner_stays(entry.text, body):
             return None  # "we have two sons" leans towards the partner: the partner stays
-        if adds_beside(entry.text, body, self.meaning):
+        later = said_at >= entry.valid_from
+        if adds_beside(entry.text, body, self.meaning, later=later):
             return None  # "I also work at Globex": one more value, the held one stays
         score = self.meaning.merge_score(entry.text, body)
         if score is None:
