@@ -55,6 +55,11 @@ model's plan (:mod:`~worker.consolidation.plan`).
   two observations must lie further into an attribute to be taken for one value of it, the
   merge models (learned from the user's own words) do not answer for them
   (:meth:`Meaning.stories_apart`), and an observation corrects only as firmly.
+- **Not a value of now**: the direction from values held to the same wished or planned ("I'd
+  love to work at Google one day", :attr:`Bank.wished_pairs`, :meth:`Meaning.wished`) and the
+  one from values held now to the same held once ("I used to work at Siemens",
+  :attr:`Bank.former_pairs`, :meth:`Meaning.former`): a wish retires no value that holds, and
+  a past the user tells is not retired by a later value (:func:`~.plan.adds_beside`).
 - **Restatement**: two texts whose vectors are nearly the same and which hold the same numbers
   (:meth:`Meaning.restates`); **the same attribute**: both of one single-valued kind, about the
   user, and near each other (:meth:`Meaning.same_attribute`); **what a model's plan may
