@@ -767,7 +767,7 @@ def kind_lines(paraphrase: Sequence[Case], locomo: Sequence[Case]) -> list[str]:
     recall@1, @5 and mean reciprocal rank (to :data:`NO_HIT_K`) per half, LoCoMo recall@10
     per half. Chosen on the dev halves: the best dev mean reciprocal rank (it weighs every
     place, where top 5 moves by one question) among those keeping first place as the cosine
-    alone and the top 5 at least 88 %."""
+    alone, the dev top 5 at least 88 % and LoCoMo's first-half recall@10."""
     head = "paraphrase R@1 / R@5 / MRR dev, test; LoCoMo R@10 first, second half"
     lines = [f"re-ordering by kinds ({head}):"]
     for w in KIND_WEIGHTS:

@@ -969,18 +969,18 @@ class Meaning:
         direction, middle = self._wished
         return float(v @ direction) - middle > self.thresholds.wished
 
-    def former(self, old: str, new: str) -> bool | None:
+    def former(self, old: str, new: str) -> bool:
         """A prepared ``old`` tells a past beside ``new``: a value that held once and no
         longer does ("I used to work at Siemens", "Mein erstes Auto war ein Polo",
         "我小时候住在成都"), where ``new`` gives one of now. ``old`` lies further than ``new``
         along the direction of :attr:`Bank.former_pairs`, by more than
         :attr:`Thresholds.former`. Such a statement stays true when the value changes. The
         other way round is not read so: a change told in the past tense ("I left Google in
-        May and joined Stripe") lies as far towards the past as a past told for itself. None
-        without vectors."""
+        May and joined Stripe") lies as far towards the past as a past told for itself.
+        Unknown (either without a vector) is not: the texts are then judged as any other."""
         a, b = self.vector(old), self.vector(new)
         if a is None or b is None:
-            return None
+            return False
         direction, _ = self._former
         return float((a - b) @ direction) > self.thresholds.former
 

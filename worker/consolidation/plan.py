@@ -382,7 +382,7 @@ def adds_beside(old: str, said: str, meaning: Meaning | None, *, later: bool = T
     if meaning is None:
         return False
     wish = meaning.wished(said) and not meaning.wished(old)
-    past = later and bool(meaning.former(old, said))
+    past = later and meaning.former(old, said)
     if not (meaning.adds_one(said) or wish or past):
         return False
     return not reaffirms(form_of(old), form_of(said))
