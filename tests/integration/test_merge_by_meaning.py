@@ -28,6 +28,8 @@ from worker.consolidation.meaning import (
     CachingEmbeddings,
     Meaning,
     shipped_vectors,
+    stored_by_text,
+    write_shipped_vectors,
 )
 from worker.consolidation.plan import (
     Add,
@@ -372,6 +374,27 @@ def test_the_shipped_vectors_are_the_default_models_for_the_shipped_examples(
     assert shipped is not None, "refresh them: python -m worker.runtime.embeddings"
     fresh = np.asarray(meaning.embeddings.inner.embed_documents(list(bank.texts[:5])))
     assert least_cosine(shipped[:5], fresh) > SAME_VECTOR
+
+
+def test_refreshing_a_bank_embeds_only_its_new_texts_and_keeps_the_stored_vectors(
+    meaning: Meaning, tmp_path: Path
+) -> None:
+    path = str(tmp_path / "bank.npz")
+    assert write_shipped_vectors(meaning, path, ["I live in Leeds.", "I keep bees."]) == 2
+    first = stored_by_text(path, meaning.model_name)
+    first["I live in Leeds."] += 0.5  # a stored vector no model would give again
+    np.savez_compressed(path, vectors=np.stack(list(first.values())), model=meaning.model_name,
+                        digest="-", texts=np.asarray(list(first), dtype=str))  # fmt: skip
+    grown = ["I keep bees.", "Ich wohne in Bonn.", "I live in Leeds."]
+    assert write_shipped_vectors(meaning, path, grown) == 1
+    kept = stored_by_text(path, meaning.model_name)
+    assert list(kept) == grown
+    assert np.array_equal(kept["I live in Leeds."], first["I live in Leeds."])
+    assert write_shipped_vectors(meaning, path, grown, fresh=True) == 3
+    assert not np.array_equal(
+        stored_by_text(path, meaning.model_name)["I live in Leeds."], first["I live in Leeds."]
+    )
+    assert stored_by_text(path, "another-model") == {}
 
 
 def test_a_vector_cache_embeds_a_text_once() -> None:

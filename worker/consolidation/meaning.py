@@ -273,9 +273,10 @@ PAIR_SECTIONS: Final = (
     "former_pairs",
 )
 #: Their vectors under the default model, shipped beside them (``python -m
-#: worker.runtime.embeddings`` writes it): embedding ~450 examples takes seconds, which a
-#: worker would otherwise pay at its first batch. Used only while its digest matches the
-#: examples and its model is the one in use.
+#: worker.runtime.embeddings`` writes it, embedding only the examples it does not hold yet;
+#: ``--fresh`` embeds them all): embedding ~1,000 examples takes seconds, which a worker
+#: would otherwise pay at its first batch. Used only while its digest matches the examples
+#: and its model is the one in use.
 VECTORS_FILE: Final = "attributes.npz"
 #: Texts whose vectors one process keeps (384 floats each: 20,000 are about 30 MB): a worker
 #: serves many namespaces, and a namespace's entries are compared again at its next batch.
@@ -1365,14 +1366,41 @@ def shipped_vectors(name: str, model: str | None, texts: Sequence[str]) -> np.nd
     return vectors if len(vectors) == len(texts) else None
 
 
-def write_shipped_vectors(meaning: Meaning, path: str, texts: Sequence[str]) -> None:
+def write_shipped_vectors(
+    meaning: Meaning, path: str, texts: Sequence[str], *, fresh: bool = False
+) -> int:
     """Write the vectors of ``texts`` (a bank of described examples) under ``meaning``'s
-    model to ``path``, to ship beside the bank."""
-    vectors = np.asarray(meaning.embeddings.embed_documents(list(texts)))
+    model to ``path``, to ship beside the bank, with the texts they are of; how many texts
+    were embedded.
+
+    A text whose vector ``path`` already holds under the same model keeps it, unless
+    ``fresh``: the bundled engine's arithmetic differs from one CPU to another (two
+    machines' vectors of a text agree to a cosine of 0.9999), so embedding every example
+    again on another machine would move every answer that lies near a threshold, while an
+    edit of the bank should change what it adds, no more."""
+    kept = {} if fresh else stored_by_text(path, meaning.model_name)
+    missing = [t for t in dict.fromkeys(texts) if t not in kept]
+    if missing:
+        embedded = np.asarray(meaning.embeddings.embed_documents(missing))
+        kept.update(zip(missing, embedded, strict=True))
+    vectors = np.stack([np.asarray(kept[t], dtype=np.float32) for t in texts])
     np.savez_compressed(
-        path, vectors=vectors.astype(np.float32), model=meaning.model_name or "",
-        digest=texts_digest(texts),
+        path, vectors=vectors, model=meaning.model_name or "", digest=texts_digest(texts),
+        texts=np.asarray(texts, dtype=str),
     )  # fmt: skip
+    return len(missing)
+
+
+def stored_by_text(path: str, model: str | None) -> dict[str, np.ndarray]:
+    """The vectors a file :func:`write_shipped_vectors` wrote holds, by text, when ``model``
+    made them (none for another model, a missing file or one without its texts)."""
+    try:
+        with np.load(path) as stored:
+            if model is None or str(stored["model"]) != model:
+                return {}
+            return dict(zip(stored["texts"].tolist(), stored["vectors"], strict=True))
+    except (OSError, KeyError, ValueError):
+        return {}
 
 
 def numbers_of(text: str) -> tuple[str, ...]:

@@ -222,7 +222,8 @@ def _one_line(exc: BaseException) -> str:
     return " ".join(str(exc).split())
 
 
-if __name__ == "__main__":  # python -m worker.runtime.embeddings: refresh the shipped vectors
+if __name__ == "__main__":  # python -m worker.runtime.embeddings [--fresh]: the shipped vectors
+    import sys
     from pathlib import Path
 
     from worker.consolidation import guard_meaning, meaning
@@ -236,5 +237,6 @@ if __name__ == "__main__":  # python -m worker.runtime.embeddings: refresh the s
         (meaning.VECTORS_FILE, model.bank.texts),
         (guard_meaning.VECTORS_FILE, guard.texts),
     ):
-        meaning.write_shipped_vectors(model, str(folder / name), texts)
-        print(f"wrote {name}")
+        fresh = "--fresh" in sys.argv[1:]  # embed every text again, not only the new ones
+        embedded = meaning.write_shipped_vectors(model, str(folder / name), texts, fresh=fresh)
+        print(f"wrote {name}: {embedded} of {len(texts)} texts embedded")
