@@ -970,3 +970,35 @@ def test_by_meaning_a_models_plan_may_retire_the_studies_for_the_job_that_ended_
 )
 def test_by_meaning_the_rules_keep_the_studies_beside_a_job(studies: str, job: str) -> None:
     assert ops_after(studies, job) == ["add"]
+
+
+#: A fact of daily life that holds a number, then the user's age: two facts, and the age
+#: retires none of them. Written for this check, not in the bank; each was retired by the age
+#: before the kinds had one for routines (of 128 such pairs, 22 were retired then, 7 now).
+NUMBER_BESIDE_AGE = {
+    "en-marathon": ("I ran the marathon in 3 hours 40.", "I'm 40 now."),
+    "en-commute": ("I cycle 25 km to work.", "I'm 40 now."),
+    "en-shoes": ("I wear size 42 shoes.", "Ich bin 42 Jahre alt."),
+    "es-running": ("Corro 10 km cada domingo.", "Tengo 38 años."),
+    "hinglish-walk": ("Main roz 5 km chalta hoon.", "Main 36 saal ka hoon."),
+}
+
+
+@pytest.mark.parametrize(("held", "age"), NUMBER_BESIDE_AGE.values(), ids=NUMBER_BESIDE_AGE)
+def test_by_meaning_the_users_age_retires_no_fact_that_only_holds_a_number(
+    held: str, age: str
+) -> None:
+    assert ops_after(held, age) == ["add"]
+
+
+#: The same pairs for the trust check on a model's plan, but the Hinglish one: its two texts
+#: lie near a kind in common and nearer each other than the check's bar
+#: (``Thresholds.replaceable``), so a plan retiring the walk for the age still passes.
+REFUSED_FOR_AGE = {k: v for k, v in NUMBER_BESIDE_AGE.items() if k != "hinglish-walk"}
+
+
+@pytest.mark.parametrize(("held", "age"), REFUSED_FOR_AGE.values(), ids=REFUSED_FOR_AGE)
+def test_by_meaning_a_plan_that_retires_a_fact_holding_a_number_for_the_age_is_refused(
+    held: str, age: str
+) -> None:
+    assert any("retires entry e1" in p for p in judged(held, age, age))
