@@ -233,10 +233,10 @@ if __name__ == "__main__":  # python -m worker.runtime.embeddings [--fresh]: the
     model = meaning.Meaning(built)
     folder = Path(meaning.__file__).parent
     guard = guard_meaning.GuardBank.load()
+    fresh = "--fresh" in sys.argv[1:]  # embed every text again, not only the new ones
     for name, texts in (
         (meaning.VECTORS_FILE, model.bank.texts),
         (guard_meaning.VECTORS_FILE, guard.texts),
     ):
-        fresh = "--fresh" in sys.argv[1:]  # embed every text again, not only the new ones
         embedded = meaning.write_shipped_vectors(model, str(folder / name), texts, fresh=fresh)
         print(f"wrote {name}: {embedded} of {len(texts)} texts embedded")
