@@ -1,20 +1,16 @@
 """The pydantic vocabulary: candidate memories, a namespace's memory and its changes, and chat
 transcripts cut into exchanges.
 
-Candidate memories and the enqueue contract: the vocabulary shared by the hot path and the
-worker. :class:`Candidate` is the one declaration of what the queue stores; the contract
-(:class:`EnqueueFields`, :func:`validate_enqueue`) and namespaces live in :mod:`worker.types`
-and are re-exported here for callers.
+**Candidates.** :class:`Candidate` is the one declaration of what the queue stores, shared by the
+hot path and the worker; the enqueue contract (:class:`EnqueueFields`,
+:func:`validate_enqueue`) and namespaces live in :mod:`worker.types` and are re-exported here.
 
 >>> c = make_candidate(user_id="u1", trace_id="t1", text="I prefer tea", topic="drinks")
 >>> (c.namespace, c.path)
 ('user:u1', '/memories/drinks.md')
 
-Value types shared by the store and the consolidators: a namespace's memory and its changes.
-
-The store reads and writes these; the consolidators read a :class:`NamespaceState` and their
-plans are applied into an :class:`AppliedPlan`. This module imports nothing of memworker, so
-both layers can depend on it without depending on each other.
+**A namespace's memory and its changes.** The store reads and writes these; the consolidators
+read a :class:`NamespaceState` and their plans are applied into an :class:`AppliedPlan`.
 
 >>> from datetime import UTC, datetime
 >>> t = datetime(2025, 1, 1, tzinfo=UTC)
@@ -23,13 +19,10 @@ both layers can depend on it without depending on each other.
 >>> NamespaceState("user:u1", 3, None, entries=(e,)).paths()
 ['/memories/facts.md']
 
-Turn a chat transcript into *exchanges*: a user's input paired with the final reply.
-
-The capture middleware, the summarisation flush and the thread-scan source all cut a message
-list the same way, so the same exchange gets the same idempotency key whichever of them sees it
-first (``thread:<thread_id>:<message id>``), and the candidate ledger keeps only one.
-
-Rules:
+**Exchanges**: a user's input paired with the final reply. The capture middleware, the
+summarisation flush and the thread-scan source all cut a message list the same way, so an
+exchange gets the same idempotency key (``thread:<thread_id>:<message id>``) whichever of them
+sees it first, and the candidate ledger keeps only one. Rules:
 
 - a human message starts an exchange; consecutive human messages belong to the same one;
 - AI messages that call tools, and tool results, are tool traffic and never appear in the text;

@@ -14,8 +14,6 @@ names and types only: its values are always the validated ones of a :class:`Sett
 >>> s.for_queue.queue_policy.quiet
 5000
 
-The deployment's ``.env`` file: ``MEMWORKER_*`` settings kept beside the processes.
-
 Every memworker process reads its settings in one order: the environment first, then the
 ``.env`` file of its working directory, then the defaults. That holds for ``memworker run``,
 the workers, beat, every CLI command, the chat side's ``MemoryClient()`` and the examples, so
@@ -220,10 +218,8 @@ CLIENT_FIELDS: Final = tuple(ClientSettings.model_fields)
 
 class Settings(ClientSettings):
     """Every knob of memworker, with its default and the reason for it: the client's fields
-    (:class:`ClientSettings`) and the worker's.
-
-    Environment variables use the ``MEMWORKER_`` prefix, e.g. ``MEMWORKER_REDIS_URL``; a
-    variable not in the environment is looked up in ``./.env`` (:mod:`worker.settings`).
+    (:class:`ClientSettings`) and the worker's, read the same way (``MEMWORKER_*`` variables,
+    then ``./.env``).
     """
 
     # --- where things live -------------------------------------------------------------------

@@ -1,13 +1,11 @@
 """The shared vocabulary, without pydantic: constants, namespaces and their ids, the enqueue
 contract, field checks, outcomes, whose memory a thread is, task names,
-the queue policy and each layer's slice of the settings.
+the queue policy and each layer's slice of the settings. Each constant is declared once, with
+the reason for its value.
 
-Constants shared across memworker, each declared once with the reason for its value.
-
-Namespaces: who a memory belongs to, with the ids and paths that may name it.
-
-A namespace is built from validated ids only, never from free text; its ``key`` is the one
-string form every layer uses (Redis keys, SQL rows, store labels).
+**Namespaces** say who a memory belongs to. A namespace is built from validated ids only, never
+from free text; its ``key`` is the one string form every layer uses (Redis keys, SQL rows,
+store labels).
 
 >>> from worker.types import Namespace, normalise_path
 >>> Namespace.for_user("u1", assistant_id="support-bot").key
@@ -19,31 +17,26 @@ string form every layer uses (Redis keys, SQL rows, store labels).
 >>> normalise_path("work/projects")
 '/memories/work/projects.md'
 
-What each field of a candidate may hold, checked the same way on enqueue and on decode.
-
-:func:`worker.models.make_candidate` (the hot path) and the :class:`~worker.models.Candidate`
-model's validators (the queue decoding its log) both call these, so a log entry decodes only
-if the hot path could have written it.
+**Field checks** say what each field of a candidate may hold. The hot path
+(:func:`worker.models.make_candidate`) and the :class:`~worker.models.Candidate` model's
+validators (the queue decoding its log) both call them, so a log entry decodes only if the hot
+path could have written it.
 
 >>> validate_kind("turn"), validate_key("preference.language")
 (<Kind.TURN: 'turn'>, 'preference.language')
 
-The enqueue contract.
-
-What every ``enqueue`` takes (:class:`EnqueueFields`) and how it is checked
-(:func:`validate_enqueue`); what the queue stores is :class:`worker.models.Candidate`, built
+**The enqueue contract**: what every ``enqueue`` takes (:class:`EnqueueFields`) and how it is
+checked (:func:`validate_enqueue`); the queue stores a :class:`worker.models.Candidate` built
 from the checked values.
 
 >>> v = validate_enqueue({"user_id": "u1", "trace_id": "t1", "text": " I prefer tea "})
 >>> (v.namespace.key, v.stored["text"], v.stored["kind"].value)
 ('user:u1', 'I prefer tea', 'fact')
 
-The one vocabulary of what happened to a namespace's batch, and what each outcome means.
-
-Every use case that consolidates, previews or reconciles a namespace reports one
-:class:`Outcome`. The table :data:`MEANINGS` is the single place that says, per outcome, what
-the ``runs`` table records and whether work was left undone — which the metrics (a failure
-counted), the CLI (exit code 1) and the Celery result all read from here.
+**Outcomes.** Every use case that consolidates, previews or reconciles a namespace reports one
+:class:`Outcome`. :data:`MEANINGS` is the single place that says, per outcome, what the ``runs``
+table records and whether work was left undone, which the metrics, the CLI's exit code and the
+Celery result all read.
 
 >>> Outcome.COMMITTED.run_outcome, Outcome.COMMITTED.undone
 ('ok', False)
@@ -52,24 +45,21 @@ counted), the CLI (exit code 1) and the Celery result all read from here.
 >>> Outcome.PREVIEWED.run_outcome is None  # a preview writes no run row
 True
 
-Whose memory something is: one rule for every path that reads or files memory under a user.
+**Whose memory it is.** Runs (capture middleware, memory and search tools, the deep-agent
+helper), thread scans, the inbox and agents' edits all decide a user by one rule:
 
-Runs (the capture middleware, the memory and search tools, the deep-agent helper), thread
-scans, the inbox and agents' edits all decide a user the same way, here:
-
-- **What the server vouches for decides.** For a run, the identity an authenticating
-  LangGraph server puts in the run (:mod:`worker.integrations.capture` reads it); for a
-  scanned thread, the owner the server's auth handler (or the chat service, the only writer
-  of a deployment-named field) records in the thread's metadata (:func:`thread_owner`). Its
-  organisation claim, when there is one, is the organisation.
-- **What a client writes may repeat it, never replace it.** A run's context, ``configurable``
-  and metadata, and a thread's own ``user_id``/``org_id`` metadata, are written by clients: a
-  claim naming another user or organisation raises :class:`~worker.errors.IdentityMismatch`
-  and nothing is read or filed.
-- **With orgs, the org is part of the user.** The same user id in two organisations is two
-  people: :meth:`Identity.user_namespace` is ``org:<org>:user:<user>[:<assistant>]``. Without
-  an org it is ``user:<user>[:<assistant>]``, so a deployment without orgs must keep its user
-  ids unique across the deployment.
+- **What the server vouches for decides.** For a run, the identity an authenticating LangGraph
+  server puts in it (:mod:`worker.integrations.capture` reads it); for a scanned thread, the
+  owner recorded in its metadata by the server's auth handler or the chat service
+  (:func:`thread_owner`). Its organisation claim, if any, is the organisation.
+- **What a client writes may repeat it, never replace it.** A claim in a run's context,
+  ``configurable`` or metadata, or in a thread's own ``user_id``/``org_id`` metadata, that
+  names another user or organisation raises :class:`~worker.errors.IdentityMismatch`, and
+  nothing is read or filed.
+- **With orgs, the org is part of the user**: the same user id in two organisations is two
+  people, so :meth:`Identity.user_namespace` is ``org:<org>:user:<user>[:<assistant>]``.
+  Without an org it is ``user:<user>[:<assistant>]``, so a deployment without orgs must keep
+  its user ids unique.
 
 >>> decide(("alice", "acme"), [("metadata", "alice")], []).user_namespace("bot").key
 'org:acme:user:alice:bot'
@@ -78,33 +68,24 @@ Traceback (most recent call last):
 ...
 worker.errors.IdentityMismatch: the thread's metadata names user 'bob', but its owner is 'alice'; a thread is filed only under its owner's memory, so nothing was filed. Leave user_id out of the metadata, or write the owner's id there
 
-Task and queue names, declared once.
-
-Queue names carry the deployment's key prefix (``MEMWORKER_KEY_PREFIX``), so two deployments
-sharing one broker (a RabbitMQ vhost, a Redis) never consume each other's tasks:
+**Task and queue names.** Queue names carry the deployment's key prefix
+(``MEMWORKER_KEY_PREFIX``), so two deployments sharing one broker never consume each other's
+tasks:
 
 >>> queue_name("mw", SWEEP_LANE), queue_name("acme", DELIVER_LANE)
 ('mw.sweep', 'acme.deliver')
 
-The deployment's queue policy, declared once: its fields, the release's defaults, and the
-form the scripts read it in.
-
-The workers write it into every shard's ``policy`` hash (from their settings:
-:attr:`worker.settings.Settings.queue_policy`) and every script reads it through
-``_lib.lua``'s ``policy_of``: one hash field per :class:`QueuePolicy` field, named as here and
-read in this order (checked when the scripts are loaded). Scripts carry no defaults of their
-own: a script that reads the policy is also sent a copy of it (its ``policy`` argument,
-:meth:`QueuePolicy.packed`), used only for fields no worker has written yet (a fresh or
-emptied Redis). The workers send their own policy (``claim`` writes it back when it is
-missing); a chat host's client sends :meth:`QueuePolicy.defaults`, the release's defaults,
-never its own settings, so nothing a client is configured with changes when a namespace is due.
-
-The debounce formula itself is ``_lib.lua``'s ``due_at``: due ``quiet`` ms after the last
-arrival, but no later than ``max_wait`` ms after the first.
-
-A new knob of the policy is a field here (with its release default), the setting that sets it
-(``Settings`` and its :attr:`~worker.settings.Settings.queue_policy`) and its use in
-``_lib.lua``.
+**The queue policy** (:class:`QueuePolicy`). The workers write it into every shard's ``policy``
+hash (from :attr:`worker.settings.Settings.queue_policy`), and every script reads it through
+``_lib.lua``'s ``policy_of``: one hash field per field here, by the same name and in the same
+order (checked when the scripts are loaded). Scripts carry no defaults of their own: a script
+that reads the policy is also sent a copy (:meth:`QueuePolicy.packed`), used only for fields no
+worker has written yet (a fresh or emptied Redis). The workers send their own policy; a chat
+host's client sends :meth:`QueuePolicy.defaults`, never its own settings, so nothing a client is
+configured with changes when a namespace is due. The debounce formula is ``_lib.lua``'s
+``due_at``: due ``quiet`` ms after the last arrival, but no later than ``max_wait`` ms after
+the first. A new knob is a field here (with its release default), its setting on ``Settings``
+and its use in ``_lib.lua``.
 
 >>> policy = QueuePolicy(quiet=5000, shards=4)
 >>> policy.pairs()
@@ -114,17 +95,14 @@ A new knob of the policy is a field here (with its release default), the setting
 >>> QueuePolicy.defaults(shards=16).quiet
 30000
 
-The settings' slices: what each layer is handed (see :mod:`worker.settings`).
-
-A slice is a frozen view of the fields one layer reads. Its fields have the names of the
-:class:`~worker.settings.Settings` attributes they copy (a field or a derived property), so one
+**Settings slices**: a frozen view of the fields one layer reads (see :mod:`worker.settings`).
+Each field has the name of the :class:`~worker.settings.Settings` attribute it copies, so one
 function builds every slice and a test holds each name to ``Settings``; defaults and bounds
 live on ``Settings`` alone.
 
-Names a package exports without importing their modules until first use (PEP 562).
-
-``import worker`` must stay cheap for a chat service that only wants the client, and the
-client must not load the worker's queue: each package's public names resolve on first access.
+**Lazy exports** (PEP 562): ``import worker`` must stay cheap for a chat service that only wants
+the client, and the client must not load the worker's queue, so each package's public names
+resolve on first access (:func:`lazy_exports`).
 
 >>> getattr_ = lazy_exports("worker.queue", {"MemoryClient": "worker.queue.client"})
 >>> getattr_("MemoryClient").__name__
@@ -192,15 +170,13 @@ MEMORY_ROUTE: Final = "/memories/"
 #: once merged, so a file memworker wrote there would be deleted from the store by the next scan.
 INBOX_ROUTE: Final = MEMORY_ROUTE + "inbox/"
 
-#: Path prefixes nothing memworker writes may fall under: no enqueue topic, plan, ``put`` or
-#: import (the deployment's own inbox route is added where settings are at hand). One place,
-#: so every entry refuses the same paths (:func:`worker.types.reserved_prefix`).
+#: Path prefixes no enqueue topic, plan, ``put`` or import may fall under (the deployment's own
+#: inbox route is added where settings are at hand); checked by :func:`reserved_prefix`.
 RESERVED_PREFIXES: Final = (INBOX_ROUTE,)
 
-#: How far a candidate's ``occurred_at`` (when it was said) may lie after its ``created_at``
-#: (when it was enqueued): the caller's clock and the client's may disagree by a little, so a
-#: few minutes are let through; more is a wrong time zone or a made-up time, refused on enqueue
-#: and on decode rather than let a future event time win every merge.
+#: How far a candidate's ``occurred_at`` may lie after its ``created_at``: a few minutes of
+#: clock skew; more is a wrong time zone or a made-up time, refused so that a future event time
+#: cannot win every merge.
 MAX_OCCURRED_AT_SKEW: Final = timedelta(minutes=5)
 
 #: Largest candidate text in UTF-8 bytes unless the deployment sets ``MEMWORKER_MAX_TEXT_BYTES``
@@ -262,22 +238,21 @@ MAX_SOCKET_TIMEOUT_SECONDS: Final = 30.0
 EVICTING_POLICIES: Final = frozenset({"allkeys-lru", "allkeys-lfu", "allkeys-random"})
 
 # --- bounds on what agents write (checked before any work on it) --------------------------------
-# An agent writes freely, into its inbox and (with direct edits) into the files memworker
-# publishes, so one runaway loop or a pasted dump must cost a bounded amount: each item is
-# measured by these bounds first (its length, then one C-level split into lines) and refused
-# or set aside before a single line is parsed, deduplicated or turned into a candidate.
+# An agent writes freely (its inbox, and with direct edits the published files), so a runaway
+# loop or a pasted dump must cost a bounded amount: each item is measured against these bounds
+# and refused or set aside before a single line of it is parsed.
 
 #: Most lines one inbox item may hold: an agent writes a few facts per thread; a file of
 #: thousands of lines is a dump (or a runaway loop) that would fill its user's backlog.
 MAX_INBOX_ITEM_LINES: Final = 1000
 
-#: Largest inbox item in UTF-8 bytes: its line bound at about 256 bytes a line (a fact is a
-#: sentence or two), so an item of a few long lines cannot carry a megabyte either.
+#: Largest inbox item in UTF-8 bytes: its line bound at about 256 bytes a line, so a few long
+#: lines cannot carry a megabyte either.
 MAX_INBOX_ITEM_BYTES: Final = 262_144
 
 #: Most lines an agent's direct edit of a memory file may hold: a published file is rendered
-#: under its budget (8 KiB by default, about a hundred entries), so an edit ten times that is
-#: a dump, not an edit; it is recorded and memworker's version restored (never merged).
+#: under its budget (about a hundred entries by default), so an edit ten times that is a dump;
+#: it is recorded and memworker's version restored (never merged).
 MAX_EDIT_LINES: Final = 1000
 
 #: Largest direct edit in UTF-8 bytes, for the same reason (its line bound at 256 bytes a line).
@@ -396,13 +371,10 @@ def refuse_reserved(path: str, what: str, extra: Iterable[str] = ()) -> str:
 class Namespace:
     """Who a memory belongs to; never derived from free text.
 
-    ``key`` is the canonical string form used in Redis keys and SQL rows. A user namespace may
-    carry the user's organisation (``org_id``): the same user id in two organisations is two
-    people, so the org is part of the key, ``org:<org>:user:<user>[:<assistant>]``. Without an
-    org the key is ``user:<user>[:<assistant>]``, as it always was (no stored data moves); a
-    deployment without orgs must then keep user ids unique across itself. A plain frozen
-    dataclass (its validation is the ids' and the scope's rules below, checked on
-    construction; a bad one raises :class:`InvalidCandidate`).
+    ``key`` is the canonical string form used in Redis keys and SQL rows; a user namespace
+    inside an org is keyed ``org:<org>:user:<user>[:<assistant>]`` (see the module docstring).
+    The ids and the scope's rules are checked on construction; a bad one raises
+    :class:`InvalidCandidate`.
     """
 
     scope: Scope
@@ -708,7 +680,7 @@ class EnqueueFields(TypedDict):
     #: ``user`` or ``agent`` (default ``user``); ``org`` is read-only for the hot path.
     scope: NotRequired[str]
     #: The user's organisation, when the deployment has orgs: a user-scope candidate then goes
-    #: to ``org:<org>:user:<user>[:<assistant>]`` (the same user id in two orgs is two people).
+    #: to ``org:<org>:user:<user>[:<assistant>]``.
     org_id: NotRequired[str | None]
     #: Which integration produced the candidate (default ``hot_path``).
     source: NotRequired[Source]
@@ -929,11 +901,10 @@ MEANINGS: Final[dict[Outcome, Meaning]] = {
 #: ``configurable`` and metadata; a thread's metadata).
 USER_KEY: Final = "user_id"
 ORG_KEY: Final = "org_id"
-#: The thread-metadata key that names a thread's owner by default: where LangGraph's
-#: documented owner-only auth handler records the authenticated identity on every thread it
-#: creates or updates (``metadata["owner"] = ctx.user.identity``), overwriting what the client
-#: sent. The LangGraph server itself records no owner: without such a handler (or a chat
-#: service that alone writes the field), a thread has no owner to establish.
+#: The thread-metadata key that names a thread's owner by default: where LangGraph's documented
+#: owner-only auth handler records the authenticated identity (``metadata["owner"] =
+#: ctx.user.identity``), overwriting what the client sent. The server itself records no owner:
+#: without such a handler (or a chat service that alone writes the field), a thread has none.
 OWNER_KEY: Final = "owner"
 
 #: ``(where, value)``: one client-written claim of a user or org id.

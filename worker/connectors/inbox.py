@@ -6,7 +6,7 @@ and memworker dedupes and merges it into the stable files, then removes it. The 
 permissions let agents write there freely.
 
 :meth:`LangGraphInbox.collect` pages through the user namespaces of the store
-(``list_namespaces``) and each one's items (``search_items``), and returns three things for
+(``list_namespaces``) and each one's items (``search_items``), and returns four things for
 the caller to act on in order (at-least-once, never lost):
 
 1. ``candidates``: one ``fact`` per line of each new or changed inbox item (bullets and

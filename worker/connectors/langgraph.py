@@ -1,9 +1,7 @@
 """A LangGraph server: its store as a sink (in the form deep agents read) and its threads as a
 source.
 
-Publish memory files to a LangGraph server's store, in the form deep agents read.
-
-Each version becomes one store item, placed by the :class:`StoreLayout`
+The sink: each version becomes one store item, placed by the :class:`StoreLayout`
 (:mod:`worker.connectors.layout`: one namespace template and route per scope, validated
 so that no two memory namespaces can share a tuple):
 
@@ -20,10 +18,9 @@ so that no two memory namespaces can share a tuple):
 
 **Publishing is compare-and-set.** Before overwriting, the sink reads the item: absent, or
 still holding the content its marker names, it is memworker's to overwrite; otherwise an agent
-changed it and the sink raises :class:`~worker.errors.ExternalEdit` with what the store holds,
-without writing (the service layer absorbs the edit; see ``worker.service.edits``). The
-read and the write are two calls (the store has no conditional put), so an agent write landing
-between them in the same few milliseconds is the one edit this check cannot see.
+changed it and the sink raises :class:`~worker.errors.ExternalEdit` without writing (the
+service layer absorbs the edit; see ``worker.service.edits``). The store has no conditional
+put, so an agent write landing between the read and the write is the one edit this misses.
 
 >>> from worker.models import Namespace, Scope
 >>> store_namespace(Namespace.for_user("ann.lee@example.com"))
@@ -33,25 +30,15 @@ between them in the same few milliseconds is the one edit this check cannot see.
 >>> store_key("/memories/topics/projects.md")
 '/topics/projects.md'
 
-Pull conversations from a LangGraph server's threads into ``turn`` candidates.
-
-The SDK's ``threads.search`` has no ``updated_after`` filter, so :func:`collect_threads` sorts
-by ``updated_at`` descending and pages until it passes the window start. It keeps threads
-updated in ``(window_start, window_end]`` (and matching the metadata filter), reads each
-thread's ``values["messages"]``, cuts them into exchanges (user input + final assistant reply,
-tool traffic ignored; see :mod:`worker.models`) and makes one ``turn``
-candidate per complete exchange after the thread's cursor. Each candidate's ``occurred_at`` is
-the thread state's time (its checkpoint's ``created_at``, else the thread's ``updated_at``; never
-after the scan): messages carry no time of their own, and the exchanges were said by then, not
-when the scan found them.
-
-Ids are deterministic: idempotency key ``thread:<thread_id>:<message id>`` (the final reply's
-id), the key the capture middleware uses too — a turn captured live and found again by a scan
-is one candidate. The cursor (per thread, the id of the last message consumed) then makes a
-re-scan add nothing; an exchange still waiting for its final reply is left for a later scan.
-
-Paging by offset while threads are being updated can show a thread twice (harmless: its
-cursor) but never hides one that was in the window when the scan began.
+The source: the SDK's ``threads.search`` has no ``updated_after`` filter, so
+:func:`collect_threads` sorts by ``updated_at`` descending and pages until it passes the window
+start (paging while threads are updated can show a thread twice, harmless, but never hides
+one). It cuts each thread's ``values["messages"]`` into exchanges (user input + final assistant
+reply; see :mod:`worker.models`) and makes one ``turn`` candidate per complete exchange after
+the thread's cursor, ``occurred_at`` the thread state's time (never after the scan): messages
+carry no time of their own. The idempotency key ``thread:<thread_id>:<message id>`` is the
+capture middleware's too, so a turn captured live and found again by a scan is one candidate;
+an exchange still waiting for its final reply is left for a later scan.
 
 **Whose thread it is** comes from what the server vouches for, never from metadata a client
 can set (:func:`worker.types.thread_owner`, the rule runs follow too): the owner the

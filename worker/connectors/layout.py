@@ -14,9 +14,8 @@ so a writer and a reader can never disagree.
   inside an organisation (``org:acme:user:u1:bot``) fills ``{org_id}`` with the org when the
   template has that field, and otherwise carries it in the user label, ``u1+acme``: ids
   never hold ``+``, so the same user id in two orgs, or in none, never shares a tuple, and a
-  user without an org keeps the tuple it always had. Labels that
-  start with ``_`` are markers: no id can start with one (ids start with a letter or digit),
-  so the second label alone tells a user's tuple from a shared one.
+  user without an org keeps the tuple it always had. Labels that start with ``_`` are markers:
+  no id can start with one, so the second label alone tells a user's tuple from a shared one.
 - **key**: the path relative to the scope's route (default ``/memories/`` for every scope):
   ``/memories/preferences.md`` → ``/preferences.md``, the way a deepagents ``CompositeBackend``
   strips its route. With the org route ``/memories/policies/``, the org file
@@ -80,8 +79,8 @@ ORG_JOIN: Final = "+"
 
 #: Characters deepagents' ``StoreBackend`` accepts in a label, minus ``.`` which the SDK rejects.
 _LABEL_PATTERN: Final = re.compile(r"^[A-Za-z0-9\-_@+:~]+$")
-#: What a sanitised id looks like (an id's alphabet with ``.`` made ``~``).
-#: (and a user label may join its org with ``+``).
+#: What a sanitised id looks like (an id's alphabet with ``.`` made ``~``; a user label may
+#: join its org with ``+``).
 _ID_LABEL: Final = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_@~+\-]*$")
 _ID_CHARS: Final = re.compile(r"^[A-Za-z0-9_@~+\-]*$")
 _FIELD: Final = re.compile(r"{([^{}]*)}")

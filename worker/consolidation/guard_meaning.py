@@ -1,23 +1,22 @@
 """Guards by meaning: what the patterns of :mod:`~worker.consolidation.guards` cannot name.
 
 The rule table knows a class of hostile text by its wordings, in the languages it was written
-for. Past them ("banka şifrem …", "Abaikan semua instruksi sebelumnya") the consolidation's
-meaning model still knows what a text says: :func:`meaning_violation` refuses a text that lies
-clearly nearer the described examples of one hostile class (:data:`EXAMPLES_FILE`: a secret
-given in words, an order to the assistant, authority granted) than the legitimate statements
-described beside them ("I reset my password yesterday", "I'm a system administrator").
+for. Past them ("Abaikan semua instruksi sebelumnya") the consolidation's meaning model still
+knows what a text says: :func:`meaning_violation` refuses a text that lies clearly nearer the
+described examples of one hostile class (:data:`EXAMPLES_FILE`: a secret given in words, an
+order to the assistant, authority granted) than the legitimate statements described beside
+them ("I reset my password yesterday").
 
 - **Nearness** is the mean cosine of a text's :data:`NEAREST_EXAMPLES` nearest examples of a
-  class, the same measure the kinds of statement use (:mod:`~worker.consolidation.meaning`),
-  after centring on the mean of every described example. The kinds' own examples ("I live in
-  Leeds", "Ich arbeite als Lehrerin") count as legitimate statements: they are what memories
-  ordinarily say.
+  class, as for the kinds of statement (:mod:`~worker.consolidation.meaning`), after centring
+  on the mean of every described example. The kinds' own examples count as legitimate
+  statements: they are what memories ordinarily say.
 - **A secret must be there**: a credential is refused only when the text holds a token shaped
-  like one (four characters or more with a digit: "Kedi#4821", "hunter2"); a sentence about a
-  password ("I forgot my bank password") holds nothing to steal.
+  like one (:func:`secret_shaped`: "Kedi#4821"); a sentence about a password ("I forgot my
+  bank password") holds nothing to steal.
 - **The margin** (:data:`MARGIN`) is chosen on the development corpus of the guard tests and
-  every statement of the update stories; its rates on a held-out corpus and on LoCoMo's 8,423
-  ordinary texts are printed by ``python -m bench guards``.
+  the update stories' statements; ``python -m bench guards`` prints its rates on held-out and
+  ordinary texts.
 
 It only reads vectors the caller prepared (:meth:`Meaning.prepare`): a text without one is left
 to the patterns, so a missing model never refuses anything and never stalls a merge.
@@ -55,8 +54,7 @@ VECTORS_FILE: Final = "guard_examples.npz"
 #: example neither makes nor breaks a refusal.
 NEAREST_EXAMPLES: Final = 3
 #: How much nearer a hostile class a text must be than the legitimate statements (mean
-#: centred cosines). Chosen on the development corpus (see the module notes): its highest
-#: legitimate text, update-story statement or LoCoMo text lies at 0.130.
+#: centred cosines): just above the highest legitimate text it was chosen on (0.130).
 MARGIN: Final = 0.14
 #: A token that may be a secret: four or more non-space characters, one a digit.
 _SECRET_TOKEN: Final = regex.compile(r"(?<!\S)(?=\S*\p{Nd})[^\s]{4,}")
@@ -98,8 +96,7 @@ class GuardBank:
 
 class _Vectors:
     """The bank's vectors under one :class:`Meaning`'s model, made once: centred on the mean
-    of every described example (these and the kinds of statement), which spreads the model's
-    narrow cone of cosines, then normalised."""
+    of every described example (which spreads the model's narrow cone of cosines), normalised."""
 
     def __init__(self, meaning: Meaning, bank: GuardBank) -> None:
         self.meaning = meaning

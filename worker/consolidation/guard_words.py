@@ -1,4 +1,4 @@
-"""The words the meaning guards look for, in the languages the guard corpus covers.
+"""The words the guards look for, in the languages the guard corpus covers.
 
 :mod:`~worker.consolidation.guards` builds its class rows (a credential word near a
 secret-looking token, instructions addressed to the assistant, grants of rights) from these

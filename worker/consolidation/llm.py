@@ -1,42 +1,60 @@
 """The LLM consolidation agent: its prompt, the entries it is shown, its answer, and what a
 provider's error means.
 
-What a provider's error means for a batch: an unusable answer, a rejected method, a request
-refused as such, or the provider unavailable.
+**Flow of a batch** (:meth:`LLMConsolidator.merge`):
 
-* An *unusable answer* (cut off at its length limit, stopped by the content filter, output a
-  parser refused) is the model's answer failing the schema: repaired once, then an invalid plan.
-* A *rejected method* (an HTTP error answer to the structured-output form, or a model class that
-  does not implement it) is retried once with the fallback method.
-* A *refused request* (HTTP 400, 413, 422, after the fallback) would fail again: it is the
-  batch that failed (:class:`RequestRefused`, a plain :class:`~worker.errors.ConsolidatorError`,
-  counted toward dead-lettering), and the bulkheads halve the chunk to find the candidate.
-* Anything else (5xx, 401/403, 408, 429, transport failures, a missed deadline) is the
-  infrastructure failing: :class:`~worker.errors.ModelUnavailable`, the batch stays pending.
+1. ``fact`` candidates that trip a guard are rejected before the model sees them, so a secret
+   never leaves for a model API; other texts are shown with guarded spans redacted.
+2. The rest is cut into chunks whose prompt fits ``token_budget`` (counted with
+   ``count_tokens_approximately``: tiktoken downloads encodings at run time). Chunks are merged
+   serially; each is validated against the state the previous chunks produced, and applied
+   only when another chunk follows.
+3. Per chunk: ONE structured-output call (``include_raw=True``, tagged :data:`CALL_TAGS`, the
+   namespace in metadata). The plan is read strictly (:func:`strict_plan`), its short ids are
+   translated back (:func:`translate`) and it is checked with
+   :func:`~worker.consolidation.plan.validate_plan`. On any problem, ONE repair call gets the
+   problem list; if that fails too, :class:`~worker.errors.InvalidModelPlan` (carrying the
+   calls and tokens spent) is raised and the batch stays pending.
+4. Calls and tokens are recorded on the plan, from ``usage_metadata`` (else approximated).
 
-The entries a batch can touch: what the consolidation prompt shows of a large memory.
+**Bulkheads.** One candidate never fails the others: a candidate whose prompt alone is over
+``token_budget`` is set aside with a ``Reject`` naming the reason before anything is sent; a
+chunk the provider refuses as such is halved until the candidate it will not take is alone,
+which is set aside the same way. The other candidates of the batch are merged.
 
-Showing every active entry makes each call's prompt grow with the user's memory (500 entries
-are ~10k tokens per batch, paid again for every batch). So up to :data:`SHOW_ALL` active
-entries the model sees them all, and past that only the entries the batch can touch:
+**Provider errors.** Every call has a deadline (``timeout_seconds``), enforced here whatever the
+provider does with its own timeout. A failed call is one of:
+
+* an *unusable answer* (cut off at its length limit, stopped by the content filter, output a
+  parser refused): the answer failed the schema, so it is repaired once, then an invalid plan;
+* a *rejected method* (an HTTP error answer to the structured-output form, or a model class that
+  does not implement it): retried once with the fallback of :func:`structured_methods`, which
+  is logged and kept for the consolidator's lifetime;
+* a *refused request* (HTTP 400, 413, 422, after the fallback): it would fail again, so the
+  batch failed (:class:`RequestRefused`, a plain :class:`~worker.errors.ConsolidatorError`,
+  counted toward dead-lettering) and the bulkheads halve the chunk;
+* anything else (5xx, 401/403, 408, 429, transport failures, a missed deadline): the
+  infrastructure failed, not the batch: :class:`~worker.errors.ModelUnavailable`, the batch
+  stays pending.
+
+**Entries shown.** Showing every active entry would make each prompt grow with the user's
+memory, paid again for every batch. So up to :data:`SHOW_ALL` active entries the model sees
+them all, and past that only those the batch can touch (:func:`touched_entries`):
 
 - every active entry holding the ``key`` of a candidate (a keyed candidate supersedes its
   slot, so the slot's holder must be shown);
 - with a meaning model (:class:`~worker.consolidation.meaning.Meaning`, the default), every
-  entry giving the same single-valued attribute as a candidate ("I'm based in Glasgow" for
-  "nos hemos mudado a Bilbao"), or that the merge models say a candidate replaces
-  (:meth:`~worker.consolidation.meaning.Meaning.merges`): the entries a correct plan must
-  supersede are rarely unshown;
-- each candidate's nearest entries, by vector and by words in turns (the BM25 ranker the rules
-  consolidator uses, :class:`~worker.consolidation.text.LexicalIndex`, over content terms;
-  ties and entries sharing no term in entry order), taken in turns, one per candidate per
-  round, until
-  :data:`NEAREST_CAP` entries are chosen, or :data:`NEAREST_PER_CANDIDATE` per candidate for a
-  batch larger than five (so a large batch's candidates are not left without neighbours).
+  entry giving the same single-valued attribute as a candidate, or that the merge models would
+  let a plan retire for it (:meth:`~worker.consolidation.meaning.Meaning.vouches`): the
+  entries a correct plan must supersede are rarely unshown;
+- each candidate's nearest entries, by vector and by words (the rules consolidator's BM25
+  ranker, :class:`~worker.consolidation.text.LexicalIndex`; ties in entry order) in turns, one
+  per candidate per round, until :data:`NEAREST_CAP` entries are chosen, or
+  :data:`NEAREST_PER_CANDIDATE` per candidate for a larger batch.
 
 The chosen entries keep the prompt's usual order (by path, then age). An entry not shown has
-no short id, so a plan cannot confirm, supersede or invalidate it:
-:func:`~worker.consolidation.llm.translate` rejects an unknown ``E`` id as a problem.
+no short id, so a plan cannot confirm, supersede or invalidate it: :func:`translate` reports
+an unknown ``E`` id as a problem.
 
 >>> from datetime import UTC, datetime
 >>> from worker.models import make_candidate
@@ -52,14 +70,10 @@ no short id, so a plan cannot confirm, supersede or invalidate it:
 >>> len(shown), "dog" in {e.id for e in shown}
 (20, True)
 
-The consolidation prompt: instructions first, then data inside tags, every text escaped.
-
-Entries and candidates are shown by short ids (``E1``…, ``C1``…) so the model never copies a
-long id wrongly and never sees ids of another namespace. Every stored or candidate text, and
-every attribute, passes through :func:`escape`, so a text containing ``</candidates>`` or
-"ignore previous instructions" stays data inside its own tag: it cannot close the tag or pose
-as a new section. Guarded spans (credentials, grants) are redacted before a text is shown, so a
-secret never leaves for a model API.
+**The prompt.** Instructions first, then data inside tags. Entries and candidates are shown by
+short ids (``E1``…, ``C1``…), so the model never copies a long id wrongly and never sees ids of
+another namespace. Every text and attribute passes through :func:`escape`, so a text holding
+``</candidates>`` or "ignore previous instructions" stays data inside its own tag.
 
 >>> from worker.models import NamespaceState
 >>> from worker.models import make_candidate
@@ -70,61 +84,13 @@ True
 >>> ids.candidates["C1"] == c.id
 True
 
-The model's answer: a plan over the short ids its prompt showed, and its translation back.
-
-The prompt names entries ``E1, E2, …`` and candidates ``C1, C2, …`` (fewer tokens, and no real
-id to copy wrong); :func:`translate` maps the answer back and lists what it cannot map as
-problems for the repair call.
-
 **Read strictly.** :func:`strict_plan` reads the plan from the model's raw message, never from
-what LangChain's parsers made of it: those complete a cut-off answer (``parse_json_markdown``
-closes an open string and every open bracket, and a streamed tool call's arguments are parsed
-the same way), so ``{"ops":[{"op":"add","candidates":["C1"],"text":"I pre`` would become a
-plan adding ``I pre``. Here an answer is a plan only when the provider says it ended normally
-(no length limit, no content filter), its JSON is complete and nothing else, and it matches the
-schema as it stands; anything else is an :class:`UnusableAnswer`, a failed call (repaired once,
-then the batch fails and is retried, then dead-lettered with the reason).
-
-The LLM consolidation agent: one structured-output call per batch, validated, repaired once.
-
-Flow for a batch:
-
-1. ``fact`` candidates that trip a guard are rejected before the model sees them (a secret never
-   leaves for a model API; other texts are shown with guarded spans redacted).
-2. The rest is cut into chunks whose prompt fits ``token_budget`` (counted with
-   ``count_tokens_approximately``: tiktoken downloads encodings at run time). Chunks are merged
-   serially; each sees the state the previous chunks produced. Of a large memory the prompt
-   shows only the entries the chunk can touch (:mod:`~worker.consolidation.llm`).
-3. Per chunk: ONE call of ``model.with_structured_output(ConsolidationPlan, include_raw=True)``,
-   tagged ``["memworker", "consolidation"]`` with the namespace in metadata. The plan is read
-   strictly from the raw answer (:func:`~worker.consolidation.llm.strict_plan`: an answer
-   cut off, filtered or incomplete is a problem, never completed); its short ids are translated
-   back (an unknown short id is a problem) and the plan is checked with
-   :func:`~worker.consolidation.plan.validate_plan`. On any problem, ONE repair call gets
-   the problem list; if that fails too, :class:`~worker.errors.InvalidModelPlan` (an
-   :class:`~worker.errors.InvalidPlan` carrying the calls and tokens spent) is raised and the
-   batch stays pending.
-4. Calls and tokens are recorded on the plan, from ``usage_metadata`` (else approximated).
-
-The structured-output *method* is a list of at most two: the one to use and a fallback
-(:func:`structured_methods` picks them for ``auto``). When the server rejects the first (an HTTP
-4xx/5xx answer, or a model class that does not implement it), the call is repeated once with the
-fallback, a warning is logged, and the fallback is kept for the consolidator's lifetime.
-
-Every call has a deadline (``timeout_seconds``), enforced here whatever the provider does with
-its own timeout. Provider errors, missed deadlines and refusals other than the request's own
-fault raise :class:`~worker.errors.ModelUnavailable` (a
-:class:`~worker.errors.ConsolidatorError` and an :class:`~worker.errors.Unavailable`): the
-infrastructure failed, not the batch. A request refused as such (HTTP 400, 413, 422, after the
-fallback) raises a plain :class:`~worker.errors.ConsolidatorError`: it would fail again
-(:mod:`~worker.consolidation.llm` tells them apart). Each chunk's plan is validated
-against the state the previous chunks produced, and applied only when another chunk follows.
-
-**Bulkheads.** One candidate never fails the others: a candidate whose prompt alone is over
-``token_budget`` (a 1 MB conversation turn) is set aside with a ``Reject`` naming the reason
-before anything is sent; a chunk the provider refuses as such is halved and each half tried
-alone, down to the single candidate the provider will not take, which is set aside the same
-way. The other candidates of the batch are merged.
+what LangChain's parsers made of it: those complete a cut-off answer (closing an open string
+and every open bracket, in a streamed tool call's arguments too), so
+``{"ops":[{"op":"add","candidates":["C1"],"text":"I pre`` would become a plan adding ``I pre``.
+An answer is a plan only when the provider says it ended normally (no length limit, no content
+filter), its JSON is complete and nothing else, and it matches the schema; anything else is an
+:class:`UnusableAnswer`, a failed call.
 """
 
 from __future__ import annotations
@@ -174,9 +140,7 @@ from worker.types import FACTS_PATH, PREFERENCES_PATH, ConsolidationSettings
 _REJECTION_STATUSES: Final = frozenset({400, 404, 405, 415, 422, 500, 501})
 
 #: HTTP statuses that refuse *this request* (malformed, too large, unprocessable): sending it
-#: again fails the same way, so it is the batch that failed (counted toward dead-lettering),
-#: not the provider that is unavailable. Other statuses (5xx, 401/403, 408, 429) are outages
-#: or configuration the operator fixes without touching the batch.
+#: again fails the same way, so the batch failed, not the provider (see the module docstring).
 _REQUEST_REFUSED: Final = frozenset({400, 413, 422})
 
 
@@ -212,11 +176,9 @@ def http_status(exc: BaseException) -> int | None:
 def answer_problem(exc: BaseException) -> str | None:
     """The problem to show the model when the *answer* made the call raise, else None.
 
-    Some providers raise instead of returning an unparsable answer: OpenAI's client when the
-    answer hit the length limit or the content filter (``LengthFinishReasonError``,
-    ``ContentFilterFinishReasonError``), LangChain's parsers on malformed output. That is the
-    model's answer failing the schema (repaired once, then an invalid plan), not the model
-    being unavailable.
+    Some providers raise instead of returning an unparsable answer (OpenAI's
+    ``LengthFinishReasonError`` and ``ContentFilterFinishReasonError``, LangChain's parsers on
+    malformed output): the answer failed the schema, the model is not unavailable.
 
     >>> class LengthFinishReasonError(Exception): ...
     >>> answer_problem(LengthFinishReasonError("limit"))[:38]
@@ -271,8 +233,8 @@ def deadline_missed(namespace: str, timeout_seconds: float) -> ModelUnavailable:
     )
 
 
-#: Up to this many active entries the prompt shows them all (~600 tokens): small memories keep
-#: the whole picture, and the prompt stays within 1.5x of its size at 10 entries.
+#: Up to this many active entries the prompt shows them all: small memories keep the whole
+#: picture while the prompt stays small (about 600 tokens).
 SHOW_ALL: Final = 40
 
 #: Past :data:`SHOW_ALL`, how many lexically nearest entries a batch is shown at least (keyed
@@ -421,7 +383,7 @@ def build_messages(
     """The messages for one consolidation call, and the short-id mapping to translate back.
 
     ``entries`` are the active entries to show (default: all of them; the consolidator passes
-    :func:`~worker.consolidation.llm.touched_entries`): only those get a short id.
+    :func:`touched_entries`): only those get a short id.
     With ``problems`` (a repair attempt), a last message lists them after the data.
     ``answer_format`` (the JSON schema, for servers that check only that the answer is JSON)
     is appended to the instructions.
@@ -873,9 +835,8 @@ class _Run:
     def take(self, pending: list[Candidate]) -> tuple[list[Candidate], list[Candidate]]:
         """The longest prefix of ``pending`` whose prompt fits the budget (at least one).
 
-        The fixed part is counted with the entries all of ``pending`` would be shown: a prefix
-        is shown at most as many (:mod:`~worker.consolidation.llm` caps them by the number of
-        candidates), close enough for a budget that is an approximation anyway.
+        The fixed part is counted with the entries all of ``pending`` would be shown (a prefix
+        is shown at most as many): close enough for a budget that is an approximation anyway.
         """
         used = self._fixed_tokens(pending)
         for n, cand in enumerate(pending):

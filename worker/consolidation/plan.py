@@ -1,41 +1,29 @@
-"""One batch through the consolidator (merge, validate, apply) and the plans it passes: proposed,
-checked, applied.
+"""One batch through the consolidator (merge → validate → apply) and the plans it passes.
 
-Plans: what a consolidator proposes for one batch, as operations over entry and candidate ids.
-
-Every candidate of a batch is accounted for by exactly one operation (or named in one as
-confirming/replacing evidence). The entries and states the operations refer to are the shared
-value types of :mod:`worker.models`.
+**Plans.** A consolidator reads one namespace's state and a batch of its candidates and answers
+a :class:`Plan` of operations over entry and candidate ids; it writes nothing. Every candidate
+is accounted for by at least one operation (one may back several: a turn yields several
+memories, a forget removes several entries), a rejected candidate backs nothing else, and each
+gets exactly one ledger row. A consolidator that decides by meaning holds its
+:class:`~worker.consolidation.meaning.Meaning` as ``meaning``, and the trust check on its plan
+asks the same questions with it; without one, by words alone. Capabilities are class
+attributes so :func:`~worker.consolidation.loading.load_consolidator` can check them at
+start-up, before any batch is claimed.
 
 >>> from worker.consolidation.plan import Add, Plan
 >>> Plan(ops=[Add(candidate_ids=["c1"], path="/memories/facts.md", text="Likes tea")]).ops[0].op
 'add'
-
-The consolidator protocol: pure code from (state, batch) to a plan.
-
-A consolidator reads one namespace's state and a batch of its candidates and answers a
-:class:`~worker.consolidation.plan.Plan`; it writes nothing. One that decides by meaning holds
-its :class:`~worker.consolidation.meaning.Meaning` as ``meaning`` (the built-in ones do, when
-embeddings are configured): the trust check on its plan asks the same questions with it
-(:func:`~worker.consolidation.plan.consolidate_batch`); without one, by words alone. The
-caller validates the plan (:func:`~worker.consolidation.plan.validate_plan`) and applies it
-(:func:`~worker.consolidation.plan.apply_plan`). Capabilities are class attributes so
-:func:`~worker.consolidation.loading.load_consolidator` can check them at start-up, before any
-batch is claimed.
-
 >>> from worker.consolidation.rules import RulesConsolidator
 >>> isinstance(RulesConsolidator(), Consolidator)
 True
 >>> (RulesConsolidator.needs_model, RulesConsolidator.handles_turns)
 (False, True)
 
-Deterministic ids for the entries a plan creates.
-
-An entry created by an ``Add`` or ``Supersede`` gets ``uuid5(namespace, first candidate id, n)``
-where ``n`` counts earlier entry-creating ops of the same plan with the same first candidate (a
-turn can yield several memories). Ids therefore depend only on the plan, never on a clock or a
-random source: replaying a batch makes the same ids, and a consolidator can refer to an entry it
-creates earlier in the same plan (duplicates within one batch, or a split LLM batch).
+**Entry ids.** An entry created by an ``Add`` or ``Supersede`` gets ``uuid5(namespace, first
+candidate id, n)``, where ``n`` counts earlier entry-creating ops of the same plan with the
+same first candidate. Ids depend only on the plan, never on a clock or a random source:
+replaying a batch makes the same ids, and a plan can refer to an entry it creates earlier
+(duplicates within one batch, or a split LLM batch).
 
 >>> ids = EntryIds("user:u1")
 >>> first = ids.next("c1")
@@ -44,36 +32,25 @@ True
 >>> first != ids.next("c1")
 True
 
-What may remove a memory: a plan retires an entry only where its batch's candidates say so.
-
-A consolidator's plan is untrusted (a model's above all): a misbehaving model could invalidate
-every entry, or "update" an unrelated entry into something else, while each operation still
-names some candidate of the batch. :func:`removal_problem` says when an operation that retires
-an *existing* entry (an ``invalidate`` or a ``supersede``) is not justified by the candidates it
-names. One of them must be:
+**Removals.** A plan is untrusted (a model's above all): it could invalidate every entry, or
+"update" an unrelated entry into something else, while each operation still names some
+candidate. :func:`removal_problem` refuses an ``invalidate`` or ``supersede`` of an *existing*
+entry unless one of the candidates it names is:
 
 - a ``forget`` candidate (one with a ``key`` forgets only entries of that key);
 - a candidate with the entry's ``key`` (a newer value for the slot);
-- a candidate that carries a replacement about the same thing as the entry: the supersede's
-  own text, or an ``add``/``supersede`` the same candidate backs in this plan, sets the same
-  attribute of the same person in a wording the rules know (:mod:`worker.consolidation.text`:
-  "I moved to Berlin" retires "I live in Paris"), or, by meaning in any language
-  (:meth:`~worker.consolidation.meaning.Meaning.may_replace`), restates it or lies near it
-  with a kind of statement in common ("nos hemos mudado a Bilbao" retires "vivo en
-  Valencia"); or is a correction ("sorry, I meant 43", "I said Hackney but I meant
-  Haringey") of an entry holding a number or a word it names. Without a meaning model, a
-  shared content word stands in for meaning (a contradiction in the same words: "I live in
-  Rome" retires "I live in Paris"); with one it does not, since a word in common says
-  nothing of what two statements are about ("I visited Lisbon" does not retire "My sister
-  lives in Lisbon").
+- a candidate with a replacement :func:`related` to the entry (the supersede's own text, or an
+  ``add``/``supersede`` it backs in this plan): the same attribute of the same person in a
+  wording the rules know ("I moved to Berlin" retires "I live in Paris"), the same thing by
+  meaning in any language (:meth:`~worker.consolidation.meaning.Meaning.may_replace`), or a
+  correction ("sorry, I meant 43") of an entry holding a number or word it names. Without a
+  meaning model a shared content word stands in for meaning; with one it does not, since a
+  shared word says nothing of what two statements are about.
 
-By meaning, a candidate that adds one more value beside the entry's (:func:`adds_beside`:
-"I'm also doing shifts at Globex" beside "I work at Acme") justifies no removal of it, in the
-rules as in a model's plan: only a replacement written for it that still says what the entry
-holds (:func:`keeps`: "I work at Acme and do shifts at Globex") may take the entry's place.
-
-"Related" cannot prove a contradiction; it makes an unrelated rewrite impossible (a replacement
-about something else is refused), and the removal cap bounds the rest.
+A candidate that by meaning adds one more value beside the entry's (:func:`adds_beside`)
+justifies no removal: only a replacement that still says what the entry holds (:func:`keeps`)
+may take its place. "Related" cannot prove a contradiction; it makes an unrelated rewrite
+impossible, and the removal cap bounds the rest.
 
 >>> related("I live in Paris", "I live in Rome"), related("I have a dog", "I prefer tea")
 (True, False)
@@ -82,23 +59,12 @@ about something else is refused), and the removal cap bounds the rest.
 >>> related("I live in Paris", "I moved to Berlin")
 True
 
-Check a plan before anything is written: the guard rails every consolidator passes through.
-
-:func:`validate_plan` walks the operations in order over the namespace's active entries (so an
-operation may refer to an entry an earlier operation of the same plan creates, see
-:mod:`~worker.consolidation.plan`) and lists every problem in plain words; an empty list means
-the plan may be applied. The problems are fed back to an LLM for its one repair attempt, so each
-names the operation and what to change.
-
-Removals: an operation that retires an existing entry must be justified by a candidate it
-names (:mod:`~worker.consolidation.plan`): a plan removes only what its batch asks for.
-Text a consolidator writes passes the same guards as candidate text, by pattern and by meaning
-(:func:`~worker.consolidation.guard_meaning.refusal`), and no path may be reserved
-(:func:`~worker.types.reserved_prefix`: the inbox route).
-
-Accounting: every candidate of the batch is named by at least one operation; one candidate may
-back several (a turn yields several memories, a forget removes several entries) but a rejected
-candidate backs nothing else, and each gets exactly one ledger row.
+**Validation.** :func:`validate_plan` walks the operations in order over the active entries (so
+an operation may refer to an entry an earlier one creates) and lists every problem in plain
+words; an empty list means the plan may be applied. The problems are fed back to an LLM for its
+one repair attempt, so each names the operation and what to change. Text a consolidator writes
+passes the same guards as candidate text (:func:`~worker.consolidation.guard_meaning.refusal`),
+and no path may be reserved (:func:`~worker.types.reserved_prefix`: the inbox route).
 
 >>> from worker.consolidation.plan import Plan
 >>> from worker.models import NamespaceState
@@ -106,34 +72,26 @@ candidate backs nothing else, and each gets exactly one ledger row.
 ...               max_text_bytes=100)
 []
 
-Apply a validated plan to a namespace state: new entries, ledger, files and diffs.
-
-Pure and deterministic: the same state, batch, plan and ``now`` give an equal
-:class:`~worker.consolidation.plan.AppliedPlan` (entry ids come from
-:mod:`~worker.consolidation.plan`). Nothing is deleted: superseded and forgotten entries get
-``invalid_at`` and a reason and stay in history.
+**Applying.** :func:`apply_plan` is pure and deterministic: the same state, batch, plan and
+``now`` give an equal :class:`~worker.consolidation.plan.AppliedPlan`. Nothing is deleted:
+superseded and forgotten entries get ``invalid_at`` and a reason and stay in history.
 
 - Operations touching a read-only (``state.read_only_paths``) or sensitive path become
   :class:`~worker.consolidation.plan.PendingApproval` instead, and so do later operations that
   depend on an entry such an operation would have created. A confirmation changes no file
   content and is applied anywhere.
-- Each changed file is rendered within ``file_budget_bytes``
-  (:func:`~worker.consolidation.render.select`): over it, the file keeps the entries most worth
-  loading (keyed, confirmed, recent) and ends with one line saying how many more
-  ``search_memory`` reaches. The entries left out stay **active** (searchable, mergeable,
-  shown again when room frees up); nothing is invalidated to fit a budget.
-- Files are rendered (:func:`~worker.consolidation.render.render_counted`) only for paths the plan
-  touched, and returned only when the content differs from ``current_files``.
-
-The ledger has one row per candidate, ordered by (``created_at``, id) so the batch order does
-not matter; a candidate backing several operations reports the strongest outcome (merged >
-forgotten > duplicate > pending_approval > rejected).
-
-``counts``: ``added``, ``superseded``, ``forgotten`` count entries, ``evicted`` the active
-entries the changed files leave out; ``duplicates`` and ``rejected`` count candidates;
-``pending_approval`` counts queued operations.
-
-One batch through the consolidator: merge → validate → apply, for the pipeline to commit.
+- Only the files the plan touched are rendered
+  (:func:`~worker.consolidation.render.render_counted`), and returned only when the content
+  differs from ``current_files``. Over ``file_budget_bytes`` a file keeps the entries most
+  worth loading (:func:`~worker.consolidation.render.select`) and ends with a line saying how
+  many more ``search_memory`` reaches; those left out stay **active**: nothing is invalidated
+  to fit a budget.
+- The ledger has one row per candidate, ordered by (``created_at``, id) so the batch order does
+  not matter; a candidate backing several operations reports the strongest outcome (merged >
+  forgotten > duplicate > pending_approval > rejected).
+- ``counts``: ``added``, ``superseded``, ``forgotten`` count entries, ``evicted`` the active
+  entries the changed files leave out; ``duplicates`` and ``rejected`` count candidates;
+  ``pending_approval`` counts queued operations.
 
 >>> from datetime import UTC, datetime
 >>> from worker.consolidation.rules import RulesConsolidator
@@ -322,12 +280,10 @@ def created_ids(namespace: str, ops: Sequence[Operation]) -> list[str | None]:
 
 
 def related(a: str, b: str, meaning: Meaning | None = None) -> bool:
-    """True when ``a`` and ``b`` are about the same thing (see the module notes): they set
-    the same attribute of the same person in a wording the rules know; and by ``meaning``
-    (texts prepared) when one is given, else when they share a content stem. With a model, a
-    shared word or number counts only in a correction, which names what it corrects ("I said
-    Hackney but I meant Haringey"); elsewhere it says nothing of meaning ("My sister lives in
-    Lisbon" / "I visited Lisbon last spring")."""
+    """True when ``a`` and ``b`` are about the same thing (see the module notes): the same
+    attribute of the same person in a wording the rules know; else by ``meaning`` (texts
+    prepared) when given, else a shared content stem. With a model, a shared word or number
+    counts only in a correction of ``a`` ("I said Hackney but I meant Haringey")."""
     first, second = frame_of(a), frame_of(b)
     if first is not None and second is not None and first.slot() == second.slot():
         return True
@@ -352,10 +308,8 @@ def replacements(plan_ops: Sequence[Operation]) -> dict[str, list[str]]:
 
 
 def reaffirms(held: Normalised, said: Normalised) -> bool:
-    """``said`` names what ``held`` holds and nothing more: a name or a number, each found in
-    ``held`` ("Yep, still with ITV" of "I work for ITV as a camera operator"), where a
-    statement that adds a value names another ("I also work at Globex" of "I work at Acme").
-    False when either is in a script without capitals, where names cannot be told.
+    """``said`` names at least one name or number, and each is found in ``held``: it restates,
+    it adds no value. False when either is in a script without capitals (no names to tell).
 
     >>> reaffirms(form_of("I work for ITV as a camera operator"), form_of("Yep, still with ITV"))
     True
@@ -370,15 +324,14 @@ def reaffirms(held: Normalised, said: Normalised) -> bool:
 
 
 def adds_beside(old: str, said: str, meaning: Meaning | None, *, later: bool = True) -> bool:
-    """By meaning, ``said`` gives a value beside what ``old`` holds, so it retires nothing:
-    it leans clearly towards adding one more (:meth:`Meaning.adds_one`, texts prepared); or
-    it gives one only wished, planned or imagined where ``old`` gives one that holds
-    (:meth:`Meaning.wished`: "Ich würde gern irgendwann bei Porsche arbeiten" beside "Ich
-    arbeite bei BMW"); or, ``said`` being ``later`` (said no earlier than ``old``), ``old``
-    tells a past beside it (:meth:`Meaning.former`: "My first car was a Fiat" stays beside
-    "I drive a Skoda now"; a statement arriving late is older than the one it meets, which
-    is then no past of it). And it names something ``old`` does not (:func:`reaffirms`).
-    False without meaning."""
+    """By meaning, ``said`` gives a value beside what ``old`` holds, so it retires nothing.
+
+    It must lean clearly towards adding one more (:meth:`Meaning.adds_one`, texts prepared),
+    or give one only wished or planned where ``old`` gives one that holds
+    (:meth:`Meaning.wished`), or, when ``later`` (said no earlier than ``old``), find ``old``
+    telling a past beside it (:meth:`Meaning.former`: "My first car was a Fiat" stays beside
+    "I drive a Skoda now"; a late-arriving older statement is no past of it). And it must
+    name something ``old`` does not (:func:`reaffirms`). False without meaning."""
     if meaning is None:
         return False
     wish = meaning.wished(said) and not meaning.wished(old)

@@ -19,15 +19,14 @@ a leading ``#``, fence, ``-``/``+``/``*``,   backslash-escaped (``\\#``, ``1\\.`
 One title from the path, then one bullet per active entry, oldest first (creation time, then
 validity start, then id, so entries created in the same run keep a fixed order).
 
-**Within a budget.** Given ``budget`` (bytes), a file whose full rendering is larger keeps the
-entries most worth loading (:func:`worth`: keyed first, then the most confirmed, then the most
-recently confirmed, then the newest), taken greedily while they fit, still shown oldest first,
-and ends with one line, after a blank line, saying how many more the agent reaches with the
-``search_memory`` tool (:func:`pointer_line`). The budget holds the pointer line too. Entries
-left out stay active: nothing is invalidated to make a file fit. The pointer is fixed text
-built from a number only (no entry text), so it is prompt-safe; it starts with ``_``, which an
-entry's line never does unescaped (:func:`entry_line` escapes a leading ``_``), so
-:func:`is_pointer_line` tells it from any entry when a file is read back.
+**Within a budget.** Given ``budget`` (bytes, the pointer line included), a file whose full
+rendering is larger keeps the entries most worth loading (:func:`worth`), taken greedily while
+they fit, still shown oldest first, and ends, after a blank line, with :func:`pointer_line`:
+how many more the agent reaches with the ``search_memory`` tool. Entries left out stay active:
+nothing is invalidated to make a file fit. The pointer is fixed text built from a number only,
+so it is prompt-safe; it starts with ``_``, which :func:`entry_line` escapes at the start of an
+entry, so :func:`is_pointer_line` tells it from any entry when a file is read back.
+
 :func:`entry_line` is the one place entry text becomes file text: what the sinks publish,
 ``memworker show`` prints and the agent loads are these bytes.
 

@@ -1,24 +1,59 @@
 """The rules consolidator, the default: statements extracted, matched and merged without a chat
 model.
 
-The entries active at one point of a rules merge, and the features a fuzzy match keys on.
+For each candidate, oldest first by when it was said (``occurred_at``, else arrival), then id:
 
-An entry is live from the moment the plan holds it (an existing entry, or one the plan added)
-until the plan retires it; the rules consolidator (:mod:`~worker.consolidation.rules`) keeps
-them indexed by these features so a candidate is compared with a few, not all.
+- ``fact``: rejected if a guard trips (:func:`~.guard_meaning.refusal`: patterns, then meaning)
+  or it is too long; a normalised or fuzzy duplicate of an active entry
+  (:func:`~.text.is_near_duplicate`) *confirms* that entry; a ``key`` already held by an active
+  entry *supersedes* it (newer wins, the old entry stays in history). Otherwise the wordings
+  the rules know decide first (:func:`~.text.frame_of`: "I moved to Berlin" supersedes "I live
+  in Paris"; "my sister lives in Berlin" retires nothing), then meaning
+  (:mod:`~worker.consolidation.meaning`, when a model is at hand, as by default) for any other
+  wording in any language: a *restatement* of one of its nearest entries confirms it; a
+  *correction* ("sorry, I meant 43") supersedes the statement it corrects; a statement of a
+  *single-valued* attribute of the user (where one lives, works, age, partner, name …)
+  supersedes the active entries giving that attribute. Anything else is added: a multi-valued
+  fact (likes, pets, relatives) never retires another, and an uncertain case adds. A candidate
+  said before the value it would replace is rejected as stale: event time decides, not arrival.
+- ``forget``: invalidates the active entries holding its ``key``, or else those whose text
+  contains the forget target on word boundaries (:func:`forget_target`) or nearly equals it;
+  nothing matching is a reject ("nothing to forget").
+- ``turn``: the explicit statements of its user lines (see below) go through the two rules
+  above; a turn with none is rejected ("no explicit statement").
+
+Without a meaning model (``MEMWORKER_EMBEDDINGS=none``) only duplicates, keys, forgets and the
+known wordings merge: restatements and new values in other words are added beside the old ones.
+
+Routing: the candidate's ``path`` if given; else ``/memories/preferences.md`` for keys starting
+``preference.`` and preference-like statements ("I prefer …", "call me …"); else
+``/memories/facts.md``. Candidates of one batch see each other: the second of two duplicates
+confirms the entry the first one adds. Removals are capped at ``max_removals`` per batch (the
+guard rail :func:`~.plan.validate_plan` enforces); a candidate that would pass the cap is
+rejected with that reason rather than failing the whole batch.
+
+>>> from datetime import UTC, datetime
+>>> from worker.models import NamespaceState
+>>> from worker.models import make_candidate
+>>> t = datetime(2025, 1, 1, tzinfo=UTC)
+>>> batch = [make_candidate(user_id="u1", trace_id="t1", text=s, now=t, idempotency_key=s)
+...          for s in ("I prefer tea", "i prefer TEA!")]
+>>> plan = RulesConsolidator().merge(NamespaceState("user:u1", 0, None), batch, now=t)
+>>> [op.op for op in plan.ops]
+['add', 'confirm']
+
+**Live entries.** An entry is live from the moment the plan holds it (an existing entry, or one
+the plan added) until the plan retires it; live entries are indexed by the features a fuzzy
+match keys on, so a candidate is compared with a few, not all.
 
 >>> fuzzy_key(Normalised.of("I have 2 cats"))
 (('2',), False)
 
-Explicit statements from conversation turns, by anchored patterns (no model).
-
-A ``turn`` candidate's text holds the user's input and the assistant's reply, one role per
-line prefix (``user:`` / ``human:``, ``assistant:`` / ``ai:``, ``system:``, ``tool:``); lines
-without a prefix continue the previous role. Only user lines are read: the assistant's reply
-is not the user's word, and a text without any user line yields nothing.
-
-Each user sentence is matched, after dropping leading fillers ("oh,", "also", "btw"),
-against these patterns, anchored at the sentence start:
+**Turns.** A ``turn`` candidate's text holds the user's input and the assistant's reply, one
+role per line prefix (``user:`` / ``human:``, ``assistant:`` / ``ai:``, ``system:``,
+``tool:``); lines without a prefix continue the previous role. Only user lines are read: the
+assistant's reply is not the user's word. Each user sentence, leading fillers ("oh,", "also",
+"btw") dropped, is matched against these patterns, anchored at the sentence start:
 
 =========================================  =====================================================
 pattern                                    result
@@ -45,53 +80,6 @@ The statement is stored in the user's words (first letter capitalised, end punct
 'profile.favourite_colour'
 >>> extract_statements("assistant: I prefer coffee")
 []
-
-The rules consolidator: deterministic merging without a chat model (the default).
-
-For each candidate, oldest first by when it was said (``occurred_at``, else arrival), then id:
-
-- ``fact``: rejected if a guard trips (:func:`~.guard_meaning.refusal`: patterns, then meaning)
-  or it is too long;
-  a normalised or fuzzy duplicate of an active entry (:func:`~.text.is_near_duplicate`)
-  *confirms* that entry; a ``key`` already held by an active entry *supersedes* it (newer wins,
-  the old entry stays in history; a candidate said before the held value is rejected as stale).
-  Otherwise the wordings the rules know decide first (:mod:`~worker.consolidation.text`:
-  "I live in Paris" … "I moved to Berlin" supersedes; "my sister lives in Berlin", "I worked at
-  Globex in 2010" or "I don't live in Berlin" retire nothing), then meaning decides
-  (:mod:`~worker.consolidation.meaning`, when a model is at hand, as it is by default) for
-  every other wording in any language: a *restatement* of one of its nearest entries, by vector
-  and by words, confirms it ("I own a cat" / "I've got a cat"); a *correction* ("sorry, I meant 43")
-  supersedes the statement it corrects; a statement of a *single-valued* attribute of the user
-  (where one lives, works, one's job, age, partner, diet, name …) supersedes the active
-  entries giving the same attribute ("I'm based in Glasgow" … "nos hemos mudado a Bilbao"),
-  unless it was said before them (then it is rejected as stale: event time decides, not
-  arrival); anything else is added. A multi-valued fact (likes, pets, relatives, allergies,
-  trips) is never retired by another, and an uncertain case adds.
-- ``forget``: invalidates the active entries holding its ``key``, or else those whose text
-  contains the forget target on word boundaries (:func:`~.rules.forget_target`) or nearly
-  equals it; nothing matching is a reject ("nothing to forget").
-- ``turn``: the explicit statements of its user lines (:mod:`~worker.consolidation.rules`) go
-  through the two rules above; a turn with none is rejected ("no explicit statement").
-
-Without a meaning model (``MEMWORKER_EMBEDDINGS=none``) only duplicates, keys and forgets
-merge: restatements and new values in other words are added beside the old ones.
-
-Routing: the candidate's ``path`` if given; else ``/memories/preferences.md`` for keys starting
-``preference.`` and preference-like statements ("I prefer …", "call me …"); else
-``/memories/facts.md``. Candidates of one batch see each other: the second of two duplicates
-confirms the entry the first one adds. Removals are capped at ``max_removals`` per batch (the
-guard rail :func:`~.plan.validate_plan` enforces); a candidate that would pass the cap is
-rejected with that reason rather than failing the whole batch.
-
->>> from datetime import UTC, datetime
->>> from worker.models import NamespaceState
->>> from worker.models import make_candidate
->>> t = datetime(2025, 1, 1, tzinfo=UTC)
->>> batch = [make_candidate(user_id="u1", trace_id="t1", text=s, now=t, idempotency_key=s)
-...          for s in ("I prefer tea", "i prefer TEA!")]
->>> plan = RulesConsolidator().merge(NamespaceState("user:u1", 0, None), batch, now=t)
->>> [op.op for op in plan.ops]
-['add', 'confirm']
 """
 
 from __future__ import annotations
@@ -155,14 +143,13 @@ class LiveEntry:
 
     @property
     def frame(self) -> Frame | None:
-        """The attribute frame the text sets, if any (:func:`~.text.frame_of`, kept per
-        text): read only where a candidate's own frame or a match needs it, so a batch that
-        sets no frame reads none of its namespace's entries for one."""
+        """The attribute frame the text sets, if any (:func:`~.text.frame_of`, cached per
+        text); read only when needed, so a batch that sets no frame derives none."""
         return frame_of(self.text)
 
     def conflicts_with(self, frame: Frame | None) -> bool:
-        """:func:`~.text.conflict` of this entry's frame with ``frame``, the entry's read
-        only when ``frame`` is set (without it nothing conflicts)."""
+        """:func:`~.text.conflict` of this entry's frame with ``frame`` (False when ``frame``
+        is None, without reading the entry's)."""
         return frame is not None and conflict(self.frame, frame)
 
 
@@ -371,8 +358,7 @@ def classify(sentence: str) -> Statement | None:
 def extract_statements(turn: str) -> list[Statement]:
     """Every explicit statement in the user lines of ``turn``, in order."""
     found = []
-    # The canonical form (NFKC, zero-width characters dropped, look-alikes folded in Latin
-    # words), so a fullwidth "ｍｙ ｃｉｔｙ ｉｓ …" routes to the same key as the plain one.
+    # The canonical form, so a fullwidth "ｍｙ ｃｉｔｙ ｉｓ …" routes to the same key.
     for sentence in sentences(canonical(user_text(turn))):
         statement = classify(sentence)
         if statement is not None:
@@ -385,12 +371,11 @@ def extract_statements(turn: str) -> list[Statement]:
 #: so it only works through a ``key``.
 MIN_FORGET_CHARS: Final = 4
 
-#: Oldest first, then by id: the order existing entries go live in (one C call per item, not a
-#: Python key function).
+#: Oldest first, then by id: the order existing entries go live in.
 _BY_AGE: Final = attrgetter("created_at", "id")
 
-#: Nearest entries a candidate is compared with by meaning for a restatement, by vector and
-#: again by words (BM25): a restatement is among the nearest by either; a few more cover ties.
+#: Nearest entries a candidate is compared with by meaning, by vector and again by words
+#: (BM25): a restatement is among the nearest by either; a few more cover ties.
 MEANING_NEIGHBOURS: Final = 8
 
 
@@ -427,8 +412,7 @@ class RulesConsolidator:
     ) -> None:
         """``similarity``: an optional extra paraphrase test, pure and deterministic like the
         rest of a merge. ``meaning``: vectors to decide restatements, corrections and
-        single-valued attributes by (see the module notes); without it, only duplicates, keys,
-        forgets and the known wordings merge."""
+        single-valued attributes by (see the module notes)."""
         if not 0.0 < similarity_threshold <= 1.0:
             raise ValueError(
                 f"similarity_threshold is {similarity_threshold}; give a share in (0, 1]"
@@ -492,9 +476,8 @@ class _Merge:
     def _add_live(self, entries: Iterable[LiveEntry]) -> None:
         """Make ``entries`` live, in order, after those already live.
 
-        New entries go last in every map, so each list stays in ``live`` order. One call
-        takes all of a namespace's entries (hundreds, on each merge): the maps are looked up
-        once per call, not once per entry.
+        New entries go last in every map, so each list stays in ``live`` order. The maps are
+        looked up once per call, not per entry: one call takes all of a namespace's entries.
         """
         live, by_text, by_features = self.live, self.by_text, self.by_features
         by_terms, by_slot, index = self.by_terms, self._by_slot, self._index
@@ -716,19 +699,13 @@ class _Merge:
         """Confirm a restatement, apply a correction or supersede the same single-valued
         attribute, by meaning; :data:`_UNDECIDED` when none applies (the statement is added).
 
-        A statement of the correction kind that corrects nothing held ("yep, still with ITV",
-        where no word of four letters ties it to "I work for ITV as a camera operator") is
-        then asked about like any other: it may still replace what it restates. Its new
-        wording is kept, never dropped: were it a new value the model took for a correction,
-        confirming the old one instead would lose it.
+        A correction that corrects nothing held is then treated like any other statement; its
+        new wording is kept, since confirming the old entry would lose a misread new value.
 
-        Only an entry the memory held before this batch is replaced: two statements that
-        arrive together are merged as restatements or kept side by side, never one taken for
-        the other's old value (a correction among them still corrects, :meth:`_correct`). On
-        the development half of the update stories the distinct facts lost fall from 3 to 1
-        of 371 and the current values lost from 1 to 0, with no more stale values: the small
-        model takes two facts said together for one attribute more often than a user gives
-        an attribute two values at once (they say "I moved from Leeds to York", one fact).
+        Only an entry held before this batch is replaced: statements that arrive together are
+        merged as restatements or kept side by side, never one taken for the other's old value
+        (a correction among them still corrects, :meth:`_correct`). The model mistakes two
+        facts said together for one attribute more often than a user gives two values at once.
 
         What the known wordings tell apart is never merged by meaning: another person or
         attribute (two frames of different slots), another polarity ("I don't …")."""
@@ -772,12 +749,11 @@ class _Merge:
         wanted: Normalised,
         said_at: datetime,
     ) -> float | None:
-        """How surely ``body`` gives a new value of what ``entry`` gives, when it does: by the
-        learned merge models (:meth:`Meaning.merge_score` of 1 or more), or by
-        the kinds (both clearly of one single-valued kind, near each other, of one polarity:
-        :meth:`Meaning.same_attribute`). Both were chosen on the development half of the
-        update stories; each catches updates the other misses (``python -m bench updates``).
-        ``said_at`` is when ``body`` was said: a held past stays beside a later value only
+        """How surely ``body`` gives a new value of what ``entry`` gives, or None: by the
+        learned merge models (:meth:`Meaning.merge_score` of 1 or more), or by the kinds (both
+        of one single-valued kind, near each other, of one polarity:
+        :meth:`Meaning.same_attribute`); each catches updates the other misses. ``said_at`` is
+        when ``body`` was said: a held past stays beside a later value only
         (:func:`~.plan.adds_beside`)."""
         assert self.meaning is not None
         if self.meaning.both_others(entry.text, body):
@@ -837,9 +813,8 @@ class _Merge:
     def _correct(self, cand: Candidate, body: str, *, key: str | None) -> str | _Undecided | None:
         """A correction ("sorry, I meant 43") supersedes a statement said before it that it
         can correct (one the trust check relates to it, holding a number when it names one):
-        the one nearest it by words ("I said Hackney but I meant Haringey"), else the latest.
-        Where it swaps one number for another, the entry keeps its words with the number
-        fixed."""
+        the one nearest it by words, else the latest. Where it swaps one number for another,
+        the entry keeps its words with the number fixed (:func:`corrected`)."""
         assert self.meaning is not None
         said = [
             e
@@ -854,8 +829,7 @@ class _Merge:
             said = [e for e in said if numbers_of(e.text)]
         if not said:
             return _UNDECIDED
-        # The statement it names a value of: nearest by words ("it's a Model Y, not a Model
-        # 3" corrects the car, not a later "under-10s"), else the latest.
+        # Nearest by words ("it's a Model Y, not a Model 3" corrects the car), else the latest.
         ids = {e.id for e in said}
         ranked = self.index().nearest(body, len(self.live))
         best = next((i for i, score in ranked if score > 0 and i in ids), None)
@@ -876,10 +850,9 @@ class _Merge:
     ) -> LiveEntry | None:
         """The first live entry ``body`` restates in other words, if any.
 
-        The rules' paraphrase shares the exact content-term set, so one lookup finds it; a
-        ``similarity`` is asked about the :data:`PARAPHRASE_NEIGHBOURS` entries the BM25 index
-        ranks nearest. Comparable entries are those a fuzzy duplicate may match (no key on
-        one side).
+        A rules paraphrase shares the exact content-term set (one lookup); a ``similarity`` is
+        asked about the :data:`PARAPHRASE_NEIGHBOURS` entries the BM25 index ranks nearest.
+        Only entries without a key, or a candidate without one, are compared.
         """
         wanted_terms = paraphrase_key(body)
         for entry in self.by_terms.get(wanted_terms, ()) if wanted_terms is not None else ():
@@ -922,9 +895,8 @@ class _Merge:
         first: LiveEntry | None = None
         lengths = fuzzy_lengths(wanted)
         alike = self.by_features.get(fuzzy_key(wanted), {}) if lengths else {}
-        # Only entries that can pass the cheap checks: whichever of the two is shorter, the
-        # lengths held or the lengths allowed, is walked (the order of lengths does not matter:
-        # the first in ``live`` order is kept).
+        # Walk the shorter of the lengths held and the lengths allowed; their order does not
+        # matter, the first in ``live`` order is kept.
         if len(alike) <= len(lengths):
             groups = [entries for length, entries in alike.items() if length in lengths]
         else:

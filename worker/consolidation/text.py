@@ -1,43 +1,29 @@
 """Text without a model: normal forms, similarity, lexicons, meaning-level terms and attribute
 frames.
 
-Word lists of the languages the tests cover, for :mod:`~worker.consolidation.text`.
-
-Written as people type them (lower case); the text module folds them into normal form. Each
-list has one row per language, so a language is added by adding a row.
-
-The first stage of the normal form: one canonical spelling of a text, case and punctuation kept.
-
-NFKC, default-ignorable and zero-width characters removed, every decimal digit made ASCII, and
-look-alike letters (:func:`confusable_table`) folded to Latin inside words that mix Latin with
-other letters. :mod:`~worker.consolidation.text` builds the normal form on it; the guards
-(:mod:`~worker.consolidation.guards`) read it as the *shape* of a text, and its
+**Normal form.** :func:`canonical` is one spelling of a text, case and punctuation kept: NFKC,
+invisible characters removed, every decimal digit made ASCII, and look-alike letters
+(:func:`confusable_table`) folded to Latin inside words that mix Latin with other letters. The
+guards (:mod:`~worker.consolidation.guards`) read it as the *shape* of a text, and its
 :func:`skeleton` (every look-alike folded) as a second look.
 
 >>> canonical("４２ и раѕѕword"), skeleton("раѕѕword")
 ('42 и password', 'password')
 
-Text normalisation and fuzzy similarity, for de-duplicating memories without a model.
+:func:`normalise`, the one form everything that compares text uses (dedupe, confirm, forget
+matching, the guards), case-folds the canonical form and cuts it into tokens with the ``regex``
+module's Unicode properties: a word is letters *with their combining marks* (``\\p{L}\\p{M}``, so
+Devanagari vowel signs and Hebrew points are kept), a number is a run of digits, an emoji is a
+token of its own, and each character of a word-free script (Han, Hiragana, Katakana, Thai, Lao,
+Khmer, Myanmar) is one token, so those scripts are compared as character sequences and n-grams.
 
-One normal form (:func:`normalise`) is used by everything that compares text: dedupe, confirm,
-forget matching and the guards (:mod:`~worker.consolidation.guards`). It is built from
-:func:`~.text.canonical` (NFKC, default-ignorable and zero-width characters removed,
-look-alike letters inside mixed-script words folded to Latin, every decimal digit made ASCII),
-then case-folded and cut into tokens with the ``regex`` module's Unicode properties: a word is
-letters *with their combining marks* (``\\p{L}\\p{M}``, so Devanagari vowel signs and Hebrew
-points are kept), a number is a run of digits, an emoji is a token of its own, and the
-characters of word-free scripts (Han, Hiragana, Katakana, Thai, Lao, Khmer, Myanmar) are one
-token each, so those scripts are compared as character sequences and n-grams rather than as
-words.
-
-Two statements are *the same memory* when their normal forms are equal and not empty, or when
-they are nearly equal *and* agree on every number, on negation and on their named entities.
-"Nearly equal" is, for spaced scripts, at most ``(len(a) + len(b)) // 10`` (the old 0.9 ratio)
-and at most :data:`MAX_EDITS` character insertions/deletions (rapidfuzz's bounded ``Indel``
-distance, so a long text costs a banded comparison, never a full quadratic one), and outside
-ASCII every changed word must be a one-edit typo of a word of :data:`MIN_TYPO_WORD`+ letters;
-for word-free scripts, a character-bigram overlap of at least 0.9 with every character of one
-text found in the other (a changed character is a different word).
+**Duplicates.** Two statements are *the same memory* when their normal forms are equal and not
+empty, or when they are nearly equal *and* agree on every number, on negation and on their named
+entities. "Nearly equal" is, for spaced scripts, at most ``(len(a) + len(b)) // 10`` and at most
+:data:`MAX_EDITS` character insertions/deletions (rapidfuzz's bounded ``Indel`` distance, so a
+long text costs a banded comparison, never a quadratic one), and outside ASCII every changed
+word must be a one-edit typo of a word of :data:`MIN_TYPO_WORD`+ letters; for word-free scripts,
+a character-bigram overlap of at least 0.9 with every character of one text found in the other.
 
 >>> normalise("  I prefer   Dark-mode!! ")
 'i prefer dark mode'
@@ -52,29 +38,23 @@ False
 >>> is_near_duplicate("🍕🍕", "🎉🎉"), is_near_duplicate("!!!", "???")
 (False, False)
 
-Word lists for :mod:`~worker.consolidation.text`, one row per language, in normal form.
+**Word lists** have one row per language, written as people type them (folded to normal form
+here), so a language is added by adding a row. A word in :data:`STOPWORDS` carries no content,
+so two statements differing only in these say the same thing. On purpose *not* stopwords:
+negations (they flip a statement), past forms (``was``, ``lived``: a past fact is another fact),
+``from`` (``moved from`` is the opposite of ``moved to``), quantities, and ``will`` (a plan is
+not a fact).
 
-Normal form: NFKC, case-folded, apostrophes read as word breaks (``j'habite`` → ``j habite``).
-A word in :data:`STOPWORDS` carries no content of its own, so two statements differing only in
-these say the same thing. On purpose *not* here: negations (they flip a statement), past forms
-(``was``, ``had``, ``lived``, ``worked``: a past fact is another fact), ``from`` (``moved from``
-is the opposite of ``moved to``), quantities, and ``will`` (a plan is not a fact).
-
-Meaning-level comparison without a model: content terms, a BM25 ranker and paraphrases.
-
-Built on the normal form of :mod:`~worker.consolidation.text`, with apostrophes read as word
-breaks (French elision: ``j'habite`` is ``j habite``). A text's *terms* are its tokens with
-function words dropped (:data:`~.text.STOPWORDS`, one row per language),
-synonyms folded to one word (``lives``/``reside``/``home`` → ``live``, ``color`` → ``colour``)
-and a light plural stem (``sisters`` → ``sister``). Characters of word-free scripts (Han, kana,
-Thai, …) are terms one by one, particles dropped, and the ranker indexes their bigrams too.
+**Terms.** A text's :func:`terms` are its tokens with apostrophes read as word breaks (French
+elision: ``j'habite`` is ``j habite``), function words dropped, synonyms folded
+(``lives``/``reside``/``home`` → ``live``) and a light plural stem (``sisters`` → ``sister``);
+characters of word-free scripts are terms one by one, particles dropped.
 
 - :class:`LexicalIndex`: an in-memory BM25 index (:mod:`worker.bm25`) over the terms of a
-  namespace's active entries, updated as a merge adds and retires entries;
-  :meth:`LexicalIndex.nearest` ranks them for a text (ties and zero scores in insertion order).
+  namespace's active entries (and bigrams of word-free characters), updated as a merge adds and
+  retires entries; ties and zero scores rank in insertion order.
 - :func:`is_paraphrase`: the same terms as a set, the same numbers, the same negation, and no
-  two names swapped ("Anna pays Ben" is not "Ben pays Anna"). Word order and function words do
-  not count: "Dune is my favourite book" restates "My favourite book is Dune".
+  two names swapped. Word order and function words do not count.
 
 >>> terms("My sister's home is in Riga") == terms("My sister lives in Riga")
 True
@@ -84,11 +64,10 @@ True
 ...     "Ben pays Anna")
 (False, False)
 
-Attribute frames: which single-valued attribute of whom an unkeyed statement sets.
-
-"I live in Paris" and "I moved to Berlin last month" both set *where I live*; the second, newer
-one replaces the first. :func:`frame_of` reads a statement as ``(subject, attribute, value)``
-when it matches one of the patterns below, anchored at its start, and ``None`` otherwise: the
+**Attribute frames**: which single-valued attribute of whom an unkeyed statement sets. "I live
+in Paris" and a newer "I moved to Berlin last month" both set *where I live*, so the second
+replaces the first. :func:`frame_of` reads a statement as ``(subject, attribute, value)`` when it
+matches one of the patterns below, anchored at its start, and ``None`` otherwise: the
 consolidator only retires an entry when both statements have a frame, the same subject and
 attribute, and values that differ (neither value's terms contained in the other's).
 
@@ -110,19 +89,18 @@ attribute                 examples (English, French, German, Spanish, Russian, C
 ``spouse``                I am married to …, je suis marié à …                           any
 ========================  ==========================================================  =========
 
-The subject is "self" for first-person statements, or the relation after a possessive when
-it names one person (:data:`UNIQUE_RELATIONS`: "my wife lives in …" is about her, not me).
-A relation that may be several people ("my sister", "my friend", "my colleague") sets no
-frame: two of its statements are never taken to conflict.
-What is *not* a frame, on purpose (such a statement is added and never retires anything):
-negated statements; past or dated facts ("I worked at Globex in 2010", "used to", a year other
-than after "since"); additions ("I also work at …", "another", "as well", 也/还); residence and
-employer values without a capitalised name ("I live in a flat", "I work for a startup") in
-cased scripts; counts ("I have two kids" / "I have three kids" may be two true facts);
-statements about third parties named by name; temporary or part-time states ("this summer",
-"on weekends", "volunteer"); values of more than :data:`MAX_VALUE_TERMS` terms; where one
-works rather than for whom ("trabajo en Madrid", "работаю в Москве", "我在北京工作"); anything
-else unmatched. Texts longer than :data:`~.text.MAX_SEMANTIC_CHARS` set no frame.
+The subject is "self" for first-person statements, or the relation after a possessive when it
+names one person (:data:`UNIQUE_RELATIONS`: "my wife lives in …" is about her, not me). A
+relation that may be several people ("my sister", "my friend") sets no frame, so two of its
+statements never conflict.
+
+On purpose *not* a frame (such a statement is added and retires nothing): negated statements;
+past or dated facts ("used to", a year other than after "since"); additions ("I also work at
+…", "another", 也/还); residence and employer values without a capitalised name in cased
+scripts ("I live in a flat"); counts ("I have two kids" / "three kids" may both be true);
+third parties named by name; temporary or part-time states ("this summer", "volunteer"); values
+of more than :data:`MAX_VALUE_TERMS` terms; where one works rather than for whom ("trabajo en
+Madrid"); texts longer than :data:`~.text.MAX_SEMANTIC_CHARS`; anything else unmatched.
 
 >>> frame_of("I moved to Berlin last month")
 Frame(subject='self', attribute='residence', value=('berlin',))
@@ -261,8 +239,8 @@ def skeleton(text: str) -> str:
 def canonical(text: str) -> str:
     """The case-preserving first stage of :func:`normalise` (punctuation kept).
 
-    NFKC, default-ignorable/zero-width characters and tatweel removed, decimal digits of every
-    script made ASCII, and look-alikes folded inside words that mix Latin letters with others.
+    NFKC, default-ignorable/zero-width characters and tatweel removed, decimal digits made
+    ASCII, look-alikes folded inside mixed-script words (see the module notes).
 
     >>> canonical("４２ и раѕѕword")
     '42 и password'
@@ -276,16 +254,14 @@ def canonical(text: str) -> str:
     return folded
 
 
-#: Character similarity at or above which two statements count as the same memory, as a share
-#: of their total length: at most ``(len(a) + len(b)) // 10`` insertions/deletions. 0.9
-#: tolerates a changed article or a typo in a sentence of ~20+ characters ("in my editor" /
-#: "in the editor") but not a changed object ("tea" / "coffee").
+#: Character similarity at or above which two statements count as the same memory: 0.9
+#: tolerates a changed article or a typo in a sentence ("in my editor" / "in the editor") but
+#: not a changed object ("tea" / "coffee").
 DUPLICATE_RATIO: Final = 0.9
 
 #: Most character insertions/deletions two near-duplicates may differ by, whatever their
-#: length: past this a long text was rewritten, not retyped. It also bounds the comparison
-#: (rapidfuzz stops once the distance is exceeded), so an adversarial batch of long texts
-#: costs O(length × MAX_EDITS) per pair instead of O(length²).
+#: length: past this a long text was rewritten, not retyped. It also bounds the comparison, so
+#: a pair of long texts costs O(length × MAX_EDITS) instead of O(length²).
 MAX_EDITS: Final = 64
 
 #: Shortest normalised text a fuzzy comparison is attempted on; below it only exact matches
@@ -307,14 +283,11 @@ _TOKEN: Final = regex.compile(
     rf"(?:(?![{_WORD_FREE}])[\p{{L}}\p{{N}}\p{{M}}])*"  # …without word-free characters
 )
 #: ASCII texts take plain ``re`` patterns and string methods: on ASCII they read exactly as the
-#: Unicode patterns do (a letter or digit is ``[A-Za-z0-9]``, lower case is ``[a-z]``), at a
-#: fraction of the cost per call.
+#: Unicode patterns do, and cost much less.
 _ASCII_TOKEN: Final = re.compile(r"[a-z0-9]+")
-#: The ASCII normal form by one byte translation, which reads as :data:`_ASCII_TOKEN` does on
-#: the lower-cased text: a letter becomes its lower case, a digit stays, every other byte is a
-#: space (so splitting on spaces leaves exactly the ``[a-z0-9]+`` runs); the apostrophes are
-#: deleted first. Several times cheaper per text than a regex search and a join of its
-#: matches, and a cold merge derives the form of every entry of its namespace.
+#: The ASCII normal form by one byte translation, equal to :data:`_ASCII_TOKEN` on the
+#: lower-cased text: letters lower-cased, digits kept, every other byte a space (apostrophes
+#: deleted first). Cheaper than a regex, and a cold merge normalises every entry.
 _ASCII_FOLD: Final = bytes(
     ord(c.lower()) if c.isascii() and c.isalnum() else 0x20 for c in map(chr, range(256))
 )
@@ -331,8 +304,8 @@ _SENTENCE_END: Final = regex.compile(r"[.!?:;\n]")
 _WORD: Final = regex.compile(r"[\p{L}\p{M}\p{N}]+")
 
 
-#: Texts whose :class:`Normalised` forms are kept: a few namespaces' entries (a chat namespace
-#: holds hundreds), so consecutive batches of the same namespaces find them derived.
+#: Texts whose :class:`Normalised` forms are kept: enough for a few namespaces' entries, so
+#: consecutive batches of the same namespaces find them derived.
 _KEPT_FORMS: Final = 8192
 
 
@@ -486,18 +459,14 @@ _NEW_TUPLE: Final = tuple.__new__
 
 @lru_cache(maxsize=_KEPT_FORMS)
 def _normalised(raw: str) -> Normalised:
-    """:meth:`Normalised.of`, cached: a namespace's entries are re-read with every batch, so
-    their forms are derived on the first batch only. Callers never mutate the result (frozen;
-    ``grams`` is only read)."""
-    # An ASCII text's form directly: an entry's text is normalised here only, so the cache of
-    # :func:`normalise` (shared by the guards and dedupe of one candidate) is not filled with it.
+    """:meth:`Normalised.of`, cached: a namespace's entries are re-read with every batch.
+    Callers never mutate the result (``grams`` is only read)."""
+    # ASCII directly, so entries do not fill the cache of :func:`normalise` (the guards' own).
     norm = _ascii_normal(raw) if raw.isascii() else normalise(raw)
     words = norm.split()
     if norm.isascii():  # no word-free script, no negation marker outside the word list
-        # :func:`_numbers` and the tuple's own constructor, inlined: a cold merge derives the
-        # form of every entry of its namespace, so the calls saved are per entry.
-        # The tokens holding a digit; when each is all digits they are the digit runs (a
-        # token is ``[a-z0-9]+``), else the runs are searched for.
+        # :func:`_numbers` and the tuple's constructor inlined (a cold merge runs this per
+        # entry). Tokens holding a digit are the digit runs when each is all digits.
         numbers = [w for w in words if not w.isalpha()]
         if not all(map(str.isdigit, numbers)):
             numbers = _DIGITS.findall(norm)
@@ -585,9 +554,8 @@ class NearDuplicateOf:
             return False
         if a.grams is not None or b.grams is not None:
             return _same_entities(a, b) and _grams_match(a, b)
-        # The bounded distance (one C call) before the named entities (read from both raw
-        # texts on each call): every check is pure and all must pass, so the order only
-        # decides which failing one is seen first.
+        # The cheap bounded distance before the named entities; all checks are pure and must
+        # pass, so the order changes only the cost.
         if int(Indel.distance(at, bt, score_cutoff=limit)) > limit:
             return False
         return _same_entities(a, b) and (
@@ -768,8 +736,7 @@ def paraphrase_key(text: str) -> frozenset[str] | None:
     """What two paraphrases share exactly: the set of content terms (None when ``text`` is
     too long to compare by meaning, or has no content term).
 
-    Kept as long as the :func:`terms` it is built from: a merge keys every live entry by it,
-    and a set built afresh per entry per merge costs more than the lookup of its terms.
+    Cached like :func:`terms`: a merge keys every live entry by it.
     """
     if len(text) > MAX_SEMANTIC_CHARS:
         return None
@@ -960,8 +927,8 @@ _PATTERNS: Final[tuple[tuple[str, str], ...]] = (
 )  # fmt: skip
 _COMPILED: Final = tuple((name, regex.compile(p)) for name, p in _PATTERNS)
 
-#: Words every pattern above holds one of (a cheap first look, as substrings: most statements
-#: set no frame). Keep in step with the patterns; the tests run every pattern's examples.
+#: Words every pattern above holds one of, as substrings (a cheap first look: most statements
+#: set no frame). Keep in step with the patterns: the tests run every pattern's examples.
 _TRIGGERS: Final = (
     *("live", "reside", "moved", "relocated", "based", "home", "habite", "vis ", "vit "),
     *("installé", "déménagé", "wohn", "lebe", "gezogen", "vivo", "resido", "mud", "vive"),
@@ -1026,8 +993,7 @@ _FILLER: Final = regex.compile(
 _SELF_FORMS: Final = frozenset({"", "i", "je", "j", "ich", "yo", "я", "我"})
 
 #: Relations that name one person, so "my wife lives in …" twice is one attribute set twice.
-#: Others may be several people ("my sister lives in Berlin", "my sister lives in Paris" can
-#: be two sisters; friends, colleagues, children): their statements set no frame.
+#: Others ("my sister", friends, children) may be several people and set no frame.
 UNIQUE_RELATIONS: Final = frozenset(
     {
         *("mother", "father", "wife", "husband", "partner", "spouse", "boyfriend", "girlfriend"),

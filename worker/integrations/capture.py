@@ -1,8 +1,6 @@
 """Capturing conversations from inside a LangChain agent: the run's identity, and a client call
 that never fails the chat.
 
-What the integrations need from the hot-path client, and how they call it without ever failing.
-
 :class:`Enqueuer` / :class:`AsyncEnqueuer` are the ``enqueue`` signature of
 ``MemoryClient`` / ``AsyncMemoryClient``: keyword arguments
 :class:`~worker.models.EnqueueFields`, declared once. Anything with that method works (a test
@@ -21,19 +19,14 @@ reply goes on.
 u1 t1 hi
 'c1'
 
-Who and which run a hook is running for: one identity, plus thread and trace ids, read once.
-
-The rule itself (what the server vouches for decides; client-written claims may repeat it,
-never replace it; with orgs, the org is part of the user) lives in :mod:`worker.types`,
-which the thread scan uses too; this module reads a run's places for it.
-
-A capture must carry the user and trace ids *explicitly*, captured while the run is still on
-the stack: a timer or worker thread later would not inherit the context variables they come
-from. :func:`read_run_ids` is called inside the hook and the result travels with the candidate.
+A capture must carry the user and trace ids *explicitly*, read by :func:`read_run_ids` inside
+the hook while the run is still on the stack: a timer or worker thread later would not inherit
+the context variables they come from.
 
 **One identity.** :func:`resolve_identity` is the only place any integration (the deep-agent
 helper's namespaces, the capture middleware, the summary flush, the ``remember``/``forget``
-and ``search_memory``/``read_memory`` tools) learns whose memory a run touches:
+and ``search_memory``/``read_memory`` tools) learns whose memory a run touches, by the rule of
+:mod:`worker.types` that the thread scan follows too:
 
 - On a server that **authenticated** the run (a LangGraph server with custom auth puts the
   user in ``runtime.server_info.user`` and in ``configurable["langgraph_auth_user"]`` /
@@ -64,18 +57,12 @@ candidate is still valid.
 ...     print(str(exc)[:72])
 the run's configurable names user 'bob', but the server authenticated 'a
 
-Capture conversations for memory from inside a LangChain agent.
-
 :class:`MemoryCaptureMiddleware` goes into ``create_agent(middleware=[...])`` (or a deep
 agent's ``middleware``). After each agent run it enqueues ONE ``turn`` candidate: the run's
-last user input and its final assistant reply, never tool calls or tool results. The
-consolidation worker later decides what, if anything, is worth remembering.
-
+last user input and its final assistant reply, never tool calls or tool results.
 :func:`make_memory_tools` gives the model ``remember`` and ``forget`` tools that enqueue
-``fact`` / ``forget`` candidates; consolidation still decides what is stored.
-
-Neither ever raises into the agent: queue trouble is logged and counted (see
-:mod:`worker.integrations.capture`) and the reply goes on.
+``fact`` / ``forget`` candidates. Consolidation decides what is stored, and neither ever raises
+into the agent.
 
 >>> from langchain.agents import create_agent                       # doctest: +SKIP
 >>> from worker.queue.client import MemoryClient                  # doctest: +SKIP

@@ -1,32 +1,24 @@
 """Deep agents: memory wired in one place (routes, namespaces, permissions), the summary flush, and
 tools over memory.
 
-Tool mode: ``search_memory`` and ``read_memory`` over the user's committed memory.
-
-Beside ``remember``/``forget`` (which enqueue candidates), these read what consolidation
-committed. The namespace comes from the run — the user by the one identity rule
-(:func:`~worker.integrations.capture.tool_user`: the authenticated identity on a server that
-authenticates, else the user id in the tool runtime's context, ``configurable`` or metadata),
-and the assistant given here — never from the model's arguments, so neither a prompt nor a
-run's context can read another user's memory (a mismatch is refused: nothing is read).
-
-The tools need something that **offers search** (:class:`MemorySearch`); the SQL-backed one is
-:class:`worker.service.search.SqlMemorySearch`. Building the tools without one, or with
-one that declares ``supports_search = False``, is a :class:`~worker.errors.ConfigurationError`
-at start-up rather than a tool that fails in every conversation.
+Tools: ``search_memory`` and ``read_memory`` read what consolidation committed (beside
+``remember``/``forget``, which enqueue candidates). The namespace comes from the run, by the
+one identity rule (:func:`~worker.integrations.capture.tool_user`), never from the model's
+arguments, so neither a prompt nor a run's context can read another user's memory. The tools
+need something that **offers search** (:class:`MemorySearch`, e.g.
+:class:`worker.service.search.SqlMemorySearch`); without one, building them is a
+:class:`~worker.errors.ConfigurationError` at start-up rather than a tool that fails in every
+conversation.
 
 >>> make_search_tools(None)  # doctest: +ELLIPSIS
 Traceback (most recent call last):
 ...
 worker.errors.ConfigurationError: search_memory needs a memory search backend...
 
-The summary flush for deep agents: replaces deepagents' own ``SummarizationMiddleware``.
-
-``create_deep_agent`` always installs deepagents' summarisation (it offloads evicted history to
-the backend and keeps the raw messages, recording a ``_summarization_event``). A middleware
-passed in ``middleware=[...]`` replaces a built-in one **by name**, so
-:class:`DeepAgentSummaryFlush` — deepagents' class, named ``SummarizationMiddleware`` — takes
-its place instead of running beside it::
+The summary flush: ``create_deep_agent`` always installs deepagents' summarisation, and a
+middleware passed in ``middleware=[...]`` replaces a built-in one **by name**, so
+:class:`DeepAgentSummaryFlush` (deepagents' class, named ``SummarizationMiddleware``) takes its
+place instead of running beside it::
 
     from deepagents import create_deep_agent
     from deepagents.backends import StateBackend
@@ -43,9 +35,7 @@ changes nothing and enqueues nothing: the model is called on the uncompacted con
 failure is logged and counted (``memworker_summary_failures_total``). Summary calls are tagged
 ``middleware:summarize`` and ``nostream``.
 
-Wire a deep agent to memworker's memory in one place: routes, namespaces, memory, permissions.
-
-:func:`memory_backend` returns a :class:`MemworkerMemory` whose parts go straight into
+Wiring: :func:`memory_backend` returns a :class:`MemworkerMemory` whose parts go straight into
 ``create_deep_agent``::
 
     from deepagents import create_deep_agent
@@ -62,11 +52,9 @@ sink writes with (so reader and writer cannot disagree):
   shared memory at ``/shared/``, the organisation's at ``/policies/`` (each a ``StoreBackend``
   over the graph's store; any of the last two can be left out);
 - **namespace factories** reading the ids by the one identity rule
-  (:func:`~worker.integrations.capture.resolve_identity`): on a server that
-  authenticates, the identity is the user and its org claim the organisation, and a run whose
-  ``context``/``configurable``/metadata names anyone else is refused
-  (:class:`~worker.errors.IdentityMismatch`, nothing read); without authentication, the
-  run's ``context``, then ``configurable``, then metadata — never the model;
+  (:func:`~worker.integrations.capture.resolve_identity`), never from the model; a run naming
+  anyone else than the authenticated identity is refused
+  (:class:`~worker.errors.IdentityMismatch`, nothing read);
 - the ``memory=`` paths to load into the system prompt;
 - deepagents' own ``permissions=`` rules (first match wins): the inbox (``/memories/inbox/``)
   is writable; files memworker owns under ``/memories/`` are read-only unless

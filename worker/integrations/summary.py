@@ -1,19 +1,16 @@
 """What summarization compacts away, captured once the summary exists; the chat model that writes
 it.
 
-A chat service's own chat model, named by one setting: ``provider:model`` (LangChain's
-``init_chat_model``) or a class path ``package.module:Class`` built without arguments.
-
-What an agent server reads at start (the deep-agent example's ``DEEP_AGENT_MODEL``): any
-failure to build the model is one :class:`~worker.errors.ConfigurationError` line naming the
-variable, never the library's multi-line error.
+:func:`chat_model_from` builds a chat service's own chat model from one setting (the deep-agent
+example's ``DEEP_AGENT_MODEL``): ``provider:model`` (LangChain's ``init_chat_model``) or a class
+path ``package.module:Class`` built without arguments. Any failure is one
+:class:`~worker.errors.ConfigurationError` line naming the variable, never the library's
+multi-line error.
 
 >>> chat_model_from("bogus:model", variable="AGENT_MODEL")
 Traceback (most recent call last):
 ...
 worker.errors.ConfigurationError: AGENT_MODEL='bogus:model' could not be built (ValueError: ...
-
-Capture what LangChain's ``SummarizationMiddleware`` compacts away, once the summary exists.
 
 :class:`MemorySummaryFlush` *is* a ``SummarizationMiddleware`` (same arguments, same
 behaviour) that, each time a summary replaces old messages, first enqueues those messages as
@@ -28,11 +25,11 @@ behaviour) that, each time a summary replaces old messages, first enqueues those
   thread-scan source use too, so a retried step or a second source adds nothing;
 - a queue failure never blocks the compaction (it is logged and counted).
 
-The summary message of an earlier compaction is the model's own digest and is never captured.
+The summary message of an earlier compaction is the model's own digest: never captured, nor
+trimmed out of the next summary's input (it and the new messages share
+``trim_tokens_to_summarize``).
 The summary call is tagged ``middleware:summarize`` (so traces attribute it) and, as LangChain
 does, ``nostream`` (its tokens never reach the user's stream).
-The previous summary is never trimmed out of the next summary's input: it and the new messages
-share ``trim_tokens_to_summarize``, its tokens counted first.
 
 >>> from langchain.agents import create_agent                        # doctest: +SKIP
 >>> agent = create_agent(model, middleware=[MemorySummaryFlush(       # doctest: +SKIP

@@ -1,12 +1,9 @@
-"""The operators' side of the queue: what is queued, dead letters, purges, and read-only views.
-
-The operators' side of the queue: what is queued, the dead letters, forgetting a
-namespace's queue, and the deployment's facts (policy, durability, epochs, cluster size).
+"""The operators' side of the queue: what is queued, dead letters, purges, deployment facts.
 
 The worker's side, the batch lifecycle (enqueue, claim, read, extend, ack, fail), is
 :class:`~worker.queue.redis_queue.RedisQueue`, which hands this out as ``queue.admin``. Reads
-here are snapshots for people, never decisions; the writes (retry or drop a dead letter, purge
-a namespace) are scripts that check their own preconditions.
+here are plain pipelined reads: snapshots for people, never decisions. The writes (retry or
+drop a dead letter, purge a namespace) are scripts that check their own preconditions.
 
 Example (needs a Redis server)::
 
@@ -14,10 +11,6 @@ Example (needs a Redis server)::
     admin.stats().pending           # candidates waiting, all scopes
     for letter in admin.dead_letters():
         admin.retry_dead(letter.namespace)
-
-Read-only views of the queue for operators: one namespace, the dead letters, the epochs.
-
-Plain pipelined reads, not scripts: snapshots for people, never decisions.
 """
 
 from __future__ import annotations
@@ -214,7 +207,7 @@ PAGE: Final = 1000
 def namespace_state(
     client: RedisClient, layout: QueueLayout, namespace: str, now: float | None
 ) -> NamespaceQueueState:
-    """See :meth:`worker.queue.redis_queue.RedisQueue.namespace_state`."""
+    """See :meth:`QueueAdmin.namespace_state`."""
     pipe = client.pipeline(transaction=False)
     pipe.hmget(layout.meta(namespace), "token", "lease_until", "dead", "attempts", "lease_from")
     pipe.hget(layout.meta(namespace), "last_error")

@@ -1,14 +1,10 @@
-"""The same client on an event loop (:class:`AsyncMemoryClient`), and its connections.
+"""The hot-path client on an event loop (:class:`AsyncMemoryClient`), and its connections.
 
-The hot path's client for an event loop (:class:`~worker.AsyncMemoryClient`).
-
-The same client as :mod:`worker.queue.pool` (bounded, no retries, a stale pooled socket
-replaced, every new connection probed for an evicting policy, scripts loaded on NOSCRIPT),
-over ``redis.asyncio``; kept apart so that a synchronous client never imports asyncio. Each
-call, whatever its round trips, ends at the timeout: a connection cancelled mid-reply is
-closed, never reused.
-
-Async twin of :class:`~worker.queue.client.MemoryClient`, for asyncio chat services.
+Async twin of :class:`~worker.queue.client.MemoryClient` with the same connection rules as
+:mod:`worker.queue.pool` (bounded, no retries, a stale pooled socket replaced, every new
+connection probed for an evicting policy, scripts loaded on NOSCRIPT), over ``redis.asyncio``;
+kept apart so that a synchronous client never imports asyncio. Each call, whatever its round
+trips, ends at the timeout: a connection cancelled mid-reply is closed, never reused.
 
 >>> from worker import AsyncMemoryClient
 >>> async def reply():  # doctest: +SKIP

@@ -1,9 +1,9 @@
 """The chat service's client of the queue (:class:`MemoryClient`): a candidate checked, built and
 enqueued in one Redis round trip.
 
-Enqueue arguments → the stored candidate and its script call, for both hot-path clients: the
-candidate is :func:`worker.models.build_candidate`'s :class:`~worker.models.Candidate`, the
-one declaration of what the queue stores, written by its ``model_dump_json``.
+:class:`CandidateBuilder` turns enqueue arguments into the stored candidate and its script call,
+for both hot-path clients; the candidate is :func:`worker.models.build_candidate`'s
+:class:`~worker.models.Candidate`, the one declaration of what the queue stores.
 
 >>> from worker.queue.client import ClientSettings
 >>> builder = CandidateBuilder(ClientSettings(redis_url="redis://x"), "redis://x")
@@ -11,27 +11,20 @@ one declaration of what the queue stores, written by its ``model_dump_json``.
 >>> candidate.namespace, len(candidate.id)
 ('user:u1', 32)
 
-The chat service's side of the queue: enqueue a candidate memory in one Redis round trip.
-
 >>> from worker import MemoryClient
 >>> with MemoryClient() as memory:  # doctest: +SKIP
 ...     memory.enqueue(user_id="u1", trace_id="req-42", text="I prefer tea")
 '5f0c…'
 
-``MemoryClient()`` reads the deployment's settings as the worker does: the ``MEMWORKER_*``
-environment, so ``MEMWORKER_REDIS_URL`` or else the embedded server that ``memworker run``
-started in ``MEMWORKER_DATA_DIR``. Constructing a client is an *edge* of the chat service, the
-one place its memory settings are read, like the worker's command line; below it nothing reads
-the environment. It reads only the variables it uses
-(:class:`~worker.settings.ClientSettings`, which the worker's settings extend).
-``MemoryClient(settings)`` takes settings built elsewhere, and
-``MemoryClient.from_url(url, key_prefix=…)`` reads no environment at all (a library call;
-``from_url(None)`` is ``MemoryClient()`` with overrides).
+``MemoryClient()`` reads the deployment's settings as the worker does, from the ``MEMWORKER_*``
+environment: ``MEMWORKER_REDIS_URL`` or else the embedded server that ``memworker run`` started
+in ``MEMWORKER_DATA_DIR``. Constructing a client is an *edge* of the chat service, the one place
+its memory settings are read (only those of :class:`~worker.settings.ClientSettings`); below it
+nothing reads the environment. ``MemoryClient(settings)`` takes settings built elsewhere, and
+``MemoryClient.from_url(url, key_prefix=…)`` reads no environment at all.
 
-The arguments are :class:`~worker.models.EnqueueFields`, declared once for both clients,
-``enqueue_many`` and the integrations. ``user_id`` and ``trace_id`` are always passed
-explicitly (never read from a context variable: timers and worker threads do not inherit
-them). Invalid input raises
+``user_id`` and ``trace_id`` are always passed explicitly (never read from a context variable:
+timers and worker threads do not inherit them). Invalid input raises
 :class:`~worker.errors.InvalidCandidate` before anything is sent; Redis trouble raises
 :class:`~worker.errors.QueueUnavailable` within ``settings.socket_timeout_seconds``. A Redis
 whose ``maxmemory-policy`` evicts (``allkeys-*``) is refused on every enqueue with

@@ -1,32 +1,25 @@
 """The queue's Redis deployment: its policy, its durability, and the one beat it allows.
 
-What the queue needs from its Redis deployment: the policy it runs under, and durability.
-
 **Policy.** Debounce, max wait and the per-namespace backlog limit belong to the deployment,
 not to whoever enqueues: the workers write them into every shard's ``policy`` hash at start
 (:func:`publish_policy`), the ``claim`` script restores them after Redis lost them, and the
-``enqueue`` script reads them there. A chat service's client needs only the URL and the key
-prefix; its settings and its clock change nothing about when a namespace becomes due.
+``enqueue`` script reads them there. A chat service's settings and clock change nothing about
+when a namespace becomes due.
 
-**Sinks.** The workers record the sinks they publish to (:func:`record_sinks`, at start), so
-an operator command run with other settings can tell that it would write what the workers'
-sinks never receive (``memworker status`` shows the set and any difference).
+**Sinks.** The workers record the sinks they publish to (:func:`record_sinks`), so an operator
+command run with other settings can tell that it would write what the workers' sinks never
+receive (``memworker status`` shows the difference).
 
-**Durability.** :func:`check_durability` reads ``CONFIG GET appendonly``, ``appendfsync`` and
-``maxmemory-policy``. An ``allkeys-*`` policy evicts queue keys under memory pressure, which
-silently drops acknowledged candidates: refused unless ``allow_evicting_redis`` is set. No AOF
-means a restart loses the queue: a loud warning (the epoch detects the loss afterwards).
-Managed Redis often refuses ``CONFIG``; that is tolerated and reported as unknown.
+**Durability.** An ``allkeys-*`` policy silently evicts queued candidates under memory
+pressure: refused unless ``allow_evicting_redis`` is set. No AOF means a restart loses the
+queue: a loud warning (the epoch detects the loss afterwards). Managed Redis often refuses
+``CONFIG``; that is tolerated and reported as unknown (:func:`check_durability`).
 
-One beat per deployment: a lock in Redis with a heartbeat, the way RedBeat does it.
-
-Every beat process tries to hold ``<prefix>:beat:lock`` on each loop: the holder renews it (the
-renewal is its heartbeat), the others find it taken and stay on standby (they schedule
-nothing). A holder that dies stops renewing; its lock expires after :data:`BEAT_LOCK_SECONDS`
-and the next standby to loop takes over. A holder that died *on the standby's own host* (same
-host name and process namespace, its pid gone: a restarted ``memworker run`` or beat
-container finding its own predecessor's lock) is replaced at once, without waiting for the
-expiry. ``memworker status`` shows the holder.
+**One beat per deployment**, as RedBeat does it: every beat process tries to hold
+``<prefix>:beat:lock`` on each loop; the holder renews it (its heartbeat), the others stay on
+standby and schedule nothing. A dead holder's lock expires after :data:`BEAT_LOCK_SECONDS`;
+one that died on the standby's own host (same host name and pid namespace, pid gone) is
+replaced at once.
 
 >>> Holder.parse("box:4242:1a2b3c4d:4026531836")
 Holder(host='box', pid=4242, pid_namespace='4026531836')

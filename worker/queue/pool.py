@@ -1,11 +1,17 @@
 """The hot path's connections: redis-py, bounded, fail-fast, refusing an evicting server.
 
-Fail-fast Redis connections and the errors that say what to do when Redis is not there.
+A chat reply must never hang on Redis. One :class:`HotPool` per :class:`~worker.MemoryClient`,
+over ``redis.Redis`` for one server or ``redis.cluster.RedisCluster`` for a
+``redis+cluster://`` URL (:func:`worker.queue.redis.open_redis`, as the workers connect):
 
-A chat reply must never hang on Redis. So: bounded pools that wait at most the socket timeout
-for a free connection, connect/read timeouts of ``settings.socket_timeout_seconds``, and no
-client-side retries (a retried timeout would multiply the worst case). The pools are
-redis-py's (:mod:`worker.queue.pool`, :mod:`worker.queue.async_client`).
+- At most ``max_connections`` sockets (per node); a caller waits at most the timeout for one.
+- No client-side retries (a retried timeout would multiply the worst case). A pooled socket
+  the server closed meanwhile is found closed when handed out, and replaced.
+- A round trip ends at the timeout whatever the server does, a reply trickling in byte by
+  byte included (:class:`DeadlineSocket`). A connection that timed out is closed, never
+  reused: a late reply is never read as the next call's.
+- Scripts run as ``EVALSHA``, loaded when Redis answers ``NOSCRIPT``
+  (:mod:`worker.queue.scripts`; on a cluster a batch is split by node).
 
 A single-node URL (``redis://``, ``rediss://`` or ``unix://``) takes ``db`` and, for
 ``rediss://``, ``ssl_cert_reqs`` (``required``, the default, ``optional`` or ``none``),
@@ -24,29 +30,19 @@ URL asks for, and redis-py would take others (``socket_timeout``…) over the cl
 ...     print("does not apply socket_timeout" in str(exc))
 True
 
-The hot path refuses an evicting Redis, as the workers do, without slowing an enqueue.
+**Evicting servers.** An ``allkeys-*`` ``maxmemory-policy`` deletes queued candidates under
+memory pressure. The workers refuse to start on such a Redis
+(:func:`worker.queue.deployment.check_durability`); the client must refuse too, or it
+acknowledges candidates that are then silently evicted. The check costs one round trip **per
+new connection**, never per enqueue: right after the handshake, before the socket carries any
+candidate, it sends :data:`PROBE`. While the policy evicts, that socket is closed and
+:class:`~worker.errors.QueueMisconfigured` raised, so every enqueue is refused until Redis is
+fixed. A policy changed on a live server is seen at the next reconnect.
 
-An ``allkeys-*`` ``maxmemory-policy`` deletes queued candidates under memory pressure: every
-enqueue it acknowledged may be gone before a worker reads it. The workers refuse to start on
-such a Redis (:func:`worker.queue.deployment.check_durability`); a chat service's client must
-refuse too, or it acknowledges candidates that are then silently evicted.
-
-The check costs one round trip **per new connection**, never per enqueue: when a pool opens a
-socket (the first enqueue, and every reconnect after a restart, failover or dropped socket) it
-sends :data:`PROBE` — ``CONFIG GET maxmemory-policy`` and ``INFO memory`` pipelined — right
-after its handshake (redis-py's connect hook), before the socket carries any candidate. While
-the policy evicts, that socket is closed and :class:`~worker.errors.QueueMisconfigured`
-raised, so *every* enqueue is refused (each opens,
-probes and refuses again) until Redis is fixed; then the next enqueue goes through. A policy
-changed on a live server (``CONFIG SET``) is seen at the next reconnect; the workers re-check
-at each start.
-
-Managed Redis often disables ``CONFIG``: then ``INFO memory``'s ``maxmemory_policy`` field
-decides. Where both are refused (an ACL user allowed only the queue's scripts), the policy
-cannot be known from this side: the client then accepts, logs one warning per pool, and
-leaves the verdict to the workers' start-up check (which runs with the deployment's own
-credentials). ``allow_evicting_redis`` (``MEMWORKER_ALLOW_EVICTING_REDIS``) is the same
-informed override for both sides.
+Managed Redis often disables ``CONFIG``: then ``INFO memory``'s ``maxmemory_policy`` decides.
+Where both are refused, the client accepts, logs one warning per pool, and leaves the verdict
+to the workers' start-up check. ``allow_evicting_redis`` is the same informed override for both
+sides.
 
 >>> policy_of([[b"maxmemory-policy", b"allkeys-lru"], b"# Memory\\r\\nmaxmemory_policy:x\\r\\n"])
 'allkeys-lru'
@@ -54,25 +50,6 @@ informed override for both sides.
 'noeviction'
 >>> policy_of([Exception("NOPERM"), Exception("NOPERM")]) is None
 True
-
-The hot path's Redis client: redis-py, bounded, fail-fast, refusing an evicting server.
-
-One :class:`HotPool` per :class:`~worker.MemoryClient`, over ``redis.Redis`` for one server
-(``redis://``, ``rediss://``, ``unix://``) or ``redis.cluster.RedisCluster`` for a
-``redis+cluster://`` URL (:func:`worker.queue.redis.open_redis`, as the workers connect):
-
-- At most ``max_connections`` sockets (per node); a caller waits at most the timeout for one.
-- No retries. A pooled socket the server closed meanwhile (a restart, its ``timeout``) is
-  found closed when the pool hands it out, and replaced by a fresh connection.
-- A round trip ends at the timeout whatever the server does: each read waits at most what is
-  left of it, so a reply trickling in byte by byte ends at the deadline too
-  (:class:`DeadlineSocket`). A connection that timed out is closed, never reused: a late
-  reply is never read as the next call's.
-- Every new connection is first asked for the server's ``maxmemory-policy``; an evicting one
-  is refused (:mod:`worker.queue.pool`). Steady-state calls reuse checked sockets.
-- Scripts run as ``EVALSHA``, loaded when Redis answers ``NOSCRIPT``
-  (:mod:`worker.queue.scripts`: one round trip per call or per pipelined batch; on a cluster
-  a batch is split by node and what a node redirects is sent again through the cluster).
 """
 
 from __future__ import annotations

@@ -1,38 +1,30 @@
 """Reaching the queue's Redis: where it is, its clients, and each failure named.
 
-Where the queue's Redis is: the configured URL, or the embedded server's Unix socket.
-
-The hot-path clients, the workers and the CLI all resolve the address here, so a client that
-only knows the data directory finds the server ``memworker run`` started.
+**Where.** The configured URL, or the embedded server's Unix socket. The hot-path clients, the
+workers and the CLI all resolve the address here, so a client that only knows the data
+directory finds the server ``memworker run`` started. A socket file left behind by a killed
+``memworker run`` refuses connections at once, so it is reported as stale instead of being
+pinged with a timeout.
 
 >>> from worker.settings import Settings
 >>> resolve_redis_url(Settings(redis_url="redis://cache:6379/0"))
 'redis://cache:6379/0'
 
-A socket file left behind by a ``memworker run`` that was killed (``kill -9``: nothing
-removed it) is recognised in well under a millisecond: connecting to it is refused at once,
-so it is reported as stale instead of being pinged with a timeout (and retried) for seconds.
-
-Clients for the queue's Redis: one node (``redis://``, ``rediss://``, ``unix://``) or a
-Redis Cluster (``redis+cluster://seed1:6379,seed2:6379``).
-
-Every part that talks to the queue — the workers, the CLI, ``memworker status`` — opens its
-client here, so a cluster URL means the same thing everywhere. On a cluster redis-py's
-:class:`~redis.cluster.RedisCluster` follows ``MOVED`` and ``ASK`` redirections and refreshes
-its slot map after a failover; errors that persist past its retries are translated by
-:mod:`worker.queue.redis` into named errors. A script touches only keys of one shard,
-which share a hash tag, so each call lands on one slot.
+**Clients.** One node (``redis://``, ``rediss://``, ``unix://``) or a Redis Cluster
+(``redis+cluster://seed1:6379,seed2:6379``). Every part that talks to the queue opens its
+client here, so a cluster URL means the same thing everywhere. redis-py's
+:class:`~redis.cluster.RedisCluster` follows ``MOVED`` and ``ASK`` and refreshes its slot map
+after a failover. A script touches only keys of one shard, which share a hash tag, so each call
+lands on one slot.
 
 >>> client = open_redis("redis://127.0.0.1:6379/0", timeout=1.0)
 >>> is_cluster(client)
 False
 >>> client.close()
 
-Every Redis failure as a :class:`~worker.errors.MemworkerError` that says what to do.
-
-redis-py raises its own exceptions, and a script's error reply comes back as a bare
-``ResponseError`` (pipelines and the hot path keep it as a value). Callers of the queue (the
-hot path above all) only ever see this module's translation, so one ``except
+**Failures.** redis-py raises its own exceptions, and a script's error reply comes back as a
+bare ``ResponseError``. Callers of the queue only ever see :func:`translate`'s
+:class:`~worker.errors.MemworkerError`, which says what to do, so one ``except
 MemworkerError`` covers Redis too.
 
 >>> import redis

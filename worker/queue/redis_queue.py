@@ -1,12 +1,10 @@
-"""The worker's side of the queue: a batch's lifecycle (claim, read, extend, ack, fail) and the
-sweep; the claims it hands out, and what their stream ids and epochs mean (the queue owns that
-format: the service asks a claim, it parses no stream id).
+"""The durable debounced queue, the worker's side: a batch's lifecycle (claim, read, extend,
+ack, fail), the sweep, and the claims it hands out. The queue owns the format of stream ids and
+epochs: the service asks a claim, it parses no stream id.
 
 >>> c = Claim(namespace="user:u1", token=3, covered="1700000000000-0", count=2, attempts=0)
 >>> c.token, c.position
 (3, '/1700000000000-0')
-
-The durable debounced queue: candidates per namespace in Redis, claimed in leased batches.
 
 Life of a namespace's batch::
 
@@ -27,7 +25,7 @@ Invariants the scripts keep:
 - A namespace's keys share a hash tag, so each script touches one Redis Cluster slot.
 
 The clock is the Redis server's: every script reads ``TIME`` itself. Methods take ``now``
-(epoch seconds) only as a test hook; production callers leave it out and send no clock.
+(epoch seconds) only as a test hook; production callers leave it out.
 
 Example (needs a Redis server)::
 
@@ -38,11 +36,8 @@ Example (needs a Redis server)::
         ...                                  # merge, commit (heartbeat: queue.extend(claim))
         queue.ack(claim)                     # or queue.fail(claim, "why")
 
-The operators' side (what is queued, dead letters, purging a namespace, the deployment's
-policy and durability) is ``queue.admin``, a :class:`~worker.queue.admin.QueueAdmin` on the
-same client.
-
-Sweep: claim every due namespace and hand each claim to a dispatcher (one task per claim).
+The operators' side is ``queue.admin``, a :class:`~worker.queue.admin.QueueAdmin` on the same
+client.
 """
 
 from __future__ import annotations
@@ -214,13 +209,10 @@ def stream_position(stream_id: str) -> tuple[int, int]:
 def arrived(entries: Sequence[tuple[str, Candidate]]) -> list[Candidate]:
     """Each candidate stamped with its arrival on the Redis server (its stream id's ms).
 
-    The consolidator orders candidates and decides "newer wins" for a key by ``created_at``;
-    stamping the server's arrival time there makes that the queue's arrival order, so a chat
-    host whose clock runs fast or slow cannot make its value win or lose. The client's own
-    stamp stays in the queue's log entry. Entries without a stream id (a preview's extra
-    candidates) keep theirs. An ``occurred_at`` (the caller's event time, which merging goes
-    by) after the arrival is taken as the arrival: nothing was said after it reached the
-    queue, so a fast host's event times cannot win over later arrivals either.
+    "Newer wins" for a key goes by ``created_at``; the server's arrival time there makes that
+    the queue's arrival order, so a chat host whose clock is off cannot make its value win or
+    lose. An ``occurred_at`` after the arrival is clamped to it for the same reason. Entries
+    without a stream id (a preview's extra candidates) keep their own stamps.
     """
     out = []
     for sid, candidate in entries:

@@ -1,20 +1,16 @@
 """The queue's Lua scripts and what they read and write: keys, the candidate's encoding, calls,
 replies and counters.
 
-Where the queue keeps things in Redis: key names, shards and hash tags.
+**Keys.** A namespace lives in one shard, ``zlib.crc32(namespace_key) % settings.queue_shards``
+(stable across processes and Python versions, unlike the salted ``hash()``). Every key of a
+shard carries the same Redis Cluster hash tag ``{s<shard>}``, so each Lua script touches a
+single slot and the queue runs unchanged on a cluster.
 
-A namespace lives in one shard, ``zlib.crc32(namespace_key) % settings.queue_shards``. Every
-key of a shard carries the same Redis Cluster hash tag ``{s<shard>}``, so each Lua script
-touches a single slot and the queue runs unchanged on a cluster. ``zlib.crc32`` is used because
-it is stable across processes and Python versions (``hash()`` is salted per process), fast, and
-in the standard library.
-
-Per namespace (``ns`` is the namespace key, e.g. ``user:u1``):
+Per namespace (``ns`` is the namespace key, e.g. ``user:u1``), existing only while it has
+candidates:
 
 - ``<prefix>:{s7}:ns:<ns>:log`` — a Stream of candidates (fields ``c`` = JSON, ``i`` = id)
 - ``<prefix>:{s7}:ns:<ns>:meta`` — a hash: batch arrivals, lease, fence, attempts, dead flag
-
-Both exist only while the namespace has candidates: when its log empties they are deleted.
 
 Per shard:
 
@@ -41,20 +37,13 @@ Per shard:
 >>> layout.namespace_of_meta("mw:{s8}:ns:user:u1:meta")
 'user:u1'
 
-The queue's Lua scripts: their sources, the SHA1s Redis caches them under, their calls.
-
-Each operation is one script in ``worker/queue/lua/<name>.lua`` whose header lists its KEYS and
-ARGV by name (``-- KEYS[1]  log ...``, ``-- ARGV[2]  token ...``; ``ARGV[n…]`` names a list
-that takes the rest). The header is read once, at load, and is the call's contract: a call
-passes named values (:meth:`LuaScript.bind` derives the KEYS from the queue layout) and the
-script orders them, refusing a missing or unknown name.
-
-Scripts marked ``-- uses _lib.lua`` get the shared helpers prepended, and those marked
-``-- uses _sets.lua`` the set helpers too (after them); the hot path's enqueue does without
-the latter, because every prepended function is created again on each call.
-
-Calls go out as EVALSHA through redis-py, the script loaded only when Redis answers NOSCRIPT
-(:mod:`worker.queue.scripts`). This module does not import redis-py.
+**Scripts.** Each operation is one script in ``worker/queue/lua/<name>.lua`` whose header lists
+its KEYS and ARGV by name (``-- KEYS[1]  log ...``; ``ARGV[n…]`` names a list that takes the
+rest). The header is the call's contract: a call passes named values (:meth:`LuaScript.bind`
+derives the KEYS from the layout) and the script orders them, refusing a missing or unknown
+name. Scripts marked ``-- uses _lib.lua`` (or ``_sets.lua``) get those helpers prepended; the
+hot path's enqueue does without ``_sets.lua``, since every prepended function is created again
+on each call.
 
 >>> SCRIPTS["enqueue"].name, len(SCRIPTS["enqueue"].sha)
 ('enqueue', 40)
@@ -67,10 +56,11 @@ Calls go out as EVALSHA through redis-py, the script loaded only when Redis answ
 >>> "local function restore_first" in SCRIPTS["ack"].source
 True
 
-Turning candidates into an ``enqueue`` script call and back; shared by every client.
-
-The hot-path clients (sync and async) and :class:`~worker.queue.redis_queue.RedisQueue` build
-the same call here, so there is one definition of what an enqueue sends.
+**Enqueue.** The hot-path clients and :class:`~worker.queue.redis_queue.RedisQueue` build the
+same call here (:class:`EnqueueEncoder`). It carries no clock and no policy of the client's:
+only its shard count, checked against the workers', and the release's default policy, used only
+until a worker has written the deployment's (see :mod:`worker.types`). So a client's clock or
+settings change nothing about when a namespace becomes due.
 
 >>> from worker.models import make_candidate
 >>> from worker.settings import Settings
@@ -82,24 +72,11 @@ the same call here, so there is one definition of what an enqueue sends.
 >>> decode_candidate(args[3]) == c
 True
 
-The call carries no clock, and no policy of the client's: only its shard count, checked
-against the workers', and the release's default policy, used only until a worker has written
-the deployment's (see :mod:`worker.types`). The script reads the server's ``TIME`` and
-the deployment's policy (``<prefix>:{sN}:policy``), so a client's clock or settings change
-nothing about when a namespace becomes due. ``now`` exists only as a test hook.
-
-Script calls through redis-py: EVALSHA, the script loaded again on NOSCRIPT, pipelines.
-
-What the workers, the CLI and the operators' side run their scripts with (the hot path packs
-its own calls: :mod:`worker.queue.pool`). redis-py's ``register_script`` reloads on NOSCRIPT
-for single calls, but in a pipeline it sends ``SCRIPT EXISTS`` before every ``execute()`` — a
-second round trip per batch — hence :func:`run_pipeline`.
-
-On a Redis Cluster redis-py refuses scripts in a pipeline, so :func:`run_pipeline` groups the
-calls by the node that owns their slot and pipelines each group on that node's own
-connection; a call the node redirects (``MOVED``/``ASK`` during a resharding or failover) or
-cannot answer is sent again alone through the cluster client, which follows redirections and
-refreshes its slot map.
+**Calls** go out as EVALSHA, the script loaded only when Redis answers NOSCRIPT. redis-py's
+``register_script`` would send ``SCRIPT EXISTS`` before every pipeline, a second round trip per
+batch, hence :func:`run_pipeline`. On a Redis Cluster redis-py refuses scripts in a pipeline, so
+the calls are grouped by the node that owns their slot; a call the node redirects or cannot
+answer is sent again alone through the cluster client, which follows redirections.
 
 >>> import redis
 >>> from worker.queue.scripts import QueueLayout
@@ -111,23 +88,14 @@ refreshes its slot map.
 [0, 0]
 >>> client.close()
 
-Script replies turned into the queue's values: claims and log entries.
+**Stats.** Every script that moves a namespace in or out of the due, leases or dead set counts
+it in its shard's stats hash (see ``worker/queue/lua/_lib.lua``), so reading queue health
+(:func:`collect_stats`) is one small read-only script per shard, pipelined: O(shards), whatever
+the number of waiting namespaces. :func:`recount_stats` recomputes the same figures by walking
+every namespace, for audits and tests.
 
-Queue health for ``memworker status`` and metrics, read from counters the scripts keep.
-
-Every script that moves a namespace in or out of the due, leases or dead set counts it in its
-shard's stats hash, and each shard keeps, per scope, a zset of namespaces by their oldest log
-entry (see ``worker/queue/lua/_lib.lua``). Reading queue health is therefore one pipelined
-round trip of one small read-only script per shard: O(shards), whatever the number of waiting
-namespaces. The only members read one by one are those whose due time has passed (the ones the
-next sweep claims), at most :data:`DUE_LOOKED_AT` per shard, to split them by scope.
-
-:func:`recount_stats` recomputes the same figures by walking every namespace: O(namespaces),
-for audits and for tests that check the counters against it.
-
-The queue's script calls on one Redis client, each failure raised as the error that names
-it: what the worker's side (:class:`~worker.queue.redis_queue.RedisQueue`) and the operators'
-side (:class:`~worker.queue.admin.QueueAdmin`) share.
+:class:`ScriptRunner` runs the scripts on one client, each failure raised as the error that
+names it; the worker's side and the operators' side share it.
 
 >>> from worker.queue.scripts import QueueLayout
 >>> import redis

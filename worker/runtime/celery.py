@@ -1,23 +1,18 @@
 """Celery: the app, its lanes, and the thin tasks that call a use case.
 
-The worker's lanes: one Celery queue each, consumed by its own process and pool.
-
-A lane's threads only ever run that lane's tasks, so a dependency that hangs slows its own lane
-and nothing else: a hung sink holds the *deliver* lane, a slow model the *consolidate* lane,
-while the *sweep* lane keeps claiming due namespaces. ``memworker worker`` runs all three
-lanes (one child process per lane); ``--lanes`` picks some, so each can be scaled on its own.
+Each lane is one Celery queue, consumed by its own process and pool, so a dependency that hangs
+slows only its own lane: a hung sink holds the *deliver* lane, a slow model the *consolidate*
+lane, while the *sweep* lane keeps claiming due namespaces. ``memworker worker`` runs all three
+lanes (one child process each); ``--lanes`` picks some, so each can be scaled on its own.
 
 >>> [lane.name for lane in LANES.values()]
 ['sweep', 'consolidate', 'deliver']
 >>> celery_argv(LANES["deliver"], key_prefix="mw", concurrency=2, loglevel="INFO")[:3]
 ['worker', '--queues=mw.deliver', '--pool=threads']
 
-Celery tasks: thin shims that fetch the worker's :class:`Runtime` and call a use case.
-
-The task functions are module-level so every app registers the same callables; each finds its
-dependencies on ``self.app`` (set by :func:`worker.runtime.celery.create_app`).
-
-The Celery app factory. Settings are built at the edge and passed in.
+The task functions are module-level shims, so every app registers the same callables; each
+finds the worker's :class:`~worker.runtime.container.Runtime` on ``self.app`` (set by
+:func:`create_app`) and calls a use case. Settings are built at the edge and passed in.
 
 >>> from worker.settings import Settings
 >>> from worker.runtime.celery import celery_broker_url
@@ -272,9 +267,9 @@ def broker_options(broker: str, key_prefix: str) -> dict[str, Any]:
     """Celery's broker transport options for ``broker``.
 
     On a Redis broker every socket call has a deadline: kombu's default waits forever, so a
-    Redis that accepts connections and never answers (frozen, failed over, behind a dropped
-    NAT entry) held a lane's main loop, and even its Ctrl-C, for good. A timed-out call is a
-    lost connection to Celery, which reconnects. RabbitMQ has heartbeats of its own.
+    Redis that accepts connections and never answers would hold a lane's main loop, and even
+    its Ctrl-C, for good. A timed-out call is a lost connection to Celery, which reconnects.
+    RabbitMQ has heartbeats of its own.
 
     >>> broker_options("redis://r:6379/0", "mw")["socket_timeout"]
     5.0

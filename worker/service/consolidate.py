@@ -1,15 +1,9 @@
 """Consolidating a namespace: the claimed batch's hub, its result and metrics, a preview, and
 reconcile by hand.
 
-A batch's result, and a preview's merge of queued entries, for the consolidate hub (which
-commits the merge) and :func:`preview` (which only shows it), so a preview is exactly what a
-commit would do. What stream ids and epochs mean is the queue's (:mod:`worker.queue.redis_queue`).
-
-What a batch's outcome moves in the metrics: the one place results become numbers.
-
-Consolidate one claimed namespace batch: read → merge → validate → one commit → ack.
-
-This is the one place where the queue, the consolidator and the store meet. Its invariants:
+:meth:`Pipeline.consolidate` consolidates one claimed namespace batch: read → merge → validate
+→ one commit → ack. It is the one place where the queue, the consolidator and the store meet.
+Its invariants:
 
 * **Nothing lost.** Candidates leave Redis only through a token-checked ack issued *after* the
   database commit. Any failure before that (consolidator error, invalid plan, database error,
@@ -27,18 +21,13 @@ This is the one place where the queue, the consolidator and the store meet. Its 
   capped backoff and never counts toward dead-lettering; only failures of the batch itself
   (an invalid plan, a consolidator error) do.
 
-What consolidating a namespace now would change, merged in memory only.
-
-No lease, no run row, no commit: safe beside running workers. ``extra`` candidates (e.g. from
-a source re-scan that was not enqueued) are merged as if they were queued.
-
-Consolidate one namespace now, by hand, through the same claim and fence as the workers.
-
-Safe while workers run: a namespace is consolidated only under its queue lease (a namespace a
-worker holds is reported, not touched) and commits go through the database fence and the
-unique ledger, so nothing is merged twice. A dry run takes no lease and writes nothing.
-Reconciling several (``--all``, or one after a re-scan) publishes what was committed and reads
-back each changed file's own version.
+:func:`preview` shows what consolidating a namespace now would change, through the same
+:func:`merge_entries` a commit's merge makes, in memory only: no lease, no run row, no commit,
+so it is safe beside running workers. :func:`reconcile_namespace` consolidates one namespace
+now, by hand, through the same claim and fence as the workers: a namespace a worker holds is
+reported, not touched, and the database fence and the unique ledger keep anything from being
+merged twice. Results become metrics in one place, :func:`observe_batch`. What stream ids and
+epochs mean is the queue's (:mod:`worker.queue.redis_queue`).
 """
 
 from __future__ import annotations

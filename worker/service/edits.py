@@ -1,64 +1,41 @@
 """Agents' direct edits to published files, absorbed at the next consolidation instead of
 overwritten.
 
-Absorb what an agent wrote into a file memworker publishes, instead of overwriting it.
-
-The LangGraph store sink publishes compare-and-set: when the store holds content memworker did
-not publish there, it raises :class:`~worker.errors.ExternalEdit` and writes nothing.
-:func:`absorb_external_edit` reacts, inside the delivery:
+At delivery: the LangGraph store sink publishes compare-and-set; when the store holds content
+memworker did not publish there, it raises :class:`~worker.errors.ExternalEdit` and writes
+nothing, and :func:`absorb_external_edit` reacts, inside the delivery:
 
 1. the edit is diffed against the version memworker had published (the marker's version, else
-   the version before the one being delivered): each **added** line becomes a ``fact``
-   candidate, each **removed** line a ``forget`` candidate, source ``agent_edit``, trace id
-   ``agent-edit-<hash>``, deterministic ids (a repeated absorption adds nothing);
-2. the edit — the full content, its hash, its candidates — is recorded in SQL (source cursors,
-   tied to the namespace so an erase finds it) *before* anything else, so nothing the agent
-   wrote can disappear without a trace;
+   the closest earlier one): each **added** line becomes a ``fact`` candidate, each
+   **removed** line a ``forget`` candidate, source ``agent_edit``, deterministic ids (a
+   repeated absorption adds nothing);
+2. the edit (full content, hash, candidates) is recorded in SQL, tied to the namespace so an
+   erase finds it, *before* anything else, so nothing the agent wrote disappears without a
+   trace;
 3. the delivery is then done without writing: the agent's content stays in the store until the
-   candidates are merged. The next consolidation of the namespace merges them when the edit
-   check is on (the check at consolidation below, which also finds edits no delivery met
-   yet);
-   :func:`settle_agent_edits` (run by the source scan) enqueues recorded edits; and once the
-   ledger holds their candidates the next delivery — or the settle step, when the merge
-   changed nothing — publishes over exactly the absorbed content (its hash is
-   the only thing ``overwrite`` accepts);
-4. an edit with nothing to merge (no line added or removed, or a line set memworker already
-   published) is published over at once; an edit of **org** memory, which only operators
-   write, is recorded and the operator's version restored;
+   candidates are merged (by the next consolidation when the edit check is on, else once
+   :func:`settle_agent_edits`, run by the source scan, enqueued them); then the next delivery,
+   or the settle step, publishes over exactly the absorbed content (its hash is the only
+   thing ``overwrite`` accepts);
+4. an edit with nothing to merge is published over at once; an edit of **org** memory, which
+   only operators write, is recorded and the operator's version restored;
 5. an edit over :data:`~worker.types.MAX_EDIT_LINES` lines or
    :data:`~worker.types.MAX_EDIT_BYTES` bytes is measured before any line of it is read
-   (:func:`~worker.connectors.layout.bounded_lines`) and **refused**: recorded with the reason (its
-   first :data:`~worker.types.MAX_EDIT_BYTES` characters kept), never merged, and
-   memworker's version restored over it by the file's next delivery or the next scan (the
-   record is then ``restored``, its reason kept). A 60,000-line dump took a batch 41-51 s
-   and committed 60,001 entries before this bound.
+   (:func:`~worker.connectors.layout.bounded_lines`) and **refused**: recorded with the reason,
+   never merged, and memworker's version restored over it (the record is then ``restored``).
 
 A delivery never fails because of an edit, so an agent editing files cannot trip the sink's
 breaker or stall other deliveries.
 
-Absorb an agent's direct edit at the next consolidation of its namespace, not at a scan.
-
-Before a batch is read, :meth:`EditCheck.collect` asks the compare-and-set sink, through its
-:class:`~worker.connectors.base.ReadsEdits` protocol, whether each published file of the namespace
-still holds what memworker published: one read per file, all of them within one deadline. A
-changed file is recorded exactly as a delivery records it (:func:`new_record`: the full
-content and its diff's candidates, deterministic ids), and the candidates of every edit of the
-namespace not yet in the ledger join the batch. The delivery after the commit then meets the
-recorded edit and publishes over exactly the absorbed content.
-
-Both ways a batch is consolidated go through it: the worker's consolidate task (the pipeline
-merges the candidates into the batch it claimed) and ``memworker reconcile`` (which, when
-nothing else is pending, enqueues them first so there is a batch to claim).
-
-**Bounded and never in the way.** It runs only when a sink that reads edits back is configured
-with ``MEMWORKER_DIRECT_EDITS``, never on the hot path. A store that is down or slow costs the
-batch at most :data:`CHECK_DEADLINE_SECONDS` in all (one deadline for every read, not one per
-read): the batch goes on with the edits already recorded, the rest is read at the next
-consolidation, and the outage is logged once (and its end once). What an edit costs is bounded
-too: an edit over :data:`~worker.types.MAX_EDIT_LINES` lines or
-:data:`~worker.types.MAX_EDIT_BYTES` bytes is refused before a line of it is read
-(:func:`~worker.service.edits.new_record`), and the candidates joining one batch count
-against the namespace's pending cap (``room``): those past it join a later batch.
+At consolidation (``MEMWORKER_DIRECT_EDITS``): before a batch is read, :meth:`EditCheck.collect`
+asks the sink (:class:`~worker.connectors.base.ReadsEdits`) whether each published file of the
+namespace still holds what memworker published, records a changed file exactly as a delivery
+does (:func:`new_record`), and adds the candidates of every edit not yet in the ledger to the
+batch. Both the consolidate task and ``memworker reconcile`` go through it. It is bounded and
+never in the way: a store that is down or slow costs the batch at most
+:data:`CHECK_DEADLINE_SECONDS` in all (one deadline for every read), the outage is logged once
+(and its end once), and the candidates count against the namespace's pending cap (``room``):
+those past it join a later batch.
 """
 
 from __future__ import annotations

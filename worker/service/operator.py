@@ -1,38 +1,22 @@
 """What operators do to memory files: write, roll back, approve or reject, compact, and ask why.
 
-Write an operator-owned memory file (org policies, agent notes) and publish it.
-
-The file becomes operator-owned: the consolidator never edits it (changes it proposes wait for
-an approval), and the hot path cannot write org scope at all. It is versioned and published
-like any other file, on the database's clock.
-
-Bring an old version of a memory file back, as a new version (history is append-only).
-
-Decide a change waiting for an operator (to a read-only or sensitive file).
-
-Approving re-validates the waiting operation against the namespace as it is *now*, commits it
-in the same transaction that records the approval (fenced like a merge), then publishes it. If
-it no longer applies (say the entry it replaces is gone), nothing is written and the approval
-stays pending. Rejecting writes nothing to the file. Both run on the database's clock.
-
-Re-render every file within its byte budget (e.g. after the budget was lowered).
-
-A file over its budget keeps the entries most worth loading and ends with one line counting
-the rest (:func:`~worker.consolidation.render.select`); the entries left out stay active.
-
-Each namespace is read in one snapshot and committed through the same database fence as a
-merge, so a compaction racing a merge of the same namespace loses cleanly (counted ``stale``)
-and the next compaction looks again. Each namespace is its own bulkhead: one that fails for any
-other reason is set aside (named, with the reason, in the report) and the others are compacted.
-
-Why the assistant remembers what it does: the use cases behind ``memworker why`` and
-``memworker candidate``.
-
-``why`` finds a namespace's entries by their text and shows, for each, the candidates that
-made, confirmed or retired it, read from the candidate ledger. ``candidate`` follows one
-candidate: merged, confirmed or rejected (the ledger, in SQL), still queued, due, leased or
-dead-lettered (the queue's log, in Redis), or erased (the namespace's erase fence). Both only
-read.
+* :func:`put_file` writes an operator-owned file (org policies, agent notes), on the
+  database's clock: the consolidator never edits it (changes it proposes wait for an
+  approval), and the hot path cannot write org scope at all. :func:`rollback` brings an old
+  version back as a new one (history is append-only).
+* :func:`approve` re-validates a waiting operation against the namespace as it is *now*,
+  commits it in the transaction that records the approval (fenced like a merge), then
+  publishes it; if it no longer applies, nothing is written and the approval stays pending.
+  :func:`reject` writes nothing to the file. Both run on the database's clock.
+* :func:`compact_files` re-renders every file within its byte budget (e.g. after the budget was
+  lowered): a file over it keeps the entries most worth loading and ends with one line
+  counting the rest (:func:`~worker.consolidation.render.select`), which stay active. Each
+  namespace goes through the same database fence as a merge, so a compaction racing a merge
+  loses cleanly (counted ``stale``), and is its own bulkhead.
+* :func:`explain` (``memworker why``) and :func:`candidate_fate` (``memworker candidate``) only
+  read: the first shows the candidates that made, confirmed or retired each matching entry (the
+  candidate ledger); the second follows one candidate through the ledger, the queue's log and
+  the erase fence.
 """
 
 from __future__ import annotations

@@ -1,8 +1,6 @@
 """Publishing: committed versions delivered from the outbox to the sinks, and delivered again on
 request.
 
-Publish committed versions from the outbox to their sinks: claimed, bounded, breaker-guarded.
-
 Only committed versions are ever in the outbox (rows are written in the commit's transaction),
 so a sink can never see an uncommitted version. Invariants of a delivery pass:
 
@@ -23,19 +21,12 @@ so a sink can never see an uncommitted version. Invariants of a delivery pass:
   database's (``now=None``, :mod:`worker.store.engine`); a host whose clock is a day off changes
   nothing. A ``now`` passed in is a test's injected time.
 
-Deliver the current files again (``memworker publish``): to every configured sink, or one.
-
-The case it is for: a sink added after memory was merged (the LangGraph store turned on for a
-deep agent) holds nothing, because the outbox files each commit under the sinks configured
-when it was made. Publishing again queues each current file for the chosen sinks in the
-outbox (a row of its current version, new or made due again, :meth:`~worker.store.memory.
-MemoryStore.requeue_current`) and delivers it through the same claimed, breaker-guarded path
-as every commit (:func:`~worker.service.publish.publish_now`), so a worker delivering at the
-same moment never doubles a delivery, and a sink that fails is retried by the workers.
-
-Each namespace is its own step behind a bulkhead: one the store cannot read is set aside with
-its reason, the others are published; the store being down ends the run (nothing would fare
-better).
+:func:`republish` (``memworker publish``) delivers the current files again, for a sink added
+after memory was merged: the outbox files each commit under the sinks configured when it was
+made, so a new sink holds nothing. It queues each current file in the outbox
+(:meth:`~worker.store.memory.MemoryStore.requeue_current`) and delivers it through the same
+claimed path as every commit (:func:`publish_now`), so a worker delivering at the same moment
+never doubles a delivery. Each namespace is its own bulkhead; the store being down ends the run.
 """
 
 from __future__ import annotations

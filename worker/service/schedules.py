@@ -1,7 +1,5 @@
 """Schedules: cron ticks and lookback windows, schedule files, and beat's heartbeat.
 
-Cron ticks and lookback windows, evaluated in a schedule's time zone, returned in UTC.
-
 A cron expression is read on the *wall clock* of its time zone (``0 3 * * *`` in
 ``Europe/Berlin`` fires at 03:00 Berlin time), but every datetime this module returns is a
 timezone-aware UTC instant, and every argument must be timezone-aware.
@@ -56,10 +54,6 @@ which exits 0 when the heartbeat is at most 60 seconds old and 1 otherwise.
 >>> write_heartbeat(path, t0)
 >>> heartbeat_age(path, t0 + timedelta(seconds=5))
 datetime.timedelta(seconds=5)
-
-
-
-
 """
 
 from __future__ import annotations

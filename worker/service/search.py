@@ -1,62 +1,39 @@
 """Memory search: committed entries embedded after each commit, and hybrid search over them.
 
-Embed committed entries: dense vectors, computed after the commit, never inside it.
-
-The consolidation task calls :meth:`EntryEmbedder.embed_namespace` after its batch is
-committed and acknowledged; nothing waits on it but that task, and it never raises: a provider
-that fails, hangs or is misconfigured leaves the entries without a vector (search still finds
-them by their words) and the next commit of the namespace tries again. The whole call has one
-deadline, ``timeout_seconds`` in all (every chunk, retry and wait between retries inside it;
-:func:`~worker.consolidation.meaning.embed_within`), so a hung provider holds the task that
-long and no longer; and every vector is checked (finite, the namespace's dimension, non-zero
-length) before it is stored: one that fails is not stored, its entry stays found by its words.
-Entries whose vector came from another model count as unembedded, so changing
+Embedding: the consolidation task calls :meth:`EntryEmbedder.embed_namespace` after its batch
+is committed and acknowledged, never inside the commit, and it never raises: a provider that
+fails, hangs or is misconfigured leaves the entries without a vector (search still finds them
+by their words) and the next commit of the namespace tries again. The whole call has one
+deadline, ``timeout_seconds`` in all (:func:`~worker.consolidation.meaning.embed_within`), and
+every vector is checked (finite, the namespace's dimension, non-zero length) before it is
+stored. Entries whose vector came from another model count as unembedded, so changing
 ``MEMWORKER_EMBEDDINGS`` re-embeds every namespace as it is next consolidated, or all at once
 with :meth:`EntryEmbedder.embed_all`.
 
-Search a namespace's committed entries: the backend of the ``search_memory`` tool.
-
-Full text first: the store's index (FTS5 or PostgreSQL full text, BM25-ranked; see
-:mod:`worker.store.search`) over every active entry of the namespace, whichever file it
-is in, kept by the commit itself, so a search never sees a half-commit, a superseded entry, an
-erased one or another namespace's. With embeddings configured, the hybrid ranking is the
-query's cosine similarity to the stored vectors of the namespace plus one bonus for each of
-the full-text top :data:`LEXICAL_DEPTH`, :data:`LEXICAL_WEIGHT` times the query's spread (its
-best cosine minus the namespace's median cosine; see :func:`fuse_scores`): the cosine orders
-everything, and words the query shares with an entry lift it by an amount measured in this
-query's own cosines, so that the same rule holds for a model or a language whose cosines
-crowd into a narrow band. An entry found by its words but not embedded yet gets the median
-cosine of the namespace for this query plus :data:`UNEMBEDDED_BONUS` over its full-text
-rank, so it is not lost for the seconds it waits for its vector. Given the consolidator's
-:class:`~worker.consolidation.meaning.Meaning` (the runtime hands it over), the hits after
-the first are then re-ordered by what they are about (:func:`by_kinds`): the kinds of
-statement the merge learned tell "What pet do I have?" near the pets, not near a job that
-shares its cosine. A namespace without vectors, or a model that fails or hangs, gives the
-full-text ranking alone.
+Search (the backend of the ``search_memory`` tool): full text first, the store's BM25-ranked
+index (:mod:`worker.store.search`) over every active entry of the namespace, kept by the
+commit itself, so a search never sees a half-commit, a superseded, erased or foreign entry.
+With embeddings configured, the query's cosine to the namespace's vectors orders everything,
+and the full-text top :data:`LEXICAL_DEPTH` are lifted by a bonus measured in this query's own
+spread of cosines (:data:`LEXICAL_WEIGHT`, :func:`fuse_scores`), so the same rule holds for a
+model or a language whose cosines crowd into a narrow band. Given the consolidator's
+:class:`~worker.consolidation.meaning.Meaning`, the hits after the first are then re-ordered
+by what they are about (:func:`by_kinds`). A namespace without vectors, or a model that fails
+or hangs, gives the full-text ranking alone.
 
 The vectors are read once per namespace into a matrix kept between queries and checked
-against the store's fingerprint of them on every query (one indexed read in the full-text
-query's snapshot): any commit or vector change of the namespace, by any process, moves it,
-and the matrix is read again. The cosine is brute force over every row of the namespace (one
-matrix-vector product: under a millisecond at 10k entries, and a user's memory stays far
-below the sizes where an approximate index would pay for itself). The matrix does not decide
-what is returned: the ranked ids are read back from SQL as active entries of the namespace,
-so a retired, erased or foreign entry can be proposed by a stale matrix but never returned.
-With the matrix kept, a query is one read transaction: the query is embedded before it
-opens, and the full-text ranking, the fingerprint, the fused ranking and the entries read
-back share its snapshot.
+against the store's fingerprint of them on every query: any commit or vector change of the
+namespace, by any process, moves it, and the matrix is read again. The cosine is brute force
+over every row (a user's memory stays far below the sizes where an approximate index would
+pay for itself). The matrix does not decide what is returned: the ranked ids are read back
+from SQL as active entries of the namespace, so a stale matrix can propose a retired, erased
+or foreign entry but never return it. With the matrix kept, a query is one read transaction:
+the query is embedded before it opens, and the full-text ranking, the fingerprint, the fused
+ranking and the entries read back share its snapshot.
 
-Why this shape (``python -m bench search --fusion`` prints every figure below, per half of
-each set): reciprocal-rank fusion discards the cosine's magnitude, so a dense first place
-that is barely ahead of the tenth counts as much as a clear one (LoCoMo recall@10 84.6 %
-held out, and 74 % top 5 on the paraphrase set against 90 % for the cosine alone). A bonus
-in absolute cosine falling with the full-text rank (``0.1 / rank`` over 50 hits, fitted to
-LoCoMo alone) kept LoCoMo's recall@10 but, on paraphrased questions in eight languages, put
-a sentence sharing only "ich habe" or "est-ce que" with the question first: recall@1 34 %
-against 59 % for the cosine alone. The same bonus for each of the full-text top dozen, in
-units of the query's spread, keeps both: LoCoMo recall@10 85.6 % / 86.5 % (chosen on / held
-out; 85.9 % / 86.2 % before) and first place as often as the cosine alone on the paraphrase
-set (59.3 % / 57.9 % against 59.3 % / 56.4 %).
+Why not reciprocal-rank fusion: it discards the cosine's magnitude, so a dense first place
+barely ahead of the tenth counts as much as a clear one. ``python -m bench search --fusion``
+prints the measurements behind the constants below.
 """
 
 from __future__ import annotations
@@ -220,36 +197,19 @@ class EntryEmbedder:
 
 
 #: The full-text bonus as a share of the query's spread (its best cosine minus the median
-#: cosine of the namespace). The bonus is measured against the query's own cosines, not in
-#: absolute cosine: a multilingual model's cosines of short entries crowd into a band a few
-#: hundredths wide (0.04 from median to best on the paraphrase set), so a fixed 0.1 let any
-#: full-text hit jump to first place, while LoCoMo's spread is about twice as wide.
-#: Chosen on the dev half of the multilingual paraphrase set and the first five LoCoMo
-#: conversations, in that order of constraints: first place at least as often as the cosine
-#: alone (59.3 %, as dense), the answer in the top 5 for at least 88 % (88.6 %), then the
-#: best LoCoMo recall@10. First chosen at 0.2 over the observations the merge by words kept
-#: (LoCoMo 85.7 %); chosen again each time the merge by meaning changed what it keeps: 0.15
-#: over 2,408 of 2,541 observations (85.6 % against 85.4 % for 0.2), then 0.2 again at depth
-#: 12 or 15 once two observations stopped retiring each other on the merge models' word
-#: (2,435 kept; 85.6 % against 85.4 % for 0.15). One question of 631 tells the two apart
-#: each time: the choice is within noise. Checked on the held-out halves: paraphrase test
-#: recall@1 57.9 % (dense 56.4 %; 58.6 % at 0.15), LoCoMo conversations 6-10 recall@10
-#: 86.5 % (the same at 0.15). ``python -m bench search --fusion`` prints the grid.
+#: cosine of the namespace), not in absolute cosine: a multilingual model's cosines of short
+#: entries crowd into a band a few hundredths wide, so a fixed bonus let any full-text hit
+#: jump to first place. Chosen for first place at least as often as the cosine alone, then
+#: the best LoCoMo recall@10; 0.15 and 0.2 are within noise of each other.
 LEXICAL_WEIGHT: Final = 0.2
 #: Full-text hits that receive the bonus, all the same: within them the full-text order is
-#: not trusted beyond "these match", so the cosine orders them. The index drops English
-#: stopwords only, and on paraphrases in German, French or Spanish its first hit is often a
-#: sentence sharing only "ich habe", "est-ce que" or "mi" with the question; a bonus falling
-#: with the full-text rank (``0.1 / rank`` over 50, before) put that hit first: recall@1 34 %
-#: against 59 % for the cosine alone on the paraphrase set's dev half. Deeper than a dozen,
-#: LoCoMo's recall@10 falls (83.4 % at 50 on conversations 1-5).
+#: not trusted beyond "these match" (the index drops English stopwords only, so on a German
+#: or French paraphrase its first hit may share only "ich habe" with the question), and the
+#: cosine orders them. Deeper than a dozen, LoCoMo's recall@10 falls.
 LEXICAL_DEPTH: Final = 12
-#: An entry found by its words but not embedded yet (the worker embeds it after its commit,
-#: seconds later) has no cosine: it scores the namespace's median cosine plus this over its
-#: full-text rank, the rule before :data:`LEXICAL_WEIGHT` was measured in the query's spread.
-#: A fact the user has just stated and asks about at once then ranks first when the query
-#: names it, and no entry waits long in this state; every entry of the measured sets has its
-#: vector, so no figure above depends on it.
+#: An entry found by its words but not embedded yet (its vector follows its commit by
+#: seconds) has no cosine: it scores the namespace's median cosine plus this over its
+#: full-text rank, so a fact the user has just stated ranks first when the query names it.
 UNEMBEDDED_BONUS: Final = 0.1
 #: Namespaces whose vector matrices one search object keeps (a conversation searches its
 #: user's namespace again and again); 16 x 10k entries x 384 floats is about 250 MB at worst.
@@ -258,21 +218,11 @@ MATRIX_CACHE_SIZE: Final = 16
 #: weight of that: each gets this times how alike its attribute profile and the query's are
 #: (:meth:`~worker.consolidation.meaning.Meaning.profiles`, from -1 to 1) on top of its fused
 #: score. A question rarely shares words with its answer ("What pet do I have?" for "I've got
-#: a tabby called Miso"), and the cosine of a small multilingual model ranks a job, a diet
-#: or a neighbour's dog as near; the kinds of statement the consolidator learned tell the
-#: user's pets apart from those. The first hit stays first: there the cosine
-#: and the words are surest (re-ordering it too cost first places on the held-out half).
-#: First chosen on the dev half of the paraphrase set among depths 10 and 20 and weights
-#: 0.03-0.25 by the best top 5 (0.12 at depth 10; held out, the test half's top 5 rose from
-#: 85.0 % to 90.0 %). Chosen again when the kinds gained the user's belongings, which moved
-#: the test half's top 5 to 87.9 %: over depths 10-20 and weights 0-0.4 the dev half's top 5
-#: is flat (93.6-95.7 % from 0.08 to 0.3) and the test half's moves between 87.1 % and 89.3 %
-#: with no pattern, one question either way; so the choice is now the best dev mean
-#: reciprocal rank (every place counts, not the fifth alone) among settings keeping first
-#: place and LoCoMo's first-half recall@10: 0.3 at depth 10 (0.741 against 0.736 at 0.12;
-#: test half top 5 88.6 %, first place unchanged; deeper than 10 costs LoCoMo up to 2 points).
-#: That criterion was picked after the test half's miss was known: read its 88.6 % as
-#: within a question of the goal. ``python -m bench search --fusion`` prints the grid.
+#: a tabby called Miso"), and a small multilingual model's cosine ranks a job or a
+#: neighbour's dog as near; the kinds of statement the consolidator learned tell the user's
+#: pets apart from those. The first hit stays first: there the cosine and the words are
+#: surest. Chosen by the best mean reciprocal rank among settings that keep first place and
+#: LoCoMo's recall@10 (deeper than 10 costs LoCoMo).
 KIND_DEPTH: Final = 10
 KIND_WEIGHT: Final = 0.3
 
@@ -430,9 +380,8 @@ def _dense_ranking(
     """:func:`fuse_scores` over every row of ``matrix`` for the unit query vector ``unit``,
     its first hits re-ordered by what they are about (:func:`by_kinds`) when ``meaning`` is
     given."""
-    # einsum, not ``@``: a matrix-vector product through BLAS spreads over every core and,
-    # on a loaded machine, waits for them (1.2 ms against 0.7 ms at 10k x 384, idle; far
-    # worse under load); this one runs on the calling thread.
+    # einsum, not ``@``: a matrix-vector product through BLAS spreads over every core and, on
+    # a loaded machine, waits for them; this one runs on the calling thread.
     cosines = np.einsum("ij,j->i", matrix.unit_rows, unit)
     if meaning is None:
         return fuse_scores(cosines, matrix.entry_ids, lexical, limit, rows=matrix.rows)

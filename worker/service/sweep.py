@@ -1,29 +1,19 @@
 """Keeping the queue moving: the sweep, the queue's health, dead letters, and what a worker checks
 at start-up.
 
-Is the queue's Redis keeping its promises? Durability settings and epoch changes.
+:func:`queue_health` (``memworker status``) reports Redis's AOF and eviction settings, and
+whether Redis lost its data since recent commits (another epoch) or was rolled back (SQL holds
+positions of the same epoch Redis never issued). Either way nothing new is skipped, but
+candidates queued and not yet committed then are gone.
 
-For ``memworker status``: Redis's AOF and eviction settings (with what each risk means),
-whether the epochs SQL recorded with recent commits still match the shards' epochs in Redis,
-and whether, within the same epoch, SQL holds positions Redis never issued (a rollback).
-A mismatch means Redis lost its data since those commits (restart without AOF, ``FLUSHALL``,
-eviction, failover to a stale replica): nothing new is skipped because of it (positions are
-only compared within an epoch), but candidates that were queued and not yet committed then
-are gone.
-
-What a worker does before it takes work: check Redis's durability, publish the policy,
-count the queue's statistics where no release counted them yet, and check the model.
-
-``memworker worker`` and ``memworker run`` call :func:`prepare_queue` before Celery starts,
-so a worker never runs on a Redis that evicts candidates (unless the operator said so), and
-the enqueue script finds this deployment's debounce, max wait and backlog limit in Redis.
-
-The model check is one place for every caller that builds the consolidator (the runtime, so
-every worker process and every model-using command): :func:`build_consolidator` refuses, in
-one line naming the setting, a base URL that does not parse, a provider package that is not
-installed and credentials that are missing (:class:`~worker.errors.ConfigurationError`, exit
-code 2); :func:`probe_model_server` then asks the configured server for an answer within
-:data:`MODEL_PROBE_SECONDS` (:class:`~worker.errors.ModelUnavailable`, exit code 4).
+Before Celery starts, ``memworker worker`` and ``memworker run`` call :func:`prepare_queue`, so
+a worker never runs on a Redis that evicts candidates (unless the operator said so) and the
+enqueue script finds this deployment's debounce, max wait and backlog limit in Redis. Every
+caller that builds the consolidator goes through :func:`build_consolidator`, which refuses a
+bad base URL, a missing provider package or missing credentials in one line naming the
+setting (:class:`~worker.errors.ConfigurationError`, exit code 2); :func:`probe_model_server`
+then asks the configured server for an answer within :data:`MODEL_PROBE_SECONDS`
+(:class:`~worker.errors.ModelUnavailable`, exit code 4).
 
 >>> from worker.settings import Settings
 >>> build_consolidator(Settings().for_consolidation).name
@@ -34,18 +24,11 @@ Traceback (most recent call last):
 ...
 worker.errors.ConfigurationError: MEMWORKER_MODEL_BASE_URL='localhost:8080' is not an ...
 
-Claim every due namespace, hand each claim to a dispatcher, and report the queue's health;
-or make every pending namespace due now (a drain).
-
-The claiming itself (and giving a claim back when it cannot be dispatched) is the queue's
-mechanism, :func:`worker.queue.redis_queue.sweep_due`; this use case adds what a sweep reports.
-
-The dead-letter queue: bring batches back (one namespace, or every one whose last error
-matches), or drop one's pending candidates for good.
-
-After an outage that dead-lettered batches anyway (e.g. from a release before outages stopped
-counting as attempts, or leases that expired while a dependency hung), the operator fixes the
-cause and retries them all at once instead of one ``dlq retry NS`` per namespace.
+:func:`sweep` claims every due namespace through the queue's own
+:func:`worker.queue.redis_queue.sweep_due` and adds what a sweep reports; :func:`drain` makes
+every pending namespace due now. Dead letters are brought back one namespace at a time, or all
+whose last error matches (after an outage that dead-lettered batches, once its cause is
+fixed), or dropped for good.
 """
 
 from __future__ import annotations
@@ -305,10 +288,9 @@ def _first_clause(message: str) -> str:
     return f"{head} ({one_line(quoted)}); {one_line(tail)}"
 
 
-#: How often a worker process refreshes the queue-depth gauges. Reading them costs one small
-#: script per shard (counters, not a walk over the namespaces), but every process's sweeps
-#: would still add that round trip every 2 s for graphs scraped far less often; the gauges lag
-#: by at most this much.
+#: How often a worker process refreshes the queue-depth gauges: reading them costs one script
+#: per shard, a round trip every sweep would add for graphs scraped far less often. The gauges
+#: lag by at most this much.
 QUEUE_GAUGES_EVERY_SECONDS: Final = 15.0
 
 

@@ -11,8 +11,6 @@ hand it the name and the tick. Each action maps to a use case:
 * ``compact`` — evict entries from every file over its byte budget (e.g. after the budget was
   lowered), through the same database fence as a merge.
 
-Run one scheduled tick: claim it once, compute its window, act, record the outcome.
-
 The ledger (a SQL table in production) makes the run safe to repeat: a (schedule, tick) pair
 starts at most once at a time and succeeds at most once, so a duplicate beat or a redelivered
 task is harmless; the watermark only moves forward on success, so the window of the next run
@@ -50,10 +48,6 @@ from worker.queue.redis_queue import RedisQueue
 from worker.queue.scripts import scope_of
 from worker.service.operator import RunContext, compact_files
 from worker.service.scan import ScanParts, scan_sources
-
-#: Cron fields accepted: minute hour day-of-month month day-of-week. Seconds and years (which
-#: croniter also parses) are refused: schedules are minute-grained, and a six-field string is
-#: far more often a typo than a wish for a per-second consolidation.
 from worker.service.schedules import (
     ScheduleSpec,
     Window,

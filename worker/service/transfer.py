@@ -1,46 +1,37 @@
 """Moving and erasing memory: import of an export document, erasing a user everywhere, the store's
 layout migration.
 
-Import an export document, validated the way a merge is validated.
-
-:func:`import_problems` checks everything the store's schema check
+Import: :func:`import_problems` checks everything the store's schema check
 (:func:`worker.store.transfer.parse_document`) cannot, because it needs the consolidator's own
-rules; :func:`import_document` refuses the document, naming every problem, unless there are
-none, and only then writes it (one transaction). The checks:
+rules; :func:`import_document` writes the document (one transaction) only when there is no
+problem, else refuses it naming every one. The checks:
 
 - **content**: each consolidator-owned file's newest version is exactly a rendering of the
-  document's active entries of that path (:func:`~worker.consolidation.render.as_shown`: the
-  entries it shows, and the pointer line counting the rest when a budget left some out)
-  (so no text reaches a prompt that no entry backs and no guard saw), and no active entry points
-  at a file the document lacks;
+  document's active entries of that path (:func:`~worker.consolidation.render.as_shown`), so
+  no text reaches a prompt that no entry backs and no guard saw, and no active entry points at
+  a file the document lacks;
 - **guards**: every entry text, every line of an operator-written file and every pending
   approval's text passes :func:`~worker.consolidation.guards.violation`;
-- **ids**: an entry id in the deterministic id space (32 hex digits, what
+- **ids**: an entry id in the deterministic id space (what
   :class:`~worker.consolidation.plan.EntryIds` makes) must be the id its own first candidate
-  made, and that candidate must be in the document's ledger (so it is never merged again);
-  anything else could collide with the id of a future candidate, which would then fail on the
-  unique constraint forever;
+  made, and that candidate must be in the document's ledger; anything else could collide with
+  a future candidate's id, which would then fail on the unique constraint forever;
 - **versions**: file versions point at increasing namespace versions no later than the
   document's; an entry is added no later than the document's version and invalidated
   (``invalidated_version`` set exactly when ``invalid_at`` is) between its addition and it;
   ``superseded_by`` and ledger ``entry_id`` name entries of the document;
 - **paths**: no file, entry or approval lies under a reserved prefix (the inbox route).
 
-Import is a merge, so the ledger is checked against what the document contains
-(:func:`backed_ledger`): a ledger row says "this candidate was consumed", and a row nothing
-backs would swallow a later real candidate with that idempotency key (acknowledged, never
-merged). A ``merged`` or ``duplicate`` row is kept only when an imported entry's provenance
-holds its candidate id, a ``pending_approval`` row only when an imported approval does. Every
-other row — ``rejected`` and ``forgotten`` ones, which leave no entry holding their id, and
-rows no entry backs — is **dropped, each with its reason** (the import reports them): nothing
-in the document can vouch for it, and a candidate sent again is simply judged again.
+The ledger is checked against what the document contains (:func:`backed_ledger`): a row
+nothing backs would swallow a later real candidate with that idempotency key (acknowledged,
+never merged). A ``merged`` or ``duplicate`` row is kept only when an imported entry's
+provenance holds its candidate id, a ``pending_approval`` row only when an imported approval
+does; every other row is **dropped, each with its reason**, and a candidate sent again is
+simply judged again.
 
-Erase a user everywhere: the queue, the SQL store and the sinks.
-
-Order matters: the queue first (so no batch of the user is merged back afterwards), then SQL
-in one transaction (which queues an erase tombstone per file and sink, and takes the namespace's
-fence), then the tombstones are delivered (the sinks delete their copies; a delivered tombstone
-is itself deleted).
+Erase (:func:`erase`): the queue first (so no batch of the user is merged back
+afterwards), then SQL in one transaction (which queues an erase tombstone per file and sink,
+and takes the namespace's fence), then the tombstones are delivered.
 
 What keeps erased data from coming back:
 
@@ -53,16 +44,11 @@ What keeps erased data from coming back:
 * A delivery read before the erase and landing after it is taken back out of the sink
   (:mod:`worker.service.publish`).
 
-Move org memory out of the one store namespace every org used to share.
-
-Before store namespaces were per scope, one template served every scope, and every org namespace
-mapped to the same tuple (``('_org', '_shared', 'memories')`` by default): the last org to
-publish a path won it, and every org's agents read it. The shared item cannot tell whose it is,
-so nothing is copied from it: each org's files are published again **from SQL** (the source of
-truth) to their own tuple, and then the old shared items are deleted.
-
-Safe to run more than once, and while workers run (publishing is compare-and-set, and an item
-already at its new place is published over only if it is still memworker's).
+Layout migration: the old layout mapped every org namespace to one shared store tuple, where
+the last org to publish a path won it. The shared item cannot tell whose it is, so each org's
+files are published again **from SQL** to their own tuple, and then the old shared items are
+deleted. Safe to run more than once, and while workers run (publishing is compare-and-set: an
+item already at its new place is published over only if it is still memworker's).
 """
 
 from __future__ import annotations

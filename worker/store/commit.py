@@ -1,56 +1,31 @@
 """A namespace's state and its fenced commit: the snapshot a merge reads, the fence, file versions
 and runs.
 
-The namespace version fence: every write to a namespace moves its version by exactly one.
-
-A consolidation commit passes the version it read (``expected``); the bump is
-``UPDATE … SET version = expected + 1 WHERE key = … AND version = expected``, so of two
-commits that read the same version exactly one matches a row. On PostgreSQL the loser blocks
-on the row lock and then sees the new version; on SQLite write transactions are serialised by
-``BEGIN IMMEDIATE``. The first commit of a namespace inserts its row instead, and the unique
-key turns a concurrent first commit into :class:`StaleVersion` the same way.
+**The fence.** Every write to a namespace moves its version by exactly one: a commit bumps with
+``UPDATE … SET version = expected + 1 WHERE key = … AND version = expected``, so of two commits
+that read the same version exactly one matches a row (PostgreSQL: the loser waits on the row
+lock; SQLite: ``BEGIN IMMEDIATE`` serialises writers). A first commit inserts the row instead,
+and the unique key turns a concurrent first commit into :class:`StaleVersion` the same way.
 
 **Erase takes the fence.** Erasing deletes the namespace row but records its version plus one
-in ``namespace_fences`` (under a digest of the key, see :func:`digest`). A commit that read the
-namespace before the erase carries an older version, so it is refused as stale even when it
-would have been the namespace's first commit: the insert-first path looks for the erase fence
-*after* its insert, so on PostgreSQL either the erase sees the committed row (and deletes it)
-or the commit sees the committed fence (and rolls back). A state read after the erase reports
-the fence as its version (:func:`erased_version`), and its commit recreates the row from there.
+under :func:`digest` of the key. A commit that read the namespace before the erase carries an
+older version and is refused as stale, even as a first commit: that path looks for the fence
+*after* its insert, so either the erase sees the committed row or the commit sees the committed
+fence. A state read after the erase reports the fence as its version (:func:`erased_version`),
+and its commit recreates the row from there.
 
-Writing new file versions, shared by commits, rollbacks, operator puts and imports.
+**File versions** are append-only: every change is a new ``file_versions`` row numbered
+``current_version + 1``, with one outbox row per sink in the same transaction, so a sink only
+ever sees committed versions.
 
-A file's history is append-only: every change is a new ``file_versions`` row numbered
-``current_version + 1``, and each new version gets one outbox row per sink in the same
-transaction, so a sink can only ever see committed versions.
+**The snapshot** (:func:`read_snapshot`) is everything a merge reads, in one transaction. It
+guarantees nothing: a snapshot stale by the time of the commit only makes the commit fail with
+:class:`~worker.errors.StaleVersion`.
 
-Everything a consolidation reads before it merges, in one read transaction, and the
-readers of a namespace's state it is made of (also used alone: ``MemoryStore.load_state``).
-
-A batch needs the namespace state (active entries, version, applied position, read-only
-paths), the current content of its files, and which of its candidates the ledger already
-holds. Read separately, that was three transactions (each a pool checkout, ``BEGIN`` and
-``COMMIT``) and six statements, two of them looking up the same namespace row again. Here it
-is one transaction: the namespace row once, then entries, files (with their read-only flag, so
-read-only paths need no query of their own) and the ledger by row id.
-
-Nothing here is a correctness guarantee: the commit is still fenced by the version read here
-and by the unique ledger, so a snapshot that is stale by the time of the commit only makes the
-commit fail with :class:`~worker.errors.StaleVersion`.
-
-The database's clock can be read in the same transaction (``read_clock``): a batch's start
-time then costs one statement, not a transaction of its own (three round trips on
-PostgreSQL: ``BEGIN``, the query, ``COMMIT``).
-
-The ``runs`` table: one row per consolidation run, whatever its outcome.
-
-Committing a consolidated batch in one transaction (a namespace's state is read by
-:mod:`worker.store.commit`).
-
-The commit is the pipeline's only write: version fence, entries, file versions, ledger,
-applied log position, approvals, the run row and the outbox rows either all land or none do.
-A batch whose candidates are already in the ledger (a redelivery) raises
-:class:`StaleVersion` like a lost race: in both cases the caller acknowledges nothing new.
+**The commit** (:func:`commit_batch`) is the pipeline's only write: fence, entries, file
+versions, ledger, applied log position, approvals, the run row and the outbox rows all land or
+none do. A batch whose candidates are already in the ledger (a redelivery) raises
+:class:`StaleVersion` like a lost race: either way the caller acknowledges nothing new.
 """
 
 from __future__ import annotations
@@ -175,9 +150,8 @@ def advance_at(
     """:func:`advance`, also returning the time it wrote: ``now``, or with ``now=None`` the
     database's clock (:mod:`worker.store.engine`).
 
-    On PostgreSQL that clock is read by the fence statement itself (``now()``, the
-    transaction's start: the value a ``SELECT now()`` first in the transaction returns), which
-    saves the commit a round trip; SQLite's is read first (in-process, no round trip).
+    On PostgreSQL the fence statement reads that clock itself (``now()``, the transaction's
+    start), saving a round trip; SQLite's is read first (in-process).
     """
     sql_now = now is None and conn.dialect.name == "postgresql"
     if not sql_now:
@@ -186,10 +160,9 @@ def advance_at(
     if expected is not None and expected < 0:
         raise StoreRefused(f"expected_version must be >= 0, got {expected}")
     if expected == 0:
-        # Version 0 means the namespace was never committed, so its row almost never exists:
-        # insert first and save the UPDATE that would match nothing. If the row does exist
-        # (or a concurrent first commit holds the key), nothing is inserted and the fenced
-        # UPDATE below decides, exactly as before: it only matches a row still at version 0.
+        # Version 0: the row almost never exists, so insert first (no UPDATE matching nothing).
+        # If it does exist, or a concurrent first commit holds the key, nothing is inserted and
+        # the fenced UPDATE below decides: it only matches a row still at version 0.
         first = _new_row(ns, namespace, applied_position, None if sql_now else now, 1)
         created = conn.execute(_first_commit(conn.dialect.name, sql_now), first).first()
         if created is not None:
@@ -545,8 +518,8 @@ def queue_publish(
     return [int(row.id) for row in result]
 
 
-#: Ids per ``IN (…)`` list: far below SQLite's 32766 bound-parameter limit, and large enough
-#: that a 10 000-candidate batch needs ten round trips at most.
+#: Ids per ``IN (…)`` list: far below SQLite's 32766 bound-parameter limit, yet few round trips
+#: for a large batch.
 IN_CHUNK: Final = 1000
 
 
@@ -604,8 +577,7 @@ def state_from_rows(
 
 
 def entry_from_row(r: Any) -> Entry:
-    # Rows come from our own writes; skipping pydantic validation keeps loading big namespaces
-    # cheap.
+    # Rows come from our own writes: skipping validation keeps loading big namespaces cheap.
     return Entry.model_construct(
         id=r.id,
         path=r.path,
@@ -677,8 +649,7 @@ class BatchSnapshot:
 def _head(conn: Connection, namespace: str, *, read_clock: bool) -> Any:
     """One row, in one statement: the namespace row's ``id``, ``version`` and
     ``applied_position`` (all None when it has none), its erase fence ``erased`` (None: not
-    erased) and, when ``read_clock``, the database's clock ``now``. Read apart, that is up to
-    three statements (three round trips on PostgreSQL) for a namespace's first batch."""
+    erased) and, when ``read_clock``, the database's clock ``now``."""
     stmt = _head_statement(conn.dialect.name, read_clock)
     return conn.execute(stmt, {"s_key": namespace, "s_digest": digest(namespace)}).one()
 
@@ -713,7 +684,7 @@ def read_snapshot(
     row = _head(conn, namespace, read_clock=read_clock)
     now = clock_value(row.now) if read_clock else None
     if row.id is None:
-        # Never committed (version 0), or erased (its fence): as empty_state reads it.
+        # Never committed (version 0), or erased (its fence), as in :func:`empty_state`.
         state = NamespaceState(
             namespace=namespace, version=int(row.erased or 0), applied_position=None
         )
@@ -722,8 +693,7 @@ def read_snapshot(
     active = active_entries(conn, ns_id)
     files: dict[str, str] = {}
     read_only: list[str] = []
-    # An outer join: a file is read-only by its flag even in the (impossible by construction)
-    # case of a missing current version, exactly as the separate queries read it.
+    # Outer join: a file is read-only by its flag even without a current version.
     stmt = (
         sa.select(memory_files.c.path, memory_files.c.operator_owned, file_versions.c.content)
         .select_from(with_current_version(outer=True))
@@ -745,8 +715,7 @@ def read_snapshot(
     )
 
 
-#: Built once (:mod:`worker.store.engine`): every batch writes a run. Its values come as
-#: the execution's parameters, one per column.
+#: Built once (:mod:`worker.store.engine`): every batch writes a run; values come as parameters.
 _INSERT_RUN: Final = sa.insert(runs).returning(runs.c.id)
 
 
@@ -1020,18 +989,13 @@ def _insert_ledger(
 
 
 def _insert_rows(conn: Connection, table: sa.Table, rows: Sequence[dict[str, Any]]) -> None:
-    """Insert a batch's ``rows`` (dicts with the same keys): one ``executemany``, which costs
-    one round trip on both databases.
+    """Insert a batch's ``rows`` (dicts with the same keys) in one ``executemany``: one round
+    trip on both databases.
 
-    On PostgreSQL psycopg sends an ``executemany`` in pipeline mode (every row's parameters in
-    one round trip) to a statement it prepared once per connection, so the server neither
-    parses nor plans it again. A multi-row ``INSERT … VALUES (…), (…)`` (SQLAlchemy's
-    "insertmanyvalues", what an ``INSERT … RETURNING`` executemany becomes) was measured slower
-    for a batch of 40: its text grows with the rows (16 columns × 40 rows of placeholders for
-    entries), too long for psycopg's cache of converted queries, so every batch re-parsed it
-    client-side (about twice the CPU of the pipelined executemany: 5 ms against 2.5 ms for 40
-    entries), and the server plans each such statement anew. SQLite runs its ``executemany``
-    in C over one prepared statement.
+    On PostgreSQL psycopg pipelines it to a statement prepared once per connection. Not a
+    multi-row ``INSERT … VALUES (…), (…)`` (what an ``INSERT … RETURNING`` executemany
+    becomes): its text grows with the rows, so the client re-parses and the server re-plans it
+    for every batch. SQLite runs ``executemany`` in C over one prepared statement.
     """
     if rows:
         conn.execute(sa.insert(table), list(rows))

@@ -1,15 +1,12 @@
 """Reaching the database: engines, its clock, a deadline for every transaction, prebuilt
 statements.
 
-A client-side deadline for every SQL transaction on a server database.
-
-PostgreSQL's ``statement_timeout`` is enforced by the server, so it cannot help when the
-server, or the network in between, stops answering: a stopped backend, a proxy that accepts
-and never forwards, a half-dead NAT. The driver then waits on its socket forever, and a
-worker's heartbeat would keep the namespace's lease alive for as long. The :class:`Watchdog`
-bounds that wait: when a transaction runs past its deadline it shuts the connection's socket
-down, the blocked call fails at once, the pool discards the connection, and the caller sees
-:class:`~worker.errors.StoreUnavailable` (nothing was committed: the transaction never ended).
+**A client-side deadline.** PostgreSQL's ``statement_timeout`` cannot help when the server, or
+the network in between, stops answering (a stopped backend, a proxy that never forwards, a
+half-dead NAT): the driver waits on its socket forever, and a worker's heartbeat keeps the
+namespace's lease alive as long. The :class:`Watchdog` shuts a late transaction's socket down:
+the blocked call fails at once, the pool discards the connection, and the caller sees
+:class:`~worker.errors.StoreUnavailable` (nothing was committed).
 
 >>> dog = Watchdog()
 >>> with dog.guard(lambda: None, seconds=5.0):
@@ -17,12 +14,10 @@ down, the blocked call fails at once, the pool discards the connection, and the 
 >>> dog.expired
 0
 
-Engines for the memory store: SQLite (embedded default) and PostgreSQL (production).
-
-SQLite gets WAL (readers never block the writer), enforced foreign keys, a busy timeout, and
-``BEGIN IMMEDIATE`` for write transactions: the write lock is taken up front, so two writers
-queue on the busy timeout instead of both reading, then one failing with "database is locked"
-when it upgrades its lock. Reads keep a plain deferred ``BEGIN``.
+**Engines.** SQLite gets WAL (readers never block the writer), enforced foreign keys, a busy
+timeout, and ``BEGIN IMMEDIATE`` for write transactions: the write lock is taken up front, so
+two writers queue on the busy timeout instead of one failing with "database is locked" when it
+upgrades its lock. Reads keep a plain deferred ``BEGIN``.
 
 >>> engine = create_store_engine("sqlite://")
 >>> with write_transaction(engine) as conn:
@@ -30,19 +25,12 @@ when it upgrades its lock. Reads keep a plain deferred ``BEGIN``.
 1
 >>> engine.dispose()
 
-The database's clock: the one authority for every SQL-side time two processes compare.
-
-Outbox retries (``next_attempt_at``), claim leases (``claim_expires_at``), the sink breakers'
-``open_until`` and run rows are written by one worker host and read by others; a host whose
-clock is a day fast must not open a breaker until tomorrow for everybody, and a slow one must
-not see live claims as expired. So these times are read from the database server, in the
-transaction that writes or compares them: PostgreSQL's ``now()`` (the transaction's start,
-one value per transaction), SQLite's ``'now'`` with milliseconds (``CURRENT_TIMESTAMP`` has
-whole seconds only). An embedded SQLite file is on one host, so its clock is that host's; the
-worker's Python clock (and anything a test patches there) still decides nothing.
-
-Functions take ``now=None`` for the database's clock; a datetime passed instead is a test's
-injected time (or a caller that already read the database's clock) and is used as given.
+**The database's clock** decides every SQL-side time that two processes compare (outbox retries
+and claims, breakers, run rows), so a host whose clock is a day fast cannot open a breaker until
+tomorrow for everybody. It is read in the transaction that writes or compares the time:
+PostgreSQL's ``now()`` (the transaction's start), SQLite's ``'now'`` with milliseconds.
+Functions take ``now=None`` for it; a datetime passed instead (a test's injected time) is used
+as given.
 
 >>> import sqlalchemy as sa
 >>> engine = sa.create_engine("sqlite://")
@@ -50,25 +38,10 @@ injected time (or a caller that already read the database's clock) and is used a
 ...     db_now(conn).tzinfo is not None
 True
 
-The store's one transaction helper: every store method is one read or write transaction.
-
-Database failures become :class:`~worker.errors.StoreUnavailable` naming what failed (and that
-nothing was written); memworker's own errors pass through. Either way the transaction is rolled
-back, so nothing is half-written. The store's method groups (the repositories mixed into
-:class:`~worker.store.memory.MemoryStore`) build on it.
-
-Statements built once and executed with bound parameters, for the paths every batch and
-every delivery takes.
-
-Building a SQLAlchemy Core statement (coercing each column and value into the expression
-tree, then deriving its cache key) costs several times the client CPU of running it: the
-outbox's ``UPDATE … RETURNING`` that marks a delivery measured 437–502 µs of CPU per call when
-built for the call, 144–164 µs when built once (121–144 µs as raw driver SQL), on PostgreSQL.
-A statement built once also keeps its cache key, so each call pays only for the execution.
-
-Values reach such a statement as named parameters (:func:`param`) at execution; a statement
-whose shape depends on the dialect (or on which optional values are set) is built once per
-shape, by a function cached on that shape (``functools.cache``).
+**Prebuilt statements.** Building a SQLAlchemy Core statement costs several times the client CPU
+of running it, so those every batch and delivery runs are built once, with named parameters
+(:func:`param`); one whose shape depends on the dialect or on optional values is built once per
+shape by a cached function.
 
 >>> import sqlalchemy as sa
 >>> t = sa.Table("t", sa.MetaData(), sa.Column("id", sa.Integer), sa.Column("name", sa.String))
@@ -168,11 +141,10 @@ class Watchdog:
 #: only trips when a process is stuck holding a transaction open.
 SQLITE_BUSY_TIMEOUT_MS: Final = 30_000
 
-#: Age in seconds after which a pooled PostgreSQL connection is replaced at checkout. It stands
-#: in for a ping before every transaction (a round trip each): a connection the server or the
-#: network dropped fails its transaction, which the pipeline retries, and SQLAlchemy then
-#: invalidates the whole pool; recycling before the usual 5-10 minute idle cut-offs of NAT
-#: gateways and load balancers keeps that from happening to connections that were merely idle.
+#: Age in seconds after which a pooled PostgreSQL connection is replaced at checkout, instead of
+#: a ping before every transaction: under the usual 5-10 minute idle cut-offs of NAT gateways and
+#: load balancers, so a merely idle connection is not dropped (a dropped one fails its
+#: transaction, and SQLAlchemy then invalidates the whole pool).
 PG_POOL_RECYCLE_SECONDS: Final = 240
 
 #: Default PostgreSQL connect timeout: a reachable server answers in milliseconds; this only
@@ -188,7 +160,6 @@ CLIENT_DEADLINE_GRACE_SECONDS: Final = 5.0
 
 #: Execution option marking a connection whose transactions write (``BEGIN IMMEDIATE``).
 _WRITE_OPTION: Final = "memworker_write"
-#: Execution options of a PostgreSQL read transaction that sees one snapshot.
 #: The PostgreSQL driver memworker ships with (psycopg 3). A bare ``postgres://`` or
 #: ``postgresql://`` URL, as hosting providers and ``psql`` print them, means this driver: on its
 #: own SQLAlchemy would pick psycopg2 (not installed) or refuse ``postgres`` as unknown.
@@ -196,6 +167,7 @@ PG_DRIVER: Final = "postgresql+psycopg"
 #: Spellings of a URL's scheme that name PostgreSQL without a driver.
 _BARE_PG_SCHEMES: Final = frozenset({"postgres", "postgresql"})
 
+#: Execution options of a PostgreSQL read transaction that sees one snapshot.
 _PG_SNAPSHOT: Final = {"isolation_level": "REPEATABLE READ", "postgresql_readonly": True}
 
 
@@ -311,11 +283,10 @@ def write_transaction(engine: Engine) -> Iterator[Connection]:
 def read_transaction(engine: Engine, *, snapshot: bool = False) -> Iterator[Connection]:
     """One read-only transaction.
 
-    ``snapshot=True``: every statement of it sees one snapshot. PostgreSQL's default (read
-    committed) gives each statement its own, so there the transaction is ``REPEATABLE READ
-    READ ONLY``, set on the driver's connection before it begins: the ``BEGIN`` itself carries
-    it (no ``SET TRANSACTION`` round trip), and SQLAlchemy restores the connection's defaults
-    when it goes back to the pool. A SQLite transaction is a snapshot already.
+    ``snapshot=True``: every statement of it sees one snapshot. On PostgreSQL (read committed
+    by default) the transaction is then ``REPEATABLE READ READ ONLY``, carried by its ``BEGIN``
+    (no ``SET TRANSACTION`` round trip); SQLAlchemy restores the connection's defaults when it
+    goes back to the pool. A SQLite transaction is a snapshot already.
     """
     with engine.connect() as conn:
         if snapshot and engine.dialect.name == "postgresql":
@@ -352,8 +323,7 @@ def dialect_insert(conn: Connection, table: sa.Table) -> Any:
 
 def dialect_insert_for(dialect: str, table: sa.Table) -> Any:
     """:func:`dialect_insert` by the dialect's name (for statements built once per dialect)."""
-    # Imported here, from the dialect in use: a store on SQLite never loads PostgreSQL's
-    # dialect (a tenth of SQLAlchemy's import), nor one on PostgreSQL SQLite's.
+    # Imported here: a store on SQLite never loads PostgreSQL's dialect, nor the reverse.
     if dialect == "postgresql":
         from sqlalchemy.dialects.postgresql import insert as pg_insert
 
@@ -426,7 +396,8 @@ def open_engine(
 
 
 class Transactions:
-    """An engine and the transactions over it."""
+    """An engine and the transactions over it: each store method is one, and a database failure
+    becomes :class:`~worker.errors.StoreUnavailable` naming what failed (nothing written)."""
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
@@ -437,8 +408,7 @@ class Transactions:
 
     @contextmanager
     def _tx(self, *, write: bool, what: str, snapshot: bool = False) -> Iterator[Connection]:
-        # Database failures become StoreError; our own errors pass through. Either way the
-        # transaction is rolled back, so nothing is half-written.
+        # Database failures become StoreUnavailable, our own errors pass through; both roll back.
         try:
             opened = (
                 write_transaction(self.engine)

@@ -1,21 +1,16 @@
 """What the memory was and why: file versions, rollbacks, operator files and provenance.
 
-Why the memory says what it says: entries with the candidates behind them, a candidate's
-ledger rows, and a namespace's files as they were at a past time.
-
-Read-only queries for operators (``memworker why``, ``candidate``, ``show --as-of``). The
-ledger is the record: one row per candidate and namespace, written by the commit that
-consumed the candidate (its outcome, the entry it made or confirmed, the plan operation, the
-revision; where and when it was said since migration 0008). An entry's ``candidate_ids``
-name the candidates that made or confirmed it (the latest
+Provenance queries are read-only, for operators (``memworker why``, ``candidate``, ``show
+--as-of``). The ledger is the record: one row per candidate and namespace, written by the commit
+that consumed the candidate (its outcome, the entry it made or confirmed, the plan operation, the
+revision; where and when it was said since migration 0008). An entry's ``candidate_ids`` name
+the candidates that made or confirmed it (the latest
 :data:`~worker.consolidation.plan.MAX_PROVENANCE`).
 
-File history: listing versions, rolling a file back, and operator-written files.
-
-History is never rewritten. A rollback appends a new version whose content equals the old
-one, and restores the entries of that path to what was active at the old version (entries
-added since are invalidated, entries invalidated since are re-activated), so the next
-consolidation renders the rolled-back file instead of undoing the rollback.
+History is never rewritten. A rollback appends a new version whose content equals the old one,
+and restores the entries of that path to what was active at the old version (entries added since
+are invalidated, entries invalidated since are re-activated), so the next consolidation renders
+the rolled-back file instead of undoing the rollback.
 """
 
 from __future__ import annotations

@@ -1,25 +1,11 @@
 """The memory store's facade (:class:`MemoryStore`) and its small repositories: search, approvals,
 progress, health.
 
-The memory store's search methods: full-text search, vectors, the index's configuration.
-
-A mixin of :class:`~worker.store.memory.MemoryStore` (kept apart so the facade stays one
-screen per concern); each method is one transaction of the store.
-
-The store's approvals repository: changes to read-only or sensitive files, waiting for an
-operator, and their decisions (an approval commits like a merge, fenced in one transaction).
-
-The store's progress repository: how far each schedule and each source got.
-
-A schedule's ticks and watermark (the :class:`~worker.service.tick.ScheduleLedger` the
-tick runner needs) and the sources' cursors; both only ever move forward.
-
-The memory store: one facade over the SQL source of truth.
-
-Each method is one transaction. Methods that stamp or compare times other processes read
+Each method is one transaction; the repositories are mixins of :class:`MemoryStore`, kept apart
+so each concern stays one screen. Methods that stamp or compare times other processes read
 (outbox retries and claims, sink breakers, erase tombstones) take ``now=None`` for the
-database's clock (:mod:`worker.store.engine`), read in their own transaction; a timezone-aware
-``now`` is a test's injected time. Nothing here reads the host's clock or the environment.
+database's clock (:mod:`worker.store.engine`); a timezone-aware ``now`` is a test's injected
+time. Nothing here reads the host's clock or the environment.
 
 >>> from datetime import UTC, datetime
 >>> from worker.models import AppliedPlan, Entry, FileChange, LedgerRow
@@ -43,30 +29,21 @@ database's clock (:mod:`worker.store.engine`), read in their own transaction; a 
 {'/memories/facts.md': '- Likes tea\\n'}
 >>> store.dispose()
 
-Pending approvals: changes to read-only or sensitive paths, waiting for an operator.
+**Approvals** are changes to read-only or sensitive paths, waiting for an operator.
+:func:`decide` only records the decision; :func:`apply_approved` decides *and* commits the
+waiting operation in the caller's transaction, fenced like a merge, so an approval is never
+marked approved without its change, nor applied twice. How the operation becomes file content is
+the ``build`` callback's business (the store runs no consolidation logic).
 
-:func:`decide` only records the decision. :func:`apply_approved` decides *and* commits the
-waiting operation in the caller's transaction, so an approval is never marked approved without
-its change, nor applied twice; how the operation becomes file content is the ``build``
-callback's business (the store does not run consolidation logic).
+**Progress** only ever moves forward. A source cursor records how far a source (e.g. the thread
+scan) got, per key. A tick row is unique per (schedule, tick): the first ``try_start_tick``
+wins, later beats of the same tick get False; a failed tick may be started again, and so may one
+left ``running`` longer than ``stale_after`` (its process died). The watermark, the end of the
+last successful window, never goes back.
 
-Source cursors: how far a source (e.g. the thread scan) got, per key (e.g. per thread).
-
-Scheduled ticks and watermarks: duplicate beats are harmless and windows never go back.
-
-A tick row is unique per (schedule, tick): the first ``try_start_tick`` wins, later beats of
-the same tick get False. A failed tick may be started again (a retry), and so may a tick left
-``running`` longer than ``stale_after`` (its process died). The watermark — the end of the last
-successful window — only ever moves forward.
-
-The store's health figures, read without loading its write side.
-
-``memworker status`` shows each schedule's last tick and watermark, the sinks' delivery lag
-and breakers, the recent failed runs and the queue positions recently committed. Opening a
-:class:`~worker.store.memory.MemoryStore` for that would import every part of the store (the
-commit, search, erase, transfer); :class:`StoreHealth` imports only the tables and queries
-those reads use, and answers them exactly as ``MemoryStore``'s methods of the same names do
-(the same functions, in the same read transactions, with the same error translation).
+**Health**: :class:`StoreHealth` answers ``memworker status``'s reads (ticks, watermarks, sink
+lag and breakers, failed runs, recent positions) exactly as ``MemoryStore``'s methods of the same
+names do, without importing the store's write side (commit, search, erase, transfer).
 
 >>> from datetime import UTC, datetime
 >>> health = StoreHealth.from_url("sqlite://", create=True)
@@ -194,12 +171,11 @@ class SearchMethods:
         choose: Callable[[tuple[int, int], list[str]], Sequence[str] | None],
     ) -> SearchRead:
         """:meth:`vectors_fingerprint` and the ids of :meth:`search_entries`' entries, best
-        first, read in one snapshot; then, in the same snapshot, the active entries of
-        ``namespace`` among the ids ``choose(fingerprint, ids)`` returns, in its order (None:
-        none are read). A hybrid search ranks in ``choose`` when the vectors it keeps are
-        those of this fingerprint: one transaction per query instead of two, and what it
-        returns is checked active in the snapshot it was ranked in. ``choose`` runs inside
-        the transaction: it must be quick and must not use the store."""
+        first; then the active entries of ``namespace`` among the ids ``choose(fingerprint,
+        ids)`` returns, in its order (None: none are read). All in one snapshot, so a hybrid
+        search can rank in ``choose`` (when its kept vectors are of this fingerprint) and get
+        back entries checked active where they were ranked. ``choose`` runs inside the
+        transaction: it must be quick and must not use the store."""
         Namespace.parse(namespace)
         terms = query_terms(query)
 
@@ -262,9 +238,8 @@ class SearchMethods:
 
     def vectors_fingerprint(self, namespace: str, model: str) -> tuple[int, int]:
         """A value that changes whenever the vectors :meth:`namespace_vectors` would return
-        may have (the namespace's version, which every commit moves, and its vector counter,
-        which every change of its vectors moves): one indexed read, so a caller can keep the
-        matrix between queries."""
+        may have (the namespace's version and vector counter): one indexed read, so a caller
+        can keep the matrix between queries."""
         del model  # one counter for all models: a change of any moves it
 
         def run(conn: Connection) -> tuple[int, int]:
@@ -284,8 +259,7 @@ class SearchMethods:
 
 
 #: PostgreSQL's read back: the ids bound as one array, so the statement is the same whatever
-#: their number (an expanded ``IN`` list is rendered parameter by parameter for every query,
-#: and is a new statement for the driver at each count: half the read's client time).
+#: their number (an expanded ``IN`` list is a new statement at each count).
 _ACTIVE_PG = sa.select(entries).where(
     entries.c.namespace_id == sa.bindparam("ns"),
     entries.c.id == sa.any_(sa.bindparam("ids", type_=sa.ARRAY(entries.c.id.type))),
@@ -427,13 +401,9 @@ class MemoryStore(DeliveryMethods, ProgressMethods, ApprovalMethods, SearchMetho
         connect_timeout: float = DEFAULT_CONNECT_TIMEOUT_SECONDS,
         transaction_timeout: float = DEFAULT_TRANSACTION_TIMEOUT_SECONDS,
     ) -> MemoryStore:
-        """Open the store at ``url``.
-
-        ``create=True`` migrates the database to the newest schema first (embedded mode);
-        otherwise a database that is not migrated raises :class:`SchemaOutOfDate` telling you
-        to run ``memworker db upgrade``. The timeouts bound a PostgreSQL connect and each
-        transaction (see :func:`worker.store.engine.create_store_engine`).
-        """
+        """Open the store at ``url``: ``create=True`` migrates it first, otherwise an
+        unmigrated database raises :class:`SchemaOutOfDate` (see
+        :func:`~worker.store.engine.open_engine`)."""
         return cls(
             open_engine(
                 url,
@@ -484,13 +454,11 @@ class MemoryStore(DeliveryMethods, ProgressMethods, ApprovalMethods, SearchMetho
         sinks: Sequence[str],
         now: datetime | None,
     ) -> CommitResult:
-        """Commit one consolidated batch in one transaction, fenced by ``expected_version``.
-
-        ``now=None``: the commit's time is the database's clock, read in the commit itself.
+        """Commit one consolidated batch in one transaction, fenced by ``expected_version``
+        (``now=None``: the database's clock, read in the commit itself).
 
         Raises :class:`StaleVersion` (and writes nothing) when the namespace moved on since
-        ``expected_version`` was read, or when the batch's candidates are already in the
-        ledger (a redelivery).
+        ``expected_version`` was read, or the batch's candidates are already in the ledger.
         """
         return self._write(
             f"commit of {namespace}",
@@ -975,8 +943,7 @@ class StoreHealth(Transactions):
     @classmethod
     def from_url(cls, url: str, *, create: bool = False) -> StoreHealth:
         """Open the store at ``url`` as :meth:`MemoryStore.from_url
-        <worker.store.memory.MemoryStore.from_url>` does: ``create=True`` migrates it first
-        (embedded mode); an unmigrated database raises :class:`SchemaOutOfDate`."""
+        <worker.store.memory.MemoryStore.from_url>` does."""
         return cls(open_engine(url, create=create))
 
     def last_ticks(self, schedule: str, limit: int = 5) -> list[TickInfo]:

@@ -1,43 +1,31 @@
 """Delivering committed versions: the outbox, and each sink's breaker.
 
-The outbox: deliveries of committed file versions (and erase tombstones) to sinks.
+Outbox rows are written in the same transaction as the versions they publish. Sinks hold the
+latest state of each item, so per (sink, namespace, path) only the newest row is ever due, and
+delivering it retires the older ones: a slow retry of version 3 never overwrites version 4,
+and an erase followed by a new memory ends with the memory.
 
-Rows are written in the same transaction as the versions they publish. Sinks hold the latest
-state of each item, so per (sink, namespace, path) only the newest row matters: older rows are
-never due, and delivering a row retires the older ones. That way a slow retry of version 3
-can never overwrite version 4, and an erase followed by a new memory ends with the memory.
+**Claims.** A deliverer claims rows before it calls a sink (:func:`claim`): no other deliverer
+can claim them, or any other row of the same item, until the lease ends or the outcome is
+recorded. Claims of one sink are serialised (a PostgreSQL advisory lock; SQLite's single
+writer), so each row is attempted by one deliverer at a time.
 
 **Erase reaches in-flight deliveries.** Each claimed row carries its namespace's erase
 generation (:func:`worker.store.commit.erase_generation`); the deliverer compares it again after
-the sink call, whatever its outcome, and takes a copy that landed after an erase back out
-(:func:`take_back`). A failed call may still land later (a timed-out write the server finishes
-anyway): the row is *in doubt* for :data:`LATE_WRITE`, an erase tombstone of the item inherits
-that time and is delivered once more when it has passed, and a newer version of the item (the
-user came back) waits for it, so the last write to land is never the erased one. Ids are never
+the sink call and takes a copy that landed after an erase back out (:func:`take_back`). A failed
+call may still land later: the row is *in doubt* for :data:`LATE_WRITE`, an erase tombstone of
+the item inherits that time and is delivered once more when it has passed, and a newer version
+of the item waits for it, so the last write to land is never the erased one. Ids are never
 reused (``AUTOINCREMENT`` on SQLite), so a stale deliverer's mark cannot land on a newer row.
 
-A deliverer **claims** rows before it calls a sink (:func:`claim`): the rows get its name and a
-lease expiry, and no other deliverer can claim them, or any other row of the same item, until
-the lease ends or the outcome is recorded. Claims of one sink are serialised (a PostgreSQL
-advisory lock for the claiming transaction; SQLite's single writer), so two deliverers never
-both see an item as free. Each row is therefore attempted by one deliverer at a time.
-
-The store's delivery repository: the outbox the sinks are fed from, and each sink's breaker.
+**Breakers**, shared by every deliverer through SQL: a sink that fails :data:`BREAKER_THRESHOLD`
+deliveries in a row is *open*, left alone until ``open_until``, then probed once; a failed probe
+opens it for twice as long (capped), a success closes it. Failures of one namespace in a row
+count once (``failing_digest``), so a single item the sink refuses cannot open the breaker for
+every user.
 
 Times other processes compare (claims, retries, breakers) default to the database's clock
 (``now=None``); a timezone-aware ``now`` is a test's injected time.
-
-Each sink's circuit breaker, shared by every deliverer through SQL.
-
-A sink that fails :data:`BREAKER_THRESHOLD` deliveries in a row is *open*: deliverers leave it
-alone until ``open_until``, then send one probe. A success closes it; a failed probe opens it
-again for twice as long (capped), so a sink that is down for an hour costs a handful of
-timeouts, not one per row per pass. ``memworker status`` reads the same rows.
-
-**A bulkhead, not a fuse.** Failures of one namespace in a row count once (its digest is kept
-in ``failing_digest``) and do not re-open the breaker: a single item the sink refuses (too
-large, a path it rejects) cannot open the breaker for every user. A sink that is down fails
-for every namespace and opens it after :data:`BREAKER_THRESHOLD` of them.
 """
 
 from __future__ import annotations
@@ -113,8 +101,7 @@ def due(
     conn: Connection, *, sink: str | None, now: datetime | None, limit: int
 ) -> list[OutboxItem]:
     """Undelivered, due, newest-per-item rows, oldest first, with their committed content
-    (claimed or not: this is what an operator sees, not what a deliverer takes). ``now=None``:
-    the database's clock (:mod:`worker.store.engine`), as everywhere in this module."""
+    (claimed or not: this is what an operator sees, not what a deliverer takes)."""
     now = resolve(conn, now)
     stmt = _select_items().where(_due_filter(now)).order_by(outbox.c.id).limit(limit)
     if sink is not None:
@@ -258,9 +245,7 @@ def _row(conn: Connection, outbox_id: int) -> Any:
     return row
 
 
-#: :func:`mark_delivered`'s statements, built once (:mod:`worker.store.engine`): a
-#: published version is marked by one ``UPDATE … RETURNING`` naming its item, then the item's
-#: older rows are retired.
+#: :func:`mark_delivered`'s statements, built once (:mod:`worker.store.engine`).
 _MARK_PUBLISHED: Final = (
     sa.update(outbox)
     .where(outbox.c.id == param(outbox.c.id, "o_id"), outbox.c.kind != "erase")
@@ -298,8 +283,7 @@ def mark_delivered(conn: Connection, outbox_id: int, *, now: datetime | None) ->
     every sink has deleted the data nothing of that user may remain.
 
     A published version (the common case) is marked by one ``UPDATE … RETURNING`` that also
-    names its item, so no read of the row comes first (one statement, and on PostgreSQL one
-    round trip, fewer per delivery); an erase tombstone, or a row that is gone, is read first.
+    names its item, with no read first; an erase tombstone, or a row that is gone, is read.
     """
     now = resolve(conn, now)
     row = conn.execute(_MARK_PUBLISHED, {"o_id": outbox_id, "o_now": now}).first()
@@ -332,8 +316,7 @@ def mark_delivered_unless_erased(
 ) -> bool:
     """:func:`mark_delivered`, in the transaction that re-checks the erase generation after
     the sink call: False, and nothing marked, when ``namespace`` was erased since the row was
-    claimed at ``generation`` (the deliverer then takes its copy back). One transaction where
-    a separate read of the generation and then the mark were two."""
+    claimed at ``generation`` (the deliverer then takes its copy back)."""
     if _commit.erase_generation(conn, namespace) != generation:
         return False
     mark_delivered(conn, outbox_id, now=now)
@@ -678,8 +661,7 @@ def read_all(conn: Connection) -> list[SinkHealth]:
 def record_failure(
     conn: Connection, sink: str, error: str, *, now: datetime | None, namespace: str | None = None
 ) -> SinkHealth:
-    """Count one more failure in a row; opens (or re-opens) the breaker past the threshold,
-    until a time on the database's clock (``now=None``), which every deliverer compares with.
+    """Count one more failure in a row; opens (or re-opens) the breaker past the threshold.
     A failure of the same ``namespace`` as the last one only updates the error."""
     now = resolve(conn, now)
     current = conn.execute(

@@ -1,32 +1,25 @@
 """The store's tables, their column types, and the migrations that build them.
 
-Column types that behave the same on SQLite and PostgreSQL.
-
 Datetimes go in and come out timezone-aware in UTC on both databases. PostgreSQL stores
-``timestamptz`` (and hands back the session's zone, which we convert); SQLite has no datetime
-type at all, so values are stored as naive UTC text in one fixed format — which also makes
-lexicographic comparison in SQL (``next_attempt_at <= :now``) equal to time comparison.
+``timestamptz``; SQLite has no datetime type, so values are stored as naive UTC text in one
+fixed format, which also makes lexicographic comparison in SQL (``next_attempt_at <= :now``)
+equal to time comparison.
 
 >>> from datetime import UTC, datetime, timedelta, timezone
 >>> t = UTCDateTime()
 >>> t.process_bind_param(datetime(2025, 1, 1, 12, tzinfo=timezone(timedelta(hours=2))), None)
 datetime.datetime(2025, 1, 1, 10, 0, tzinfo=datetime.timezone.utc)
 
-The SQL schema of the memory store (SQLAlchemy Core), the source of truth.
-
-Every namespace-owned table hangs off ``namespaces.id`` so isolation is one indexed column and
-erasing a user is a handful of ``DELETE … WHERE namespace_id IN (…)``. The migrations
-(``0001_initial``, ``0002_namespace_fences``, ``0003_outbox_claims``, ``0004_search_index``)
-create exactly these tables; a test compares. The full-text index's dialect-specific tables are
-described in :mod:`worker.store.search` instead.
+Every namespace-owned table hangs off ``namespaces.id``, so isolation is one indexed column and
+erasing a user is a handful of ``DELETE … WHERE namespace_id IN (…)``. The migrations create
+exactly these tables (a test compares); the search index's dialect-specific tables are in
+:mod:`worker.store.search_text` instead.
 
 >>> sorted(t.name for t in metadata.sorted_tables)[:3]
 ['approvals', 'candidate_ledger', 'entries']
 
-Alembic migrations, driven from code: no ``alembic.ini``, scripts found inside the package.
-
-``script_location`` is given as ``worker.store:migrations`` (a package resource), so upgrades
-work from an installed wheel as well as from a checkout.
+Migrations run from code, with no ``alembic.ini``: ``script_location`` is a package resource
+(``worker.store:migrations``), so upgrades work from an installed wheel as from a checkout.
 
 >>> from worker.store.engine import create_store_engine
 >>> engine = create_store_engine("sqlite://")
@@ -103,7 +96,7 @@ BigId: TypeEngine[int] = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
 
 
 #: ``org:<org>:user:<id>:<assistant>`` is the longest namespace key: three ids plus the scopes
-#: and colons (widened from two ids by migration 0009 when user namespaces gained their org).
+#: and colons.
 NAMESPACE_KEY_LENGTH: Final = 3 * MAX_ID_LENGTH + 16
 #: ``operator:<name>`` and the like; generous, since it is display text.
 AUTHOR_LENGTH: Final = 200
@@ -154,11 +147,9 @@ namespaces = sa.Table(
     sa.Column("updated_at", UTCDateTime, nullable=False),
 )
 
-#: The fence of erased namespaces: erasing deletes the namespace row, so the version it had
-#: moves here (plus one), keyed by a one-way digest of the key rather than the key itself (an
-#: erased user's id is stored nowhere). A commit that read the namespace before the erase
-#: carries an older version and is refused as stale; the first commit after it starts from
-#: this version, which is then deleted.
+#: The fence of erased namespaces (see :mod:`worker.store.commit`): the erased row's version
+#: plus one, keyed by a one-way digest of the key (an erased user's id is stored nowhere). The
+#: first commit after the erase starts from it and deletes it.
 namespace_fences = sa.Table(
     "namespace_fences",
     metadata,
@@ -288,8 +279,8 @@ candidate_ledger = sa.Table(
     sa.Column("entry_id", sa.String(MAX_ID_LENGTH), nullable=True),
     sa.Column("run_id", BigId, sa.ForeignKey("runs.id"), nullable=True),
     sa.Column("created_at", UTCDateTime, nullable=False),
-    # Provenance (migration 0008; None on older rows): where and when the
-    # candidate was said, the plan operation that consumed it, the revision its batch committed.
+    # Provenance (migration 0008; None on older rows): where and when the candidate was said,
+    # the plan operation that consumed it, the revision its batch committed.
     sa.Column("source", sa.String(CODE_LENGTH), nullable=True),
     sa.Column("thread_id", sa.String(MAX_ID_LENGTH), nullable=True),
     sa.Column("said_at", UTCDateTime, nullable=True),
@@ -437,8 +428,7 @@ if TYPE_CHECKING:
     from alembic.config import Config
 
 # Alembic is imported only where a migration runs or an unknown revision is explained: every
-# process opens the store, and importing Alembic (0.1 s) just to learn the newest revision
-# would make each operator command pay for it.
+# process opens the store, and importing it (0.1 s) would make each operator command pay.
 
 
 def alembic_config(engine: Engine | None = None) -> Config:

@@ -1,18 +1,19 @@
 r"""Search: the full-text index kept by the commit's transaction, its BM25 ranking, and dense
 vectors.
 
-BM25 over a namespace's postings: the ranking both databases' indexes share.
+**The index** holds exactly the active entries: every write of ``entries`` (a commit, a
+rollback, an import, an erase) updates it inside its own transaction, so it can never show a
+half-commit, a superseded entry or an erased one; a search joins back to ``entries`` (active,
+same namespace) besides. The backends are :mod:`~worker.store.search_sqlite` (FTS5) and
+:mod:`~worker.store.search_postgres` (``tsvector`` + GIN); the text both index is
+:mod:`~worker.store.search_text`.
 
-Each candidate entry is scored by :func:`worker.bm25.scores`, ``tf`` the times the entry
-holds the term (the index keeps the counts above one), ``N`` and ``avglen`` those of the
-namespace (per-namespace IDF: another user's words never weigh on this user's ranking).
-
-The term frequency counts even in entries of one sentence: an entry that names the subject of
-a query twice ("dairy-free chocolate cake with raspberries ..., chocolate, and raspberries")
-is about it, where one that mentions it in passing is not. Ranking every entry as if each term
-occurred once found 5 fewer of 1,311 LoCoMo questions at recall@10 (79.9% against 80.3%; 1 of
-631 on the first five conversations, 4 of 680 on the held-out five; ``python -m bench
-search``).
+**The ranking** is BM25 over a namespace's postings, the same on both databases
+(:func:`worker.bm25.scores`): ``tf`` is the times the entry holds the term (the index keeps the
+counts above one), ``N`` and ``avglen`` are the namespace's (per-namespace IDF: another user's
+words never weigh on this user's ranking). The term frequency counts even in entries of one
+sentence: an entry that names the subject of a query twice is about it, where one that mentions
+it in passing is not.
 
 >>> ranked = rank({"tea": [1, 2], "oslo": [2]}, {"tea": 2, "oslo": 1}, {1: 3, 2: 3},
 ...               docs=10, avg_len=3.0)
@@ -22,24 +23,12 @@ search``).
 ...                         repeats={1: {"tea": 2}})]
 [1, 2]
 
-The full-text index of active entries, kept by the same transactions that write entries.
-
-Every write of ``entries`` (a commit, a rollback, an import, an erase) calls one of the
-functions here inside its own transaction, so the index can never show a half-commit, a
-superseded entry or an erased one: it holds exactly the active entries, and a search joins
-back to ``entries`` (active, same namespace) besides. The backends are
-:mod:`~worker.store.search_sqlite` (FTS5, ``bm25()``) and :mod:`~worker.store.search_postgres`
-(``tsvector`` + GIN, BM25 from per-namespace statistics); the text both index is
-:mod:`~worker.store.search`.
-
-Dense vectors of entries: which still need one, storing them, reading a namespace's.
-
-Vectors are written by the worker *after* the commit that wrote their entries (embedding is
+**Vectors** are written by the worker *after* the commit that wrote their entries (embedding is
 a network call; it never holds a transaction open), so storing one re-checks, in its own
-transaction, that the entry is still active with the very text that was embedded: a vector
-for an entry superseded, rewritten or erased meanwhile is dropped, never stored. Erasing a
-namespace deletes its vectors in the erase transaction; an entry that stops being active
-loses its vector in the transaction that retires it (:func:`discard`).
+transaction, that the entry is still active with the very text that was embedded: a vector for
+an entry superseded, rewritten or erased meanwhile is dropped. An entry that stops being active
+loses its vector in the transaction that retires it (:func:`discard`); an erase deletes the
+namespace's vectors in its own.
 """
 
 from __future__ import annotations
@@ -64,9 +53,7 @@ from worker.store.search_text import DOCS, STATS, QueryTerms, index_text, repeat
 from worker.types import require_utc
 
 #: Length normalisation, lighter than the usual 0.75: entries are all about one sentence, so a
-#: longer one is more specific rather than padded (LoCoMo recall@10 79.6% at 0.75, 79.9% at
-#: 0.1-0.3 before term frequencies counted; with them 80.1% at 0.5-0.75, 80.3-80.4% at
-#: 0.1-0.3, ``python -m bench search``).
+#: longer one is more specific rather than padded (tuned with ``python -m bench search``).
 B: Final = 0.3
 
 
@@ -130,8 +117,8 @@ _DOC_ROWS = sa.text(
     f"SELECT id, entry_id, doc_len, repeats FROM {DOCS} WHERE id IN :ids"
 ).bindparams(sa.bindparam("ids", expanding=True))
 #: PostgreSQL: the ids as one array, so the statement's text is the same whatever their
-#: number (prepared once per connection; an expanded ``IN`` list is a new statement for each
-#: count, and its hundred parameters are rendered one by one for every query).
+#: number and is prepared once per connection (an expanded ``IN`` list is a new statement for
+#: each count).
 _DOC_ROWS_PG = sa.text(
     f"SELECT id, entry_id, doc_len, repeats FROM {DOCS} WHERE id = ANY(CAST(:ids AS bigint[]))"
 )
@@ -173,12 +160,10 @@ def sync_written(
 ) -> None:
     """:func:`sync_entries` for the entries a commit just wrote, from the rows it wrote.
 
-    Same result, fewer statements (a batch's commit is the hot path): the texts and validity
-    come from ``new`` and ``changed`` (the values just written, so nothing is read back), and
-    a brand-new entry skips the delete and the vector lookup: its id did not exist in the
-    namespace before this transaction (the entries' primary key), and the index and the
-    vectors only ever hold active entries, so neither has a row of it. A changed entry is
-    taken out first, as :func:`sync_entries` does.
+    Same result, fewer statements (a batch's commit is the hot path): texts and validity come
+    from the values just written, and a brand-new entry skips the delete and the vector
+    lookup, since its id did not exist in the namespace before this transaction. A changed
+    entry is taken out first, as :func:`sync_entries` does.
     """
     backend = _backend(conn)
     removed: list[int] = []
@@ -343,11 +328,9 @@ def search(conn: Connection, at: Head, terms: QueryTerms, limit: int) -> list[tu
     :data:`COMMON_WINDOW` entries are read first, each term tested on them: for a namespace
     that small, that is every entry and the ranking is exact. In a larger one, a term the
     window suggests is *rare* (held by at most :data:`RARE_DOCS` entries) has its entries
-    fetched, up to that many: if there are no more, all of them are candidates, ranked
-    exactly. The others are *common* (a speaker's name in all their memories, a word in every
-    other entry): they count for the window's entries, their document frequency estimated
-    from it. Exact among the entries holding a rare term, then; the newest entries are the
-    candidates of common terms.
+    fetched, and if there are no more, all are candidates, ranked exactly. The others are
+    *common* (a speaker's name in all their memories): they count for the window's entries
+    only, their document frequency estimated from it.
     """
     if not terms or limit < 1:
         return []

@@ -29,12 +29,10 @@ _INSERT: Final = sa.text(
                 || array_to_tsvector(CAST(:grams AS text[])))"""
 )
 
-#: The query's terms, numbered in order (the words, then the n-grams), each as its tsquery:
-#: a word is the OR of its stemmed and plain forms, an n-gram itself. Computed once per
-#: statement (inside a filter, ``to_tsquery`` with a configuration read from a table would be
-#: re-parsed for every row). The terms arrive as two arrays, so the statement's text is the
-#: same for every query: the driver prepares it once per connection, and the server plans it
-#: without parsing it again.
+#: The query's terms, numbered in order (the words, then the n-grams), each as its tsquery,
+#: computed once per statement (inside a filter, ``to_tsquery`` with a configuration read from
+#: a table would be re-parsed for every row). The terms arrive as two arrays, so the statement's
+#: text is the same for every query and is prepared once per connection.
 _TERMS: Final = (
     "WITH terms AS MATERIALIZED ("
     f"SELECT w.i - 1 AS i, to_tsquery({_CONFIG}, w.q) || to_tsquery('simple', w.q) AS tq "
@@ -43,8 +41,7 @@ _TERMS: Final = (
     "FROM unnest(CAST(:grams AS text[])) WITH ORDINALITY AS g(q, i))"
 )
 #: Per term, up to ``:cap`` entries of the namespace holding it, through the GIN index (one
-#: lookup per term); one row per term, its ids aggregated (a row per posting would cost the
-#: client a tenth of a 10k namespace's query time to read).
+#: lookup per term); one row per term, its ids aggregated (cheaper to read than a row per posting).
 _POSTINGS: Final = sa.text(
     f"{_TERMS} SELECT t.i, array_agg(d.id) FROM terms t CROSS JOIN LATERAL "
     f"(SELECT id FROM {DOCS} WHERE namespace_id = :ns AND tsv @@ t.tq LIMIT :cap) d "

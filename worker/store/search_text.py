@@ -2,54 +2,36 @@
 text it holds for an entry and looks for in a query. Below the index (:mod:`worker.store.search`)
 and both dialects' modules, which read it.
 
-The search index's tables: the one place that knows each dialect's full-text DDL.
-
-They are not in :data:`worker.store.schema.metadata` (SQLAlchemy cannot describe an FTS5
-table or a GIN index portably); migration ``0004`` creates them with :func:`create`, and
-schema comparisons leave them out through :func:`is_index_object`.
-
-Both dialects: ``search_docs`` has a row per indexed (active) entry with its length in terms
-and the terms it holds more than once (``repeats``, added by migration ``0006``: BM25's term
-frequency, read with the length), and ``search_stats`` the number and total length of a
-namespace's indexed entries (BM25's ``N`` and average length), kept by the same
-transactions, and a counter every change of its vectors moves (so a search can keep a
-namespace's vectors in memory between queries).
+**Tables.** They are not in :data:`worker.store.schema.metadata` (SQLAlchemy cannot describe an
+FTS5 table or a GIN index portably); migration ``0004`` creates them with :func:`create`, and
+schema comparisons leave them out through :func:`is_index_object`. ``search_docs`` has a row per
+active entry with its length in terms and its repeated terms (BM25's document length and term
+frequency); ``search_stats`` a namespace's entry count and total length (BM25's ``N`` and
+average length) and a counter every change of its vectors moves (so a search can keep the
+vectors in memory between queries).
 
 * **SQLite**: ``search_docs.id`` is the rowid of the entry's row in ``search_fts``, an FTS5
-  table of two columns, ``words`` and ``grams`` (see :mod:`worker.store.search`). Ids are
-  ``namespace id << 32 | sequence``: a namespace is one rowid range, which FTS5 seeks to inside
-  its index (no filter per row), and its newest entries are the top of that range. Tokenizer:
-  porter over unicode61, diacritics removed, combining marks kept inside tokens (Devanagari
-  and Thai vowel signs are marks).
-* **PostgreSQL**: ``search_docs.tsv`` holds the entry's ``tsvector``, GIN-indexed with a
-  small fast-update pending list (:data:`GIN_PENDING_LIST_KB`): a commit appends its entries
-  to the list, and the commit that fills it merges the list into the index in one sorted pass.
-  Indexing each entry directly cost a commit most of its search-index insert (3.2–4.5 ms of
-  a 40-entry batch against 1.1–1.4 ms); the list is capped so small that a query's scan of it
-  stays a few pages (PostgreSQL's default cap, 4 MB, would be a linear scan of thousands of
-  entries);
-  ``(namespace_id, id)`` is indexed for a namespace's newest entries; ``search_config`` names
-  the one text-search configuration the vectors were built with.
+  table of two columns, ``words`` and ``grams``. Ids are ``namespace id << 32 | sequence``: a
+  namespace is one rowid range, which FTS5 seeks to inside its index (no filter per row), and
+  its newest entries are the top of that range. Tokenizer: porter over unicode61, diacritics
+  removed, combining marks kept inside tokens (Devanagari and Thai vowel signs are marks).
+* **PostgreSQL**: ``search_docs.tsv`` holds the entry's ``tsvector``, GIN-indexed with a small
+  pending list (:data:`GIN_PENDING_LIST_KB`); ``(namespace_id, id)`` is indexed for a
+  namespace's newest entries; ``search_config`` names the text-search configuration used.
 
-The text the search index holds for an entry, and the terms a query looks for.
-
-One normal form on both sides, so index and query always agree: NFKC, case-folded, Latin,
-Greek and Cyrillic diacritics removed ("café" finds "cafe"), then cut into
+**Text.** Index and query share one normal form, so they always agree: NFKC, case-folded,
+Latin, Greek and Cyrillic diacritics removed ("café" finds "cafe"), then cut into
 
 * **words**: runs of letters with their combining marks and digits (``\\p{L}\\p{M}\\p{N}``,
   so Devanagari vowel signs stay inside their word), for scripts that space their words;
 * **grams** for scripts that do not (Han, Hiragana, Katakana, Hangul, Thai, Lao, Khmer,
   Myanmar), where a tokenizer would keep a whole clause as one token: an entry indexes each
-  run's characters and character bigrams (Thai-like scripts: bigrams only, since a single
-  Thai letter says nothing); a query looks for the bigrams of its runs (the character itself
-  for a one-character run), so the 2-character query "北京" finds "我住在北京".
+  run's characters and bigrams (Thai-like scripts: bigrams only, a single letter says
+  nothing); a query looks for the bigrams of its runs (a one-character run: itself), so
+  "北京" finds "我住在北京".
 
-An entry also records the terms it holds more than once, with their counts (BM25's term
-frequency; see :func:`term_key` for what counts as the same term).
-
-A query's words lose English stopwords ("what did she say about tea" looks for "say" and
-"tea"), unless nothing would be left. Terms are plain strings: the backends quote them, so no
-query text is ever read as search syntax.
+A query's words lose English stopwords, unless nothing would be left. Terms are plain strings:
+the backends quote them, so no query text is ever read as search syntax.
 
 >>> index_text("I moved to Café Zürich!").words
 'i moved to cafe zurich'
@@ -89,10 +71,9 @@ DEFAULT_CONFIG: Final = "english"
 
 FTS_TOKENIZER: Final = "porter unicode61 remove_diacritics 2 categories 'L* N* Co M*'"
 
-#: Cap of the GIN index's pending list, in kB: PostgreSQL's smallest. A few hundred entries'
-#: lexemes wait there (read by every query of the index, page by page) until the commit that
-#: fills it merges them into the index at once, which costs less than indexing each on its
-#: own; 4 MB, the default, would let a query scan thousands.
+#: Cap of the GIN index's pending list, in kB: PostgreSQL's smallest. Commits append entries
+#: there and the one that fills it merges them in one sorted pass (cheaper than indexing each);
+#: every query scans the list, so it stays small (the 4 MB default would hold thousands).
 GIN_PENDING_LIST_KB: Final = 64
 _GIN_OPTIONS: Final = f"fastupdate = on, gin_pending_list_limit = {GIN_PENDING_LIST_KB}"
 
@@ -204,8 +185,8 @@ _RUN: Final = regex.compile(rf"[{_SPACELESS}]+")
 _BIGRAM_ONLY: Final = regex.compile(r"[\p{Thai}\p{Lao}\p{Khmer}\p{Myanmar}]")
 _WORD: Final = regex.compile(r"[\p{L}\p{M}\p{N}]+")
 _FOLDABLE_MARKS: Final = regex.compile(r"([\p{Latin}\p{Greek}\p{Cyrillic}])\p{Mn}+")
-#: :data:`_WORD` on ASCII text already case-folded: ASCII's letters and digits (most memory
-#: text is ASCII, and this skips three Unicode normalisations and the spaceless-run scan).
+#: :data:`_WORD` on case-folded ASCII, its letters and digits (most memory text is ASCII; this
+#: skips the Unicode normalisations and the spaceless-run scan).
 _ASCII_WORD: Final = re.compile(r"[a-z0-9]+")
 
 #: Longest indexed word: longer runs are noise (hashes, base64) and bloat the index.
@@ -287,15 +268,12 @@ def _bigrams(run: str) -> list[str]:
 
 def term_key(term: str) -> str:
     """The key under which an entry counts its repeats of ``term``: the word with an English
-    plural ending folded (Harman's S-stemmer: "-ies" to "-y", "-es" to "-e", "-s" dropped,
-    but not "-aies", "-eies", "-aes", "-ees", "-oes", "-us", "-ss"), so "raspberry" and
-    "raspberries" are one term; an n-gram is its own key.
+    plural ending folded (Harman's S-stemmer), so "raspberry" and "raspberries" are one term;
+    an n-gram is its own key.
 
-    The counts are kept in the index (both databases) and read by the ranking, not by the
-    databases' own stemmers (Porter for FTS5, the configured one for PostgreSQL), so both
-    rank alike; plurals are the inflection that repeats most within one sentence. A word the
-    database's stemmer matches but this key does not ("run" and "running") counts once: the
-    term frequency can only be underestimated, never invented.
+    The ranking reads these counts, not the databases' own stemmers, so both databases rank
+    alike. A word only the database's stemmer matches ("run", "running") counts once: the
+    term frequency can be underestimated, never invented.
 
     >>> [term_key(w) for w in ("berries", "horses", "cats", "bus", "glass", "北京")]
     ['berry', 'horse', 'cat', 'bus', 'glass', '北京']

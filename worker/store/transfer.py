@@ -1,19 +1,15 @@
 """A namespace as a document, and its erasure: export, import and erase.
 
-Export one namespace as a JSON-able document, and import such a document.
-
-The document holds the files with their full history, the entries, the ledger and pending
+An export holds the files with their full history, the entries, the ledger and pending
 approvals. An import validates the whole document first, then writes it in one transaction
-into a namespace that has no memory yet; the applied log position is not carried over (it is
-a position in the exporting deployment's queue).
+into a namespace that has no memory yet; the applied log position is not carried over (it is a
+position in the exporting deployment's queue).
 
-Erasing namespaces from SQL: every row that holds or names their memories goes.
-
-Sinks still hold copies, so for each file that existed an ``erase`` tombstone is queued per
-sink (the sinks that ever received the namespace, plus any named). A delivered tombstone is
-deleted, after which nothing of the namespace remains in the database but its erase fence: a
-version number under a digest of the key (see :mod:`worker.store.commit`), which makes any
-commit that read the namespace before the erase fail as stale.
+An erase deletes every SQL row that holds or names the namespaces' memories. Sinks still hold
+copies, so for each file that existed an ``erase`` tombstone is queued per sink (the sinks that
+ever received the namespace, plus any named). A delivered tombstone is deleted, after which
+nothing of the namespace remains but its erase fence (see :mod:`worker.store.commit`), which
+makes any commit that read the namespace before the erase fail as stale.
 """
 
 from __future__ import annotations
