@@ -50,9 +50,11 @@ from worker.types import DEFAULT_EMBEDDINGS
 
 __all__ = ["ops"]
 
-#: How far a refitted merge model's weights and bias may lie from the shipped ones when the
-#: vectors come from another CPU (two machines: 0.03 at most).
-REFIT_WEIGHTS = 0.1
+#: How far, on average over the pairs it was fitted on, a refitted merge model's probability
+#: may lie from the shipped model's when the vectors come from another CPU (0.0064 on the
+#: third CPU tried). Its weights are no measure: the cosine and the centred cosine move
+#: together, so that CPU's refit moved one weight by 0.25 and changed 2 of 306 answers.
+REFIT_PROBABILITY = 0.02
 
 
 @pytest.fixture(scope="module")
@@ -493,11 +495,11 @@ def test_the_shipped_merge_models_are_the_ones_fitted_on_the_development_half(
     fitted = fit(meaning, dev, several=several)
     shipped = meaning.merge_models[1 if several else 0]
     assert fitted.features == shipped.features
-    # Refitted from another CPU's vectors (tests.support.vectors), the weights move in the
-    # second decimal and the answers for the pairs they were fitted on stay the same.
-    assert np.allclose(fitted.weights, shipped.weights, atol=REFIT_WEIGHTS)
-    assert abs(fitted.bias - shipped.bias) < REFIT_WEIGHTS
+    # Refitted from another CPU's vectors (tests.support.vectors), the probabilities move in
+    # the third decimal and the answers for the pairs they were fitted on stay the same.
     rows, _ = _training_rows(meaning, dev, several=several)
+    moved = [abs(fitted.probability(r) - shipped.probability(r)) for r in rows]
+    assert sum(moved) / len(moved) < REFIT_PROBABILITY
     cut = shipped.threshold
     differ = sum((fitted.probability(r) >= cut) != (shipped.probability(r) >= cut) for r in rows)
     assert differ <= len(rows) // 100
