@@ -420,6 +420,18 @@ def test_a_vector_cache_embeds_a_text_once() -> None:
     assert calls == [["I have a tortoise."], ["I own a tortoise."]]
 
 
+def test_a_text_asked_about_before_it_is_embedded_is_read_again_once_it_is() -> None:
+    built = build_embeddings(DEFAULT_EMBEDDINGS)
+    assert built is not None
+    fresh = Meaning(built)
+    text = "Ich wohne seit Mai in Würzburg."
+    assert fresh.kind(text) is None  # no vector yet
+    fresh.prepare([text])
+    kind = fresh.kind(text)
+    assert kind is not None
+    assert kind.name == "residence"
+
+
 def test_the_default_settings_merge_by_meaning_and_none_turns_it_off(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:

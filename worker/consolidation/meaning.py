@@ -626,12 +626,18 @@ class Meaning:
         for text, vector in zip(wanted, self._embed(wanted, "embedding"), strict=True):
             if vector is not None:  # a vector that is not finite or is zero says nothing
                 self._unit[text] = vector / np.linalg.norm(vector)
+                self._forget_readings(text)  # read without a vector if asked before
         for old in list(self._unit)[: max(0, len(self._unit) - CACHE_TEXTS)]:
             del self._unit[old]
-            self._kinds.pop(old, None)
-            self._clear.pop(old, None)
-            self._scores.pop(old, None)
-            self._local_sides.pop(old, None)
+            self._forget_readings(old)
+
+    def _forget_readings(self, text: str) -> None:
+        """Drop what was read of ``text`` (its kinds, scores, side): read again from its
+        vector when next asked."""
+        self._kinds.pop(text, None)
+        self._clear.pop(text, None)
+        self._scores.pop(text, None)
+        self._local_sides.pop(text, None)
 
     def _embed(self, texts: Sequence[str], what: str) -> list[np.ndarray | None]:
         """Checked vectors of ``texts``, all within the deadline (one for the whole call);
