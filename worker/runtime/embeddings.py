@@ -29,7 +29,8 @@ inside the wheel, called through ``ctypes``. It never downloads anything, so it 
 and it reads ~100 languages. E5 was trained with a ``query: `` prefix for searches and
 ``passage: `` for stored texts; the engine adds them, so
 :meth:`LocalEmbeddings.embed_query` and :meth:`LocalEmbeddings.embed_documents` are not
-interchangeable. Vectors are L2-normalised (a dot product is the cosine) and deterministic.
+interchangeable. Vectors are L2-normalised (a dot product is the cosine) and deterministic on
+one machine; another CPU's arithmetic moves them a little (a cosine of about 0.9999).
 """  # noqa: E501
 
 from __future__ import annotations
