@@ -282,6 +282,47 @@ def test_two_relatives_of_other_ages_both_stay(rules: RulesConsolidator) -> None
     assert retired(plan) == set()
 
 
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("My husband loves jazz.", "My son loves jazz."),
+        ("Mein Sohn ist 10 Jahre alt.", "Meine Tochter ist 10 Jahre alt."),
+        ("Mi hermano vive en Madrid.", "Mi hermana vive en Madrid."),
+        ("Mon frère habite à Lyon.", "Ma sœur habite à Lyon."),
+        ("我爸爸是医生。", "我妈妈是医生。"),
+        ("父は医者です。", "母は医者です。"),
+        ("मेरा भाई दिल्ली में रहता है।", "मेरी बहन दिल्ली में रहती है।"),
+    ],
+    ids=["en", "de", "es", "fr", "zh", "ja", "hi"],
+)
+def test_the_same_fact_of_another_person_is_never_taken_for_it_said_again(
+    rules: RulesConsolidator, old: str, new: str
+) -> None:
+    """Nearer than most restatements by vector, yet two people's facts: both stay."""
+    assert_both_stay(rules, old, new)
+
+
+def test_the_same_fact_of_another_person_a_few_letters_apart_is_no_typo(
+    rules: RulesConsolidator,
+) -> None:
+    assert_both_stay(rules, "My mother is a teacher.", "My father is a teacher.")
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("My brother lives in Delhi.", "My brother's home is in Delhi."),
+        ("Mi hermano vive en Madrid.", "Mi hermano reside en Madrid."),
+        ("我哥哥住在上海。", "我哥哥现在住在上海。"),
+    ],
+    ids=["en", "es", "zh"],
+)
+def test_a_relatives_fact_said_again_in_other_words_confirms_the_entry(
+    rules: RulesConsolidator, old: str, new: str
+) -> None:
+    assert kinds_of(merge(rules, [entry("e1", old)], [cand(new)])) == ["confirm"]
+
+
 def test_corrected_keeps_the_words_and_swaps_the_one_number() -> None:
     assert corrected("Ich bin 53.", "Sorry, ich bin 35, nicht 53.") == "Ich bin 35."
 

@@ -47,7 +47,13 @@ trust check on a model's plan (:mod:`~worker.consolidation.plan`).
   (:attr:`Bank.wished_pairs`, :meth:`Meaning.wished`) and to the same held once
   (:attr:`Bank.former_pairs`, :meth:`Meaning.former`): a wish retires no value that holds, and
   a past the user tells is not retired by a later value (:func:`~.plan.adds_beside`).
-- **Restatement**: nearly the same vector and the same numbers (:meth:`Meaning.restates`);
+- **Which person**: where two statements differ only in a short stretch of words and that
+  stretch names a person on both sides, nearer the bank's persons than its other words
+  (:attr:`Bank.person_words`), they say the same of two people (:meth:`Meaning.persons_apart`:
+  "Mon frère habite à Lyon" / "Ma sœur habite à Lyon", which lie nearer than most
+  restatements).
+- **Restatement**: nearly the same vector, the same numbers and not two people
+  (:meth:`Meaning.restates`);
   **the same attribute**: both of one single-valued kind, about the user, and near each other
   (:meth:`Meaning.same_attribute`); **what a model's plan may replace**, a looser test for the
   trust check (:meth:`Meaning.may_replace`).
@@ -69,6 +75,7 @@ False
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import json
 import logging
@@ -76,7 +83,7 @@ import threading
 import time
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 from importlib import resources
 from typing import Any, Final, TypeVar
@@ -85,7 +92,7 @@ import numpy as np
 import regex
 from langchain_core.embeddings import Embeddings
 
-from worker.consolidation.text import content_stems
+from worker.consolidation.text import WORD_FREE_CHAR, content_stems, spaced
 from worker.errors import ModelUnavailable
 
 log = logging.getLogger(__name__)
@@ -275,6 +282,11 @@ NEAREST_PAIRS: Final = 10
 #: Deadline for embedding one merge's texts, in all (not per call): past it the batch waits
 #: for the model like for any unavailable dependency.
 DEFAULT_DEADLINE_SECONDS: Final = 60.0
+#: Most words (characters of a word-free script) of a stretch one text has in place of
+#: another's that may name a person (:meth:`Meaning.persons_apart`): "meri chhoti behen" for
+#: "mera chhota bhai", "妹妹" for "弟弟"; a longer one rewrites the statement and says nothing
+#: of whom it is about.
+MAX_SWAPPED_WORDS: Final = 3
 #: Longest text compared by meaning: a memory is a sentence or two; a longer text is compared
 #: by its words only (its vector would average too much to say what it is about).
 MAX_MEANING_CHARS: Final = 400
@@ -376,6 +388,11 @@ class Thresholds:
     #: held text must lie than a new one to tell a past beside it (:meth:`Meaning.former`),
     #: which the new one then does not retire (:func:`~.plan.adds_beside`).
     former: float = 0.1
+    #: How much nearer the persons than the other phrases of :attr:`Bank.person_words` a
+    #: stretch of words must lie to name a person (:meth:`Meaning.names_person`): the mean
+    #: cosine of the three nearest of each. Chosen on the development half of
+    #: ``bench/data/person_pairs.jsonl``.
+    person: float = -0.02
 
 
 @dataclass(frozen=True)
@@ -470,6 +487,11 @@ class Bank:
     wished_pairs: tuple[tuple[str, str], ...] = ()
     #: The same values said as holding now and said as having held once, in pairs.
     former_pairs: tuple[tuple[str, str], ...] = ()
+    #: Phrases that name a person the user knows ("my sister", "mi suegro", "我妈妈") …
+    person_words: tuple[str, ...] = ()
+    #: … and phrases that name none (verbs, adverbs of time, fillers) that two wordings of
+    #: one statement differ by ("lives" / "is based", "still"): :meth:`Meaning.names_person`.
+    other_words: tuple[str, ...] = ()
 
     @classmethod
     def load(cls) -> Bank:
@@ -486,8 +508,11 @@ class Bank:
             kinds.append(kind)
             examples += item["examples"]
             labels += [i] * len(item["examples"])
-        pairs = [tuple((a, b) for a, b in raw[section]["pairs"]) for section in PAIR_SECTIONS]
-        return cls(tuple(kinds), tuple(examples), tuple(labels), *pairs)
+        pairs: dict[str, Any] = {s: tuple(map(tuple, raw[s]["pairs"])) for s in PAIR_SECTIONS}
+        bank = cls(tuple(kinds), tuple(examples), tuple(labels))
+        words = raw["person_words"]
+        persons, others = tuple(words["persons"]), tuple(words["others"])
+        return replace(bank, **pairs, person_words=persons, other_words=others)
 
     @cached_property
     def attributes(self) -> dict[str, tuple[int, ...]]:
@@ -530,12 +555,12 @@ class Bank:
     def texts(self) -> tuple[str, ...]:
         """Every text embedded for the bank: the examples, then the subject pairs' own sides,
         then their other sides, then the same of each other section of pairs in
-        :data:`PAIR_SECTIONS`' order."""
+        :data:`PAIR_SECTIONS`' order, then the person words and the other words."""
         texts = list(self.examples)
         for section in PAIR_SECTIONS:
             pairs: tuple[tuple[str, str], ...] = getattr(self, section)
             texts += [a for a, _ in pairs] + [b for _, b in pairs]
-        return tuple(texts)
+        return (*texts, *self.person_words, *self.other_words)
 
 
 class CachingEmbeddings(Embeddings):
@@ -673,12 +698,47 @@ class Meaning:
     # --- what two texts are ----------------------------------------------------------------
     def restates(self, a: str, b: str) -> bool:
         """``a`` says what ``b`` says in other words: nearly the same vector, same numbers,
-        and not one about the user and the other about someone else (:meth:`whose_apart`;
-        "I have two sons" and "My brother has two sons" lie that near)."""
+        not one about the user and the other about someone else (:meth:`whose_apart`;
+        "I have two sons" and "My brother has two sons" lie that near), nor the same of two
+        people (:meth:`persons_apart`; "Mon frère habite à Lyon" / "Ma sœur habite à Lyon"
+        lie nearer still)."""
         cosine = self.similarity(a, b)
         if cosine is None or cosine < self.thresholds.restate or _numbers(a) != _numbers(b):
             return False
-        return not self._told_apart(a, b)
+        return not self._told_apart(a, b) and not self.persons_apart(a, b)
+
+    def persons_apart(self, a: str, b: str) -> bool:
+        """Where ``b``'s words stand in place of ``a``'s, both name a person
+        (:meth:`names_person`): the same said of two people, never one fact said again.
+
+        It errs towards two people: a person named in other words ("my mum" / "my mother",
+        "two sons" / "two boys") is kept twice rather than one relative's fact lost. The
+        stretches are embedded (a few words, only for two texts already taken for one)."""
+        swaps = _swapped(a, b)
+        if not swaps:
+            return False
+        self.prepare([phrase for pair in swaps for phrase in pair])
+        return any(self.names_person(x) and self.names_person(y) for x, y in swaps)
+
+    def names_person(self, phrase: str) -> bool:
+        """A prepared ``phrase`` lies nearer the bank's persons than its other words
+        (:attr:`Bank.person_words`; the mean cosine of the :data:`NEAREST_EXAMPLES` nearest of
+        each), by more than :attr:`Thresholds.person`."""
+        v = self.vector(phrase)
+        if v is None:
+            return False
+        persons, others = self._word_vectors
+        near = float(np.sort(persons @ v)[-NEAREST_EXAMPLES:].mean())
+        return near - float(np.sort(others @ v)[-NEAREST_EXAMPLES:].mean()) > self.thresholds.person
+
+    @cached_property
+    def _word_vectors(self) -> tuple[np.ndarray, np.ndarray]:
+        """The unit vectors of the person words and of the other words (the bank's last
+        texts, :attr:`Bank.texts`)."""
+        persons, others = len(self.bank.person_words), len(self.bank.other_words)
+        end = len(self.bank.texts)
+        rows = _unit_rows(self._bank_vectors[end - persons - others : end])
+        return rows[:persons], rows[persons:]
 
     def kind(self, text: str) -> Kind | None:
         """The kind of statement ``text`` is (None when it is near none clearly enough, or has
@@ -1234,6 +1294,34 @@ def _side_along(sides: tuple[np.ndarray, np.ndarray], v: np.ndarray) -> float:
     nearest = np.argsort(np.maximum(first @ v, second @ v), kind="stable")[-NEAREST_PAIRS:]
     direction, middle = _direction_of(first[nearest], second[nearest])
     return float(v @ direction) - middle
+
+
+def _swapped(a: str, b: str) -> list[tuple[str, str]]:
+    """The short stretches of words ``b`` has in place of ``a``'s, in pairs: the
+    replacements of at most :data:`MAX_SWAPPED_WORDS` words that align the two texts' words
+    (:func:`~.text.spaced`), each stretch as a phrase.
+
+    >>> _swapped("My brother lives in Lyon.", "My sister lives in Lyon now.")
+    [('brother', 'sister')]
+    >>> _swapped("我哥哥住在上海。", "我姐姐住在上海。")
+    [('哥哥', '姐姐')]
+    """
+    first, second = spaced(a).split(), spaced(b).split()
+    matcher = difflib.SequenceMatcher(a=first, b=second, autojunk=False)
+    return [
+        (_phrase(first[i1:i2]), _phrase(second[j1:j2]))
+        for op, i1, i2, j1, j2 in matcher.get_opcodes()
+        if op == "replace" and max(i2 - i1, j2 - j1) <= MAX_SWAPPED_WORDS
+    ]
+
+
+def _phrase(words: Sequence[str]) -> str:
+    """``words`` as written: spaced, except between two characters of a word-free script."""
+    out = ""
+    for word in words:
+        glued = out and WORD_FREE_CHAR.match(out[-1]) and WORD_FREE_CHAR.match(word)
+        out += word if glued or not out else f" {word}"
+    return out
 
 
 def _best_single(bank: Bank, a: np.ndarray, b: np.ndarray) -> int:

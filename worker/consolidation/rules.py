@@ -608,8 +608,13 @@ class _Merge:
         duplicate = self._duplicate_of(body, key, wanted=wanted)
         frame = frame_of(body)
         # A fuzzy duplicate may be another value of one attribute ("my wife's favourite colour
-        # is green" / "… is blue" are a few letters apart): then it is not the same memory.
-        if duplicate is not None and not duplicate.conflicts_with(frame):
+        # is green" / "… is blue" are a few letters apart), or the same of another person ("my
+        # mother is a teacher" / "my father …"): then it is not the same memory.
+        if (
+            duplicate is not None
+            and not duplicate.conflicts_with(frame)
+            and not (self.meaning is not None and self.meaning.persons_apart(duplicate.text, body))
+        ):
             self.ops.append(Confirm(candidate_ids=[cand.id], entry_id=duplicate.id))
             return None
         path = cand.path or (
