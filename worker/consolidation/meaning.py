@@ -390,8 +390,9 @@ class Thresholds:
     former: float = 0.1
     #: How much nearer the persons than the other phrases of :attr:`Bank.person_words` a
     #: stretch of words must lie to name a person (:meth:`Meaning.names_person`): the mean
-    #: cosine of the three nearest of each. Chosen on the development half of
-    #: ``bench/data/person_pairs.jsonl``.
+    #: cosine of the three nearest of each. The middle of the gap, on the development half of
+    #: ``bench/data/person_pairs.jsonl``, between the lowest stretch naming a person
+    #: ("parrain", -0.004) and the highest naming none ("rehta", -0.036).
     person: float = -0.02
 
 
@@ -489,8 +490,8 @@ class Bank:
     former_pairs: tuple[tuple[str, str], ...] = ()
     #: Phrases that name a person the user knows ("my sister", "mi suegro", "我妈妈") …
     person_words: tuple[str, ...] = ()
-    #: … and phrases that name none (verbs, adverbs of time, fillers) that two wordings of
-    #: one statement differ by ("lives" / "is based", "still"): :meth:`Meaning.names_person`.
+    #: … and phrases that name none: what two wordings of one statement differ by ("lives" /
+    #: "is based", "still"), and places and things (:meth:`Meaning.names_person`).
     other_words: tuple[str, ...] = ()
 
     @classmethod
@@ -711,9 +712,9 @@ class Meaning:
         """Where ``b``'s words stand in place of ``a``'s, both name a person
         (:meth:`names_person`): the same said of two people, never one fact said again.
 
-        It errs towards two people: a person named in other words ("my mum" / "my mother",
-        "two sons" / "two boys") is kept twice rather than one relative's fact lost. The
-        stretches are embedded (a few words, only for two texts already taken for one)."""
+        It errs towards two people: a person named in other words ("mi mamá" / "mi madre") is
+        kept twice rather than one relative's fact lost. The stretches are embedded (a few
+        words, only for two texts already taken for one)."""
         swaps = _swapped(a, b)
         if not swaps:
             return False
