@@ -287,6 +287,11 @@ DEFAULT_DEADLINE_SECONDS: Final = 60.0
 #: "mera chhota bhai", "妹妹" for "弟弟"; a longer one rewrites the statement and says nothing
 #: of whom it is about.
 MAX_SWAPPED_WORDS: Final = 3
+#: Most stretches two texts may differ in to be the same said of two people: the person and
+#: the words that agree with them ("Mi hermano mayor es alto y moreno" / "Mi hermana mayor es
+#: alta y morena"). Past it the text is rewritten, and no stretch is embedded: a client's
+#: text can make a merge embed at most this many pairs of stretches per pair of texts.
+MAX_SWAPS: Final = 3
 #: Longest text compared by meaning: a memory is a sentence or two; a longer text is compared
 #: by its words only (its vector would average too much to say what it is about).
 MAX_MEANING_CHARS: Final = 400
@@ -1306,13 +1311,18 @@ def _swapped(a: str, b: str) -> list[tuple[str, str]]:
     [('brother', 'sister')]
     >>> _swapped("我哥哥住在上海。", "我姐姐住在上海。")
     [('哥哥', '姐姐')]
+    >>> _swapped("a b c d e f g h", "a x c y e z g w")  # more than MAX_SWAPS: none
+    []
     """
     first, second = spaced(a).split(), spaced(b).split()
     matcher = difflib.SequenceMatcher(a=first, b=second, autojunk=False)
+    replaced = [op for op in matcher.get_opcodes() if op[0] == "replace"]
+    if len(replaced) > MAX_SWAPS:
+        return []  # rewritten, not said of another person (and never many stretches embedded)
     return [
         (_phrase(first[i1:i2]), _phrase(second[j1:j2]))
-        for op, i1, i2, j1, j2 in matcher.get_opcodes()
-        if op == "replace" and max(i2 - i1, j2 - j1) <= MAX_SWAPPED_WORDS
+        for _, i1, i2, j1, j2 in replaced
+        if max(i2 - i1, j2 - j1) <= MAX_SWAPPED_WORDS
     ]
 
 
