@@ -55,12 +55,12 @@ def score(rules: RulesConsolidator, pairs: list[dict[str, Any]], same: bool) -> 
 def run() -> list[str]:
     built = build_embeddings(DEFAULT_EMBEDDINGS)
     assert built is not None
-    lines = []
+    every, lines = load(), []
     for label, bar in (("persons check", Thresholds().person), ("check off", OFF)):
         thresholds = replace(Thresholds(), person=bar)
         rules = RulesConsolidator(meaning=Meaning(built, thresholds=thresholds))
         for split in ("dev", "test"):
-            pairs = [p for p in load() if p["split"] == split]
+            pairs = [p for p in every if p["split"] == split]
             lines.append(
                 f"{label:14} {split:4} two people kept apart {score(rules, pairs, False)}, "
                 f"one person kept once {score(rules, pairs, True)}"

@@ -83,7 +83,7 @@ import threading
 import time
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import cached_property
 from importlib import resources
 from typing import Any, Final, TypeVar
@@ -515,10 +515,11 @@ class Bank:
             examples += item["examples"]
             labels += [i] * len(item["examples"])
         pairs: dict[str, Any] = {s: tuple(map(tuple, raw[s]["pairs"])) for s in PAIR_SECTIONS}
-        bank = cls(tuple(kinds), tuple(examples), tuple(labels))
         words = raw["person_words"]
-        persons, others = tuple(words["persons"]), tuple(words["others"])
-        return replace(bank, **pairs, person_words=persons, other_words=others)
+        return cls(
+            tuple(kinds), tuple(examples), tuple(labels), **pairs,
+            person_words=tuple(words["persons"]), other_words=tuple(words["others"]),
+        )  # fmt: skip
 
     @cached_property
     def attributes(self) -> dict[str, tuple[int, ...]]:
