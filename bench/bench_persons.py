@@ -1,4 +1,5 @@
-"""Is the same fact of two people kept as two facts? Pairs of statements merged by the rules.
+"""Is the same fact of two people kept as two facts, and a new value said in the held value's
+words taken as new? Pairs of statements merged by the rules.
 
 ``bench/data/person_pairs.jsonl`` holds pairs of a held statement and a new one, in English,
 German, Spanish, French, Chinese, Japanese, Hindi, Hinglish and Russian, split into a
@@ -10,8 +11,17 @@ test half (reported, never tuned on):
 - **one person**: the same person's fact said again in other words: one entry must stay (the
   held one confirmed, or replaced by the new wording).
 
+``bench/data/value_pairs.jsonl`` holds pairs in nearly the same words, in English, German,
+Spanish, French, Portuguese, Chinese, Japanese, Hinglish and Russian, split the same way
+(:attr:`~worker.consolidation.meaning.Thresholds.thing` is chosen on its development half):
+
+- **a new value**: the held statement's words with another value ("Le week-end, je travaille
+  dans un bar" / "Le week-end, je travaille maintenant dans un restaurant"): the new value must
+  stay visible (it supersedes the held one, or is added), never be confirmed away;
+- **the same value**: said again in other words: one entry must stay.
+
 Each pair is merged with the default meaning model as the worker does, and, as the baseline in
-the same run, with the persons check off (the rules before it). ``python -m bench persons``.
+the same run, with both checks off (the rules before them). ``python -m bench persons``.
 """
 
 from __future__ import annotations
@@ -28,41 +38,49 @@ from worker.consolidation.rules import RulesConsolidator
 from worker.runtime.embeddings import build_embeddings
 from worker.types import DEFAULT_EMBEDDINGS
 
-PAIRS = Path(__file__).parent / "data" / "person_pairs.jsonl"
-#: A person bar no phrase reaches: the persons check off.
+DATA = Path(__file__).parent / "data"
+PAIRS = DATA / "person_pairs.jsonl"
+VALUE_PAIRS = DATA / "value_pairs.jsonl"
+#: A bar no phrase reaches: the check off.
 OFF = float("inf")
 
 
-def load() -> list[dict[str, Any]]:
-    return [json.loads(line) for line in PAIRS.read_text("utf-8").splitlines() if line]
+def load(path: Path = PAIRS) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text("utf-8").splitlines() if line]
 
 
 def kept_right(rules: RulesConsolidator, pair: dict[str, Any]) -> bool:
     """Whether merging the pair leaves what it should: both entries for two people, one for
-    one person."""
+    one person or one value; the new text visible for a new value."""
     plan = rules.merge(state([entry("e1", pair["held"])]), [cand(pair["said"])], now=at(10))
     kinds = [type(op) for op in plan.ops]
-    if pair["same_person"]:
+    if pair.get("same_person", pair.get("same_value")):
         return kinds in ([Confirm], [Supersede])
+    if "same_value" in pair:
+        return kinds in ([Supersede], [Add])
     return kinds == [Add]
 
 
-def score(rules: RulesConsolidator, pairs: list[dict[str, Any]], same: bool) -> str:
-    wanted = [p for p in pairs if p["same_person"] is same]
+def score(rules: RulesConsolidator, pairs: list[dict[str, Any]], field: str, same: bool) -> str:
+    wanted = [p for p in pairs if p[field] is same]
     return f"{sum(kept_right(rules, p) for p in wanted)}/{len(wanted)}"
 
 
 def run() -> list[str]:
     built = build_embeddings(DEFAULT_EMBEDDINGS)
     assert built is not None
-    every, lines = load(), []
-    for label, bar in (("persons check", Thresholds().person), ("check off", OFF)):
-        thresholds = replace(Thresholds(), person=bar)
+    persons, values, lines = load(), load(VALUE_PAIRS), []
+    off = replace(Thresholds(), person=OFF, thing=OFF)
+    for label, thresholds in (("checks on", Thresholds()), ("checks off", off)):
         rules = RulesConsolidator(meaning=Meaning(built, thresholds=thresholds))
         for split in ("dev", "test"):
-            pairs = [p for p in every if p["split"] == split]
+            two = [p for p in persons if p["split"] == split]
+            new = [p for p in values if p["split"] == split]
             lines.append(
-                f"{label:14} {split:4} two people kept apart {score(rules, pairs, False)}, "
-                f"one person kept once {score(rules, pairs, True)}"
+                f"{label:10} {split:4} two people kept apart "
+                f"{score(rules, two, 'same_person', False)}, "
+                f"one person kept once {score(rules, two, 'same_person', True)}; "
+                f"a new value kept visible {score(rules, new, 'same_value', False)}, "
+                f"one value kept once {score(rules, new, 'same_value', True)}"
             )
     return lines

@@ -1,4 +1,4 @@
-"""``python -m bench persons``: its pairs are its own, and it prints both halves with the check
+"""``python -m bench persons``: its pairs are its own, and it prints both halves with the checks
 on and off (smoke test; no timing)."""
 
 from __future__ import annotations
@@ -6,19 +6,41 @@ from __future__ import annotations
 import json
 from importlib import resources
 
-from bench.bench_persons import load, run
+from bench.bench_persons import VALUE_PAIRS, load, run
+from worker.consolidation.meaning import _swapped
 
 
-def test_no_phrase_of_the_bank_is_a_pair_or_a_part_of_one() -> None:
-    """The person words must not name the evaluation's sentences: each pair is a sentence, the
-    bank's phrases are a few words (the relations every language has)."""
+def _bank_phrases() -> set[str]:
     raw = json.loads(
         resources.files("worker.consolidation").joinpath("attributes.json").read_text()
     )
-    phrases = {*raw["person_words"]["persons"], *raw["person_words"]["others"]}
-    sentences = {text for pair in load() for text in (pair["held"], pair["said"])}
+    words = raw["person_words"]
+    return {*words["persons"], *words["wording"], *words["things"]}
+
+
+def test_no_phrase_of_the_bank_is_a_pair_or_a_part_of_one() -> None:
+    """The bank's words must not name the evaluation's sentences: each pair is a sentence, the
+    bank's phrases are a few words (the relations, places and things every language has)."""
+    phrases = _bank_phrases()
+    sentences = {
+        text for pair in [*load(), *load(VALUE_PAIRS)] for text in (pair["held"], pair["said"])
+    }
     assert not phrases & sentences
     assert max(len(p.split()) for p in phrases) <= 5
+
+
+def test_no_phrase_of_the_bank_is_a_value_of_the_test_half() -> None:
+    """What a test pair says in place of the held words is in no list the check reads."""
+    lowered = {p.lower() for p in _bank_phrases()}
+    swapped = {
+        phrase
+        for pair in load(VALUE_PAIRS)
+        if pair["split"] == "test"
+        for swap in _swapped(pair["held"], pair["said"])
+        for phrase in swap
+    }
+    assert swapped
+    assert not swapped & lowered
 
 
 def test_both_halves_hold_pairs_of_two_people_and_of_one() -> None:
@@ -29,10 +51,9 @@ def test_both_halves_hold_pairs_of_two_people_and_of_one() -> None:
     assert all(p["held"] != p["said"] for p in pairs)
 
 
-def test_the_bench_prints_both_halves_with_the_check_on_and_off() -> None:
+def test_the_bench_prints_both_halves_with_the_checks_on_and_off() -> None:
     lines = run()
-    for label in ("persons check", "check off"):
+    for label in ("checks on", "checks off"):
         for split in ("dev", "test"):
-            assert any(
-                line.startswith(f"{label:14} {split:4} two people kept apart") for line in lines
-            )
+            (line,) = [x for x in lines if x.startswith(f"{label:10} {split:4} two people")]
+            assert "a new value kept visible" in line

@@ -47,11 +47,13 @@ trust check on a model's plan (:mod:`~worker.consolidation.plan`).
   (:attr:`Bank.wished_pairs`, :meth:`Meaning.wished`) and to the same held once
   (:attr:`Bank.former_pairs`, :meth:`Meaning.former`): a wish retires no value that holds, and
   a past the user tells is not retired by a later value (:func:`~.plan.adds_beside`).
-- **Which person**: where two statements differ only in a short stretch of words and that
-  stretch names a person on both sides, nearer the bank's persons than its other words
-  (:attr:`Bank.person_words`), they say the same of two people (:meth:`Meaning.persons_apart`:
-  "Mon frère habite à Lyon" / "Ma sœur habite à Lyon", which lie nearer than most
-  restatements).
+- **Which person, which value**: where two statements differ only in a short stretch of words
+  and that stretch names a person on both sides, nearer the bank's persons than its wording
+  and things (:attr:`Bank.person_words`), they say the same of two people
+  (:meth:`Meaning.persons_apart`: "Mon frère habite à Lyon" / "Ma sœur habite à Lyon", which
+  lie nearer than most restatements); where it names a thing on either side
+  (:attr:`Bank.thing_words`), they give two values (:meth:`Meaning.values_apart`: "… dans un
+  bar" / "… maintenant dans un restaurant").
 - **Restatement**: nearly the same vector, the same numbers and not two people
   (:meth:`Meaning.restates`);
   **the same attribute**: both of one single-valued kind, about the user, and near each other
@@ -399,6 +401,14 @@ class Thresholds:
     #: ``bench/data/person_pairs.jsonl``, between the lowest stretch naming a person
     #: ("parrain", -0.004) and the highest naming none ("rehta", -0.036).
     person: float = -0.02
+    #: How much nearer the things of :attr:`Bank.thing_words` than its wording and persons a
+    #: stretch of words must lie to name a thing (:meth:`Meaning.names_thing`): the mean
+    #: cosine of the three nearest of each. The middle of the gap, on the development halves,
+    #: between the highest stretch of a restatement (a relative's, in
+    #: ``bench/data/person_pairs.jsonl``, or the user's own, in the update stories: "吃辣" /
+    #: "了", -0.003) and the lowest new value said in the held value's words
+    #: (``bench/data/value_pairs.jsonl``: "銀行" / "今病院", 0.009).
+    thing: float = 0.003
 
 
 @dataclass(frozen=True)
@@ -495,9 +505,11 @@ class Bank:
     former_pairs: tuple[tuple[str, str], ...] = ()
     #: Phrases that name a person the user knows ("my sister", "mi suegro", "我妈妈") …
     person_words: tuple[str, ...] = ()
-    #: … and phrases that name none: what two wordings of one statement differ by ("lives" /
-    #: "is based", "still"), and places and things (:meth:`Meaning.names_person`).
-    other_words: tuple[str, ...] = ()
+    #: … what two wordings of one statement differ by ("lives" / "is based", "still") …
+    wording_words: tuple[str, ...] = ()
+    #: … and things: places, employers, jobs, foods, pastimes (:meth:`Meaning.names_person`,
+    #: :meth:`Meaning.names_thing`).
+    thing_words: tuple[str, ...] = ()
 
     @classmethod
     def load(cls) -> Bank:
@@ -518,7 +530,8 @@ class Bank:
         words = raw["person_words"]
         return cls(
             tuple(kinds), tuple(examples), tuple(labels), **pairs,
-            person_words=tuple(words["persons"]), other_words=tuple(words["others"]),
+            person_words=tuple(words["persons"]), wording_words=tuple(words["wording"]),
+            thing_words=tuple(words["things"]),
         )  # fmt: skip
 
     @cached_property
@@ -559,15 +572,20 @@ class Bank:
         )
 
     @property
+    def words(self) -> tuple[str, ...]:
+        """The phrases a stretch of words is compared with: persons, wording, things."""
+        return (*self.person_words, *self.wording_words, *self.thing_words)
+
+    @property
     def texts(self) -> tuple[str, ...]:
         """Every text embedded for the bank: the examples, then the subject pairs' own sides,
         then their other sides, then the same of each other section of pairs in
-        :data:`PAIR_SECTIONS`' order, then the person words and the other words."""
+        :data:`PAIR_SECTIONS`' order, then the :attr:`words`."""
         texts = list(self.examples)
         for section in PAIR_SECTIONS:
             pairs: tuple[tuple[str, str], ...] = getattr(self, section)
             texts += [a for a, _ in pairs] + [b for _, b in pairs]
-        return (*texts, *self.person_words, *self.other_words)
+        return (*texts, *self.words)
 
 
 class CachingEmbeddings(Embeddings):
@@ -707,12 +725,19 @@ class Meaning:
         """``a`` says what ``b`` says in other words: nearly the same vector, same numbers,
         not one about the user and the other about someone else (:meth:`whose_apart`;
         "I have two sons" and "My brother has two sons" lie that near), nor the same of two
-        people (:meth:`persons_apart`; "Mon frère habite à Lyon" / "Ma sœur habite à Lyon"
-        lie nearer still)."""
+        people nor two values in the same words (:meth:`words_apart`)."""
         cosine = self.similarity(a, b)
         if cosine is None or cosine < self.thresholds.restate or _numbers(a) != _numbers(b):
             return False
-        return not self._told_apart(a, b) and not self.persons_apart(a, b)
+        return not self._told_apart(a, b) and not self.words_apart(a, b)
+
+    def words_apart(self, a: str, b: str) -> bool:
+        """Two texts in nearly the same words say the same of two people
+        (:meth:`persons_apart`: "Mon frère habite à Lyon" / "Ma sœur habite à Lyon") or give
+        two values (:meth:`values_apart`: "Le week-end, je travaille dans un bar" / "…
+        maintenant dans un restaurant"): they lie nearer than most restatements, yet neither
+        says the other again."""
+        return self.persons_apart(a, b) or self.values_apart(a, b)
 
     def persons_apart(self, a: str, b: str) -> bool:
         """Where ``b``'s words stand in place of ``a``'s, both name a person
@@ -721,31 +746,62 @@ class Meaning:
         It errs towards two people: a person named in other words ("mi mamá" / "mi madre") is
         kept twice rather than one relative's fact lost. The stretches are embedded (a few
         words, only for two texts already taken for one)."""
-        swaps = _swapped(a, b)
-        if not swaps:
-            return False
-        self.prepare([phrase for pair in swaps for phrase in pair])
+        swaps = self._prepared_swaps(a, b)
         return any(self.names_person(x) and self.names_person(y) for x, y in swaps)
 
+    def values_apart(self, a: str, b: str) -> bool:
+        """Where ``b``'s words stand in place of ``a``'s, either side names a thing
+        (:meth:`names_thing`: a place, an employer, a job, a food …): a new value said in the
+        held value's words, never the held one said again. Two wordings of one statement
+        differ by verbs, particles and adverbs ("I've got" / "I own", "住" / "家").
+
+        It errs towards two values: a thing named in other words ("doctor" / "physician")
+        is kept twice, or retires the held one, rather than the new value lost. The
+        stretches are those :meth:`persons_apart` embeds."""
+        return any(
+            self.names_thing(x) or self.names_thing(y) for x, y in self._prepared_swaps(a, b)
+        )
+
+    def _prepared_swaps(self, a: str, b: str) -> list[tuple[str, str]]:
+        """The stretches of words ``b`` has in place of ``a``'s (:func:`_swapped`), embedded."""
+        swaps = _swapped(a, b)
+        self.prepare([phrase for pair in swaps for phrase in pair])
+        return swaps
+
     def names_person(self, phrase: str) -> bool:
-        """A prepared ``phrase`` lies nearer the bank's persons than its other words
+        """A prepared ``phrase`` lies nearer the bank's persons than its wording and things
         (:attr:`Bank.person_words`; the mean cosine of the :data:`NEAREST_EXAMPLES` nearest of
         each), by more than :attr:`Thresholds.person`."""
+        near = self._nearest_words(phrase)
+        return near is not None and near[0] - near[3] > self.thresholds.person
+
+    def names_thing(self, phrase: str) -> bool:
+        """A prepared ``phrase`` lies nearer the bank's things than its wording and persons
+        (:attr:`Bank.thing_words`, as :meth:`names_person` measures), by more than
+        :attr:`Thresholds.thing`."""
+        near = self._nearest_words(phrase)
+        return near is not None and near[2] - max(near[0], near[1]) > self.thresholds.thing
+
+    def _nearest_words(self, phrase: str) -> tuple[float, float, float, float] | None:
+        """How near a prepared ``phrase`` lies to the bank's persons, wording, things, and
+        wording and things together (the mean cosine of the :data:`NEAREST_EXAMPLES` nearest
+        of each); None without a vector."""
         v = self.vector(phrase)
         if v is None:
-            return False
-        persons, others = self._word_vectors
-        near = float(np.sort(persons @ v)[-NEAREST_EXAMPLES:].mean())
-        return near - float(np.sort(others @ v)[-NEAREST_EXAMPLES:].mean()) > self.thresholds.person
+            return None
+        persons, wording, things, others = (
+            float(np.sort(rows @ v)[-NEAREST_EXAMPLES:].mean()) for rows in self._word_vectors
+        )
+        return persons, wording, things, others
 
     @cached_property
-    def _word_vectors(self) -> tuple[np.ndarray, np.ndarray]:
-        """The unit vectors of the person words and of the other words (the bank's last
-        texts, :attr:`Bank.texts`)."""
-        persons, others = len(self.bank.person_words), len(self.bank.other_words)
-        end = len(self.bank.texts)
-        rows = _unit_rows(self._bank_vectors[end - persons - others : end])
-        return rows[:persons], rows[persons:]
+    def _word_vectors(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """The unit vectors of the person words, the wording, the things, and the wording and
+        things together (the bank's last texts, :attr:`Bank.texts`)."""
+        persons, wording = len(self.bank.person_words), len(self.bank.wording_words)
+        rows = _unit_rows(self._bank_vectors[len(self.bank.texts) - len(self.bank.words) :])
+        ends = persons + wording
+        return rows[:persons], rows[persons:ends], rows[ends:], rows[persons:]
 
     def kind(self, text: str) -> Kind | None:
         """The kind of statement ``text`` is (None when it is near none clearly enough, or has

@@ -613,7 +613,7 @@ class _Merge:
         if (
             duplicate is not None
             and not duplicate.conflicts_with(frame)
-            and not (self.meaning is not None and self.meaning.persons_apart(duplicate.text, body))
+            and not (self.meaning is not None and self.meaning.words_apart(duplicate.text, body))
         ):
             self.ops.append(Confirm(candidate_ids=[cand.id], entry_id=duplicate.id))
             return None
