@@ -1,5 +1,6 @@
-"""Is the same fact of two people kept as two facts, and a new value said in the held value's
-words taken as new? Pairs of statements merged by the rules.
+"""Is the same fact of two people kept as two facts, a new value said in the held value's words
+taken as new, and a value for each of two settings kept as two? Pairs of statements merged by
+the rules.
 
 ``bench/data/person_pairs.jsonl`` holds pairs of a held statement and a new one, in English,
 German, Spanish, French, Chinese, Japanese, Hindi, Hinglish and Russian, split into a
@@ -19,6 +20,12 @@ Spanish, French, Portuguese, Chinese, Japanese, Hinglish and Russian, split the 
   dans un bar" / "Le week-end, je travaille maintenant dans un restaurant"): the new value must
   stay visible (it supersedes the held one, or is added), never be confirmed away;
 - **the same value**: said again in other words: one entry must stay.
+
+``bench/data/setting_pairs.jsonl`` holds pairs of a value for one setting and a value for
+another in the same words ("My favourite drink in the morning is coffee" / "My favourite
+drink in the evening is red wine"), in the same nine languages and Hindi, split the same way
+(:attr:`~worker.consolidation.meaning.Thresholds.setting` is chosen on its development half
+and the update stories'): both must stay.
 
 Each pair is merged with the default meaning model as the worker does, and, as the baseline in
 the same run, with both checks off (the rules before them). ``python -m bench persons``.
@@ -41,6 +48,7 @@ from worker.types import DEFAULT_EMBEDDINGS
 DATA = Path(__file__).parent / "data"
 PAIRS = DATA / "person_pairs.jsonl"
 VALUE_PAIRS = DATA / "value_pairs.jsonl"
+SETTING_PAIRS = DATA / "setting_pairs.jsonl"
 #: A bar no phrase reaches: the check off.
 OFF = float("inf")
 
@@ -54,7 +62,7 @@ def kept_right(rules: RulesConsolidator, pair: dict[str, Any]) -> bool:
     one person or one value; the new text visible for a new value."""
     plan = rules.merge(state([entry("e1", pair["held"])]), [cand(pair["said"])], now=at(10))
     kinds = [type(op) for op in plan.ops]
-    if pair.get("same_person", pair.get("same_value")):
+    if pair.get("same_person", pair.get("same_value", False)):
         return kinds in ([Confirm], [Supersede])
     if "same_value" in pair:
         return kinds in ([Supersede], [Add])
@@ -69,18 +77,22 @@ def score(rules: RulesConsolidator, pairs: list[dict[str, Any]], field: str, sam
 def run() -> list[str]:
     built = build_embeddings(DEFAULT_EMBEDDINGS)
     assert built is not None
-    persons, values, lines = load(), load(VALUE_PAIRS), []
-    off = replace(Thresholds(), person=OFF, thing=OFF)
+    persons, values, settings = load(), load(VALUE_PAIRS), load(SETTING_PAIRS)
+    lines = []
+    off = replace(Thresholds(), person=OFF, thing=OFF, setting=OFF)
     for label, thresholds in (("checks on", Thresholds()), ("checks off", off)):
         rules = RulesConsolidator(meaning=Meaning(built, thresholds=thresholds))
         for split in ("dev", "test"):
             two = [p for p in persons if p["split"] == split]
             new = [p for p in values if p["split"] == split]
+            two_settings = [p for p in settings if p["split"] == split]
+            kept = sum(kept_right(rules, p) for p in two_settings)
             lines.append(
                 f"{label:10} {split:4} two people kept apart "
                 f"{score(rules, two, 'same_person', False)}, "
                 f"one person kept once {score(rules, two, 'same_person', True)}; "
                 f"a new value kept visible {score(rules, new, 'same_value', False)}, "
-                f"one value kept once {score(rules, new, 'same_value', True)}"
+                f"one value kept once {score(rules, new, 'same_value', True)}; "
+                f"two settings kept apart {kept}/{len(two_settings)}"
             )
     return lines

@@ -353,6 +353,35 @@ def test_a_new_value_a_few_letters_from_the_held_one_is_no_typo(rules: RulesCons
     assert kinds_of(plan) == ["supersede"]
 
 
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("My favourite drink at breakfast is orange juice.",
+         "My favourite drink at dinner is red wine."),
+        ("My favourite sport to watch is football.", "My favourite sport to play is golf."),
+        ("On weekdays I live in London.", "At weekends I live in Brighton."),
+        ("Mein Lieblingsgetränk am Morgen ist Kaffee.", "Mein Lieblingsgetränk am Abend ist Bier."),
+        ("En verano mi bebida favorita es la horchata.",
+         "En invierno mi bebida favorita es el chocolate."),
+        ("Le matin, ma boisson préférée est le thé.", "Le soir, ma boisson préférée est la bière."),
+        ("我早上最喜欢喝豆浆。", "我晚上最喜欢喝牛奶。"),
+        ("Утром мой любимый напиток — кофе.", "Вечером мой любимый напиток — кефир."),
+    ],
+    ids=["en-meal", "en-watch-play", "en-home", "de", "es", "fr", "zh", "ru"],
+)  # fmt: skip
+def test_a_value_for_another_setting_in_the_same_words_retires_nothing(
+    rules: RulesConsolidator, old: str, new: str
+) -> None:
+    """One favourite in the morning and one in the evening: both stay."""
+    assert_both_stay(rules, old, new)
+
+
+def test_a_new_value_for_the_same_setting_still_supersedes(rules: RulesConsolidator) -> None:
+    plan = merge(rules, [entry("e1", "Le matin, ma boisson préférée est le thé.")],
+                 [cand("Le matin, ma boisson préférée est maintenant le café.")])  # fmt: skip
+    assert kinds_of(plan) == ["supersede"]
+
+
 def test_corrected_keeps_the_words_and_swaps_the_one_number() -> None:
     assert corrected("Ich bin 53.", "Sorry, ich bin 35, nicht 53.") == "Ich bin 35."
 

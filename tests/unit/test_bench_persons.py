@@ -5,36 +5,50 @@ from __future__ import annotations
 
 import json
 from importlib import resources
+from pathlib import Path
 
-from bench.bench_persons import VALUE_PAIRS, load, run
+import pytest
+
+from bench.bench_persons import SETTING_PAIRS, VALUE_PAIRS, load, run
 from worker.consolidation.meaning import _swapped
 
 
-def _bank_phrases() -> set[str]:
+def _bank() -> dict[str, list[str]]:
     raw = json.loads(
         resources.files("worker.consolidation").joinpath("attributes.json").read_text()
     )
-    words = raw["person_words"]
-    return {*words["persons"], *words["wording"], *words["things"]}
+    return {**raw["person_words"], "settings": raw["setting_words"]["settings"]}
+
+
+def _bank_phrases(*sections: str) -> set[str]:
+    bank = _bank()
+    return {phrase for section in sections for phrase in bank[section]}
 
 
 def test_no_phrase_of_the_bank_is_a_pair_or_a_part_of_one() -> None:
     """The bank's words must not name the evaluation's sentences: each pair is a sentence, the
     bank's phrases are a few words (the relations, places and things every language has)."""
-    phrases = _bank_phrases()
-    sentences = {
-        text for pair in [*load(), *load(VALUE_PAIRS)] for text in (pair["held"], pair["said"])
-    }
+    phrases = _bank_phrases("persons", "wording", "things", "settings")
+    pairs = [*load(), *load(VALUE_PAIRS), *load(SETTING_PAIRS)]
+    sentences = {text for pair in pairs for text in (pair["held"], pair["said"])}
     assert not phrases & sentences
     assert max(len(p.split()) for p in phrases) <= 5
 
 
-def test_no_phrase_of_the_bank_is_a_value_of_the_test_half() -> None:
-    """What a test pair says in place of the held words is in no list the check reads."""
-    lowered = {p.lower() for p in _bank_phrases()}
+@pytest.mark.parametrize(
+    ("path", "sections"),
+    [(VALUE_PAIRS, ("things", "wording")), (SETTING_PAIRS, ("settings",))],
+    ids=["values", "settings"],
+)
+def test_no_phrase_of_the_bank_is_a_value_or_setting_of_the_test_half(
+    path: Path, sections: tuple[str, ...]
+) -> None:
+    """What a test pair says in place of the held words is in no list its check reads: no
+    thing or wording of a new value, no setting of two settings."""
+    lowered = {p.lower() for p in _bank_phrases(*sections)}
     swapped = {
         phrase
-        for pair in load(VALUE_PAIRS)
+        for pair in load(path)
         if pair["split"] == "test"
         for swap in _swapped(pair["held"], pair["said"])
         for phrase in swap

@@ -47,13 +47,15 @@ trust check on a model's plan (:mod:`~worker.consolidation.plan`).
   (:attr:`Bank.wished_pairs`, :meth:`Meaning.wished`) and to the same held once
   (:attr:`Bank.former_pairs`, :meth:`Meaning.former`): a wish retires no value that holds, and
   a past the user tells is not retired by a later value (:func:`~.plan.adds_beside`).
-- **Which person, which value**: where two statements differ only in a short stretch of words
+- **Which person, value, setting**: where two statements differ only in a short stretch of words
   and that stretch names a person on both sides, nearer the bank's persons than its wording
   and things (:attr:`Bank.person_words`), they say the same of two people
   (:meth:`Meaning.persons_apart`: "Mon frère habite à Lyon" / "Ma sœur habite à Lyon", which
   lie nearer than most restatements); where it names a thing on either side
   (:attr:`Bank.thing_words`), they give two values (:meth:`Meaning.values_apart`: "… dans un
-  bar" / "… maintenant dans un restaurant").
+  bar" / "… maintenant dans un restaurant"); where it names a setting on both sides
+  (:attr:`Bank.setting_words`), a value for each of two settings, the one not retiring the
+  other (:meth:`Meaning.settings_apart`: "… to watch is tennis" / "… to play is squash").
 - **Restatement**: nearly the same vector, the same numbers and not two people
   (:meth:`Meaning.restates`);
   **the same attribute**: both of one single-valued kind, about the user, and near each other
@@ -294,6 +296,11 @@ MAX_SWAPPED_WORDS: Final = 3
 #: alta y morena"). Past it the text is rewritten, and no stretch is embedded: a client's
 #: text can make a merge embed at most this many pairs of stretches per pair of texts.
 MAX_SWAPS: Final = 3
+#: Most stretches two texts may differ in to give a value for each of two settings
+#: (:meth:`Meaning.settings_apart`): the setting and the value ("… to watch is tennis" / "…
+#: to play is squash"). A statement said again in other words differs in more places, and
+#: its stretches, cut where the words happen to align, may each lean towards a setting.
+MAX_SETTING_SWAPS: Final = 2
 #: Longest text compared by meaning: a memory is a sentence or two; a longer text is compared
 #: by its words only (its vector would average too much to say what it is about).
 MAX_MEANING_CHARS: Final = 400
@@ -409,6 +416,14 @@ class Thresholds:
     #: "了", -0.003) and the lowest new value said in the held value's words
     #: (``bench/data/value_pairs.jsonl``: "銀行" / "今病院", 0.009).
     thing: float = 0.003
+    #: How much nearer the settings of :attr:`Bank.setting_words` than the persons, wording and
+    #: things a stretch of words must lie to name a setting (:meth:`Meaning.names_setting`;
+    #: the mean cosine of the three nearest of each). The middle of the gap, on the
+    #: development halves, between the highest stretch of a new value or a restatement (of
+    #: the update stories and ``bench/data/value_pairs.jsonl``: "trois ans" / "lundi",
+    #: -0.001) and the lowest pair of settings it takes apart (``bench/data/setting_pairs.jsonl``:
+    #: "matin" / "soir", 0.007).
+    setting: float = 0.003
 
 
 @dataclass(frozen=True)
@@ -510,6 +525,9 @@ class Bank:
     #: … and things: places, employers, jobs, foods, pastimes (:meth:`Meaning.names_person`,
     #: :meth:`Meaning.names_thing`).
     thing_words: tuple[str, ...] = ()
+    #: Phrases that name a setting: a time, a place or an occasion, a way of doing it ("in the
+    #: morning", "on weekends", "to cook"; :meth:`Meaning.names_setting`).
+    setting_words: tuple[str, ...] = ()
 
     @classmethod
     def load(cls) -> Bank:
@@ -532,6 +550,7 @@ class Bank:
             tuple(kinds), tuple(examples), tuple(labels), **pairs,
             person_words=tuple(words["persons"]), wording_words=tuple(words["wording"]),
             thing_words=tuple(words["things"]),
+            setting_words=tuple(raw["setting_words"]["settings"]),
         )  # fmt: skip
 
     @cached_property
@@ -573,8 +592,9 @@ class Bank:
 
     @property
     def words(self) -> tuple[str, ...]:
-        """The phrases a stretch of words is compared with: persons, wording, things."""
-        return (*self.person_words, *self.wording_words, *self.thing_words)
+        """The phrases a stretch of words is compared with: persons, wording, things,
+        settings."""
+        return (*self.person_words, *self.wording_words, *self.thing_words, *self.setting_words)
 
     @property
     def texts(self) -> tuple[str, ...]:
@@ -762,9 +782,26 @@ class Meaning:
             self.names_thing(x) or self.names_thing(y) for x, y in self._prepared_swaps(a, b)
         )
 
+    def settings_apart(self, a: str, b: str) -> bool:
+        """Where ``b``'s words stand in place of ``a``'s, both name a setting
+        (:meth:`names_setting`: "in the morning" / "in the evening", "to watch" / "to play"):
+        a value for each of two settings, the one not replacing the other ("My favourite sport
+        to watch is tennis" / "My favourite sport to play is squash"). The rules ask it of a
+        pair they would merge, not of a restatement: a job said again in other words ("病院で
+        働いています" / "病院に勤めています") differs in words that lean towards "at work". The
+        stretches are those :meth:`persons_apart` embeds, of two texts that differ in at most
+        :data:`MAX_SETTING_SWAPS` places."""
+        swaps = _swapped(a, b)
+        if len(swaps) > MAX_SETTING_SWAPS:
+            return False
+        return any(self.names_setting(x) and self.names_setting(y) for x, y in self._ready(swaps))
+
     def _prepared_swaps(self, a: str, b: str) -> list[tuple[str, str]]:
         """The stretches of words ``b`` has in place of ``a``'s (:func:`_swapped`), embedded."""
-        swaps = _swapped(a, b)
+        return self._ready(_swapped(a, b))
+
+    def _ready(self, swaps: list[tuple[str, str]]) -> list[tuple[str, str]]:
+        """``swaps``, their stretches embedded (:meth:`prepare`)."""
         self.prepare([phrase for pair in swaps for phrase in pair])
         return swaps
 
@@ -782,26 +819,35 @@ class Meaning:
         near = self._nearest_words(phrase)
         return near is not None and near[2] - max(near[0], near[1]) > self.thresholds.thing
 
-    def _nearest_words(self, phrase: str) -> tuple[float, float, float, float] | None:
-        """How near a prepared ``phrase`` lies to the bank's persons, wording, things, and
-        wording and things together (the mean cosine of the :data:`NEAREST_EXAMPLES` nearest
-        of each); None without a vector."""
+    def names_setting(self, phrase: str) -> bool:
+        """A prepared ``phrase`` lies nearer the bank's settings than its persons, wording and
+        things (:attr:`Bank.setting_words`, as :meth:`names_person` measures), by more than
+        :attr:`Thresholds.setting`."""
+        near = self._nearest_words(phrase)
+        return near is not None and near[4] - max(near[:3]) > self.thresholds.setting
+
+    def _nearest_words(self, phrase: str) -> tuple[float, ...] | None:
+        """How near a prepared ``phrase`` lies to the bank's persons, wording, things, wording
+        and things together, and settings (the mean cosine of the :data:`NEAREST_EXAMPLES`
+        nearest of each); None without a vector."""
         v = self.vector(phrase)
         if v is None:
             return None
-        persons, wording, things, others = (
+        return tuple(
             float(np.sort(rows @ v)[-NEAREST_EXAMPLES:].mean()) for rows in self._word_vectors
         )
-        return persons, wording, things, others
 
     @cached_property
-    def _word_vectors(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """The unit vectors of the person words, the wording, the things, and the wording and
-        things together (the bank's last texts, :attr:`Bank.texts`)."""
-        persons, wording = len(self.bank.person_words), len(self.bank.wording_words)
-        rows = _unit_rows(self._bank_vectors[len(self.bank.texts) - len(self.bank.words) :])
-        ends = persons + wording
-        return rows[:persons], rows[persons:ends], rows[ends:], rows[persons:]
+    def _word_vectors(self) -> tuple[np.ndarray, ...]:
+        """The unit vectors of the person words, the wording, the things, the wording and
+        things together, and the settings (the bank's last texts, :attr:`Bank.texts`)."""
+        bank = self.bank
+        rows = _unit_rows(self._bank_vectors[len(bank.texts) - len(bank.words) :])
+        persons = len(bank.person_words)
+        wording = persons + len(bank.wording_words)
+        things = wording + len(bank.thing_words)
+        return (rows[:persons], rows[persons:wording], rows[wording:things],
+                rows[persons:things], rows[things:])  # fmt: skip
 
     def kind(self, text: str) -> Kind | None:
         """The kind of statement ``text`` is (None when it is near none clearly enough, or has

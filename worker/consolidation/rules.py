@@ -759,7 +759,8 @@ class _Merge:
         of one single-valued kind, near each other, of one polarity:
         :meth:`Meaning.same_attribute`); each catches updates the other misses. ``said_at`` is
         when ``body`` was said: a held past stays beside a later value only
-        (:func:`~.plan.adds_beside`)."""
+        (:func:`~.plan.adds_beside`). Two values of two settings in the same words both stay
+        (:meth:`Meaning.settings_apart`), asked only of a pair that would merge."""
         assert self.meaning is not None
         if self.meaning.both_others(entry.text, body):
             return None  # whether both are about one person cannot be told: both stay
@@ -773,15 +774,15 @@ class _Merge:
         score = self.meaning.merge_score(entry.text, body)
         if score is None:
             return None
-        if score >= 1.0:
-            return score
-        by_kinds = (
+        merges = score >= 1.0 or (
             kind is not None
             and kind.single
             and entry.norm.negated == wanted.negated
             and self.meaning.same_attribute(entry.text, body)
         )
-        return score if by_kinds else None
+        if not merges or self.meaning.settings_apart(entry.text, body):
+            return None  # "… to watch is tennis" / "… to play is squash": one for each setting
+        return score
 
     def _comparable(self, key: str | None) -> list[LiveEntry]:
         """The live entries a candidate of ``key`` may confirm or retire by meaning."""
