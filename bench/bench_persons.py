@@ -58,15 +58,15 @@ def load(path: Path = PAIRS) -> list[dict[str, Any]]:
 
 
 def kept_right(rules: RulesConsolidator, pair: dict[str, Any]) -> bool:
-    """Whether merging the pair leaves what it should: both entries for two people, one for
-    one person or one value; the new text visible for a new value."""
+    """Whether merging the pair leaves what it should: both entries for two people or two
+    settings, one for one person or one value; the new text visible for a new value."""
     plan = rules.merge(state([entry("e1", pair["held"])]), [cand(pair["said"])], now=at(10))
     kinds = [type(op) for op in plan.ops]
-    if pair.get("same_person", pair.get("same_value", False)):
-        return kinds in ([Confirm], [Supersede])
+    if pair.get("same_person") or pair.get("same_value"):
+        return kinds in ([Confirm], [Supersede])  # one person or value: one entry
     if "same_value" in pair:
-        return kinds in ([Supersede], [Add])
-    return kinds == [Add]
+        return kinds in ([Supersede], [Add])  # a new value: visible
+    return kinds == [Add]  # two people, two settings: both stay
 
 
 def score(rules: RulesConsolidator, pairs: list[dict[str, Any]], field: str, same: bool) -> str:

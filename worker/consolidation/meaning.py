@@ -90,7 +90,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from importlib import resources
-from typing import Any, Final, TypeVar
+from typing import Any, Final, NamedTuple, TypeVar
 
 import numpy as np
 import regex
@@ -424,6 +424,18 @@ class Thresholds:
     #: -0.001) and the lowest pair of settings it takes apart (``bench/data/setting_pairs.jsonl``:
     #: "matin" / "soir", 0.007).
     setting: float = 0.003
+
+
+class WordNearness(NamedTuple):
+    """How near a stretch of words lies to each group of the bank's words
+    (:attr:`Bank.words`): the mean cosine of its :data:`NEAREST_EXAMPLES` nearest of each."""
+
+    persons: float
+    wording: float
+    things: float
+    #: The wording and the things as one group (what a person is told apart from).
+    others: float
+    settings: float
 
 
 @dataclass(frozen=True)
@@ -810,37 +822,41 @@ class Meaning:
         (:attr:`Bank.person_words`; the mean cosine of the :data:`NEAREST_EXAMPLES` nearest of
         each), by more than :attr:`Thresholds.person`."""
         near = self._nearest_words(phrase)
-        return near is not None and near[0] - near[3] > self.thresholds.person
+        return near is not None and near.persons - near.others > self.thresholds.person
 
     def names_thing(self, phrase: str) -> bool:
         """A prepared ``phrase`` lies nearer the bank's things than its wording and persons
         (:attr:`Bank.thing_words`, as :meth:`names_person` measures), by more than
         :attr:`Thresholds.thing`."""
         near = self._nearest_words(phrase)
-        return near is not None and near[2] - max(near[0], near[1]) > self.thresholds.thing
+        if near is None:
+            return False
+        return near.things - max(near.persons, near.wording) > self.thresholds.thing
 
     def names_setting(self, phrase: str) -> bool:
         """A prepared ``phrase`` lies nearer the bank's settings than its persons, wording and
         things (:attr:`Bank.setting_words`, as :meth:`names_person` measures), by more than
         :attr:`Thresholds.setting`."""
         near = self._nearest_words(phrase)
-        return near is not None and near[4] - max(near[:3]) > self.thresholds.setting
+        if near is None:
+            return False
+        nearest_other = max(near.persons, near.wording, near.things)
+        return near.settings - nearest_other > self.thresholds.setting
 
-    def _nearest_words(self, phrase: str) -> tuple[float, ...] | None:
-        """How near a prepared ``phrase`` lies to the bank's persons, wording, things, wording
-        and things together, and settings (the mean cosine of the :data:`NEAREST_EXAMPLES`
-        nearest of each); None without a vector."""
+    def _nearest_words(self, phrase: str) -> WordNearness | None:
+        """How near a prepared ``phrase`` lies to each group of the bank's words; None without
+        a vector."""
         v = self.vector(phrase)
         if v is None:
             return None
-        return tuple(
-            float(np.sort(rows @ v)[-NEAREST_EXAMPLES:].mean()) for rows in self._word_vectors
+        return WordNearness(
+            *(float(np.sort(rows @ v)[-NEAREST_EXAMPLES:].mean()) for rows in self._word_vectors)
         )
 
     @cached_property
     def _word_vectors(self) -> tuple[np.ndarray, ...]:
-        """The unit vectors of the person words, the wording, the things, the wording and
-        things together, and the settings (the bank's last texts, :attr:`Bank.texts`)."""
+        """The unit vectors of each group of :class:`WordNearness`, in its order (the bank's
+        last texts, :attr:`Bank.texts`)."""
         bank = self.bank
         rows = _unit_rows(self._bank_vectors[len(bank.texts) - len(bank.words) :])
         persons = len(bank.person_words)
