@@ -302,6 +302,37 @@ def test_the_same_fact_of_another_person_is_never_taken_for_it_said_again(
     assert_both_stay(rules, old, new)
 
 
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("My friend works at Hooli.", "My sister works at Hooli."),
+        ("我儿子今年六岁。", "我侄子今年六岁。"),
+    ],
+    ids=["en", "zh"],
+)
+def test_the_same_fact_of_two_people_the_merge_models_would_merge_both_stay(
+    rules: RulesConsolidator, old: str, new: str
+) -> None:
+    """The texts differ in one stretch, a person on both sides: two people, whatever the
+    merge models read from the whole texts."""
+    assert_both_stay(rules, old, new)
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("My girlfriend is Anna.", "My girlfriend is Maya."),
+        ("My favourite band is Radiohead.", "My favourite band is Big Thief."),
+    ],
+    ids=["partner", "band"],
+)
+def test_a_new_value_that_names_someone_still_replaces_the_old(
+    rules: RulesConsolidator, old: str, new: str
+) -> None:
+    """A person as the value (a partner, a band), not as whose fact it is."""
+    assert retired(merge(rules, [entry("e1", old)], [cand(new)])) == {"e1"}
+
+
 def test_the_same_fact_of_another_person_a_few_letters_apart_is_no_typo(
     rules: RulesConsolidator,
 ) -> None:

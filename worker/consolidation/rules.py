@@ -760,7 +760,8 @@ class _Merge:
         :meth:`Meaning.same_attribute`); each catches updates the other misses. ``said_at`` is
         when ``body`` was said: a held past stays beside a later value only
         (:func:`~.plan.adds_beside`). Two values of two settings in the same words both stay
-        (:meth:`Meaning.settings_apart`), asked only of a pair that would merge."""
+        (:meth:`Meaning.settings_apart`), and so does the same said of two people
+        (:meth:`Meaning.persons_swapped`), asked only of a pair that would merge."""
         assert self.meaning is not None
         if self.meaning.both_others(entry.text, body):
             return None  # whether both are about one person cannot be told: both stay
@@ -782,6 +783,10 @@ class _Merge:
         )
         if not merges or self.meaning.settings_apart(entry.text, body):
             return None  # "… to watch is tennis" / "… to play is squash": one for each setting
+        if self.meaning.persons_swapped(entry.text, body) and not self.meaning.gives_a_person(
+            entry.text, body
+        ):
+            return None  # "My friend works at Hooli" / "My sister …": two people, both stay
         return score
 
     def _comparable(self, key: str | None) -> list[LiveEntry]:
