@@ -54,6 +54,14 @@ def test_number_words_keep_statements_apart() -> None:
     )
 
 
+def test_a_word_that_negates_in_one_language_only_is_no_negation_in_others() -> None:
+    """Italian "mai" (never) is "May" in German and "I" in Hinglish; "non … mai" still
+    negates by its "non"."""
+    assert not text.Normalised.of("Ich wohne seit Mai in Würzburg.").negated
+    assert not text.Normalised.of("Mai pehle Kolkata mein thi.").negated
+    assert text.Normalised.of("Non ho mai fumato.").negated
+
+
 def test_a_different_named_entity_keeps_statements_apart() -> None:
     assert not text.is_near_duplicate(
         "My friend Anna lives in Berlin", "My friend Anne lives in Berlin"

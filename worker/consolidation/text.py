@@ -135,8 +135,9 @@ NEGATIONS: Final = frozenset(
         # English
         *("not", "no", "never", "dont", "doesnt", "didnt", "isnt", "arent", "wasnt", "cant"),
         *("wont", "nobody", "nothing", "neither", "nor", "without", "hate", "dislike"),
-        # French, Spanish, Portuguese, Italian, German
-        *("ne", "pas", "jamais", "nunca", "nao", "não", "non", "mai", "nicht", "kein", "keine"),
+        # French, Spanish, Portuguese, Italian, German. Not Italian "mai" (its "non … mai" has
+        # "non"): it is "May" in German ("seit Mai") and "I" in Hinglish ("Mai pehle …").
+        *("ne", "pas", "jamais", "nunca", "nao", "não", "non", "nicht", "kein", "keine"),
         # Russian, Ukrainian (Cyrillic)
         *("не", "нет", "ни", "никогда", "ніколи", "ні", "без"),
         # Greek
