@@ -392,6 +392,28 @@ def test_by_meaning_a_plan_that_invalidates_a_value_beside_an_addition_is_refuse
     assert any("retires entry e1" in p for p in problems("I work at Acme", c, add, drop))
 
 
+#: The same said of two people, in otherwise the same words: one person's fact never ends
+#: the other's, whoever's plan says so.
+TWO_PEOPLE = {
+    "en": ("My friend works at Hooli.", "My sister works at Hooli."),
+    "fr": ("Mon frère habite à Lyon.", "Ma sœur habite à Lyon."),
+    "zh": ("我儿子今年六岁。", "我侄子今年六岁。"),
+}
+
+
+@pytest.mark.parametrize(("held", "said"), TWO_PEOPLE.values(), ids=TWO_PEOPLE)
+def test_by_meaning_a_plan_that_retires_one_persons_fact_for_anothers_is_refused(
+    held: str, said: str
+) -> None:
+    assert any("retires entry e1" in p for p in judged(held, said, said))
+
+
+def test_by_meaning_a_plan_that_replaces_the_partners_name_is_accepted() -> None:
+    assert (
+        judged("My girlfriend is Anna.", "My girlfriend is Maya.", "My girlfriend is Maya.") == []
+    )
+
+
 def test_by_meaning_a_plan_that_folds_an_addition_into_the_held_value_is_accepted() -> None:
     said = "I'm also doing shifts at Globex"
     assert judged("I work at Acme", said, "I work at Acme and do shifts at Globex") == []

@@ -815,6 +815,13 @@ class Meaning:
             return False
         return any(self.names_setting(x) and self.names_setting(y) for x, y in self._ready(swaps))
 
+    def two_people(self, old: str, new: str) -> bool:
+        """Two prepared texts say the same of two people (:meth:`persons_swapped`), and the
+        attribute they give has no person for its value (:meth:`gives_a_person`: "My
+        girlfriend is Anna" / "… is Maya" is one attribute of the user's): neither the rules
+        nor a model's plan retires the one for the other."""
+        return self.persons_swapped(old, new) and not self.gives_a_person(old, new)
+
     def persons_swapped(self, a: str, b: str) -> bool:
         """The two texts differ in one stretch of words only, and on both sides it names a
         person clearly (:attr:`Thresholds.swapped_person`): the same said of two people ("My
@@ -981,8 +988,9 @@ class Meaning:
         (:attr:`Kind.ends_with`: studies, then work), and near each other (a model may see a
         new value where the rules are unsure), never two of unrelated kinds, nor one about
         the user and the other about someone else (:meth:`whose_apart`): "Mein Bruder wohnt in
-        Hamburg" never ends "Ich wohne in Hamburg", whoever's plan says so."""
-        if self._told_apart(old, new):
+        Hamburg" never ends "Ich wohne in Hamburg", whoever's plan says so, nor the same said
+        of two people (:meth:`two_people`)."""
+        if self._told_apart(old, new) or self.two_people(old, new):
             return False
         if self.about_the_same(old, new):
             return True
@@ -1416,8 +1424,11 @@ class Meaning:
 
     def vouches(self, old: str, new: str) -> bool:
         """A model's plan may retire ``old`` for ``new`` on the merge models' word: a
-        :meth:`merge_score` of :attr:`Thresholds.vouch` or more."""
-        return self._scores_at_least(old, new, self.thresholds.vouch)
+        :meth:`merge_score` of :attr:`Thresholds.vouch` or more, unless they say the same of
+        two people (:meth:`two_people`)."""
+        return self._scores_at_least(old, new, self.thresholds.vouch) and not self.two_people(
+            old, new
+        )
 
     def merges(self, old: str, new: str) -> bool:
         """``new`` takes ``old``'s place (a :meth:`merge_score` of 1 or more)."""

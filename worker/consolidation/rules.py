@@ -761,7 +761,7 @@ class _Merge:
         when ``body`` was said: a held past stays beside a later value only
         (:func:`~.plan.adds_beside`). Two values of two settings in the same words both stay
         (:meth:`Meaning.settings_apart`), and so does the same said of two people
-        (:meth:`Meaning.persons_swapped`), asked only of a pair that would merge."""
+        (:meth:`Meaning.two_people`), asked only of a pair that would merge."""
         assert self.meaning is not None
         if self.meaning.both_others(entry.text, body):
             return None  # whether both are about one person cannot be told: both stay
@@ -783,9 +783,7 @@ class _Merge:
         )
         if not merges or self.meaning.settings_apart(entry.text, body):
             return None  # "… to watch is tennis" / "… to play is squash": one for each setting
-        if self.meaning.persons_swapped(entry.text, body) and not self.meaning.gives_a_person(
-            entry.text, body
-        ):
+        if self.meaning.two_people(entry.text, body):
             return None  # "My friend works at Hooli" / "My sister …": two people, both stay
         return score
 
