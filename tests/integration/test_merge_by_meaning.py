@@ -307,14 +307,20 @@ def test_the_same_fact_of_another_person_is_never_taken_for_it_said_again(
     [
         ("My friend works at Hooli.", "My sister works at Hooli."),
         ("我儿子今年六岁。", "我侄子今年六岁。"),
+        ("Mein Bruder ist verheiratet.", "Meine Schwester ist verheiratet."),
+        ("Mon frère est marié.", "Ma sœur est mariée."),
+        ("Meu irmão é casado.", "Minha irmã é casada."),
+        ("Mera beta 8 saal ka hai.", "Meri beti 8 saal ki hai."),
+        ("Mera dost Infosys mein kaam karta hai.", "Meri behen Infosys mein kaam karti hai."),
     ],
-    ids=["en", "zh"],
+    ids=["en", "zh", "de-married", "fr-agrees", "pt-agrees", "hi-latn-agrees", "hi-latn-verb"],
 )
 def test_the_same_fact_of_two_people_the_merge_models_would_merge_both_stay(
     rules: RulesConsolidator, old: str, new: str
 ) -> None:
-    """The texts differ in one stretch, a person on both sides: two people, whatever the
-    merge models read from the whole texts."""
+    """The texts differ in one stretch, a person on both sides, and in words that agree with
+    it: two people, whatever the merge models read from the whole texts, even of an attribute
+    whose value is a person (married: whose partner is not the question)."""
     assert_both_stay(rules, old, new)
 
 

@@ -398,6 +398,7 @@ TWO_PEOPLE = {
     "en": ("My friend works at Hooli.", "My sister works at Hooli."),
     "fr": ("Mon frère habite à Lyon.", "Ma sœur habite à Lyon."),
     "zh": ("我儿子今年六岁。", "我侄子今年六岁。"),
+    "pt-agrees": ("Meu irmão é casado.", "Minha irmã é casada."),
 }
 
 

@@ -820,7 +820,10 @@ class Meaning:
         attribute they give has no person for its value (:meth:`gives_a_person`: "My
         girlfriend is Anna" / "… is Maya" is one attribute of the user's): neither the rules
         nor a model's plan retires the one for the other."""
-        return self.persons_swapped(old, new) and not self.gives_a_person(old, new)
+        if not self.persons_swapped(old, new):
+            return False
+        others = self.someone_else(old) or self.someone_else(new)
+        return others or not self.gives_a_person(old, new)
 
     def persons_swapped(self, a: str, b: str) -> bool:
         """The two texts differ in one stretch of words only, and on both sides it names a
@@ -1489,22 +1492,43 @@ def _swapped(a: str, b: str) -> list[tuple[str, str]]:
 
 def _only_swap(a: str, b: str) -> tuple[str, str] | None:
     """The one stretch of at most :data:`MAX_SWAPPED_WORDS` words ``b`` has in place of
-    ``a``'s, when the two texts differ in nothing else (:func:`_swapped`'s alignment).
+    ``a``'s, when the two texts differ in nothing else (:func:`_swapped`'s alignment) but
+    words that agree with it (:func:`_inflected`: "Mi hermano está casado" / "Mi hermana
+    está casada").
 
     >>> _only_swap("My friend works at Hooli.", "My sister works at Hooli.")
     ('friend', 'sister')
+    >>> _only_swap("Mera dost Pune mein rehta hai.", "Meri behen Pune mein rehti hai.")
+    ('mera dost', 'meri behen')
     >>> _only_swap("My friend works at Hooli.", "My sister works at Globex.") is None
     True
     """
     first, second = spaced(a).split(), spaced(b).split()
     matcher = difflib.SequenceMatcher(a=first, b=second, autojunk=False)
     changed = [op for op in matcher.get_opcodes() if op[0] != "equal"]
-    if len(changed) != 1 or changed[0][0] != "replace":
+    if any(op[0] != "replace" for op in changed):
         return None
-    _, i1, i2, j1, j2 = changed[0]
-    if max(i2 - i1, j2 - j1) > MAX_SWAPPED_WORDS:
+    stretches = [(first[i1:i2], second[j1:j2]) for _, i1, i2, j1, j2 in changed]
+    swapped = [(x, y) for x, y in stretches if not _inflected(x, y)]
+    if len(swapped) != 1 or max(map(len, swapped[0])) > MAX_SWAPPED_WORDS:
         return None
-    return _phrase(first[i1:i2]), _phrase(second[j1:j2])
+    return _phrase(swapped[0][0]), _phrase(swapped[0][1])
+
+
+def _inflected(first: Sequence[str], second: Sequence[str]) -> bool:
+    """One word in place of another that differs from it in its last two letters at most:
+    the same word, agreeing with another ("casado" / "casada", "karta" / "karti", "ka" /
+    "ki"). Letters only: "30" / "31" is another value.
+
+    >>> _inflected(["casado"], ["casada"]), _inflected(["Lyon"], ["Lima"])
+    (True, False)
+    """
+    if len(first) != 1 or len(second) != 1 or not (first[0].isalpha() and second[0].isalpha()):
+        return False
+    x, y = first[0], second[0]
+    pairs = enumerate(zip(x, y, strict=False))
+    shared = next((i for i, (p, q) in pairs if p != q), min(len(x), len(y)))
+    return x != y and shared >= max(1, max(len(x), len(y)) - 2)
 
 
 def _phrase(words: Sequence[str]) -> str:
