@@ -413,6 +413,37 @@ def test_a_value_for_another_setting_in_the_same_words_retires_nothing(
     assert_both_stay(rules, old, new)
 
 
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("Weekday lunches are usually a salad at my desk.", "On Saturdays we go out for dim sum."),
+        ("In winter I swim at the indoor pool.",
+         "Come summer, my sport is cycling along the coast."),
+        ("My go-to breakfast is porridge.", "For dinner I mostly cook pasta."),
+        ("Morgens trinke ich immer Kaffee.", "Abends gönne ich mir ein Glas Rotwein."),
+        ("Unter der Woche fahre ich mit dem Rad zur Arbeit.", "Am Wochenende nehme ich das Auto."),
+        ("Por las mañanas tomo café con leche.", "Antes de dormir me gusta una manzanilla."),
+        ("En verano vivo en la casa de la playa.",
+         "Durante el invierno estoy en mi piso de Madrid."),
+        ("Le matin, je bois du thé vert.", "Après le dîner, je prends une tisane."),
+        ("En semaine je travaille dans une librairie.",
+         "Le samedi, je fais des extras dans un restaurant."),
+        ("De manhã eu corro no parque.", "À noite faço ioga em casa."),
+        ("早上我一般喝豆浆。", "晚饭后我喜欢喝点普洱茶。"),
+        ("朝はいつもコーヒーを飲みます。", "夜は寝る前にハーブティーにしています。"),
+        ("Subah main green tea peeta hoon.", "Raat ko dinner ke baad main haldi doodh leta hoon."),
+    ],
+    ids=["en-lunch", "en-season", "en-meal", "de-drink", "de-commute", "es-drink", "es-home",
+         "fr-drink", "fr-work", "pt", "zh", "ja", "hi-en"],
+)  # fmt: skip
+def test_a_value_for_another_setting_in_other_words_retires_nothing(
+    rules: RulesConsolidator, old: str, new: str
+) -> None:
+    """The same, where the words do not align (written as a held-out check: see "Five more
+    attempts" in docs/consolidation.md)."""
+    assert_both_stay(rules, old, new)
+
+
 def test_a_new_value_for_the_same_setting_still_supersedes(rules: RulesConsolidator) -> None:
     plan = merge(rules, [entry("e1", "Le matin, ma boisson préférée est le thé.")],
                  [cand("Le matin, ma boisson préférée est maintenant le café.")])  # fmt: skip
