@@ -18,8 +18,10 @@ batches (namespace, ledger, entries, files, file versions, outbox, vectors, sear
 full-text rows) are read back, untimed, and written by plain SQLAlchemy Core ``executemany``
 into an empty migrated database of the same kind, one write transaction per batch, through the
 store's own engine settings (WAL and ``BEGIN IMMEDIATE`` on SQLite). The goal is ≥ 0.5× its
-rate; the pipeline's time per batch is split into the merge and the rest (reading the stream
-and the namespace, validating, the commit, the ack, the sink). Each database runs twice: with
+rate; the pipeline's time per batch is split into the merge and the rest, and the rest into
+the store's namespace read (``snapshot``) and fenced commit (``commit_batch``), the stream
+read and the ack, and what is left (validating and applying the plan, the lease, the claims;
+the sinks are written by the outbox, outside these figures). Each database runs twice: with
 the default meaning model (the merge embeds every candidate: the model's time) and with
 ``embeddings="none"`` (the rules by words: what the pipeline itself costs).
 
@@ -33,6 +35,7 @@ from __future__ import annotations
 import tempfile
 import time
 import zlib
+from collections import Counter
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from datetime import UTC, datetime
@@ -70,6 +73,9 @@ ROUNDS: Final = 3
 #: Users of the untimed warm-up round (script cache, connection pools, first-use imports).
 WARMUP_USERS: Final = 3
 GOAL: Final = 0.5
+#: The store's and the queue's calls of a batch, timed apart from the rest (``CallTimes``).
+STORE_CALLS: Final = ("snapshot", "commit_batch")
+QUEUE_CALLS: Final = ("read_batch", "ack")
 
 
 def _enqueue(runtime: Runtime, tag: str, users: int, now: float) -> None:
@@ -102,6 +108,27 @@ class TimedConsolidator:
             return self.inner.merge(state, batch, now=now)
         finally:
             self.seconds += time.perf_counter() - started
+
+
+class CallTimes:
+    """Seconds spent in a few named calls of the pipeline's queue and store, per name: where
+    the rest of a batch, outside the merge, goes."""
+
+    def __init__(self) -> None:
+        self.seconds: Counter[str] = Counter()
+
+    def time(self, owner: object, name: str) -> None:
+        """Add up the time of every later call of ``owner.name`` (an instance's method)."""
+        inner: Callable[..., object] = getattr(owner, name)
+
+        def timed(*args: object, **kwargs: object) -> object:
+            started = time.perf_counter()
+            try:
+                return inner(*args, **kwargs)
+            finally:
+                self.seconds[name] += time.perf_counter() - started
+
+        setattr(owner, name, timed)
 
 
 def _pipeline_round(runtime: Runtime, pipeline: Pipeline, tag: str, users: int) -> float:
@@ -140,11 +167,16 @@ def _measure(
         pipeline = Pipeline(queue=runtime.queue, store=runtime.store, consolidator=timed,
                             settings=settings.for_consolidation,
                             sinks=tuple(runtime.sinks))  # fmt: skip
+        calls = CallTimes()
+        for owner, names in ((runtime.store, STORE_CALLS), (runtime.queue, QUEUE_CALLS)):
+            for name in names:
+                calls.time(owner, name)
         source, target = create_store_engine(url), create_store_engine(limit_url)
         try:
             _pipeline_round(runtime, pipeline, "warm", WARMUP_USERS)
             _limit_round(source, target, "warm")
             ours = limit = timed.seconds = 0.0
+            calls.seconds.clear()
             rows = 0
             for r in range(ROUNDS):
                 ours += _pipeline_round(runtime, pipeline, f"r{r}", USERS)
@@ -158,6 +190,8 @@ def _measure(
             delete_prefix(client, prefix)
     n, batches = ROUNDS * USERS * PER_USER, ROUNDS * USERS
     merge_ms, rest_ms = 1000 * timed.seconds / batches, 1000 * (ours - timed.seconds) / batches
+    split = {name: 1000 * calls.seconds[name] / batches for name in (*STORE_CALLS, *QUEUE_CALLS)}
+    other = rest_ms - sum(split.values())
     rate, limit_rate = n / ours, n / limit
     ratio = rate / limit_rate
     shown = ".".join(str(p) for p in version or ())
@@ -166,6 +200,9 @@ def _measure(
         f"{batches} batches of {PER_USER}",
         f"  pipeline (claim→read→merge→commit→ack)   {rate:>9,.0f} candidates/s "
         f"({1000 * ours / batches:.1f} ms/batch: merge {merge_ms:.1f}, the rest {rest_ms:.1f})",
+        "  the rest, ms/batch: "
+        + ", ".join(f"{n} {v:.1f}" for n, v in split.items())
+        + f", other {other:.1f} (validating and applying the plan, the lease, the claims)",
         f"  the same rows by plain SQL, 1 tx a batch {limit_rate:>9,.0f} candidates/s "
         f"({1000 * limit / batches:.1f} ms/batch; {rows / n:.1f} rows a candidate)",
         f"  pipeline / that limit: {ratio:.2f}x (goal >= {GOAL}x: {verdict(ratio >= GOAL)})",

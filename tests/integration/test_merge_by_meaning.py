@@ -439,7 +439,7 @@ def test_a_value_for_another_setting_in_the_same_words_retires_nothing(
 def test_a_value_for_another_setting_in_other_words_retires_nothing(
     rules: RulesConsolidator, old: str, new: str
 ) -> None:
-    """The same, where the words do not align (written as a held-out check: see "Five more
+    """The same, where the words do not align (written as a held-out check: see "Six more
     attempts" in docs/consolidation.md)."""
     assert_both_stay(rules, old, new)
 
