@@ -201,7 +201,7 @@ def _measure(
         f"  pipeline (claim→read→merge→commit→ack)   {rate:>9,.0f} candidates/s "
         f"({1000 * ours / batches:.1f} ms/batch: merge {merge_ms:.1f}, the rest {rest_ms:.1f})",
         "  the rest, ms/batch: "
-        + ", ".join(f"{n} {v:.1f}" for n, v in split.items())
+        + ", ".join(f"{name} {ms:.1f}" for name, ms in split.items())
         + f", other {other:.1f} (validating and applying the plan, the lease, the claims)",
         f"  the same rows by plain SQL, 1 tx a batch {limit_rate:>9,.0f} candidates/s "
         f"({1000 * limit / batches:.1f} ms/batch; {rows / n:.1f} rows a candidate)",
