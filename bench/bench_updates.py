@@ -374,25 +374,20 @@ NEAR_BAR: Final = 0.8
 
 def held_pairs(meaning: Meaning, stories: Sequence[Story], held: int = HELD) -> str:
     """How near the merge models come to retiring an unrelated held fact: for each statement
-    of ``stories``, the ``held`` facts (:func:`held_facts`) the rules ask the merge models
-    about by vector (the :data:`~worker.consolidation.rules.MEANING_NEIGHBOURS` nearest),
-    each scored with the statement as the newer (:meth:`Meaning.merge_score`); how many pairs
-    reach :data:`NEAR_BAR` and 1, and the highest. The ``+150`` modes count the facts this
+    of ``stories``, the :data:`~worker.consolidation.rules.MEANING_NEIGHBOURS` of ``held``
+    facts (:func:`held_facts`) nearest it by vector (:meth:`Meaning.nearest`, as many as the
+    rules ask about among all entries), each scored with the statement as the newer
+    (:meth:`Meaning.merge_score`); how many pairs reach :data:`NEAR_BAR` and 1, and the
+    highest. The ``+150`` modes count the facts this
     loses; this shows how close the development half comes when it loses none."""
     facts = held_facts(held)
     texts = list(dict.fromkeys(item.text for story in stories for item in story.items))
     for start in range(0, len(texts), 200):  # within the embedding call's deadline
         meaning.prepare(texts[start : start + 200])
     meaning.prepare(facts)
-    found = [meaning.vector(t) for t in (*facts, *texts)]
-    vectors = [v for v in found if v is not None]
-    if len(vectors) < len(found):
-        return "held pairs: no vectors"
-    facts_matrix = np.stack(vectors[: len(facts)])
     scored = []
-    for i, text in enumerate(texts):
-        near = np.argsort(-(facts_matrix @ vectors[len(facts) + i]), kind="stable")
-        for j in near[:MEANING_NEIGHBOURS]:
+    for text in texts:
+        for j in meaning.nearest(text, facts, MEANING_NEIGHBOURS):
             score = meaning.merge_score(facts[j], text)
             if score is not None:
                 scored.append((score, facts[j], text))
