@@ -1,6 +1,6 @@
 """Is the same fact of two people kept as two facts, a new value said in the held value's words
-taken as new, and a value for each of two settings kept as two? Pairs of statements merged by
-the rules.
+taken as new, a value for each of two settings kept as two, and a job title beside an employer
+kept as two? Pairs of statements merged by the rules.
 
 ``bench/data/person_pairs.jsonl`` holds pairs of a held statement and a new one, in English,
 German, Spanish, French, Chinese, Japanese, Hindi, Hinglish and Russian, split into a
@@ -27,6 +27,15 @@ drink in the evening is red wine"), in the same nine languages and Hindi, split 
 (:attr:`~worker.consolidation.meaning.Thresholds.setting` is chosen on its development half
 and the update stories'): both must stay.
 
+``bench/data/work_pairs.jsonl`` holds pairs about the user's work, in English, German, French,
+Spanish, Portuguese, Chinese, Japanese, Hindi and Hinglish, split the same way (nothing is
+chosen on either half yet):
+
+- **two facts**: a job title alone, then an employer alone, or the other way round ("I'm a
+  paramedic" / "I work for the London Ambulance Service"): both must stay;
+- **a change of job**: a new title or employer said as a change ("I've left nursing; I'm now a
+  teacher at Hillside Primary"): the held one must be retired.
+
 Each pair is merged with the default meaning model as the worker does, and, as the baseline in
 the same run, with both checks off (the rules before them). ``python -m bench persons``.
 """
@@ -49,6 +58,7 @@ DATA = Path(__file__).parent / "data"
 PAIRS = DATA / "person_pairs.jsonl"
 VALUE_PAIRS = DATA / "value_pairs.jsonl"
 SETTING_PAIRS = DATA / "setting_pairs.jsonl"
+WORK_PAIRS = DATA / "work_pairs.jsonl"
 #: A bar no phrase reaches: the check off.
 OFF = float("inf")
 
@@ -58,10 +68,13 @@ def load(path: Path = PAIRS) -> list[dict[str, Any]]:
 
 
 def kept_right(rules: RulesConsolidator, pair: dict[str, Any]) -> bool:
-    """Whether merging the pair leaves what it should: both entries for two people or two
-    settings, one for one person or one value; the new text visible for a new value."""
+    """Whether merging the pair leaves what it should: both entries for two people, two
+    settings or two facts of work, one for one person or one value; the new text visible for a
+    new value; the held one retired for a change of job."""
     plan = rules.merge(state([entry("e1", pair["held"])]), [cand(pair["said"])], now=at(10))
     kinds = [type(op) for op in plan.ops]
+    if pair.get("two_facts") is False:
+        return kinds == [Supersede]  # a change of job: the new one takes the held one's place
     if pair.get("same_person") or pair.get("same_value"):
         return kinds in ([Confirm], [Supersede])  # one person or value: one entry
     if "same_value" in pair:
@@ -78,6 +91,7 @@ def run() -> list[str]:
     built = build_embeddings(DEFAULT_EMBEDDINGS)
     assert built is not None
     persons, values, settings = load(), load(VALUE_PAIRS), load(SETTING_PAIRS)
+    work = load(WORK_PAIRS)
     lines = []
     off = replace(Thresholds(), person=OFF, thing=OFF, setting=OFF)
     for label, thresholds in (("checks on", Thresholds()), ("checks off", off)):
@@ -87,12 +101,15 @@ def run() -> list[str]:
             new = [p for p in values if p["split"] == split]
             two_settings = [p for p in settings if p["split"] == split]
             kept = sum(kept_right(rules, p) for p in two_settings)
+            jobs = [p for p in work if p["split"] == split]
             lines.append(
                 f"{label:10} {split:4} two people kept apart "
                 f"{score(rules, two, 'same_person', False)}, "
                 f"one person kept once {score(rules, two, 'same_person', True)}; "
                 f"a new value kept visible {score(rules, new, 'same_value', False)}, "
                 f"one value kept once {score(rules, new, 'same_value', True)}; "
-                f"two settings kept apart {kept}/{len(two_settings)}"
+                f"two settings kept apart {kept}/{len(two_settings)}; "
+                f"a title and an employer kept apart {score(rules, jobs, 'two_facts', True)}, "
+                f"a change of job replaces {score(rules, jobs, 'two_facts', False)}"
             )
     return lines

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.bench_persons import SETTING_PAIRS, VALUE_PAIRS, load, run
+from bench.bench_persons import SETTING_PAIRS, VALUE_PAIRS, WORK_PAIRS, load, run
 from worker.consolidation.meaning import _swapped
 
 
@@ -71,3 +71,29 @@ def test_the_bench_prints_both_halves_with_the_checks_on_and_off() -> None:
         for split in ("dev", "test"):
             (line,) = [x for x in lines if x.startswith(f"{label:10} {split:4} two people")]
             assert "a new value kept visible" in line
+            assert "a title and an employer kept apart" in line
+
+
+def test_the_work_pairs_are_none_of_the_stories_nor_the_kinds_examples() -> None:
+    """The pairs of a job title and an employer check a class the fit never saw: no sentence
+    of theirs is an update story's or an example the kinds are read from."""
+    raw = json.loads(
+        resources.files("worker.consolidation").joinpath("attributes.json").read_text()
+    )
+    examples = {text for kind in raw["classes"] for text in kind["examples"]}
+    stories = Path(__file__).parents[2] / "bench" / "data" / "update_stories.jsonl"
+    told = {
+        item["text"]
+        for line in stories.read_text("utf-8").splitlines()
+        for batch in json.loads(line)["batches"]
+        for item in batch
+    }
+    sentences = {text for pair in load(WORK_PAIRS) for text in (pair["held"], pair["said"])}
+    assert len(sentences) == 2 * len(load(WORK_PAIRS))
+    assert not sentences & (examples | told)
+
+
+def test_both_halves_hold_two_facts_of_work_and_changes_of_job() -> None:
+    pairs = load(WORK_PAIRS)
+    for split in ("dev", "test"):
+        assert {p["two_facts"] for p in pairs if p["split"] == split} == {True, False}
