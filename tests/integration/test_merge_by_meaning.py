@@ -327,6 +327,51 @@ def test_the_same_fact_of_two_people_the_merge_models_would_merge_both_stay(
 @pytest.mark.parametrize(
     ("old", "new"),
     [
+        ("I'm a radiographer.", "I work for Guy's and St Thomas'."),
+        ("I'm an optician.", "My employer is Specsavers."),
+        ("Ich arbeite bei Zalando.", "Ich bin Datenanalystin."),
+        ("Soy arquitecta.", "Trabajo para un estudio de Bilbao."),
+    ],
+    ids=["en-title-employer", "en-employer-is", "de-employer-title", "es-title-employer"],
+)
+def test_a_job_title_and_an_employer_each_said_alone_both_stay(
+    rules: RulesConsolidator, old: str, new: str
+) -> None:
+    """A job title and an employer give one attribute, work, and the merge models take one
+    for a new value of the other; said alone, with no change told, each is its own fact."""
+    assert_both_stay(rules, old, new)
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("Trabajo en Zara de dependienta.", "He dejado Zara; ahora soy recepcionista en un hotel."),
+        ("我在星巴克当咖啡师。", "我辞职了，现在在顺丰当快递员。"),
+    ],
+    ids=["es", "zh"],
+)
+def test_a_change_of_job_told_as_a_change_still_retires_the_held_one(
+    rules: RulesConsolidator, old: str, new: str
+) -> None:
+    plan = merge(rules, [entry("e1", old)], [cand(new)])
+    assert retired(plan) == {"e1"}, kinds_of(plan)
+
+
+def test_a_change_lies_past_the_change_threshold_and_a_plain_statement_below(
+    meaning: Meaning,
+) -> None:
+    said = "I'm an optician."
+    changed = "Last month I quit and became an optician."
+    meaning.prepare([said, changed])
+    plain, told = meaning.changes(said), meaning.changes(changed)
+    assert plain is not None
+    assert told is not None
+    assert plain < meaning.thresholds.change < told
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
         ("My girlfriend is Anna.", "My girlfriend is Maya."),
         ("My favourite band is Radiohead.", "My favourite band is Big Thief."),
     ],

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -13,10 +14,26 @@ from bench.bench_persons import SETTING_PAIRS, VALUE_PAIRS, WORK_PAIRS, load, ru
 from worker.consolidation.meaning import _swapped
 
 
-def _bank() -> dict[str, list[str]]:
-    raw = json.loads(
+def _attributes() -> dict[str, Any]:
+    loaded: dict[str, Any] = json.loads(
         resources.files("worker.consolidation").joinpath("attributes.json").read_text()
     )
+    return loaded
+
+
+def _told() -> set[str]:
+    """Every sentence of the update stories."""
+    stories = Path(__file__).parents[2] / "bench" / "data" / "update_stories.jsonl"
+    return {
+        item["text"]
+        for line in stories.read_text("utf-8").splitlines()
+        for batch in json.loads(line)["batches"]
+        for item in batch
+    }
+
+
+def _bank() -> dict[str, list[str]]:
+    raw = _attributes()
     return {**raw["person_words"], "settings": raw["setting_words"]["settings"]}
 
 
@@ -77,17 +94,9 @@ def test_the_bench_prints_both_halves_with_the_checks_on_and_off() -> None:
 def test_the_work_pairs_are_none_of_the_stories_nor_the_kinds_examples() -> None:
     """The pairs of a job title and an employer check a class the fit never saw: no sentence
     of theirs is an update story's or an example the kinds are read from."""
-    raw = json.loads(
-        resources.files("worker.consolidation").joinpath("attributes.json").read_text()
-    )
+    raw = _attributes()
     examples = {text for kind in raw["classes"] for text in kind["examples"]}
-    stories = Path(__file__).parents[2] / "bench" / "data" / "update_stories.jsonl"
-    told = {
-        item["text"]
-        for line in stories.read_text("utf-8").splitlines()
-        for batch in json.loads(line)["batches"]
-        for item in batch
-    }
+    told = _told()
     sentences = {text for pair in load(WORK_PAIRS) for text in (pair["held"], pair["said"])}
     assert len(sentences) == 2 * len(load(WORK_PAIRS))
     assert not sentences & (examples | told)
@@ -97,3 +106,16 @@ def test_both_halves_hold_two_facts_of_work_and_changes_of_job() -> None:
     pairs = load(WORK_PAIRS)
     for split in ("dev", "test"):
         assert {p["two_facts"] for p in pairs if p["split"] == split} == {True, False}
+
+
+def test_the_change_pairs_name_no_sentence_the_benches_score() -> None:
+    """The pairs the change direction is drawn from (``change_pairs``) are none of the update
+    stories' sentences nor of the pairs ``bench persons`` merges: its threshold is chosen on
+    those, and their test halves report it."""
+    raw = _attributes()
+    drawn = {text for pair in raw["change_pairs"]["pairs"] for text in pair}
+    told = _told()
+    pairs = [*load(), *load(VALUE_PAIRS), *load(SETTING_PAIRS), *load(WORK_PAIRS)]
+    scored = {text for pair in pairs for text in (pair["held"], pair["said"])}
+    assert drawn
+    assert not drawn & (told | scored)

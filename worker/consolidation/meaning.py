@@ -47,6 +47,9 @@ trust check on a model's plan (:mod:`~worker.consolidation.plan`).
   (:attr:`Bank.wished_pairs`, :meth:`Meaning.wished`) and to the same held once
   (:attr:`Bank.former_pairs`, :meth:`Meaning.former`): a wish retires no value that holds, and
   a past the user tells is not retired by a later value (:func:`~.plan.adds_beside`).
+- **A change told**: the direction from values said plainly to the same told as a change
+  (:attr:`Bank.change_pairs`): of two kinds that give one attribute (a job title, an
+  employer), the newer retires the older only when it tells a change (:meth:`Meaning.told_alone`).
 - **Which person, value, setting**: where two statements differ only in a short stretch of words
   and that stretch names a person on both sides, nearer the bank's persons than its wording
   and things (:attr:`Bank.person_words`), they say the same of two people
@@ -260,13 +263,14 @@ def _checked(raw: list[object | None], dim: int | None, label: str) -> list[Vect
 ATTRIBUTES_FILE: Final = "attributes.json"
 #: The sections of pairs in :data:`ATTRIBUTES_FILE`, in the order their texts are embedded
 #: after the examples (:attr:`Bank.texts`): each pair's two sides differ in one respect (whose,
-#: "also", told about by name, wished, past), and their difference is a direction.
+#: "also", told about by name, wished, past, a change), and their difference is a direction.
 PAIR_SECTIONS: Final = (
     "subject_pairs",
     "additive_pairs",
     "observed_pairs",
     "wished_pairs",
     "former_pairs",
+    "change_pairs",
 )
 #: Their vectors under the default model, shipped beside them (written by ``python -m
 #: worker.runtime.embeddings``) so a worker does not pay for embedding them at its first batch.
@@ -402,6 +406,15 @@ class Thresholds:
     #: held text must lie than a new one to tell a past beside it (:meth:`Meaning.former`),
     #: which the new one then does not retire (:func:`~.plan.adds_beside`).
     former: float = 0.1
+    #: How far along the plain → changed direction (:attr:`Bank.change_pairs`) a statement
+    #: must lie to tell a change ("New job! I'm a receptionist now", "मेरा प्रमोशन हो गया"),
+    #: which a job title or an employer said alone does not (:meth:`Meaning.told_alone`). The
+    #: middle of the development halves' gap (``bench/data/work_pairs.jsonl`` and the update
+    #: stories, the pairs the check reads) between the highest title or employer said alone
+    #: ("I'm employed by a firm called Sparks & Co", -0.005) and the lowest that retires the
+    #: held one ("Trabalho como enfermeira num centro de saúde", 0.016, the held title said
+    #: again).
+    change: float = 0.005
     #: How much nearer the persons than the other phrases of :attr:`Bank.person_words` a
     #: stretch of words must lie to name a person (:meth:`Meaning.names_person`): the mean
     #: cosine of the three nearest of each. The middle of the gap, on the development half of
@@ -537,6 +550,8 @@ class Bank:
     wished_pairs: tuple[tuple[str, str], ...] = ()
     #: The same values said as holding now and said as having held once, in pairs.
     former_pairs: tuple[tuple[str, str], ...] = ()
+    #: The same values said plainly and said as a change that has just happened, in pairs.
+    change_pairs: tuple[tuple[str, str], ...] = ()
     #: Phrases that name a person the user knows ("my sister", "mi suegro", "我妈妈") …
     person_words: tuple[str, ...] = ()
     #: … what two wordings of one statement differ by ("lives" / "is based", "still") …
@@ -1080,6 +1095,11 @@ class Meaning:
         """As :attr:`_subject`, from values holding now to the same that held once."""
         return self._section_direction("former_pairs")
 
+    @cached_property
+    def _change(self) -> tuple[np.ndarray, float]:
+        """As :attr:`_subject`, from values said plainly to the same told as a change."""
+        return self._section_direction("change_pairs")
+
     def _section_direction(self, section: str) -> tuple[np.ndarray, float]:
         """:meth:`_direction` of one section of pairs of :data:`PAIR_SECTIONS` (its texts
         follow the examples and the sections before it, :attr:`Bank.texts`)."""
@@ -1142,6 +1162,37 @@ class Meaning:
             return False
         direction, _ = self._former
         return float((a - b) @ direction) > self.thresholds.former
+
+    def changes(self, text: str) -> float | None:
+        """How far a prepared ``text`` lies along the plain → changed direction
+        (:attr:`Bank.change_pairs`), past half-way: a statement that tells a change ("I've just
+        started at Nestlé") lies past 0, one that only says what holds below; None without a
+        vector."""
+        v = self.vector(text)
+        if v is None:
+            return None
+        direction, middle = self._change
+        return float(v @ direction) - middle
+
+    def told_alone(self, old: str, new: str) -> bool:
+        """Two prepared texts lie nearest two kinds that give one attribute (a job title and
+        an employer are both work) and ``new`` tells no change (:meth:`changes` below
+        :attr:`Thresholds.change`): each says its own side of the attribute, and both hold
+        ("I'm an electrician" / "I'm employed by a firm called Sparks & Co"). A change of job
+        tells itself ("I've left nursing; I'm now a teacher at Hillside Primary", "My new
+        employer is Ocado") and retires the held one."""
+        first_old, first_new = self._first_kind(old), self._first_kind(new)
+        if first_old is None or first_new is None or first_old == first_new:
+            return False
+        if first_old.gives != first_new.gives:
+            return False
+        change = self.changes(new)
+        return change is not None and change < self.thresholds.change
+
+    def _first_kind(self, text: str) -> Kind | None:
+        """The kind a prepared ``text`` lies nearest, when it is near one at all."""
+        near = self.kinds_near(text)
+        return near[0] if near else None
 
     def adds_one(self, text: str) -> bool:
         """A prepared ``text`` says it adds one more value clearly enough to hold even of a

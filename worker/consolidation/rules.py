@@ -761,7 +761,8 @@ class _Merge:
         when ``body`` was said: a held past stays beside a later value only
         (:func:`~.plan.adds_beside`). Two values of two settings in the same words both stay
         (:meth:`Meaning.settings_apart`), and so does the same said of two people
-        (:meth:`Meaning.two_people`), asked only of a pair that would merge."""
+        (:meth:`Meaning.two_people`) and a job title beside an employer with no change told
+        (:meth:`Meaning.told_alone`), asked only of a pair that would merge."""
         assert self.meaning is not None
         if self.meaning.both_others(entry.text, body):
             return None  # whether both are about one person cannot be told: both stay
@@ -785,6 +786,8 @@ class _Merge:
             return None  # "… to watch is tennis" / "… to play is squash": one for each setting
         if self.meaning.two_people(entry.text, body):
             return None  # "My friend works at Hooli" / "My sister …": two people, both stay
+        if self.meaning.told_alone(entry.text, body):
+            return None  # "I'm a paramedic" / "I work for the ambulance service": both hold
         return score
 
     def _comparable(self, key: str | None) -> list[LiveEntry]:
