@@ -38,7 +38,7 @@ the update stories'):
   teacher at Hillside Primary"): the held one must be retired.
 
 Each pair is merged with the default meaning model as the worker does, and, as the baseline in
-the same run, with both checks off (the rules before them). ``python -m bench persons``.
+the same run, with the checks off (the rules before them). ``python -m bench persons``.
 """
 
 from __future__ import annotations

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from bench.bench_persons import SETTING_PAIRS, VALUE_PAIRS, WORK_PAIRS, load, run
+from bench.bench_updates import load as load_stories
 from worker.consolidation.meaning import _swapped
 
 
@@ -23,13 +24,7 @@ def _attributes() -> dict[str, Any]:
 
 def _told() -> set[str]:
     """Every sentence of the update stories."""
-    stories = Path(__file__).parents[2] / "bench" / "data" / "update_stories.jsonl"
-    return {
-        item["text"]
-        for line in stories.read_text("utf-8").splitlines()
-        for batch in json.loads(line)["batches"]
-        for item in batch
-    }
+    return {item.text for story in load_stories() for item in story.items}
 
 
 def _bank() -> dict[str, list[str]]:

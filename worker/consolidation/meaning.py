@@ -990,10 +990,15 @@ class Meaning:
     def _side(self, text: str) -> float | None:
         """How far a prepared ``text`` lies past the middle of the user → someone-else
         direction (None without a vector)."""
+        return self._past_middle(text, self._subject)
+
+    def _past_middle(self, text: str, line: tuple[np.ndarray, float]) -> float | None:
+        """How far a prepared ``text`` lies past the middle of ``line`` (a direction and its
+        middle, :meth:`_direction`); None without a vector."""
         v = self.vector(text)
         if v is None:
             return None
-        direction, middle = self._subject
+        direction, middle = line
         return float(v @ direction) - middle
 
     def about_the_same(self, a: str, b: str) -> bool:
@@ -1117,11 +1122,7 @@ class Meaning:
         """How far ``text`` lies along the direction towards statements that add one more of
         their kind ("I'm allergic to penicillin as well", "我也喜欢听摇滚乐"), past half-way;
         None without a vector."""
-        v = self.vector(text)
-        if v is None:
-            return None
-        direction, middle = self._additive
-        return float(v @ direction) - middle
+        return self._past_middle(text, self._additive)
 
     def observation(self, text: str) -> bool:
         """A prepared ``text`` is written about someone by name, in the third person, as an
@@ -1129,11 +1130,8 @@ class Meaning:
         his business"), not in the user's own words: it lies past
         :attr:`Thresholds.observation` along the direction of :attr:`Bank.observed_pairs`.
         Unknown (no vector) counts as an observation: the rule it lifts is kept."""
-        v = self.vector(text)
-        if v is None:
-            return True
-        direction, middle = self._observed
-        return float(v @ direction) - middle > self.thresholds.observation
+        along = self._past_middle(text, self._observed)
+        return along is None or along > self.thresholds.observation
 
     def wished(self, text: str) -> bool:
         """A prepared ``text`` gives a value the user wishes, plans or imagines, not one that
@@ -1141,14 +1139,13 @@ class Meaning:
         :attr:`Thresholds.wished` along the direction of :attr:`Bank.wished_pairs`. Unknown
         (no vector) is not, nor is one whose kinds (:meth:`kinds_near`) all give a value asked
         for (:attr:`Kind.asked`: "please call me Kate")."""
-        v = self.vector(text)
-        if v is None:
+        along = self._past_middle(text, self._wished)
+        if along is None:
             return False
         near = self.kinds_near(text)
         if near and all(kind.asked for kind in near):
             return False  # "please call me Kate" is the name that holds, not a wish
-        direction, middle = self._wished
-        return float(v @ direction) - middle > self.thresholds.wished
+        return along > self.thresholds.wished
 
     def former(self, old: str, new: str) -> bool:
         """A prepared ``old`` tells a past beside ``new``, a value that held once ("I used to
@@ -1168,11 +1165,7 @@ class Meaning:
         (:attr:`Bank.change_pairs`), past half-way: a statement that tells a change ("I've just
         started at Nestlé") lies past 0, one that only says what holds below; None without a
         vector."""
-        v = self.vector(text)
-        if v is None:
-            return None
-        direction, middle = self._change
-        return float(v @ direction) - middle
+        return self._past_middle(text, self._change)
 
     def told_alone(self, old: str, new: str) -> bool:
         """Two prepared texts lie nearest two kinds that give one attribute (a job title and
