@@ -427,15 +427,32 @@ def labelled_pairs(stories: Sequence[Story]) -> list[tuple[str, str, bool]]:
 def fit(
     meaning: Meaning, stories: Sequence[Story], *, several: bool = False, penalty: float = 1.0
 ) -> MergeModel:
-    """A merge model fitted by regularised logistic regression (Newton's method) on the pairs
+    """A merge model fitted by regularised logistic regression (:func:`logistic`) on the pairs
     of ``stories`` it answers for (``several``: the multi-valued ones, else the single-valued
     ones; see :meth:`Meaning.merge_score`); its threshold is left at 0.5 (see
     :func:`choose_threshold`)."""
     x, y = _training_rows(meaning, stories, several=several)
-    names = tuple(x[0])
-    matrix = np.array([[row[n] for n in names] for row in x])
-    target = np.array([float(merge) for merge in y])
-    mean, scale = matrix.mean(axis=0), matrix.std(axis=0) + 1e-9
+    return logistic(x, y, penalty=penalty)
+
+
+def logistic(
+    rows: Sequence[Mapping[str, float]], answers: Sequence[bool], *, penalty: float = 1.0
+) -> MergeModel:
+    """A :class:`MergeModel` over the readings of ``rows`` (each a pair's features) fitted to
+    ``answers`` by ridge-regularised logistic regression (Newton's method), its threshold left
+    at 0.5. A reading that never varies among the rows keeps a scale of 1 (it says nothing,
+    and a scale of 0 would divide by zero at every pair the model answers for).
+
+    >>> model = logistic([{"cosine": 0.9, "stems": 0.0}, {"cosine": 0.5, "stems": 0.0}],
+    ...                  [True, False])
+    >>> model.scale, model.probability({"cosine": 0.95, "stems": 0.0}) > 0.5
+    ((0.2, 1.0), True)
+    """
+    names = tuple(rows[0])
+    matrix = np.array([[row[n] for n in names] for row in rows])
+    target = np.array([float(answer) for answer in answers])
+    mean, spread = matrix.mean(axis=0), matrix.std(axis=0)
+    scale = np.where(spread.round(6) > 0, spread, 1.0)
     a = np.c_[(matrix - mean) / scale, np.ones(len(matrix))]
     w = np.zeros(a.shape[1])
     ridge = np.diag([*(penalty for _ in names), 0.0])
