@@ -180,6 +180,38 @@ def test_a_distinct_fact_of_the_same_topic_is_added_and_retires_nothing(
 @pytest.mark.parametrize(
     ("old", "new"),
     [
+        ("I'm allergic to wasps.", "I'm allergic to shellfish."),
+        ("Mujhe tennis pasand hai.", "Mujhe badminton pasand hai."),
+        ("Tengo un perro.", "Tengo un gato."),
+    ],
+    ids=["allergies-en", "likes-hi-latn", "pets-es"],
+)
+def test_another_value_of_a_multi_valued_attribute_in_the_held_values_words_retires_nothing(
+    rules: RulesConsolidator, old: str, new: str
+) -> None:
+    """The merge models take these for the held value said again (their words differ in one
+    thing only); a thing in the held thing's place is one more value, not a restatement."""
+    assert_both_stay(rules, old, new)
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("Wir haben zwei Katzen.", "Bei uns wohnen zwei Katzen."),
+        ("We keep two rabbits.", "We've got two rabbits."),
+    ],
+    ids=["de", "en"],
+)
+def test_a_multi_valued_fact_said_again_with_other_verbs_is_kept_once(
+    rules: RulesConsolidator, old: str, new: str
+) -> None:
+    plan = merge(rules, [entry("e1", old)], [cand(new)])
+    assert kinds_of(plan) in (["confirm"], ["supersede"])
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
         ("Daniel ran a half marathon in Bristol last spring.",
          "Daniel went fishing with his father on Sunday."),
         ("Amira believes volunteering builds stronger neighbourhoods.",

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from bench.bench_persons import SETTING_PAIRS, VALUE_PAIRS, WORK_PAIRS, load, run
+from bench.bench_persons import SETTING_PAIRS, SEVERAL_PAIRS, VALUE_PAIRS, WORK_PAIRS, load, run
 from bench.bench_updates import load as load_stories
 from worker.consolidation.meaning import _swapped
 
@@ -41,7 +41,7 @@ def test_no_phrase_of_the_bank_is_a_pair_or_a_part_of_one() -> None:
     """The bank's words must not name the evaluation's sentences: each pair is a sentence, the
     bank's phrases are a few words (the relations, places and things every language has)."""
     phrases = _bank_phrases("persons", "wording", "things", "settings")
-    pairs = [*load(), *load(VALUE_PAIRS), *load(SETTING_PAIRS)]
+    pairs = [*load(), *load(VALUE_PAIRS), *load(SETTING_PAIRS), *load(SEVERAL_PAIRS)]
     sentences = {text for pair in pairs for text in (pair["held"], pair["said"])}
     assert not phrases & sentences
     assert max(len(p.split()) for p in phrases) <= 5
@@ -49,8 +49,12 @@ def test_no_phrase_of_the_bank_is_a_pair_or_a_part_of_one() -> None:
 
 @pytest.mark.parametrize(
     ("path", "sections"),
-    [(VALUE_PAIRS, ("things", "wording")), (SETTING_PAIRS, ("settings",))],
-    ids=["values", "settings"],
+    [
+        (VALUE_PAIRS, ("things", "wording")),
+        (SETTING_PAIRS, ("settings",)),
+        (SEVERAL_PAIRS, ("things", "wording")),
+    ],
+    ids=["values", "settings", "several"],
 )
 def test_no_phrase_of_the_bank_is_a_value_or_setting_of_the_test_half(
     path: Path, sections: tuple[str, ...]
@@ -84,6 +88,7 @@ def test_the_bench_prints_both_halves_with_the_checks_on_and_off() -> None:
             (line,) = [x for x in lines if x.startswith(f"{label:10} {split:4} two people")]
             assert "a new value kept visible" in line
             assert "a title and an employer kept apart" in line
+            assert "two of several values kept" in line
 
 
 def test_the_work_pairs_are_none_of_the_stories_nor_the_kinds_examples() -> None:
@@ -114,3 +119,18 @@ def test_the_change_pairs_name_no_sentence_the_benches_score() -> None:
     scored = {text for pair in pairs for text in (pair["held"], pair["said"])}
     assert drawn
     assert not drawn & (told | scored)
+
+
+def test_the_several_pairs_are_none_of_the_stories_nor_the_kinds_examples() -> None:
+    """Two values of one attribute that holds several, and one said again: no sentence of
+    theirs is an update story's or an example the kinds are read from."""
+    examples = {text for kind in _attributes()["classes"] for text in kind["examples"]}
+    pairs = load(SEVERAL_PAIRS)
+    assert not {text for p in pairs for text in (p["held"], p["said"])} & (examples | _told())
+    assert all(p["held"] != p["said"] for p in pairs)
+
+
+def test_both_halves_hold_two_of_several_values_and_one_said_again() -> None:
+    pairs = load(SEVERAL_PAIRS)
+    for split in ("dev", "test"):
+        assert {p["two_values"] for p in pairs if p["split"] == split} == {True, False}

@@ -1408,10 +1408,18 @@ class Meaning:
 
     def another_of_several(self, old: str, new: str) -> bool:
         """Of a multi-valued attribute, ``new`` is not ``old`` restated: it says it adds one
-        more (:meth:`adds`), or the two hold other numbers (a restatement keeps its numbers,
-        :meth:`restates`)."""
+        more (:meth:`adds`), the two hold other numbers, or where ``new``'s words stand in
+        place of ``old``'s both name a thing (:meth:`names_thing`: "We have two cats" / "We have
+        two dogs"), other than one word in another form ("intolerant" / "intolerance")."""
         adds = self.adds(new)
-        return adds is None or adds > self.thresholds.adds or _numbers(old) != _numbers(new)
+        if adds is None or adds > self.thresholds.adds or _numbers(old) != _numbers(new):
+            return True
+        swaps = self._prepared_swaps(old, new)
+        return any(
+            self.names_thing(x) and self.names_thing(y)
+            for x, y in swaps
+            if not _inflected(x.split(), y.split())  # "intolerant" / "intolerance": one thing
+        )
 
     def _told_apart(self, a: str, b: str) -> bool:
         """:meth:`whose_apart` for two prepared texts, their features read only when one is
