@@ -212,6 +212,44 @@ def test_a_multi_valued_fact_said_again_with_other_verbs_is_kept_once(
 @pytest.mark.parametrize(
     ("old", "new"),
     [
+        ("My aunt lives in Bath.", "My aunt's husband lives in Bath."),
+        ("Mon frère travaille chez Renault.", "Mon demi-frère travaille chez Renault."),
+        ("Mi prima vive en Toledo.", "Mi prima segunda vive en Toledo."),
+    ],
+    ids=["en", "fr", "es"],
+)
+def test_the_same_fact_of_a_person_named_with_a_few_more_words_retires_nothing(
+    rules: RulesConsolidator, old: str, new: str
+) -> None:
+    """Nearly one vector (a cosine of 0.96 and more), yet another person: "my aunt's husband"
+    is not "my aunt" said again."""
+    assert_both_stay(rules, old, new)
+
+
+def test_words_that_say_how_lie_past_the_how_threshold_and_words_that_say_whom_below(
+    meaning: Meaning,
+) -> None:
+    assert all(meaning.says_only_how(w) for w in ("still", "todavía", "अब भी", "仍然"))
+    assert not any(meaning.says_only_how(w) for w in ("great", "s husband", "demi", "tío"))
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("My aunt lives in Bath.", "My aunt still lives in Bath."),
+        ("Mon frère travaille chez Renault.", "Mon frère travaille toujours chez Renault."),
+    ],
+    ids=["en", "fr"],
+)
+def test_a_relatives_fact_said_again_with_a_still_is_kept_once(
+    rules: RulesConsolidator, old: str, new: str
+) -> None:
+    assert kinds_of(merge(rules, [entry("e1", old)], [cand(new)])) in (["confirm"], ["supersede"])
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
         ("Daniel ran a half marathon in Bristol last spring.",
          "Daniel went fishing with his father on Sunday."),
         ("Amira believes volunteering builds stronger neighbourhoods.",
