@@ -810,17 +810,18 @@ class Meaning:
         make another person ("my father" / "my father-in-law", "mi hermano" / "mi medio
         hermano", "my brother" / "my brother's wife"; :func:`_widened`), unless they only say
         how or when ("my father still", "弟弟现在": :meth:`says_only_how`)."""
-        swaps = _swapped(a, b)
-        widened = _widened(a, b)
-        if widened is not None and not self.says_only_how(widened[0]):
-            swaps += widened[1]
+        swaps, widened = _swapped(a, b), _widened(a, b)
+        if widened is not None:  # every stretch embedded in one call
+            added, beside = widened
+            self.prepare([added, *(phrase for pair in [*swaps, *beside] for phrase in pair)])
+            if not self.says_only_how(added):
+                swaps += beside
         return any(self.names_person(x) and self.names_person(y) for x, y in self._ready(swaps))
 
     def says_only_how(self, phrase: str) -> bool:
-        """A ``phrase`` (embedded here) lies nearer the bank's wording ("now", "also", "still"
-        …) than its persons, things and settings by more than :attr:`Thresholds.how`: it
-        names no one and nothing."""
-        self.prepare([phrase])
+        """A prepared ``phrase`` lies nearer the bank's wording ("now", "also", "still" …)
+        than its persons, things and settings by more than :attr:`Thresholds.how`: it names
+        no one and nothing."""
         near = self._nearest_words(phrase)
         if near is None:
             return False
@@ -1553,13 +1554,16 @@ def _differences(a: str, b: str) -> list[Difference]:
     >>> _differences("My brother lives in Lyon.", "My sister lives in Lyon now.")
     [('replace', ['brother'], ['sister']), ('insert', [], ['now'])]
     """
+    first, second, changes = _aligned(a, b)
+    return [(tag, first[i1:i2], second[j1:j2]) for tag, i1, i2, j1, j2 in changes]
+
+
+def _aligned(a: str, b: str) -> tuple[list[str], list[str], list[tuple[str, int, int, int, int]]]:
+    """The words of ``a`` and ``b`` (:func:`~.text.spaced`) and where they differ, as
+    :class:`difflib.SequenceMatcher` opcodes (the equal stretches left out)."""
     first, second = spaced(a).split(), spaced(b).split()
     matcher = difflib.SequenceMatcher(a=first, b=second, autojunk=False)
-    return [
-        (tag, first[i1:i2], second[j1:j2])
-        for tag, i1, i2, j1, j2 in matcher.get_opcodes()
-        if tag != "equal"
-    ]
+    return first, second, [op for op in matcher.get_opcodes() if op[0] != "equal"]
 
 
 def _swapped(a: str, b: str) -> list[tuple[str, str]]:
@@ -1592,9 +1596,7 @@ def _widened(a: str, b: str) -> tuple[str, list[tuple[str, str]]] | None:
     >>> _widened("My brother lives in Cork.", "My sister lives in Cork.") is None
     True
     """
-    first, second = spaced(a).split(), spaced(b).split()
-    matcher = difflib.SequenceMatcher(a=first, b=second, autojunk=False)
-    changed = [op for op in matcher.get_opcodes() if op[0] != "equal"]
+    first, second, changed = _aligned(a, b)
     if len(changed) != 1 or changed[0][0] != "insert":
         return None
     _, at, _, j1, j2 = changed[0]
