@@ -10,7 +10,15 @@ from typing import Any
 
 import pytest
 
-from bench.bench_persons import SETTING_PAIRS, SEVERAL_PAIRS, VALUE_PAIRS, WORK_PAIRS, load, run
+from bench.bench_persons import (
+    ATTRIBUTE_PAIRS,
+    SETTING_PAIRS,
+    SEVERAL_PAIRS,
+    VALUE_PAIRS,
+    WORK_PAIRS,
+    load,
+    run,
+)
 from bench.bench_updates import load as load_stories
 from worker.consolidation.meaning import _swapped
 
@@ -89,6 +97,7 @@ def test_the_bench_prints_both_halves_with_the_checks_on_and_off() -> None:
             assert "a new value kept visible" in line
             assert "a title and an employer kept apart" in line
             assert "two of several values kept" in line
+            assert "one value of two attributes kept twice" in line
 
 
 def test_the_work_pairs_are_none_of_the_stories_nor_the_kinds_examples() -> None:
@@ -134,3 +143,20 @@ def test_both_halves_hold_two_of_several_values_and_one_said_again() -> None:
     pairs = load(SEVERAL_PAIRS)
     for split in ("dev", "test"):
         assert {p["two_values"] for p in pairs if p["split"] == split} == {True, False}
+
+
+def test_both_halves_hold_two_attributes_of_one_value_and_one_said_again() -> None:
+    pairs = load(ATTRIBUTE_PAIRS)
+    for split in ("dev", "test"):
+        assert {p["two_attributes"] for p in pairs if p["split"] == split} == {True, False}
+    assert all(p["held"] != p["said"] for p in pairs)
+
+
+def test_the_attribute_pairs_of_the_test_half_are_none_of_the_kinds_examples() -> None:
+    """The same value of two attributes is told apart by the attributes the kinds' examples
+    draw: no sentence of the test half is one of them (a few short ones of the development
+    half are, "I live in Leeds.")."""
+    examples = {text for kind in _attributes()["classes"] for text in kind["examples"]}
+    test = [p for p in load(ATTRIBUTE_PAIRS) if p["split"] == "test"]
+    assert test
+    assert not {text for p in test for text in (p["held"], p["said"])} & examples

@@ -59,6 +59,9 @@ trust check on a model's plan (:mod:`~worker.consolidation.plan`).
   bar" / "… maintenant dans un restaurant"); where it names a setting on both sides
   (:attr:`Bank.setting_words`), a value for each of two settings, the one not retiring the
   other (:meth:`Meaning.settings_apart`: "… to watch is tennis" / "… to play is squash").
+  Where they differ only in a few words in place of others and each whole text leans
+  towards another attribute, they give one value of two attributes
+  (:meth:`Meaning.attributes_apart`: "I live in Berlin" / "I work in Berlin").
 - **Restatement**: nearly the same vector, the same numbers and not two people
   (:meth:`Meaning.restates`);
   **the same attribute**: both of one single-valued kind, about the user, and near each other
@@ -428,6 +431,15 @@ class Thresholds:
     #: -0.022 or below, 14 of the 16 such pairs of two people above 0 (test halves: the
     #: updates at -0.003 or below, 15 of 17 pairs of two people above 0).
     swapped_person: float = 0.0
+    #: How much nearer each of two texts in nearly the same words must lie to the attribute it
+    #: leans towards most than to the one the other leans towards most, to give the same value
+    #: of two attributes (:meth:`Meaning.attributes_apart`: "I live in Berlin" / "I work in
+    #: Berlin"). Between the highest pair of one attribute said again, of the development
+    #: halves (``bench/data/attribute_pairs.jsonl``, ``person_pairs``, ``value_pairs``,
+    #: ``several_pairs`` and the update stories: "我住在广州" / "我家在广州", 0.010) and the
+    #: lowest of two attributes taken apart there but one ("Ich komme aus Hamburg" / "Ich wohne
+    #: in Hamburg", 0.023); a restatement in two languages reached 0.076 and stays twice.
+    attributes: float = 0.02
     #: How much nearer the bank's wording than its persons, things and settings the words one
     #: text adds beside a person must lie to say only how or when (:meth:`Meaning.says_only_how`:
     #: "still", "现在", "abhi"), not whom ("in law", "medio", "belle", "step"). The middle of
@@ -794,11 +806,32 @@ class Meaning:
 
     def words_apart(self, a: str, b: str) -> bool:
         """Two texts in nearly the same words say the same of two people
-        (:meth:`persons_apart`: "Mon frère habite à Lyon" / "Ma sœur habite à Lyon") or give
+        (:meth:`persons_apart`: "Mon frère habite à Lyon" / "Ma sœur habite à Lyon"), give
         two values (:meth:`values_apart`: "Le week-end, je travaille dans un bar" / "…
-        maintenant dans un restaurant"): they lie nearer than most restatements, yet neither
-        says the other again."""
-        return self.persons_apart(a, b) or self.values_apart(a, b)
+        maintenant dans un restaurant") or the same value of two attributes
+        (:meth:`attributes_apart`: "I live in Berlin" / "I work in Berlin"): they lie nearer
+        than most restatements, yet neither says the other again."""
+        return self.persons_apart(a, b) or self.values_apart(a, b) or self.attributes_apart(a, b)
+
+    def attributes_apart(self, a: str, b: str) -> bool:
+        """Two prepared texts that differ only where one has a few words in place of the
+        other's (:func:`_reworded`) lean towards two attributes, each nearer its own than the
+        other's by more than :attr:`Thresholds.attributes`: the same value of two attributes
+        ("I live in Berlin" / "I work in Berlin", "Nací en Sevilla" / "Vivo en Sevilla"),
+        which lie nearer than most restatements. Neither restates nor replaces the other.
+
+        It reads the whole texts, not the stretches: "live" and "work" alone say little, the
+        sentence each makes says where one lives or works."""
+        if not _reworded(a, b):
+            return False
+        first, second = self.attribute_scores(a), self.attribute_scores(b)
+        if first is None or second is None:
+            return False
+        own, other = int(np.argmax(first)), int(np.argmax(second))
+        if own == other:
+            return False
+        margin = min(first[own] - first[other], second[other] - second[own])
+        return bool(margin > self.thresholds.attributes)
 
     def persons_apart(self, a: str, b: str) -> bool:
         """Where ``b``'s words stand in place of ``a``'s, both name a person
@@ -1037,8 +1070,11 @@ class Meaning:
         new value where the rules are unsure), never two of unrelated kinds, nor one about
         the user and the other about someone else (:meth:`whose_apart`): "Mein Bruder wohnt in
         Hamburg" never ends "Ich wohne in Hamburg", whoever's plan says so, nor the same said
-        of two people (:meth:`two_people`)."""
+        of two people (:meth:`two_people`) or the same value of two attributes
+        (:meth:`attributes_apart`: "I live in Berlin" never ends "I work in Berlin")."""
         if self._told_apart(old, new) or self.two_people(old, new):
+            return False
+        if self.attributes_apart(old, new):
             return False
         if self.about_the_same(old, new):
             return True
@@ -1505,8 +1541,9 @@ class Meaning:
     def vouches(self, old: str, new: str) -> bool:
         """A model's plan may retire ``old`` for ``new`` on the merge models' word: a
         :meth:`merge_score` of :attr:`Thresholds.vouch` or more, unless they say the same of
-        two people (:meth:`two_people`)."""
-        if self.two_people(old, new):
+        two people (:meth:`two_people`) or give the same value of two attributes
+        (:meth:`attributes_apart`)."""
+        if self.two_people(old, new) or self.attributes_apart(old, new):
             return False
         return self._scores_at_least(old, new, self.thresholds.vouch)
 
@@ -1584,6 +1621,22 @@ def _swapped(a: str, b: str) -> list[tuple[str, str]]:
     return [
         (_phrase(x), _phrase(y)) for x, y in replaced if max(len(x), len(y)) <= MAX_SWAPPED_WORDS
     ]
+
+
+def _reworded(a: str, b: str) -> bool:
+    """``b`` differs from ``a`` only where it has a few words in place of ``a``'s: at most
+    :data:`MAX_SETTING_SWAPS` stretches of at most :data:`MAX_SWAPPED_WORDS` words, none
+    added or left out.
+
+    >>> _reworded("I live in Berlin.", "I work in Berlin.")
+    True
+    >>> _reworded("I live in Berlin.", "I live in Berlin now.")
+    False
+    """
+    differences = _differences(a, b)
+    return 0 < len(differences) <= MAX_SETTING_SWAPS and all(
+        tag == "replace" and max(len(x), len(y)) <= MAX_SWAPPED_WORDS for tag, x, y in differences
+    )
 
 
 def _widened(a: str, b: str) -> tuple[str, list[tuple[str, str]]] | None:
