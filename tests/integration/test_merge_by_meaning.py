@@ -625,6 +625,42 @@ def test_the_same_attribute_in_other_words_is_still_kept_once(
     assert kinds_of(plan) in (["confirm"], ["supersede"])
 
 
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("I used to work at Deloitte.", "I work at Deloitte."),
+        ("I used to live in Bristol.", "I live in Bristol."),
+        ("I used to play the cello.", "I play the cello."),
+        ("Früher wohnte ich in Jena.", "Ich wohne in Jena."),
+        ("Antes trabajaba en Repsol.", "Trabajo en Repsol."),
+        ("Раньше я работал в Яндексе.", "Я работаю в Яндексе."),
+        ("我以前住在成都。", "我住在成都。"),
+    ],
+    ids=["en-work", "en-home", "en-cello", "de", "es", "ru", "zh"],
+)  # fmt: skip
+def test_a_value_that_holds_now_is_never_confirmed_away_as_the_held_past(
+    rules: RulesConsolidator, old: str, new: str
+) -> None:
+    """A past and the present in nearly the same words ("I used to live in Bristol" / "I live
+    in Bristol") lie as near as a restatement: the present is kept, beside the past or in its
+    place, never confirmed as the past said again."""
+    assert kinds_of(merge(rules, [entry("e1", old)], [cand(new)])) in (["add"], ["supersede"])
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("I live in Bristol.", "I used to live in Bristol."),
+        ("I work at Deloitte.", "I used to work at Deloitte."),
+    ],
+    ids=["home", "work"],
+)
+def test_a_value_told_as_past_retires_the_held_present(
+    rules: RulesConsolidator, old: str, new: str
+) -> None:
+    assert kinds_of(merge(rules, [entry("e1", old)], [cand(new)])) == ["supersede"]
+
+
 def test_corrected_keeps_the_words_and_swaps_the_one_number() -> None:
     assert corrected("Ich bin 53.", "Sorry, ich bin 35, nicht 53.") == "Ich bin 35."
 

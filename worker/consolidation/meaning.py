@@ -809,9 +809,17 @@ class Meaning:
         (:meth:`persons_apart`: "Mon frère habite à Lyon" / "Ma sœur habite à Lyon"), give
         two values (:meth:`values_apart`: "Le week-end, je travaille dans un bar" / "…
         maintenant dans un restaurant") or the same value of two attributes
-        (:meth:`attributes_apart`: "I live in Berlin" / "I work in Berlin"): they lie nearer
-        than most restatements, yet neither says the other again."""
-        return self.persons_apart(a, b) or self.values_apart(a, b) or self.attributes_apart(a, b)
+        (:meth:`attributes_apart`: "I live in Berlin" / "I work in Berlin"), or one tells a
+        past the other does not (:meth:`former`, either way: "I used to live in Paris" / "I
+        live in Paris"): they lie nearer than most restatements, yet neither says the other
+        again."""
+        return (
+            self.persons_apart(a, b)
+            or self.values_apart(a, b)
+            or self.attributes_apart(a, b)
+            or self.former(a, b)
+            or self.former(b, a)
+        )
 
     def attributes_apart(self, a: str, b: str) -> bool:
         """Two prepared texts that differ only where one has a few words in place of the
