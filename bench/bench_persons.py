@@ -57,6 +57,17 @@ is chosen on it), its test half pairs written after it was fixed:
 - **one attribute**: the same said again in other words ("Vivo en Madrid" / "Resido en
   Madrid"): one entry must stay.
 
+``bench/data/distinct_pairs.jsonl`` is a probe with no development half, written after the
+checks above were fixed and never tuned on, in English, German, Spanish, French, Russian,
+Chinese, Japanese and Hinglish:
+
+- **two facts**: distinct facts in nearly the same words, most of them a thing named in place
+  of another that is the attribute, not its value ("My office is in Leeds" / "My gym is in
+  Leeds"): both must stay;
+- **a past and a present** ("I used to work at Deloitte" / "I work at Deloitte", and the other
+  way round): the newer must stay visible (added, or in the older's place), never be confirmed
+  away.
+
 Each pair is merged with the default meaning model as the worker does, and, as the baseline in
 the same run, with the checks off (the rules before them). ``python -m bench persons``.
 """
@@ -82,6 +93,7 @@ SETTING_PAIRS = DATA / "setting_pairs.jsonl"
 WORK_PAIRS = DATA / "work_pairs.jsonl"
 SEVERAL_PAIRS = DATA / "several_pairs.jsonl"
 ATTRIBUTE_PAIRS = DATA / "attribute_pairs.jsonl"
+DISTINCT_PAIRS = DATA / "distinct_pairs.jsonl"
 #: A bar no phrase reaches: the check off (the change check's is one every statement passes,
 #: ``-OFF``: each tells a change).
 OFF = float("inf")
@@ -97,6 +109,8 @@ def kept_right(rules: RulesConsolidator, pair: dict[str, Any]) -> bool:
     new value; the held one retired for a change of job."""
     plan = rules.merge(state([entry("e1", pair["held"])]), [cand(pair["said"])], now=at(10))
     kinds = [type(op) for op in plan.ops]
+    if pair.get("past"):
+        return kinds in ([Add], [Supersede])  # a past and a present: the newer stays visible
     if pair.get("two_facts") is False:
         return kinds == [Supersede]  # a change of job: the new one takes the held one's place
     one = pair.get("two_values") is False or pair.get("two_attributes") is False
@@ -144,4 +158,9 @@ def run() -> list[str]:
                 f"{score(rules, two_kinds, 'two_attributes', True)}, "
                 f"of one attribute kept once {score(rules, two_kinds, 'two_attributes', False)}"
             )
+        probe = load(DISTINCT_PAIRS)
+        lines.append(
+            f"{label:10} probe two distinct facts kept {score(rules, probe, 'past', False)}, "
+            f"the newer of a past and a present kept visible {score(rules, probe, 'past', True)}"
+        )
     return lines

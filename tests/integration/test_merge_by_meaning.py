@@ -634,7 +634,7 @@ def test_the_same_attribute_in_other_words_is_still_kept_once(
         ("Früher wohnte ich in Jena.", "Ich wohne in Jena."),
         ("Antes trabajaba en Repsol.", "Trabajo en Repsol."),
         ("Раньше я работал в Яндексе.", "Я работаю в Яндексе."),
-        ("我以前住在成都。", "我住在成都。"),
+        ("我以前住在昆明。", "我住在昆明。"),
     ],
     ids=["en-work", "en-home", "en-cello", "de", "es", "ru", "zh"],
 )  # fmt: skip
