@@ -1080,9 +1080,8 @@ class Meaning:
         Hamburg" never ends "Ich wohne in Hamburg", whoever's plan says so, nor the same said
         of two people (:meth:`two_people`) or the same value of two attributes
         (:meth:`attributes_apart`: "I live in Berlin" never ends "I work in Berlin")."""
-        if self._told_apart(old, new) or self.two_people(old, new):
-            return False
-        if self.attributes_apart(old, new):
+        apart = self._told_apart(old, new) or self.two_people(old, new)
+        if apart or self.attributes_apart(old, new):
             return False
         if self.about_the_same(old, new):
             return True
