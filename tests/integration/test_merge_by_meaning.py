@@ -585,7 +585,7 @@ TWO_ATTRIBUTES = [
     ("I was born in Perth.", "I work in Perth."),
     ("Ich wohne in Leipzig.", "Ich arbeite in Leipzig."),
     ("Vivo en Zaragoza.", "Trabajo en Zaragoza."),
-    ("J'habite à Rennes.", "Je travaille à Rennes."),
+    ("J'habite à Brest.", "Je travaille à Brest."),
     ("Я живу в Самаре.", "Я работаю в Самаре."),
     ("Moro em Braga.", "Trabalho em Braga."),
     ("मैं पटना में रहता हूँ।", "मैं पटना में काम करता हूँ।"),
@@ -630,13 +630,13 @@ def test_the_same_attribute_in_other_words_is_still_kept_once(
     [
         ("I used to work at Deloitte.", "I work at Deloitte."),
         ("I used to live in Bristol.", "I live in Bristol."),
-        ("I used to play the cello.", "I play the cello."),
+        ("I used to play the oboe.", "I play the oboe."),
         ("Früher wohnte ich in Jena.", "Ich wohne in Jena."),
         ("Antes trabajaba en Repsol.", "Trabajo en Repsol."),
-        ("Раньше я работал в Яндексе.", "Я работаю в Яндексе."),
+        ("Раньше я работал в Сбербанке.", "Я работаю в Сбербанке."),
         ("我以前住在昆明。", "我住在昆明。"),
     ],
-    ids=["en-work", "en-home", "en-cello", "de", "es", "ru", "zh"],
+    ids=["en-work", "en-home", "en-oboe", "de", "es", "ru", "zh"],
 )  # fmt: skip
 def test_a_value_that_holds_now_is_never_confirmed_away_as_the_held_past(
     rules: RulesConsolidator, old: str, new: str
