@@ -109,6 +109,12 @@ def assert_model_may_not_retire(meaning: Meaning, old: str, new: str) -> None:
         )  # fmt: skip
 
 
+def assert_kept_once(rules: RulesConsolidator, old: str, new: str) -> None:
+    """``new`` merged over a memory holding ``old`` confirms it or takes its place: one entry."""
+    plan = merge(rules, [entry("e1", old)], [cand(new)])
+    assert kinds_of(plan) in (["confirm"], ["supersede"]), kinds_of(plan)
+
+
 def retired(plan: Plan) -> set[str]:
     return {op.entry_id for op in plan.ops if isinstance(op, Supersede | Invalidate)}
 
@@ -216,8 +222,7 @@ def test_another_value_of_a_multi_valued_attribute_in_the_held_values_words_reti
 def test_a_multi_valued_fact_said_again_with_other_verbs_is_kept_once(
     rules: RulesConsolidator, old: str, new: str
 ) -> None:
-    plan = merge(rules, [entry("e1", old)], [cand(new)])
-    assert kinds_of(plan) in (["confirm"], ["supersede"])
+    assert_kept_once(rules, old, new)
 
 
 @pytest.mark.parametrize(
@@ -257,7 +262,7 @@ def test_words_that_say_how_lie_past_the_how_threshold_and_words_that_say_whom_b
 def test_a_relatives_fact_said_again_with_a_still_is_kept_once(
     rules: RulesConsolidator, old: str, new: str
 ) -> None:
-    assert kinds_of(merge(rules, [entry("e1", old)], [cand(new)])) in (["confirm"], ["supersede"])
+    assert_kept_once(rules, old, new)
 
 
 @pytest.mark.parametrize(
@@ -621,8 +626,7 @@ def test_the_trust_check_refuses_a_model_retiring_one_attribute_for_another(
 def test_the_same_attribute_in_other_words_is_still_kept_once(
     rules: RulesConsolidator, old: str, new: str
 ) -> None:
-    plan = merge(rules, [entry("e1", old)], [cand(new)])
-    assert kinds_of(plan) in (["confirm"], ["supersede"])
+    assert_kept_once(rules, old, new)
 
 
 @pytest.mark.parametrize(

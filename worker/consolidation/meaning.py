@@ -305,7 +305,8 @@ MAX_SWAPPED_WORDS: Final = 3
 MAX_SWAPS: Final = 3
 #: Most stretches two texts may differ in to give a value for each of two settings
 #: (:meth:`Meaning.settings_apart`): the setting and the value ("… to watch is tennis" / "…
-#: to play is squash"). A statement said again in other words differs in more places, and
+#: to play is squash"), or one value of two attributes (:func:`_reworded`: the verb and a
+#: word agreeing with it). A statement said again in other words differs in more places, and
 #: its stretches, cut where the words happen to align, may each lean towards a setting.
 MAX_SETTING_SWAPS: Final = 2
 #: Longest text compared by meaning: a memory is a sentence or two; a longer text is compared
@@ -1077,11 +1078,10 @@ class Meaning:
         (:attr:`Kind.ends_with`: studies, then work), and near each other (a model may see a
         new value where the rules are unsure), never two of unrelated kinds, nor one about
         the user and the other about someone else (:meth:`whose_apart`): "Mein Bruder wohnt in
-        Hamburg" never ends "Ich wohne in Hamburg", whoever's plan says so, nor the same said
-        of two people (:meth:`two_people`) or the same value of two attributes
-        (:meth:`attributes_apart`: "I live in Berlin" never ends "I work in Berlin")."""
-        apart = self._told_apart(old, new) or self.two_people(old, new)
-        if apart or self.attributes_apart(old, new):
+        Hamburg" never ends "Ich wohne in Hamburg", whoever's plan says so, nor what
+        :meth:`never_retires` names (two people; one value of two attributes: "I live in
+        Berlin" never ends "I work in Berlin")."""
+        if self._told_apart(old, new) or self.never_retires(old, new):
             return False
         if self.about_the_same(old, new):
             return True
@@ -1550,9 +1550,15 @@ class Meaning:
         :meth:`merge_score` of :attr:`Thresholds.vouch` or more, unless they say the same of
         two people (:meth:`two_people`) or give the same value of two attributes
         (:meth:`attributes_apart`)."""
-        if self.two_people(old, new) or self.attributes_apart(old, new):
+        if self.never_retires(old, new):
             return False
         return self._scores_at_least(old, new, self.thresholds.vouch)
+
+    def never_retires(self, old: str, new: str) -> bool:
+        """What no plan may retire, whatever the merge models say: the same said of two
+        people (:meth:`two_people`) or one value of two attributes (:meth:`attributes_apart`).
+        Both trust checks (:meth:`may_replace`, :meth:`vouches`) ask it."""
+        return self.two_people(old, new) or self.attributes_apart(old, new)
 
     def merges(self, old: str, new: str) -> bool:
         """``new`` takes ``old``'s place (a :meth:`merge_score` of 1 or more)."""
