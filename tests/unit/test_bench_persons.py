@@ -14,6 +14,7 @@ import pytest
 from bench.bench_persons import (
     ATTRIBUTE_PAIRS,
     DISTINCT_PAIRS,
+    RELATIVE_PAIRS,
     SETTING_PAIRS,
     SEVERAL_PAIRS,
     VALUE_PAIRS,
@@ -119,6 +120,8 @@ def test_the_bench_prints_both_halves_with_the_checks_on_and_off() -> None:
             assert "one value of two attributes kept twice" in line
         (probe,) = [x for x in lines if x.startswith(f"{label:10} probe")]
         assert "the newer of a past and a present kept visible" in probe
+        assert "two relatives in other words kept apart" in probe
+        assert "one relative in other words kept once" in probe
 
 
 def test_the_work_pairs_are_none_of_the_stories_nor_the_kinds_examples() -> None:
@@ -189,4 +192,14 @@ def test_the_distinct_probe_is_no_text_of_the_bank() -> None:
     reads)."""
     pairs = load(DISTINCT_PAIRS)
     assert {p["past"] for p in pairs} == {True, False}
+    assert not {text for p in pairs for text in (p["held"], p["said"])} & _bank_texts()
+
+
+def test_the_relatives_probe_holds_both_kinds_and_no_text_of_the_bank() -> None:
+    """The probe of relatives named in other words was written after the checks and is never
+    tuned on: it holds pairs of two relatives and of one, each pair in other words (never the
+    one stretch of another person that the checks read), and no text of the bank."""
+    pairs = load(RELATIVE_PAIRS)
+    assert {p["same_person"] for p in pairs} == {True, False}
+    assert all(p["split"] == "probe" and p["held"] != p["said"] for p in pairs)
     assert not {text for p in pairs for text in (p["held"], p["said"])} & _bank_texts()
