@@ -50,6 +50,11 @@ def _bank_texts() -> set[str]:
     return set(walk(_attributes()))
 
 
+def _pair_texts(pairs: list[dict[str, Any]]) -> set[str]:
+    """Both sentences of every pair."""
+    return {text for p in pairs for text in (p["held"], p["said"])}
+
+
 def _told() -> set[str]:
     """Every sentence of the update stories."""
     return {item.text for story in load_stories() for item in story.items}
@@ -159,7 +164,7 @@ def test_the_several_pairs_are_none_of_the_stories_nor_the_kinds_examples() -> N
     theirs is an update story's or an example the kinds are read from."""
     examples = {text for kind in _attributes()["classes"] for text in kind["examples"]}
     pairs = load(SEVERAL_PAIRS)
-    assert not {text for p in pairs for text in (p["held"], p["said"])} & (examples | _told())
+    assert not _pair_texts(pairs) & (examples | _told())
     assert all(p["held"] != p["said"] for p in pairs)
 
 
@@ -182,7 +187,7 @@ def test_the_attribute_pairs_of_the_test_half_are_no_text_of_the_bank() -> None:
     development half are, "I live in Leeds.")."""
     test = [p for p in load(ATTRIBUTE_PAIRS) if p["split"] == "test"]
     assert test
-    assert not {text for p in test for text in (p["held"], p["said"])} & _bank_texts()
+    assert not _pair_texts(test) & _bank_texts()
 
 
 def test_the_distinct_probe_is_no_text_of_the_bank() -> None:
@@ -192,14 +197,13 @@ def test_the_distinct_probe_is_no_text_of_the_bank() -> None:
     reads)."""
     pairs = load(DISTINCT_PAIRS)
     assert {p["past"] for p in pairs} == {True, False}
-    assert not {text for p in pairs for text in (p["held"], p["said"])} & _bank_texts()
+    assert not _pair_texts(pairs) & _bank_texts()
 
 
 def test_the_relatives_probe_holds_both_kinds_and_no_text_of_the_bank() -> None:
     """The probe of relatives named in other words was written after the checks and is never
-    tuned on: it holds pairs of two relatives and of one, each pair in other words (never the
-    one stretch of another person that the checks read), and no text of the bank."""
+    tuned on: it holds pairs of two relatives and of one, and no text of the bank."""
     pairs = load(RELATIVE_PAIRS)
     assert {p["same_person"] for p in pairs} == {True, False}
     assert all(p["split"] == "probe" and p["held"] != p["said"] for p in pairs)
-    assert not {text for p in pairs for text in (p["held"], p["said"])} & _bank_texts()
+    assert not _pair_texts(pairs) & _bank_texts()

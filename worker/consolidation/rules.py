@@ -760,9 +760,9 @@ class _Merge:
         :meth:`Meaning.same_attribute`); each catches updates the other misses. ``said_at`` is
         when ``body`` was said: a held past stays beside a later value only
         (:func:`~.plan.adds_beside`). Two values of two settings in the same words both stay
-        (:meth:`Meaning.settings_apart`), the same value of two attributes
-        (:meth:`Meaning.attributes_apart`), and so does the same said of two people
-        (:meth:`Meaning.two_people`) and a job title beside an employer with no change told
+        (:meth:`Meaning.settings_apart`), and so does what no plan may retire either (the same
+        said of two people, or the same value of two attributes: :meth:`Meaning.never_retires`)
+        and a job title beside an employer with no change told
         (:meth:`Meaning.told_alone`), asked only of a pair that would merge."""
         assert self.meaning is not None
         if self.meaning.both_others(entry.text, body):
@@ -785,10 +785,9 @@ class _Merge:
         )
         if not merges or self.meaning.settings_apart(entry.text, body):
             return None  # "… to watch is tennis" / "… to play is squash": one for each setting
-        if self.meaning.attributes_apart(entry.text, body):
-            return None  # "I live in London" / "I study in London": two attributes, both stay
-        if self.meaning.two_people(entry.text, body):
-            return None  # "My friend works at Hooli" / "My sister …": two people, both stay
+        if self.meaning.never_retires(entry.text, body):
+            return None  # "My friend works at Hooli" / "My sister …", "I live in London" / "I
+            # study in London": two people, or two attributes of one value, both stay
         if self.meaning.told_alone(entry.text, body):
             return None  # "I'm a paramedic" / "I work for the ambulance service": both hold
         return score
